@@ -1,0 +1,167 @@
+package dump
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/sframekit/sframekit/sframe"
+)
+
+// The JSON form of a dump. Field names are stable; addresses are
+// numbers (JSON consumers in most languages handle 53-bit integers, and
+// user-space addresses fit), offsets are signed numbers.
+//
+//	{"file": "a.out", "format": "elf64-x86-64", "section": ".sframe",
+//	 "header": {...}, "functions": [{"index": 0, "start": 4128, "size": 16,
+//	   "pc_type": "inc", "fde_type": "default", "fre_type": "addr1",
+//	   "rows": [{"start": 4128, "cfa": {"kind": "value", "base": "sp",
+//	     "offset": 16}, "ra": {...}, "fp": {...}}]}]}
+
+// JSONFile is the JSON form of one file's SFrame section.
+type JSONFile struct {
+	File      string         `json:"file"`
+	Format    string         `json:"format"`
+	Section   string         `json:"section"`
+	Header    JSONHeader     `json:"header"`
+	Functions []JSONFunction `json:"functions"`
+}
+
+// JSONHeader is the JSON form of the section header.
+type JSONHeader struct {
+	Version          int      `json:"version"`
+	Flags            []string `json:"flags"`
+	ABI              string   `json:"abi"`
+	BigEndian        bool     `json:"big_endian"`
+	CFAFixedFPOffset *int     `json:"cfa_fixed_fp_offset,omitempty"`
+	CFAFixedRAOffset *int     `json:"cfa_fixed_ra_offset,omitempty"`
+	AuxHeaderLen     int      `json:"aux_header_len"`
+	NumFDEs          uint32   `json:"num_fdes"`
+	NumFREs          uint32   `json:"num_fres"`
+	Address          uint64   `json:"address"`
+}
+
+// JSONFunction is the JSON form of one function and its rows.
+type JSONFunction struct {
+	Index   int       `json:"index"`
+	Start   uint64    `json:"start"`
+	Size    uint32    `json:"size"`
+	PCType  string    `json:"pc_type"`            // "inc" or "mask"
+	FDEType string    `json:"fde_type"`           // "default" or "flex"
+	FREType string    `json:"fre_type"`           // "addr1", "addr2", "addr4"
+	RepSize int       `json:"rep_size,omitempty"` // PC-mask block size
+	Signal  bool      `json:"signal,omitempty"`
+	PAuthB  bool      `json:"pauth_key_b,omitempty"`
+	Rows    []JSONRow `json:"rows"`
+}
+
+// JSONRow is one FRE. Start is an address for PC-increment functions and
+// an offset in the repeated block for PC-mask functions.
+type JSONRow struct {
+	Start       uint64    `json:"start"`
+	RAUndefined bool      `json:"ra_undefined,omitempty"`
+	CFA         *JSONRule `json:"cfa,omitempty"`
+	RA          *JSONRule `json:"ra,omitempty"`
+	FP          *JSONRule `json:"fp,omitempty"`
+	RASigned    bool      `json:"ra_signed,omitempty"`
+}
+
+// JSONRule is a recovery rule. Kind is "unspecified", "not-saved",
+// "value" (base + offset) or "deref" (*(base + offset)); Base is "cfa",
+// "sp", "fp" or "rN" (DWARF register N).
+type JSONRule struct {
+	Kind   string `json:"kind"`
+	Base   string `json:"base,omitempty"`
+	Offset int64  `json:"offset"`
+	Fixed  bool   `json:"fixed,omitempty"`
+}
+
+// Build converts a loaded section to its JSON form.
+func Build(in *Input) (*JSONFile, error) {
+	s := in.SFrame
+	out := &JSONFile{File: in.Path, Format: in.Format, Section: in.Section, Functions: []JSONFunction{}}
+	h := &out.Header
+	h.Version = int(s.Version)
+	h.Flags = []string{}
+	for _, b := range []sframe.Flags{sframe.FlagFDESorted, sframe.FlagFramePointer, sframe.FlagFuncStartPCRel, 8, 16, 32, 64, 128} {
+		if s.Flags&b != 0 {
+			h.Flags = append(h.Flags, b.String())
+		}
+	}
+	h.ABI = s.ABI.String()
+	h.BigEndian = s.BigEndian()
+	if s.HasFixedFP() {
+		v := int(s.CFAFixedFPOffset)
+		h.CFAFixedFPOffset = &v
+	}
+	if s.HasFixedRA() {
+		v := int(s.CFAFixedRAOffset)
+		h.CFAFixedRAOffset = &v
+	}
+	h.AuxHeaderLen = int(s.AuxHdrLen)
+	h.NumFDEs, h.NumFREs, h.Address = s.NumFDEs, s.NumFREs, s.Addr()
+	for i := 0; i < s.NumFuncs(); i++ {
+		f, err := s.Func(i)
+		if err != nil {
+			return out, err
+		}
+		jf := JSONFunction{Index: i, Start: f.Start, Size: f.Size, PCType: "inc", FDEType: "default",
+			RepSize: int(f.RepSize), Signal: f.Signal(s.Version), PAuthB: s.ABI.IsAArch64() && f.PAuthKeyB(), Rows: []JSONRow{}}
+		if f.PCType() == sframe.PCMask {
+			jf.PCType = "mask"
+		}
+		if f.Type() == sframe.FDEFlex && s.Version == sframe.Version3 {
+			jf.FDEType = "flex"
+		}
+		jf.FREType = "addr" + strconv.Itoa(f.FREType().Size())
+		it := s.FREs(&f)
+		for it.Next() {
+			e := it.FRE()
+			r, err := s.Rules(&f, e)
+			if err != nil {
+				return out, err
+			}
+			row := JSONRow{Start: uint64(e.StartOff), RAUndefined: r.RAUndefined, RASigned: r.RASigned}
+			if f.PCType() != sframe.PCMask {
+				row.Start += f.Start
+			}
+			if !r.RAUndefined {
+				row.CFA, row.RA, row.FP = jsonRule(s, r.CFA), jsonRule(s, r.RA), jsonRule(s, r.FP)
+			}
+			jf.Rows = append(jf.Rows, row)
+		}
+		if err := it.Err(); err != nil {
+			return out, err
+		}
+		out.Functions = append(out.Functions, jf)
+	}
+	return out, nil
+}
+
+func jsonRule(s *sframe.Section, r sframe.Rule) *JSONRule {
+	j := &JSONRule{Kind: r.Kind.String(), Offset: r.Offset, Fixed: r.Fixed}
+	switch {
+	case r.Kind == sframe.RuleUnspecified || r.Kind == sframe.RuleNotSaved:
+		j.Offset = 0
+	case r.Base == sframe.RegCFA:
+		j.Base = "cfa"
+	case r.Base == s.ABI.SP():
+		j.Base = "sp"
+	case r.Base == s.ABI.FP():
+		j.Base = "fp"
+	default:
+		j.Base = fmt.Sprintf("r%d", r.Base)
+	}
+	return j
+}
+
+// JSON writes the JSON form of in as one line-terminated object.
+func JSON(w io.Writer, in *Input) error {
+	j, err := Build(in)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	return enc.Encode(j)
+}

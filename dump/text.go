@@ -1,0 +1,328 @@
+// Package dump prints SFrame sections for people and programs: the text
+// of `objdump --sframe` byte for byte (the dialect of binutils 2.40 for
+// version 1 sections, which newer objdump refuses, and of 2.47 for
+// versions 2 and 3), and a stable JSON form of the same content.
+package dump
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/sframekit/sframekit/sframe"
+)
+
+// FileHeader writes the line objdump prints before the dumps of a file.
+func FileHeader(w io.Writer, name, format string) error {
+	_, err := fmt.Fprintf(w, "\n%s:     file format %s\n\n", name, format)
+	return err
+}
+
+// Text writes the SFrame section s, named secName, as objdump --sframe
+// prints it. Rows that cannot be decoded stop the dump with an error after
+// what was printed so far.
+func Text(w io.Writer, s *sframe.Section, secName string) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	err := text(bw, s, secName)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+type printer struct {
+	w   *bufio.Writer
+	s   *sframe.Section
+	buf []byte
+}
+
+func text(w *bufio.Writer, s *sframe.Section, secName string) error {
+	p := &printer{w: w, s: s, buf: make([]byte, 0, 64)}
+	fmt.Fprintf(w, "Contents of the SFrame section %s:", secName)
+	p.header()
+	w.WriteString("\n  Function Index :\n")
+	for i := 0; i < s.NumFuncs(); i++ {
+		if err := p.function(i); err != nil {
+			w.WriteString("\n")
+			return err
+		}
+		w.WriteString("\n")
+	}
+	return nil
+}
+
+func (p *printer) header() {
+	s, w := p.s, p.w
+	w.WriteString("\n  Header :\n\n")
+	fmt.Fprintf(w, "    Version: %s\n", s.Version)
+	if s.Version == sframe.Version1 {
+		// binutils 2.40 overwrote rather than appended its flag names.
+		str := ""
+		switch {
+		case s.Flags == 0:
+			str = "NONE"
+		case s.Flags&sframe.FlagFramePointer != 0:
+			str = "SFRAME_F_FRAME_POINTER"
+		case s.Flags&sframe.FlagFDESorted != 0:
+			str = "SFRAME_F_FDE_SORTED"
+		}
+		fmt.Fprintf(w, "    Flags: %s\n", str)
+	} else {
+		p.flags()
+		if s.CFAFixedFPOffset != 0 {
+			fmt.Fprintf(w, "    CFA fixed FP offset: %d\n", s.CFAFixedFPOffset)
+		}
+		if s.CFAFixedRAOffset != 0 {
+			fmt.Fprintf(w, "    CFA fixed RA offset: %d\n", s.CFAFixedRAOffset)
+		}
+	}
+	fmt.Fprintf(w, "    Num FDEs: %d\n", int32(s.NumFDEs))
+	fmt.Fprintf(w, "    Num FREs: %d\n", int32(s.NumFREs))
+}
+
+func (p *printer) flags() {
+	flags := p.s.Flags
+	if flags == 0 {
+		p.w.WriteString("    Flags: NONE\n")
+		return
+	}
+	prefix := "Flags: "
+	emit := func(bit sframe.Flags, name string) {
+		if flags&bit == 0 {
+			return
+		}
+		flags &^= bit
+		comma := ""
+		if flags != 0 {
+			comma = ","
+		}
+		fmt.Fprintf(p.w, "%11s%s%s\n", prefix, name, comma)
+		prefix = " "
+	}
+	emit(sframe.FlagFDESorted, "SFRAME_F_FDE_SORTED")
+	if p.s.Version == sframe.Version2 {
+		emit(sframe.FlagFramePointer, "SFRAME_F_FRAME_POINTER")
+	}
+	emit(sframe.FlagFuncStartPCRel, "SFRAME_F_FDE_FUNC_START_PCREL")
+	if flags != 0 {
+		fmt.Fprintf(p.w, "%11s%d\n", prefix, flags)
+	}
+}
+
+// dumpStart is the function address as libsframe's dumper computes it:
+// the start field plus the section address, plus the field's position
+// (header size + index * entry size, ignoring sfh_fdeoff) when the start
+// is PC-relative.
+func dumpStart(s *sframe.Section, f *sframe.Func) uint64 {
+	a := uint64(f.StartField) + s.Addr()
+	if s.Version != sframe.Version1 && s.Flags&sframe.FlagFuncStartPCRel != 0 {
+		a += uint64(s.HeaderLen() + f.Index*s.Version.FDESize())
+	}
+	return a
+}
+
+func (p *printer) function(i int) error {
+	s, w := p.s, p.w
+	f, err := s.Func(i)
+	if err != nil {
+		return err
+	}
+	start := dumpStart(s, &f)
+	fmt.Fprintf(w, "\n    func idx [%d]: pc = 0x%x, size = %d bytes", int32(i), start, int32(f.Size))
+	flex := s.Version == sframe.Version3 && f.Type() == sframe.FDEFlex
+	if s.Version != sframe.Version1 {
+		attr := ""
+		if f.Signal(s.Version) || (s.Version == sframe.Version2 && f.Info&0x80 != 0) {
+			attr += "S"
+		}
+		if flex {
+			attr += "F"
+		}
+		if attr != "" {
+			fmt.Fprintf(w, ", attr = \"%s\"", attr)
+		}
+	}
+	if s.ABI.IsAArch64() && f.PAuthKeyB() {
+		w.WriteString(", pauth = B key")
+	}
+	mask := f.PCType() == sframe.PCMask
+	if mask {
+		w.WriteString("\n    STARTPC[m]      CFA       FP        RA           ")
+	} else {
+		w.WriteString("\n    STARTPC         CFA       FP        RA           ")
+	}
+	it := s.FREs(&f)
+	for it.Next() {
+		e := it.FRE()
+		pc := uint64(e.StartOff)
+		if !mask {
+			pc += start
+		}
+		p.buf = append(p.buf[:0], "\n    "...)
+		p.buf = appendHex16(p.buf, pc)
+		if s.Version == sframe.Version1 {
+			p.rowV1(&f, e)
+		} else if err := p.row(&f, e, flex); err != nil {
+			w.Write(p.buf)
+			return err
+		}
+		w.Write(p.buf)
+	}
+	return it.Err()
+}
+
+func appendHex16(b []byte, v uint64) []byte {
+	var tmp [16]byte
+	for i := 15; i >= 0; i-- {
+		tmp[i] = "0123456789abcdef"[v&0xf]
+		v >>= 4
+	}
+	return append(b, tmp[:]...)
+}
+
+// pad appends spaces until the field that started at mark is n wide.
+func (p *printer) pad(mark, n int) {
+	for len(p.buf)-mark < n {
+		p.buf = append(p.buf, ' ')
+	}
+}
+
+func (p *printer) row(f *sframe.Func, e *sframe.FRE, flex bool) error {
+	r, err := p.s.Rules(f, e)
+	if err != nil {
+		return err
+	}
+	if r.RAUndefined {
+		p.buf = append(p.buf, "  RA undefined"...)
+		return nil
+	}
+	p.buf = append(p.buf, "  "...)
+	// CFA
+	m := len(p.buf)
+	if flex {
+		p.disp(r.CFA)
+	} else {
+		p.buf = append(p.buf, p.regName(r.CFA.Base)...)
+		p.buf = append(p.buf, '+')
+		p.buf = strconv.AppendInt(p.buf, int64(int32(r.CFA.Offset)), 10)
+	}
+	p.pad(m, 10)
+	// FP
+	m = len(p.buf)
+	p.saved(r.FP, flex)
+	p.pad(m, 10)
+	// RA
+	m = len(p.buf)
+	if r.RA.Fixed {
+		p.buf = append(p.buf, 'f')
+	} else {
+		p.saved(r.RA, flex)
+	}
+	if r.RASigned {
+		p.buf = append(p.buf, "[s]"...)
+	} else {
+		p.buf = append(p.buf, "   "...)
+	}
+	p.pad(m, 13)
+	return nil
+}
+
+// saved formats an FP or RA rule.
+func (p *printer) saved(r sframe.Rule, flex bool) {
+	switch {
+	case r.Kind == sframe.RuleUnspecified:
+		p.buf = append(p.buf, 'u')
+	case r.Kind == sframe.RuleNotSaved:
+		p.buf = append(p.buf, 'U')
+	case flex:
+		p.disp(r)
+	case r.Base != sframe.RegCFA:
+		// v2 s390x: value held in a register.
+		p.buf = append(p.buf, 'r')
+		p.buf = strconv.AppendInt(p.buf, int64(r.Base), 10)
+	default:
+		p.buf = append(p.buf, 'c')
+		p.buf = appendSigned(p.buf, r.Offset)
+	}
+}
+
+// disp formats a flexible rule as "reg+off" or "(reg+off)".
+func (p *printer) disp(r sframe.Rule) {
+	deref := r.Kind == sframe.RuleDeref
+	if deref {
+		p.buf = append(p.buf, '(')
+	}
+	if r.Base == sframe.RegCFA {
+		p.buf = append(p.buf, 'c')
+	} else {
+		p.buf = append(p.buf, p.regName(r.Base)...)
+	}
+	p.buf = appendSigned(p.buf, r.Offset)
+	if deref {
+		p.buf = append(p.buf, ')')
+	}
+}
+
+func appendSigned(b []byte, v int64) []byte {
+	v = int64(int32(v))
+	if v >= 0 {
+		b = append(b, '+')
+	}
+	return strconv.AppendInt(b, v, 10)
+}
+
+func (p *printer) regName(r sframe.Reg) string {
+	switch r {
+	case p.s.ABI.SP():
+		return "sp"
+	case p.s.ABI.FP():
+		return "fp"
+	}
+	return "r" + strconv.Itoa(int(r))
+}
+
+// rowV1 prints a row as objdump 2.40 did for SFrame version 1: the fixed
+// RA printed as "u", and a missing RA word leaving the FP text in place.
+func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
+	s := p.s
+	word := func(i int) (int32, bool) { return s.Word(e, i) }
+	cfa, _ := word(0)
+	p.buf = append(p.buf, "  "...)
+	m := len(p.buf)
+	if e.BaseIsSP() {
+		p.buf = append(p.buf, "sp+"...)
+	} else {
+		p.buf = append(p.buf, "fp+"...)
+	}
+	p.buf = strconv.AppendInt(p.buf, int64(cfa), 10)
+	p.pad(m, 10)
+	fpIdx, raIdx := 2, 1
+	if s.HasFixedRA() {
+		fpIdx = 1
+	}
+	var temp []byte
+	if s.HasFixedFP() {
+		temp = appendSigned([]byte{'c'}, int64(s.CFAFixedFPOffset))
+	} else if v, ok := word(fpIdx); ok {
+		temp = appendSigned([]byte{'c'}, int64(v))
+	} else {
+		temp = []byte{'u'}
+	}
+	m = len(p.buf)
+	p.buf = append(p.buf, temp...)
+	p.pad(m, 10)
+	if s.HasFixedRA() {
+		temp = []byte{'u'}
+	} else if v, ok := word(raIdx); ok {
+		temp = appendSigned([]byte{'c'}, int64(v))
+	}
+	m = len(p.buf)
+	p.buf = append(p.buf, temp...)
+	if e.RASigned() {
+		p.buf = append(p.buf, "[s]"...)
+	} else {
+		p.buf = append(p.buf, "   "...)
+	}
+	p.pad(m, 13)
+}

@@ -1,0 +1,278 @@
+// Package sframe reads, validates and queries SFrame stack-trace sections
+// (versions 1, 2 and 3; AMD64, AArch64 and s390x; either byte order).
+//
+// A Section is a zero-copy view over the section bytes: parsing checks the
+// header and the bounds of the sub-sections, and everything else is decoded
+// on demand. Functions (FDEs) and their rows (FREs) are returned by value
+// and iterated without allocating, so lookups in a profiler's hot path cost
+// a binary search and a short linear scan.
+//
+// The rules of a row are returned as values (Rule), not raw data words:
+// the ABI-specific layouts, the s390x CFA scaling and register encodings,
+// flexible FDEs and the header's fixed offsets are all resolved here, so
+// that consumers (the dumper, the unwinder, the converter) share one
+// interpretation.
+package sframe
+
+import "fmt"
+
+// Magic is the value of the first two bytes of every SFrame section, in
+// the section's byte order.
+const Magic = 0xdee2
+
+// Version is an SFrame format version.
+type Version uint8
+
+// The known SFrame versions.
+const (
+	Version1 Version = 1
+	Version2 Version = 2
+	Version3 Version = 3
+)
+
+func (v Version) String() string {
+	if v >= 1 && v <= 3 {
+		return fmt.Sprintf("SFRAME_VERSION_%d", uint8(v))
+	}
+	return fmt.Sprintf("Version(%d)", uint8(v))
+}
+
+// Flags are the section-wide flags of the preamble.
+type Flags uint8
+
+// Section flags.
+const (
+	// FlagFDESorted says the function index is sorted by start address,
+	// which allows binary search.
+	FlagFDESorted Flags = 0x1
+	// FlagFramePointer (v1, v2) says all functions keep a frame pointer.
+	FlagFramePointer Flags = 0x2
+	// FlagFuncStartPCRel (v2 errata 1, v3) says function start fields are
+	// relative to the field itself rather than to the section start.
+	FlagFuncStartPCRel Flags = 0x4
+)
+
+// KnownFlags returns the flags defined for version v; others are unknown.
+func KnownFlags(v Version) Flags {
+	switch v {
+	case Version1:
+		return FlagFDESorted | FlagFramePointer
+	case Version2:
+		return FlagFDESorted | FlagFramePointer | FlagFuncStartPCRel
+	default:
+		return FlagFDESorted | FlagFuncStartPCRel
+	}
+}
+
+func (f Flags) String() string {
+	if f == 0 {
+		return "NONE"
+	}
+	s := ""
+	add := func(bit Flags, name string) {
+		if f&bit != 0 {
+			if s != "" {
+				s += "|"
+			}
+			s += name
+			f &^= bit
+		}
+	}
+	add(FlagFDESorted, "SFRAME_F_FDE_SORTED")
+	add(FlagFramePointer, "SFRAME_F_FRAME_POINTER")
+	add(FlagFuncStartPCRel, "SFRAME_F_FDE_FUNC_START_PCREL")
+	if f != 0 {
+		if s != "" {
+			s += "|"
+		}
+		s += fmt.Sprintf("%#x", uint8(f))
+	}
+	return s
+}
+
+// ABI identifies the ABI/architecture a section describes.
+type ABI uint8
+
+// The ABIs defined by the format.
+const (
+	ABIAArch64BE ABI = 1
+	ABIAArch64LE ABI = 2
+	ABIAMD64LE   ABI = 3
+	ABIS390XBE   ABI = 4
+)
+
+func (a ABI) String() string {
+	switch a {
+	case ABIAArch64BE:
+		return "SFRAME_ABI_AARCH64_ENDIAN_BIG"
+	case ABIAArch64LE:
+		return "SFRAME_ABI_AARCH64_ENDIAN_LITTLE"
+	case ABIAMD64LE:
+		return "SFRAME_ABI_AMD64_ENDIAN_LITTLE"
+	case ABIS390XBE:
+		return "SFRAME_ABI_S390X_ENDIAN_BIG"
+	}
+	return fmt.Sprintf("ABI(%d)", uint8(a))
+}
+
+// BigEndian reports whether the ABI stores its data big-endian.
+func (a ABI) BigEndian() bool { return a == ABIAArch64BE || a == ABIS390XBE }
+
+// IsAArch64 reports whether a is one of the AArch64 ABIs.
+func (a ABI) IsAArch64() bool { return a == ABIAArch64BE || a == ABIAArch64LE }
+
+// SP returns the DWARF register number of the stack pointer.
+func (a ABI) SP() Reg {
+	switch a {
+	case ABIAMD64LE:
+		return 7
+	case ABIS390XBE:
+		return 15
+	}
+	return 31
+}
+
+// FP returns the DWARF register number of the frame pointer.
+func (a ABI) FP() Reg {
+	switch a {
+	case ABIAMD64LE:
+		return 6
+	case ABIS390XBE:
+		return 11
+	}
+	return 29
+}
+
+// FREType is the width of an FRE's start-address field.
+type FREType uint8
+
+// FRE types.
+const (
+	FREAddr1 FREType = 0
+	FREAddr2 FREType = 1
+	FREAddr4 FREType = 2
+)
+
+// Size returns the width of the start-address field in bytes, or 0 for
+// an invalid type.
+func (t FREType) Size() int {
+	switch t {
+	case FREAddr1:
+		return 1
+	case FREAddr2:
+		return 2
+	case FREAddr4:
+		return 4
+	}
+	return 0
+}
+
+func (t FREType) String() string {
+	switch t {
+	case FREAddr1:
+		return "SFRAME_FRE_TYPE_ADDR1"
+	case FREAddr2:
+		return "SFRAME_FRE_TYPE_ADDR2"
+	case FREAddr4:
+		return "SFRAME_FRE_TYPE_ADDR4"
+	}
+	return fmt.Sprintf("FREType(%d)", uint8(t))
+}
+
+// PCType says how FRE start addresses are matched against a PC.
+type PCType uint8
+
+// PC types.
+const (
+	// PCInc FREs start at an offset from the function start.
+	PCInc PCType = 0
+	// PCMask FREs match (pc - start) % RepSize: repeated blocks such as
+	// PLT entries.
+	PCMask PCType = 1
+)
+
+func (t PCType) String() string {
+	if t == PCMask {
+		return "SFRAME_FDE_PCTYPE_MASK"
+	}
+	return "SFRAME_FDE_PCTYPE_INC"
+}
+
+// FDEType (v3) says how an FRE's data words are interpreted.
+type FDEType uint8
+
+// FDE types.
+const (
+	// FDEDefault rows hold ABI-specific stack offsets.
+	FDEDefault FDEType = 0
+	// FDEFlex rows hold (control, offset) pairs for CFA, RA and FP.
+	FDEFlex FDEType = 1
+)
+
+func (t FDEType) String() string {
+	switch t {
+	case FDEDefault:
+		return "SFRAME_FDE_TYPE_DEFAULT"
+	case FDEFlex:
+		return "SFRAME_FDE_TYPE_FLEX"
+	}
+	return fmt.Sprintf("FDEType(%d)", uint8(t))
+}
+
+// Reg is a DWARF register number, or RegCFA for rules based on the CFA.
+type Reg int16
+
+// RegCFA is the base of rules relative to the canonical frame address.
+const RegCFA Reg = -1
+
+// RuleKind says how a tracked value (CFA, RA or FP) is recovered.
+type RuleKind uint8
+
+// Rule kinds.
+const (
+	// RuleUnspecified: the row has no rule for the value; it keeps the
+	// value it had in the callee (FP not saved yet, s390x RA still in
+	// its register). Dumps print it as "u".
+	RuleUnspecified RuleKind = iota
+	// RuleNotSaved: an explicit padding word says the value is not saved
+	// on the stack (printed "U").
+	RuleNotSaved
+	// RuleValue: the value is Base + Offset.
+	RuleValue
+	// RuleDeref: the value is stored at address Base + Offset.
+	RuleDeref
+)
+
+func (k RuleKind) String() string {
+	switch k {
+	case RuleUnspecified:
+		return "unspecified"
+	case RuleNotSaved:
+		return "not-saved"
+	case RuleValue:
+		return "value"
+	case RuleDeref:
+		return "deref"
+	}
+	return fmt.Sprintf("RuleKind(%d)", uint8(k))
+}
+
+// Rule recovers one value of the caller's frame.
+type Rule struct {
+	Kind   RuleKind
+	Base   Reg   // RegCFA or a DWARF register number
+	Offset int64 // added to Base
+	// Fixed is set when the rule comes from the header's fixed offset
+	// rather than from the row (AMD64's RA at CFA-8).
+	Fixed bool
+}
+
+// Row is the interpretation of one FRE: how to find the CFA, the return
+// address and the frame pointer of the caller.
+type Row struct {
+	CFA, RA, FP Rule
+	// RAUndefined marks an outermost frame: the stack trace ends here.
+	RAUndefined bool
+	// RASigned (AArch64) says the saved return address is signed (PAC).
+	RASigned bool
+}

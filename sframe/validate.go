@@ -1,0 +1,76 @@
+package sframe
+
+// Validate walks the whole section and checks everything the Linux
+// kernel's SFrame reader checks, and more: known flags, byte order
+// matching the ABI, functions inside the tables, sorted start addresses
+// when flagged, FRE types and data-word sizes, FRE start offsets strictly
+// increasing and inside the function (or the repeated block), complete
+// data words for the ABI, flexible CFA rules based on a register, and
+// the FRE total equal to the header's count. It returns the first problem
+// found as a *Error naming the function and byte offset.
+func (s *Section) Validate() error {
+	if unk := s.Flags &^ KnownFlags(s.Version); unk != 0 {
+		return errorf(ErrBadFlags, 3, -1, "unknown flags %#x for %s", uint8(unk), s.Version)
+	}
+	if s.ABI.BigEndian() != s.be {
+		return errorf(ErrBadABI, 4, -1, "%s in a section of the other byte order", s.ABI)
+	}
+	var total uint64
+	var prev uint64
+	var f Func
+	for i := 0; i < int(s.NumFDEs); i++ {
+		if err := s.decodeFunc(i, &f); err != nil {
+			return err
+		}
+		if s.Flags&FlagFDESorted != 0 && i > 0 && f.Start <= prev {
+			return errorf(ErrUnsorted, f.StartFieldOff, i, "start %#x not above the previous %#x", f.Start, prev)
+		}
+		prev = f.Start
+		if err := s.validateFunc(&f); err != nil {
+			return err
+		}
+		total += uint64(f.NumFREs)
+	}
+	if total != uint64(s.NumFREs) {
+		return errorf(ErrCountMismatch, 12, -1, "functions hold %d FREs, header says %d", total, s.NumFREs)
+	}
+	return nil
+}
+
+func (s *Section) validateFunc(f *Func) error {
+	t := f.FREType()
+	if t.Size() == 0 {
+		return errorf(ErrBadFREType, f.StartFieldOff, f.Index, "FRE type %d", t)
+	}
+	if s.Version == Version3 {
+		if f.Type() > FDEFlex || f.Info2&^0x1f != 0 {
+			return errorf(ErrBadFDEType, f.frePos-2, f.Index, "info2 %#x", f.Info2)
+		}
+	}
+	limit := uint64(f.Size)
+	if f.PCType() == PCMask && s.Version != Version1 {
+		if f.RepSize == 0 {
+			return errorf(ErrBadRule, f.StartFieldOff, f.Index, "PC-mask function with repeat size 0")
+		}
+		limit = uint64(f.RepSize)
+	}
+	it := s.FREs(f)
+	var last int64 = -1
+	for it.Next() {
+		e := it.FRE()
+		if int64(e.StartOff) <= last {
+			return errorf(ErrFREOrder, e.Off, f.Index, "start %#x after %#x", e.StartOff, last)
+		}
+		last = int64(e.StartOff)
+		if uint64(e.StartOff) >= limit && !(limit == 0 && e.StartOff == 0) {
+			return errorf(ErrFRERange, e.Off, f.Index, "start %#x not below %#x", e.StartOff, limit)
+		}
+		if !s.expectedWords(f, e) {
+			return errorf(ErrBadWordCount, e.Off, f.Index, "%d data words for %s %s", e.Count(), s.ABI, f.Type())
+		}
+		if s.Version == Version3 && f.Type() == FDEFlex && e.Count() > 0 && e.uword(0, s.be)&flexRegP == 0 {
+			return errorf(ErrBadRule, e.Off, f.Index, "flexible CFA rule not based on a register")
+		}
+	}
+	return it.Err()
+}
