@@ -45,6 +45,9 @@ func (v Version) FDESize() int {
 	return 0
 }
 
+// v1PLTEntrySize is the repeat size assumed for v1 PC-mask FDEs.
+const v1PLTEntrySize = 16
+
 // FDEAttrSize is the size of the v3 FDE attribute that precedes a
 // function's FREs in the FRE sub-section.
 const FDEAttrSize = 5
@@ -285,7 +288,9 @@ type Func struct {
 	NumFREs uint32
 	Info    uint8
 	Info2   uint8 // v3 only
-	RepSize uint8 // v2, v3
+	// RepSize is the repeated block size of PC-mask FDEs (v2, v3; 16
+	// for v1 PC-mask FDEs, which have no such field).
+	RepSize uint8
 	// frePos is the section offset of the first FRE.
 	frePos int
 }
@@ -354,6 +359,11 @@ func (s *Section) decodeFunc(i int, f *Func) error {
 		f.RepSize = 0
 		if s.Version == Version2 {
 			f.RepSize = s.data[off+17]
+		} else if f.PCType() == PCMask {
+			// v1 has no repeat-size field; ld 2.40 wrote PC-mask FDEs
+			// only for PLTs, whose entries are 16 bytes on every ABI it
+			// supported, and that is what its FRE offsets assume.
+			f.RepSize = v1PLTEntrySize
 		}
 		f.frePos = s.freBase + int(f.FREOff)
 		if uint64(s.freBase)+uint64(f.FREOff) > uint64(s.freEnd) {

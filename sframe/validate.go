@@ -48,7 +48,7 @@ func (s *Section) validateFunc(f *Func) error {
 		}
 	}
 	limit := uint64(f.Size)
-	if f.PCType() == PCMask && s.Version != Version1 {
+	if f.PCType() == PCMask {
 		if f.RepSize == 0 {
 			return errorf(ErrBadRule, f.StartFieldOff, f.Index, "PC-mask function with repeat size 0")
 		}

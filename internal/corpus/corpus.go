@@ -15,9 +15,10 @@ import (
 	"testing"
 )
 
-// Dir returns the corpus directory, or skips (fails under CI) the test.
-func Dir(t testing.TB) string {
-	t.Helper()
+// Find returns the corpus directory and whether it exists, for callers
+// such as fuzz seeders that use the corpus when present and do without it
+// otherwise.
+func Find() (string, bool) {
 	d := os.Getenv("SFRAMEKIT_CORPUS")
 	if d == "" {
 		_, file, _, _ := runtime.Caller(0)
@@ -25,7 +26,15 @@ func Dir(t testing.TB) string {
 		root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
 		d = filepath.Join(root, "..", "shared", "corpus")
 	}
-	if st, err := os.Stat(d); err != nil || !st.IsDir() {
+	st, err := os.Stat(d)
+	return d, err == nil && st.IsDir()
+}
+
+// Dir returns the corpus directory, or skips (fails under CI) the test.
+func Dir(t testing.TB) string {
+	t.Helper()
+	d, ok := Find()
+	if !ok {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("reference corpus not found at %s (set SFRAMEKIT_CORPUS); required under CI", d)
 		}
@@ -38,7 +47,23 @@ func Dir(t testing.TB) string {
 // dump beside them), sorted, as paths.
 func ELFs(t testing.TB) []string {
 	t.Helper()
-	d := Dir(t)
+	out := list(Dir(t))
+	if len(out) == 0 {
+		t.Fatalf("no ELF files with .sframe.txt dumps under %s", Dir(t))
+	}
+	return out
+}
+
+// List returns the corpus ELF files, or nil when there is no corpus.
+func List() []string {
+	d, ok := Find()
+	if !ok {
+		return nil
+	}
+	return list(d)
+}
+
+func list(d string) []string {
 	var out []string
 	filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
@@ -50,8 +75,5 @@ func ELFs(t testing.TB) []string {
 		return nil
 	})
 	sort.Strings(out)
-	if len(out) == 0 {
-		t.Fatalf("no ELF files with .sframe.txt dumps under %s", d)
-	}
 	return out
 }
