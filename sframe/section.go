@@ -55,8 +55,8 @@ const FDEAttrSize = 5
 // Error is a decoding or validation failure. It names the byte offset in
 // the section and, where it applies, the function index.
 type Error struct {
-	Off  int64  // byte offset in the section
-	Func int    // function index, or -1
+	Off  int64 // byte offset in the section
+	Func int   // function index, or -1
 	Kind ErrKind
 	Msg  string
 }
