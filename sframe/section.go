@@ -3,6 +3,7 @@ package sframe
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 )
 
 // HeaderSize is the size of the fixed SFrame header (all versions).
@@ -139,6 +140,10 @@ type Section struct {
 	freEnd  int    // end of the FRE sub-section
 	fdeSize int    // size of one function table entry
 	addr    uint64 // address of the section's first byte
+
+	// idx is the lookup index of sorted sections, built on first use.
+	idx     lookupIndex
+	idxOnce sync.Once
 }
 
 // Parse decodes the header of an SFrame section and checks that the

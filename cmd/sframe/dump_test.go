@@ -114,3 +114,19 @@ func TestDumpJSONAndHelp(t *testing.T) {
 		t.Errorf("dump without files: exit %d, want 2", code)
 	}
 }
+
+// TestDumpShippedSamples runs the README's first command on the samples in
+// testdata, which need no corpus.
+func TestDumpShippedSamples(t *testing.T) {
+	t.Chdir("../../testdata")
+	for _, name := range []string{"drap-O2.elf", "edge-x86_64.o"} {
+		want, err := os.ReadFile(name + ".sframe.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, errs, code := runCLI(t, "dump", name)
+		if code != 0 || out != string(want) {
+			t.Errorf("%s: exit %d, stderr %q, identical to objdump: %v", name, code, errs, out == string(want))
+		}
+	}
+}
