@@ -7,12 +7,12 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/corpus"
 )
 
-// loadCorpusSection returns the relocated .sframe bytes and address of a
-// corpus file.
+// loadCorpusSection returns the .sframe bytes and address of a linked
+// corpus file (no relocations to apply; package elffile, which would
+// apply them, imports this one).
 func loadCorpusSection(tb testing.TB, rel string) ([]byte, uint64) {
 	tb.Helper()
 	path := filepath.Join(corpus.Dir(tb), rel)
@@ -21,8 +21,8 @@ func loadCorpusSection(tb testing.TB, rel string) ([]byte, uint64) {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	sec := elffile.FindSFrame(f, "")
-	data, err := elffile.Data(f, sec)
+	sec := f.Section(".sframe")
+	data, err := sec.Data()
 	if err != nil {
 		tb.Fatal(err)
 	}

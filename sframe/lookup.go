@@ -15,35 +15,6 @@ func (s *Section) size(i int) uint32 {
 	return s.u32(off)
 }
 
-// lookupIndex is a compact copy of the sorted function start addresses,
-// as offsets from the first one: 4 bytes per function instead of the
-// 16-20 byte table entries, so that a binary search touches a quarter of
-// the cache lines. It is built once, on the first lookup, and only for
-// sections flagged sorted whose functions span less than 4 GiB.
-type lookupIndex struct {
-	base uint64
-	rel  []uint32
-}
-
-func (s *Section) buildIndex() {
-	n := int(s.NumFDEs)
-	if n == 0 || s.Flags&FlagFDESorted == 0 {
-		return
-	}
-	base := s.start(0)
-	// NumFDEs was checked against the section size in Parse, so this
-	// allocation is bounded by the input.
-	rel := make([]uint32, n)
-	for i := 0; i < n; i++ {
-		d := s.start(i) - base
-		if d > 0xffffffff || (i > 0 && uint32(d) < rel[i-1]) {
-			return // too wide or not sorted after all: search the table
-		}
-		rel[i] = uint32(d)
-	}
-	s.idx = lookupIndex{base: base, rel: rel}
-}
-
 // FindFunc returns the index of the function whose range [start,
 // start+size) contains pc, or -1. It binary-searches when the section is
 // flagged sorted and scans linearly otherwise, as libsframe and the Linux
@@ -59,23 +30,9 @@ func (s *Section) FindFunc(pc uint64) int {
 		return -1
 	}
 	s.idxOnce.Do(s.buildIndex)
-	var i int
-	if rel := s.idx.rel; rel != nil {
-		if pc < s.idx.base {
-			return -1
-		}
-		key := pc - s.idx.base
-		// Branch-free lower bound: the last entry <= key.
-		lo, m := 0, len(rel)
-		for m > 1 {
-			half := m >> 1
-			if uint64(rel[lo+half]) <= key {
-				lo += half
-			}
-			m -= half
-		}
-		i = lo
-		if pc-(s.idx.base+uint64(rel[i])) >= uint64(s.size(i)) {
+	if s.idx.rel != nil {
+		i := s.idx.find(pc)
+		if i < 0 || pc-(s.idx.base+uint64(s.idx.rel[i])) >= uint64(s.size(i)) {
 			return -1
 		}
 		return i
@@ -90,7 +47,7 @@ func (s *Section) FindFunc(pc uint64) int {
 			hi = m
 		}
 	}
-	i = lo - 1
+	i := lo - 1
 	if i < 0 || pc-s.start(i) >= uint64(s.size(i)) {
 		return -1
 	}
