@@ -1,0 +1,393 @@
+package symbolize
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const progSource = `
+#include <stdio.h>
+#include <stdlib.h>
+
+static int counter;
+
+__attribute__((noinline)) static int leaf(int x) {
+	counter += x;
+	return counter * 3;
+}
+
+__attribute__((noinline)) int middle(int x) {
+	int s = 0;
+	for (int i = 0; i < x; i++)
+		s += leaf(i);
+	return s;
+}
+
+__attribute__((noinline)) int top(int x) {
+	if (x > 100)
+		return middle(x / 2) + 1;
+	return middle(x) - 1;
+}
+
+int main(int argc, char **argv) {
+	printf("%d\n", top(argc + (argv[0] != NULL)));
+	return 0;
+}
+`
+
+const libSource = `
+int exported_function(int x) { return x * 7 + 1; }
+int another_export(int x) { return exported_function(x) + 2; }
+`
+
+func needTool(t testing.TB, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found; required under CI", name)
+		}
+		t.Skipf("%s not found", name)
+	}
+}
+
+func run(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	return string(out)
+}
+
+// build compiles src into dir/name with extra gcc flags.
+func build(t testing.TB, dir, name, src string, flags ...string) string {
+	t.Helper()
+	needTool(t, "gcc")
+	c := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, name)
+	run(t, "gcc", append(append([]string{}, flags...), "-o", out, c)...)
+	return out
+}
+
+// nmFuncs returns the text symbols nm lists: name -> address.
+func nmFuncs(t testing.TB, exe string) map[string]uint64 {
+	t.Helper()
+	needTool(t, "nm")
+	out := run(t, "nm", exe)
+	m := map[string]uint64{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && (f[1] == "T" || f[1] == "t") {
+			a, err := strconv.ParseUint(f[0], 16, 64)
+			if err == nil {
+				m[f[2]] = a
+			}
+		}
+	}
+	return m
+}
+
+// addr2line returns file:line per address as addr2line prints them
+// ("" for unknown).
+func addr2line(t testing.TB, exe string, addrs []uint64) []string {
+	t.Helper()
+	needTool(t, "addr2line")
+	args := []string{"-e", exe}
+	for _, a := range addrs {
+		args = append(args, fmt.Sprintf("%#x", a))
+	}
+	lines := strings.Split(strings.TrimSpace(run(t, "addr2line", args...)), "\n")
+	if len(lines) != len(addrs) {
+		t.Fatalf("addr2line printed %d lines for %d addresses", len(lines), len(addrs))
+	}
+	for i, l := range lines {
+		if j := strings.Index(l, " (discriminator"); j >= 0 {
+			l = l[:j]
+		}
+		if strings.HasPrefix(l, "??") || strings.HasSuffix(l, ":?") || strings.HasSuffix(l, ":0") {
+			l = ""
+		}
+		lines[i] = l
+	}
+	return lines
+}
+
+// checkAgainstTools compares every byte address of the named functions
+// with nm (name, offset) and addr2line (file:line).
+func checkAgainstTools(t *testing.T, s *Symbolizer, path, symSource string, funcs []string) {
+	t.Helper()
+	syms := nmFuncs(t, symSource)
+	f, err := elf.Open(symSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := f.Symbols()
+	f.Close()
+	size := map[string]uint64{}
+	for _, s := range all {
+		size[s.Name] = s.Size
+	}
+	var addrs []uint64
+	var want []string
+	for _, name := range funcs {
+		a, ok := syms[name]
+		if !ok {
+			t.Fatalf("nm lists no %s", name)
+		}
+		if size[name] == 0 {
+			t.Fatalf("%s has no size", name)
+		}
+		for off := uint64(0); off < size[name]; off++ {
+			sym, ok := s.Lookup(path, a+off)
+			if !ok || sym.Name != name || sym.Offset != off || sym.Start != a {
+				t.Errorf("Lookup(%#x) = %+v, %v; want %s+%#x", a+off, sym, ok, name, off)
+			}
+			addrs = append(addrs, a+off)
+			want = append(want, name)
+		}
+	}
+	lines := addr2line(t, symSource, addrs)
+	mismatch := 0
+	for i, a := range addrs {
+		sym, _ := s.Lookup(path, a)
+		got := ""
+		if sym.Line > 0 {
+			got = fmt.Sprintf("%s:%d", sym.File, sym.Line)
+		}
+		if got != lines[i] {
+			mismatch++
+			if mismatch <= 10 {
+				t.Errorf("line of %#x (%s): got %q, addr2line %q", a, want[i], got, lines[i])
+			}
+		}
+	}
+	if mismatch > 0 {
+		t.Errorf("%d of %d addresses differ from addr2line", mismatch, len(addrs))
+	}
+	t.Logf("%s: %d addresses agree with nm and addr2line", filepath.Base(path), len(addrs))
+}
+
+func TestLookupAgainstNMAndAddr2line(t *testing.T) {
+	dir := t.TempDir()
+	for _, opt := range []string{"-O0", "-O2"} {
+		t.Run(opt, func(t *testing.T) {
+			exe := build(t, dir, "prog"+opt, progSource, "-g", opt)
+			s := New()
+			defer s.Close()
+			checkAgainstTools(t, s, exe, exe, []string{"leaf", "middle", "top", "main"})
+			if err := s.Err(exe); err != nil {
+				t.Error(err)
+			}
+			// Before the first function: nothing (or a non-covering
+			// symbol).
+			if sym, ok := s.LookupFunc(exe, 1); ok {
+				t.Errorf("address 1 resolved to %+v", sym)
+			}
+		})
+	}
+}
+
+// TestLookupNoAllocs checks that lookups allocate nothing once the module
+// and its line index are loaded.
+func TestLookupNoAllocs(t *testing.T) {
+	dir := t.TempDir()
+	exe := build(t, dir, "prog", progSource, "-g", "-O1")
+	a := nmFuncs(t, exe)["middle"] + 2
+	s := New()
+	if _, ok := s.Lookup(exe, a); !ok {
+		t.Fatal("lookup failed")
+	}
+	n := testing.AllocsPerRun(1000, func() {
+		s.Lookup(exe, a)
+		s.LookupFunc(exe, a+1)
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per lookup", n)
+	}
+}
+
+func TestSeparateDebugFile(t *testing.T) {
+	needTool(t, "objcopy")
+	needTool(t, "strip")
+	dir := t.TempDir()
+	exe := build(t, dir, "prog", progSource, "-g", "-O1", "-Wl,--build-id")
+	funcs := []string{"leaf", "middle", "top"}
+
+	t.Run("debuglink", func(t *testing.T) {
+		d := t.TempDir()
+		dbg := filepath.Join(d, "prog.debug")
+		stripped := filepath.Join(d, "prog")
+		run(t, "objcopy", "--only-keep-debug", exe, dbg)
+		run(t, "strip", "--strip-all", "-o", stripped, exe)
+		run(t, "objcopy", "--remove-section=.note.gnu.build-id", "--add-gnu-debuglink="+dbg, stripped)
+		if f := nmFuncs(t, stripped); len(f) != 0 {
+			t.Fatalf("stripped binary still has symbols: %v", f)
+		}
+		s := New()
+		s.DebugDirs = nil
+		checkAgainstTools(t, s, stripped, exe, funcs)
+		if s.DebugFile(stripped) != dbg {
+			t.Errorf("debug file %q, want %q", s.DebugFile(stripped), dbg)
+		}
+		// A debug file whose CRC does not match is not used.
+		os.WriteFile(dbg, []byte("not it"), 0o644)
+		s2 := New()
+		s2.DebugDirs = nil
+		if sym, ok := s2.Lookup(stripped, nmFuncs(t, exe)["leaf"]); ok && sym.Name == "leaf" {
+			t.Errorf("used a debug file with a bad CRC: %+v", sym)
+		}
+	})
+
+	t.Run("build-id", func(t *testing.T) {
+		root := t.TempDir()
+		f, err := elf.Open(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := buildID(f)
+		f.Close()
+		if len(id) < 2 {
+			t.Fatal("no build id")
+		}
+		h := fmt.Sprintf("%x", id)
+		dbg := filepath.Join(root, ".build-id", h[:2], h[2:]+".debug")
+		os.MkdirAll(filepath.Dir(dbg), 0o755)
+		run(t, "objcopy", "--only-keep-debug", exe, dbg)
+		stripped := filepath.Join(t.TempDir(), "prog")
+		run(t, "strip", "--strip-all", "-o", stripped, exe)
+		s := New()
+		s.DebugDirs = []string{root}
+		checkAgainstTools(t, s, stripped, exe, funcs)
+		if s.DebugFile(stripped) != dbg {
+			t.Errorf("debug file %q, want %q", s.DebugFile(stripped), dbg)
+		}
+	})
+}
+
+// TestDynsymFallback looks up exported functions of a stripped shared
+// library, which only has .dynsym.
+func TestDynsymFallback(t *testing.T) {
+	needTool(t, "strip")
+	dir := t.TempDir()
+	lib := build(t, dir, "libx.so", libSource, "-shared", "-fPIC", "-O1")
+	want := nmFuncs(t, lib)
+	run(t, "strip", "--strip-all", lib)
+	f, _ := elf.Open(lib)
+	if s, err := f.Symbols(); err == nil && len(s) > 0 {
+		t.Fatal("library still has .symtab")
+	}
+	f.Close()
+	s := New()
+	for _, name := range []string{"exported_function", "another_export"} {
+		sym, ok := s.Lookup(lib, want[name]+1)
+		if !ok || sym.Name != name || sym.Offset != 1 || sym.File != "" {
+			t.Errorf("%s: %+v %v", name, sym, ok)
+		}
+	}
+}
+
+// TestRegisterVDSO symbolizes this process's vDSO from its memory image.
+func TestRegisterVDSO(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("linux only")
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start, end uint64
+	for _, l := range strings.Split(string(maps), "\n") {
+		if strings.HasSuffix(l, "[vdso]") {
+			fmt.Sscanf(l, "%x-%x", &start, &end)
+		}
+	}
+	if start == 0 {
+		t.Skip("no vdso")
+	}
+	mem, err := os.Open("/proc/self/mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	img := make([]byte, end-start)
+	if _, err := mem.ReadAt(img, int64(start)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, _ := f.DynamicSymbols()
+	var target elf.Symbol
+	for _, d := range dyn {
+		if d.Name == "__vdso_clock_gettime" {
+			target = d
+		}
+	}
+	if target.Value == 0 {
+		t.Skip("vdso without __vdso_clock_gettime")
+	}
+	s := New()
+	if err := s.Register("[vdso]", bytes.NewReader(img)); err != nil {
+		t.Fatal(err)
+	}
+	sym, ok := s.Lookup("[vdso]", target.Value+4)
+	// clock_gettime and __vdso_clock_gettime are aliases; the
+	// tie-break prefers the name with fewer underscores.
+	if !ok || !strings.HasSuffix(sym.Name, "clock_gettime") || sym.Offset != 4 {
+		t.Errorf("vdso lookup: %+v %v", sym, ok)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	s := New()
+	if _, ok := s.Lookup("/nonexistent/file", 0x1000); ok {
+		t.Error("lookup in a missing file succeeded")
+	}
+	if s.Err("/nonexistent/file") == nil {
+		t.Error("no error recorded")
+	}
+	s.Forget("/nonexistent/file")
+	if s.Err("/nonexistent/file") != nil {
+		t.Error("error kept after Forget")
+	}
+}
+
+func TestFuncSymsTieBreak(t *testing.T) {
+	mk := func(name string, v, size uint64, bind elf.SymBind) elf.Symbol {
+		return elf.Symbol{Name: name, Value: v, Size: size, Info: elf.ST_INFO(bind, elf.STT_FUNC), Section: 1}
+	}
+	got := funcSyms([]elf.Symbol{
+		mk("__GI_foo", 0x100, 0x20, elf.STB_LOCAL),
+		mk("__foo", 0x100, 0x20, elf.STB_GLOBAL),
+		mk("foo", 0x100, 0x20, elf.STB_WEAK),
+		mk("foo_nosize", 0x100, 0, elf.STB_GLOBAL),
+		mk("bar", 0x200, 0x10, elf.STB_GLOBAL),
+		mk("inner", 0x208, 0x2, elf.STB_LOCAL),
+	})
+	if len(got) != 3 || got[0].name != "__foo" || got[1].name != "bar" {
+		t.Fatalf("%+v", got)
+	}
+	m := &module{syms: got}
+	// 0x20c is past "inner" but inside "bar".
+	if s, ok := m.lookupFunc(0x20c); !ok || s.Name != "bar" || s.Offset != 0xc {
+		t.Errorf("nested: %+v %v", s, ok)
+	}
+	// 0x150 is after __foo's end and before bar: nothing.
+	if s, ok := m.lookupFunc(0x150); ok {
+		t.Errorf("gap resolved to %+v", s)
+	}
+}

@@ -1,0 +1,634 @@
+package targets
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Note types read from cores (those missing from debug/elf).
+const (
+	ntPRSTATUS = 1
+	ntPRPSINFO = 3
+	ntAUXV     = 6
+	ntFILE     = 0x46494c45 // "FILE"
+)
+
+// Auxiliary vector keys used here.
+const (
+	atPHDR        = 3
+	atENTRY       = 9
+	atSYSINFOEHDR = 33
+)
+
+// Layout of the 64-bit elf_prstatus and elf_prpsinfo structures (the same
+// on x86-64 and AArch64).
+const (
+	prstatusCursig = 12
+	prstatusPid    = 32
+	prstatusReg    = 112
+	prpsinfoPid    = 24
+	prpsinfoFname  = 40
+	prpsinfoArgs   = 56
+	prpsinfoSize   = 136
+	amd64NumUser   = 27
+	arm64NumUser   = 34
+)
+
+// maxNoteSegment bounds the size of one PT_NOTE segment read into memory.
+const maxNoteSegment = 256 << 20
+
+// coreThread is one NT_PRSTATUS note.
+type coreThread struct {
+	tid, sig int
+	regs     Regs
+}
+
+// ntFileEntry is one mapping listed in NT_FILE; off is in bytes.
+type ntFileEntry struct {
+	start, end, off uint64
+	path            string
+}
+
+// coreNotes is what the notes of a core describe.
+type coreNotes struct {
+	threads  []coreThread
+	hasPS    bool
+	psPid    int
+	psFname  string
+	psArgs   string
+	auxv     [][2]uint64
+	files    []ntFileEntry
+	pageSize uint64
+}
+
+// parseCoreNotes parses the contents of PT_NOTE segments of a core for
+// machine. Every field is bounds-checked, and allocations are bounded by
+// len(data). It appends to n so several note segments can be combined.
+func (n *coreNotes) parse(data []byte, machine elf.Machine, bo binary.ByteOrder) error {
+	for off := 0; len(data)-off >= 12; {
+		namesz := uint64(bo.Uint32(data[off:]))
+		descsz := uint64(bo.Uint32(data[off+4:]))
+		typ := bo.Uint32(data[off+8:])
+		nameOff := uint64(off) + 12
+		descOff := nameOff + (namesz+3)&^3
+		end := descOff + (descsz+3)&^3
+		if namesz > uint64(len(data)) || descsz > uint64(len(data)) || descOff+descsz > uint64(len(data)) {
+			return fmt.Errorf("note at %#x: name size %d / desc size %d past the end of the segment (%d bytes)", off, namesz, descsz, len(data))
+		}
+		name := string(bytes.TrimRight(data[nameOff:nameOff+namesz], "\x00"))
+		desc := data[descOff : descOff+descsz]
+		if name == "CORE" {
+			if err := n.parseNote(typ, desc, machine, bo); err != nil {
+				return fmt.Errorf("note at %#x: %w", off, err)
+			}
+		}
+		if end > uint64(len(data)) {
+			break // last note, padding missing
+		}
+		off = int(end)
+	}
+	return nil
+}
+
+func (n *coreNotes) parseNote(typ uint32, desc []byte, machine elf.Machine, bo binary.ByteOrder) error {
+	switch typ {
+	case ntPRSTATUS:
+		nregs := amd64NumUser
+		if machine == elf.EM_AARCH64 {
+			nregs = arm64NumUser
+		}
+		if len(desc) < prstatusReg+8*nregs {
+			return fmt.Errorf("NT_PRSTATUS: %d bytes, want at least %d", len(desc), prstatusReg+8*nregs)
+		}
+		t := coreThread{
+			tid: int(int32(bo.Uint32(desc[prstatusPid:]))),
+			sig: int(int16(bo.Uint16(desc[prstatusCursig:]))),
+		}
+		if machine == elf.EM_AARCH64 {
+			var u [arm64NumUser]uint64
+			for i := range u {
+				u[i] = bo.Uint64(desc[prstatusReg+8*i:])
+			}
+			t.regs = arm64FromUser(&u)
+		} else {
+			var u [amd64NumUser]uint64
+			for i := range u {
+				u[i] = bo.Uint64(desc[prstatusReg+8*i:])
+			}
+			t.regs = amd64FromUser(&u)
+		}
+		n.threads = append(n.threads, t)
+	case ntPRPSINFO:
+		if len(desc) < prpsinfoSize {
+			return fmt.Errorf("NT_PRPSINFO: %d bytes, want %d", len(desc), prpsinfoSize)
+		}
+		n.hasPS = true
+		n.psPid = int(int32(bo.Uint32(desc[prpsinfoPid:])))
+		n.psFname = cString(desc[prpsinfoFname : prpsinfoFname+16])
+		n.psArgs = strings.TrimSpace(cString(desc[prpsinfoArgs : prpsinfoArgs+80]))
+	case ntAUXV:
+		n.auxv = n.auxv[:0]
+		for i := 0; i+16 <= len(desc); i += 16 {
+			k, v := bo.Uint64(desc[i:]), bo.Uint64(desc[i+8:])
+			if k == 0 {
+				break
+			}
+			n.auxv = append(n.auxv, [2]uint64{k, v})
+		}
+	case ntFILE:
+		if len(desc) < 16 {
+			return fmt.Errorf("NT_FILE: %d bytes, too short", len(desc))
+		}
+		count := bo.Uint64(desc)
+		pageSize := bo.Uint64(desc[8:])
+		if count > uint64(len(desc)-16)/24 {
+			return fmt.Errorf("NT_FILE: %d entries do not fit in %d bytes", count, len(desc))
+		}
+		if pageSize == 0 || pageSize&(pageSize-1) != 0 || pageSize > 1<<30 {
+			return fmt.Errorf("NT_FILE: bad page size %d", pageSize)
+		}
+		names := desc[16+24*count:]
+		files := make([]ntFileEntry, 0, count)
+		for i := uint64(0); i < count; i++ {
+			e := desc[16+24*i:]
+			f := ntFileEntry{start: bo.Uint64(e), end: bo.Uint64(e[8:])}
+			pgoff := bo.Uint64(e[16:])
+			if f.end < f.start || pgoff > (^uint64(0))/pageSize {
+				return fmt.Errorf("NT_FILE: bad entry %d [%#x, %#x) page offset %#x", i, f.start, f.end, pgoff)
+			}
+			f.off = pgoff * pageSize
+			j := bytes.IndexByte(names, 0)
+			if j < 0 {
+				if len(names) == 0 {
+					return fmt.Errorf("NT_FILE: %d names for %d entries", i, count)
+				}
+				j = len(names) // last name without its NUL
+			}
+			f.path = string(names[:j])
+			names = names[min(j+1, len(names)):]
+			files = append(files, f)
+		}
+		n.files = files
+		n.pageSize = pageSize
+	}
+	return nil
+}
+
+// cString returns b up to its first NUL.
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// auxvValue returns the value of key in the auxiliary vector.
+func (n *coreNotes) auxvValue(key uint64) (uint64, bool) {
+	for _, kv := range n.auxv {
+		if kv[0] == key {
+			return kv[1], true
+		}
+	}
+	return 0, false
+}
+
+// Core is a core file opened as a Target. Its methods are safe for
+// concurrent use.
+type Core struct {
+	path     string
+	f        *os.File
+	arch     elf.Machine
+	pid      int
+	exe      string
+	args     string
+	threads  []Thread
+	modules  []Module
+	warnings []error
+	mem      *coreMem
+}
+
+// OpenCore opens the core file corePath (ET_CORE, 64-bit, x86-64 or
+// AArch64, written by the kernel or by gdb's gcore).
+//
+// Threads come from the NT_PRSTATUS notes, the main thread's name from
+// NT_PRPSINFO, modules from NT_FILE (and the vDSO from the auxiliary
+// vector), memory from the PT_LOAD segments and, for file-backed ranges the
+// core did not dump (gdb and the kernel leave out unmodified text), from the
+// mapped files themselves. exePath, if not empty, replaces the recorded
+// path of the main executable (found through AT_ENTRY), for a binary that
+// has moved since the core was written.
+func OpenCore(corePath, exePath string) (*Core, error) {
+	f, err := os.Open(corePath)
+	if err != nil {
+		return nil, fmt.Errorf("targets: opening core: %w", err)
+	}
+	c, err := openCore(f, corePath, exePath)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("targets: core %s: %w", corePath, err)
+	}
+	c.f = f
+	return c, nil
+}
+
+// openCore reads a core from r.
+func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
+	size, err := readerSize(r)
+	if err != nil {
+		return nil, err
+	}
+	ef, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("not an ELF file: %w", err)
+	}
+	if ef.Type != elf.ET_CORE {
+		return nil, fmt.Errorf("ELF type %v, not a core file", ef.Type)
+	}
+	if ef.Class != elf.ELFCLASS64 {
+		return nil, fmt.Errorf("%v cores are not supported", ef.Class)
+	}
+	if ef.Machine != elf.EM_X86_64 && ef.Machine != elf.EM_AARCH64 {
+		return nil, fmt.Errorf("unsupported machine %v", ef.Machine)
+	}
+	c = &Core{path: corePath, arch: ef.Machine}
+
+	var notes coreNotes
+	var segs []coreSeg
+	for i, p := range ef.Progs {
+		switch p.Type {
+		case elf.PT_NOTE:
+			if p.Off > uint64(size) || p.Filesz > uint64(size)-p.Off || p.Filesz > maxNoteSegment {
+				return nil, fmt.Errorf("PT_NOTE %d [%#x+%#x] outside the file (%d bytes)", i, p.Off, p.Filesz, size)
+			}
+			buf := make([]byte, p.Filesz)
+			if _, err := r.ReadAt(buf, int64(p.Off)); err != nil {
+				return nil, fmt.Errorf("reading PT_NOTE %d: %w", i, err)
+			}
+			if err := notes.parse(buf, ef.Machine, ef.ByteOrder); err != nil {
+				return nil, fmt.Errorf("PT_NOTE %d: %w", i, err)
+			}
+		case elf.PT_LOAD:
+			s := coreSeg{vaddr: p.Vaddr, memsz: p.Memsz, filesz: p.Filesz, off: p.Off, flags: p.Flags}
+			if s.filesz > s.memsz {
+				s.filesz = s.memsz
+			}
+			if p.Vaddr+p.Memsz < p.Vaddr {
+				c.warnings = append(c.warnings, fmt.Errorf("PT_LOAD %d at %#x wraps around; ignored", i, p.Vaddr))
+				continue
+			}
+			if s.off > uint64(size) || s.filesz > uint64(size)-s.off {
+				// Truncated core: keep what is there.
+				avail := uint64(0)
+				if s.off < uint64(size) {
+					avail = uint64(size) - s.off
+				}
+				c.warnings = append(c.warnings, fmt.Errorf("PT_LOAD %d at %#x: %#x of %#x bytes present (truncated core)", i, p.Vaddr, avail, s.filesz))
+				s.filesz = avail
+			}
+			segs = append(segs, s)
+		}
+	}
+	if len(notes.threads) == 0 {
+		return nil, errors.New("no NT_PRSTATUS note (no thread)")
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].vaddr < segs[j].vaddr })
+
+	// The main executable: the NT_FILE mapping holding the entry point.
+	exeIdx := -1
+	for _, key := range []uint64{atENTRY, atPHDR} {
+		if v, ok := notes.auxvValue(key); ok && exeIdx < 0 {
+			for i, fm := range notes.files {
+				if v >= fm.start && v < fm.end {
+					exeIdx = i
+					break
+				}
+			}
+		}
+	}
+	if exeIdx >= 0 {
+		c.exe = notes.files[exeIdx].path
+		if exePath != "" {
+			old := c.exe
+			for i := range notes.files {
+				if notes.files[i].path == old {
+					notes.files[i].path = exePath
+				}
+			}
+			c.exe = exePath
+		}
+	} else if exePath != "" {
+		c.warnings = append(c.warnings, errors.New("main executable not found in NT_FILE; exe path override unused"))
+		c.exe = exePath
+	}
+
+	c.mem = &coreMem{r: r, segs: segs, files: append([]ntFileEntry(nil), notes.files...), open: map[string]*os.File{}}
+	sort.Slice(c.mem.files, func(i, j int) bool { return c.mem.files[i].start < c.mem.files[j].start })
+
+	c.pid = notes.psPid
+	if !notes.hasPS || c.pid == 0 {
+		c.pid = notes.threads[0].tid
+	}
+	c.args = notes.psArgs
+	for _, t := range notes.threads {
+		th := Thread{TID: t.tid, Regs: t.regs, Signal: t.sig}
+		if notes.hasPS && t.tid == c.pid {
+			th.Name = notes.psFname
+		}
+		c.threads = append(c.threads, th)
+	}
+
+	c.modules = c.buildModules(&notes)
+	return c, nil
+}
+
+// isRegular reports whether path names a regular file (following links):
+// mapped device files are never opened.
+func isRegular(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// readerSize returns the size of r (an *os.File, or anything with Size).
+func readerSize(r io.ReaderAt) (int64, error) {
+	switch v := r.(type) {
+	case interface{ Size() int64 }:
+		return v.Size(), nil
+	case *os.File:
+		st, err := v.Stat()
+		if err != nil {
+			return 0, err
+		}
+		return st.Size(), nil
+	}
+	return 0, errors.New("cannot determine core size")
+}
+
+// buildModules groups the NT_FILE mappings into modules and adds the vDSO.
+func (c *Core) buildModules(notes *coreNotes) []Module {
+	var raw []rawMapping
+	for _, fm := range c.mem.files {
+		raw = append(raw, rawMapping{Mapping: Mapping{Start: fm.start, End: fm.end, Offset: fm.off, Perm: c.mem.permAt(fm.start)}, path: fm.path})
+	}
+	var mods []Module
+	for _, m := range groupModules(raw) {
+		if isRegular(m.Path) {
+			m.File = m.Path
+		}
+		var open func() (io.ReaderAt, io.Closer, error)
+		if m.File != "" {
+			file := m.File
+			open = func() (io.ReaderAt, io.Closer, error) {
+				f, err := os.Open(file)
+				return f, f, err
+			}
+		}
+		isELF, err := resolveBias(&m, c.mem, open, notes.pageSize)
+		if !isELF {
+			if errors.Is(err, errNotELF) {
+				continue // a data file the program mapped
+			}
+			// Unknown: neither the core nor the file could be read. Keep
+			// what looks like code, so that a missing library is still
+			// listed (without a bias).
+			if !strings.Contains(m.Path, ".so") && m.Path != c.exe && !strings.Contains(m.Perm, "x") {
+				continue
+			}
+		}
+		if err != nil {
+			c.warnings = append(c.warnings, err)
+		}
+		mods = append(mods, m)
+	}
+	if v, ok := notes.auxvValue(atSYSINFOEHDR); ok && v != 0 {
+		if m, err := c.vdsoModule(v, notes.pageSize); err == nil {
+			mods = append(mods, m)
+		} else {
+			c.warnings = append(c.warnings, err)
+		}
+	}
+	sort.Slice(mods, func(i, j int) bool { return mods[i].Start < mods[j].Start })
+	return mods
+}
+
+// vdsoModule describes the vDSO whose ELF header is at addr.
+func (c *Core) vdsoModule(addr, pageSize uint64) (Module, error) {
+	if pageSize == 0 {
+		pageSize = 4096
+	}
+	segs, err := readLoadSegs(memReader{c.mem, addr})
+	if err != nil {
+		return Module{}, fmt.Errorf("vdso at %#x: %w", addr, err)
+	}
+	m := Module{Path: "[vdso]", Start: addr}
+	bias, ok := computeBias(segs, []Mapping{{Start: addr, End: addr + pageSize}}, pageSize)
+	if !ok {
+		return Module{}, fmt.Errorf("vdso at %#x: no PT_LOAD at offset 0", addr)
+	}
+	m.Bias, m.HasBias = bias, true
+	_, m.End = segSpan(segs, bias, pageSize)
+	if s := c.mem.segAt(addr); s != nil && s.vaddr == addr {
+		m.End = s.vaddr + s.memsz // the whole mapping, section headers included
+	}
+	if m.End <= m.Start {
+		return Module{}, fmt.Errorf("vdso at %#x: empty", addr)
+	}
+	m.Mappings = []Mapping{{Start: m.Start, End: m.End, Perm: "r-xp"}}
+	m.Perm = "r-xp"
+	return m, nil
+}
+
+// Arch returns the core's machine.
+func (c *Core) Arch() elf.Machine { return c.arch }
+
+// PID returns the process id recorded in the core.
+func (c *Core) PID() int { return c.pid }
+
+// Exe returns the main executable's path (after the OpenCore override), or
+// "" if the core does not tell.
+func (c *Core) Exe() string { return c.exe }
+
+// Args returns the start of the command line recorded in NT_PRPSINFO.
+func (c *Core) Args() string { return c.args }
+
+// Threads returns the threads in note order; in a kernel-written core the
+// first is the thread that received the fatal signal.
+func (c *Core) Threads() []Thread { return c.threads }
+
+// Modules returns the ELF modules, sorted by Start.
+func (c *Core) Modules() []Module { return c.modules }
+
+// Memory returns the core's memory.
+func (c *Core) Memory() Memory { return c.mem }
+
+// Warnings returns non-fatal problems found while opening the core: a
+// truncated core, modules whose file is missing or whose bias is unknown.
+func (c *Core) Warnings() []error { return c.warnings }
+
+// Close closes the core and the mapped files opened to read memory.
+func (c *Core) Close() error {
+	c.mem.close()
+	if c.f != nil {
+		err := c.f.Close()
+		c.f = nil
+		return err
+	}
+	return nil
+}
+
+// coreSeg is one PT_LOAD segment of a core.
+type coreSeg struct {
+	vaddr, memsz, filesz, off uint64
+	flags                     elf.ProgFlag
+}
+
+// coreMem reads memory from a core: dumped bytes first, then the bytes of
+// the files NT_FILE says are mapped.
+type coreMem struct {
+	r     io.ReaderAt
+	segs  []coreSeg     // sorted by vaddr
+	files []ntFileEntry // sorted by start
+
+	mu     sync.Mutex
+	open   map[string]*os.File
+	closed bool
+}
+
+// segAt returns the segment whose [vaddr, vaddr+memsz) holds addr.
+func (m *coreMem) segAt(addr uint64) *coreSeg {
+	i := sort.Search(len(m.segs), func(i int) bool { return m.segs[i].vaddr > addr })
+	if i > 0 && addr-m.segs[i-1].vaddr < m.segs[i-1].memsz {
+		return &m.segs[i-1]
+	}
+	return nil
+}
+
+// permAt describes the segment holding addr as a maps permission string.
+func (m *coreMem) permAt(addr uint64) string {
+	s := m.segAt(addr)
+	if s == nil {
+		return ""
+	}
+	b := []byte("---p")
+	if s.flags&elf.PF_R != 0 {
+		b[0] = 'r'
+	}
+	if s.flags&elf.PF_W != 0 {
+		b[1] = 'w'
+	}
+	if s.flags&elf.PF_X != 0 {
+		b[2] = 'x'
+	}
+	return string(b)
+}
+
+// nextSegStart returns the lowest vaddr of a segment with dumped bytes
+// above addr, or ^0.
+func (m *coreMem) nextSegStart(addr uint64) uint64 {
+	i := sort.Search(len(m.segs), func(i int) bool { return m.segs[i].vaddr > addr })
+	for ; i < len(m.segs); i++ {
+		if m.segs[i].filesz > 0 {
+			return m.segs[i].vaddr
+		}
+	}
+	return ^uint64(0)
+}
+
+// ReadAt reads len(p) bytes at addr.
+func (m *coreMem) ReadAt(p []byte, addr int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		a := uint64(addr) + uint64(n)
+		want := uint64(len(p) - n)
+		if s := m.segAt(a); s != nil && a-s.vaddr < s.filesz {
+			k := min(want, s.filesz-(a-s.vaddr))
+			got, err := m.r.ReadAt(p[n:n+int(k)], int64(s.off+(a-s.vaddr)))
+			n += got
+			if err != nil && got < int(k) {
+				return n, fmt.Errorf("targets: reading core at %#x: %w", a, err)
+			}
+			continue
+		}
+		k, err := m.readFile(p[n:n+int(want)], a)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// readFile reads memory at a from the file mapped there, up to the end of
+// the mapping or the next dumped segment, whichever comes first.
+func (m *coreMem) readFile(p []byte, a uint64) (int, error) {
+	i := sort.Search(len(m.files), func(i int) bool { return m.files[i].start > a })
+	var fm *ntFileEntry
+	for j := i - 1; j >= 0 && j >= i-8; j-- {
+		if a >= m.files[j].start && a < m.files[j].end {
+			fm = &m.files[j]
+			break
+		}
+	}
+	if fm == nil {
+		return 0, fmt.Errorf("targets: core memory at %#x: %w", a, ErrUnmapped)
+	}
+	k := min(uint64(len(p)), fm.end-a, m.nextSegStart(a)-a)
+	f, err := m.file(fm.path)
+	if err != nil {
+		return 0, fmt.Errorf("targets: core memory at %#x (not dumped, mapped from %s): %w", a, fm.path, err)
+	}
+	got, err := f.ReadAt(p[:k], int64(fm.off+(a-fm.start)))
+	if got < int(k) {
+		if err == nil || err == io.EOF {
+			err = ErrUnmapped
+		}
+		return got, fmt.Errorf("targets: core memory at %#x from %s: %w", a+uint64(got), fm.path, err)
+	}
+	return got, nil
+}
+
+// file opens (once) a mapped file.
+func (m *coreMem) file(path string) (*os.File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errors.New("core closed")
+	}
+	if f, ok := m.open[path]; ok {
+		if f == nil {
+			return nil, fmt.Errorf("%s could not be opened: %w", path, ErrUnmapped)
+		}
+		return f, nil
+	}
+	if !isRegular(path) {
+		// Device mappings (/dev/dri/...) and missing files: never opened.
+		m.open[path] = nil
+		return nil, fmt.Errorf("%s is not a readable regular file: %w", path, ErrUnmapped)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		m.open[path] = nil
+		return nil, fmt.Errorf("%w (%w)", err, ErrUnmapped)
+	}
+	m.open[path] = f
+	return f, nil
+}
+
+func (m *coreMem) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range m.open {
+		if f != nil {
+			f.Close()
+		}
+	}
+	m.open = map[string]*os.File{}
+	m.closed = true
+}

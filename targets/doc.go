@@ -1,0 +1,33 @@
+// Package targets gives uniform, read-only access to a stopped program for a
+// stack unwinder: its threads with their registers, its memory, and the list
+// of loaded ELF modules with their load biases.
+//
+// Two kinds of target exist:
+//
+//   - a live process, stopped with ptrace for as long as the *Process is
+//     open (AttachProcess, Linux only);
+//   - a core file, as written by the kernel or by gdb's gcore (OpenCore).
+//
+// Both implement Target. Addresses are runtime (virtual) addresses of the
+// target. A module's Bias converts between the two address spaces:
+//
+//	runtime address = ELF (symbol, SFrame, .eh_frame) address + Module.Bias
+//
+// Registers are exposed by DWARF register number through Regs.Get/Regs.Set,
+// so that CFI and SFrame rules can be applied without architecture switches.
+//
+// A live Process must be closed: Close detaches every thread and leaves the
+// process running. Callers should `defer p.Close()` right after a successful
+// AttachProcess and, in command-line tools, also call CloseOnSignal so that
+// Ctrl-C (SIGINT) or SIGTERM detach before the tool exits:
+//
+//	p, err := targets.AttachProcess(pid)
+//	if err != nil { ... }
+//	defer p.Close()
+//	stop := targets.CloseOnSignal(p)
+//	defer stop()
+//
+// Even without that, the process is not left stopped if the tool dies: the
+// threads are attached with PTRACE_SEIZE (no SIGSTOP is ever sent), and the
+// kernel detaches tracees when the tracing thread exits.
+package targets

@@ -1,0 +1,34 @@
+//go:build !linux
+
+package targets
+
+import (
+	"debug/elf"
+	"errors"
+)
+
+// Process is a live process stopped with ptrace; only Linux supports it.
+type Process struct{}
+
+// AttachProcess is only supported on Linux.
+func AttachProcess(pid int) (*Process, error) {
+	return nil, errors.New("targets: attaching to a process is only supported on Linux")
+}
+
+// Arch returns elf.EM_NONE.
+func (p *Process) Arch() elf.Machine { return elf.EM_NONE }
+
+// PID returns 0.
+func (p *Process) PID() int { return 0 }
+
+// Threads returns nil.
+func (p *Process) Threads() []Thread { return nil }
+
+// Modules returns nil.
+func (p *Process) Modules() []Module { return nil }
+
+// Memory returns nil.
+func (p *Process) Memory() Memory { return nil }
+
+// Close does nothing.
+func (p *Process) Close() error { return nil }

@@ -1,0 +1,466 @@
+//go:build linux
+
+package targets
+
+import (
+	"bufio"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestAttachProcess(t *testing.T) {
+	c := startChild(t)
+	exe := testProgram(t)
+	p, err := AttachProcess(c.pid)
+	if err != nil {
+		t.Fatalf("AttachProcess: %v", err)
+	}
+	defer p.Close()
+	for _, w := range p.Warnings() {
+		t.Logf("warning: %v", w)
+	}
+
+	threads := p.Threads()
+	if len(threads) != 4 {
+		t.Fatalf("got %d threads, want 4", len(threads))
+	}
+	if threads[0].TID != c.pid || threads[0].Name != "targprog" {
+		t.Errorf("first thread = %d %q, want main thread %d targprog", threads[0].TID, threads[0].Name, c.pid)
+	}
+	names := map[string]bool{}
+	for _, th := range threads {
+		names[th.Name] = true
+	}
+	for _, n := range []string{"worker0", "worker1", "worker2"} {
+		if !names[n] {
+			t.Errorf("no thread named %s (have %v)", n, names)
+		}
+	}
+
+	mods := p.Modules()
+	var exeMod, libcMod, vdso *Module
+	for i := range mods {
+		m := &mods[i]
+		t.Logf("module %#x-%#x off %#x %s bias %#x (ok %v) file %s", m.Start, m.End, m.Offset, m.Perm, m.Bias, m.HasBias, m.File)
+		switch {
+		case m.Path == exe:
+			exeMod = m
+		case strings.Contains(filepath.Base(m.Path), "libc.so"):
+			libcMod = m
+		case m.IsVDSO():
+			vdso = m
+		}
+		if i > 0 && mods[i-1].Start > m.Start {
+			t.Errorf("modules not sorted at %d", i)
+		}
+	}
+	if exeMod == nil || libcMod == nil || vdso == nil {
+		t.Fatalf("missing modules: exe %v libc %v vdso %v", exeMod != nil, libcMod != nil, vdso != nil)
+	}
+	if !exeMod.HasBias || !libcMod.HasBias || !vdso.HasBias {
+		t.Fatalf("bias missing: exe %v libc %v vdso %v", exeMod.HasBias, libcMod.HasBias, vdso.HasBias)
+	}
+
+	mem := p.Memory()
+	recurse, recurseSize := elfSym(t, exe, "worker_recurse")
+	lo, hi := recurse+exeMod.Bias, recurse+exeMod.Bias+recurseSize
+	workers := 0
+	for _, th := range threads {
+		pc, sp := th.Regs.PC(), th.Regs.SP()
+		if FindModule(mods, pc) == nil {
+			t.Errorf("thread %d: pc %#x in no module", th.TID, pc)
+		}
+		if _, err := ReadUint64(mem, sp); err != nil {
+			t.Errorf("thread %d: reading at sp %#x: %v", th.TID, sp, err)
+		}
+		if !strings.HasPrefix(th.Name, "worker") {
+			continue
+		}
+		workers++
+		// The stack holds one return address into worker_recurse per
+		// recursion level (depth 3+i calls, so 3+i returns into it), which
+		// checks the exe's load bias and the memory reads together.
+		depth := int(th.Name[len(th.Name)-1]-'0') + 3
+		buf := make([]byte, 8192)
+		if _, err := mem.ReadAt(buf, int64(sp)); err != nil {
+			t.Fatalf("thread %d: reading stack: %v", th.TID, err)
+		}
+		n := 0
+		for i := 0; i+8 <= len(buf); i += 8 {
+			v := uint64(buf[i]) | uint64(buf[i+1])<<8 | uint64(buf[i+2])<<16 | uint64(buf[i+3])<<24 |
+				uint64(buf[i+4])<<32 | uint64(buf[i+5])<<40 | uint64(buf[i+6])<<48 | uint64(buf[i+7])<<56
+			if v > lo && v < hi {
+				n++
+			}
+		}
+		if n != depth {
+			t.Errorf("thread %s: %d return addresses into worker_recurse [%#x,%#x) on the stack, want %d", th.Name, n, lo, hi, depth)
+		}
+	}
+	if workers != 3 {
+		t.Errorf("%d worker threads, want 3", workers)
+	}
+
+	// The vDSO image from memory is an ELF file with its usual symbols.
+	vf, err := OpenELF(mem, vdso)
+	if err != nil {
+		t.Fatalf("vdso: %v", err)
+	}
+	dsyms, err := vf.DynamicSymbols()
+	vf.Close()
+	if err != nil || !hasSym(dsyms, "__vdso_clock_gettime") {
+		t.Errorf("vdso dynamic symbols: %v (err %v)", len(dsyms), err)
+	}
+
+	// Memory at libc's text equals the file's bytes.
+	checkTextBytes(t, mem, libcMod)
+
+	if runtime.GOARCH != "amd64" {
+		p.Close()
+		c.ping(t, "after")
+		return
+	}
+	want := map[int]map[string]uint64{}
+	for _, th := range threads {
+		want[th.TID] = regsOf(&th.Regs)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	checkNotTraced(t, c.pid)
+
+	// gdb attaches to the same blocked threads and must see the same
+	// registers (before the main thread runs again for a ping).
+	got := runGDB(t, "-p", fmt.Sprint(c.pid), "-ex", "thread apply all info registers rip rsp rbp rbx r12")
+	compareRegs(t, "gdb -p", got, want)
+	checkNotTraced(t, c.pid)
+	c.ping(t, "after gdb")
+}
+
+func hasSym(syms []elf.Symbol, name string) bool {
+	for _, s := range syms {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTextBytes compares 64 bytes of the module's executable mapping in
+// mem with the file.
+func checkTextBytes(t *testing.T, mem Memory, m *Module) {
+	t.Helper()
+	f, err := elf.Open(m.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	text := f.Section(".text")
+	if text == nil {
+		t.Fatalf("%s has no .text", m.Path)
+	}
+	addr := text.Addr + 0x100 + m.Bias
+	got := make([]byte, 64)
+	if _, err := mem.ReadAt(got, int64(addr)); err != nil {
+		t.Fatalf("reading %s text at %#x: %v", m.Path, addr, err)
+	}
+	want := make([]byte, 64)
+	if _, err := text.ReadAt(want, 0x100); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s text at %#x:\n got %x\nwant %x", m.Path, addr, got, want)
+	}
+}
+
+// compareRegs checks that every thread and register of want appears in got
+// with the same value.
+func compareRegs(t *testing.T, what string, got gdbRegs, want map[int]map[string]uint64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d threads, want %d", what, len(got), len(want))
+	}
+	for tid, regs := range want {
+		g, ok := got[tid]
+		if !ok {
+			t.Errorf("%s: thread %d missing", what, tid)
+			continue
+		}
+		for name, v := range regs {
+			if gv, ok := g[name]; !ok || gv != v {
+				t.Errorf("%s: thread %d %s = %#x (present %v), want %#x", what, tid, name, gv, ok, v)
+			}
+		}
+	}
+}
+
+func TestAttachDetachRepeated(t *testing.T) {
+	c := startChild(t)
+	const n = 1000
+	start := time.Now()
+	var maxD time.Duration
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		p, err := AttachProcess(c.pid)
+		if err != nil {
+			t.Fatalf("attach %d: %v", i, err)
+		}
+		if len(p.Threads()) != 4 {
+			t.Fatalf("attach %d: %d threads", i, len(p.Threads()))
+		}
+		if err := p.Close(); err != nil {
+			t.Fatalf("detach %d: %v", i, err)
+		}
+		if d := time.Since(t0); d > maxD {
+			maxD = d
+		}
+		if i%250 == 0 {
+			c.ping(t, fmt.Sprint("iteration ", i))
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("too slow: %d attach/detach cycles in %v", i+1, time.Since(start))
+		}
+	}
+	el := time.Since(start)
+	t.Logf("%d attach+detach cycles of a 4-thread process in %v (%v each, max %v)", n, el, el/n, maxD)
+	checkNotTraced(t, c.pid)
+	c.ping(t, "still alive")
+}
+
+func TestAttachErrors(t *testing.T) {
+	if _, err := AttachProcess(os.Getpid()); err == nil {
+		t.Error("attaching to self succeeded")
+	}
+	if _, err := AttachProcess(1 << 30); err == nil || !strings.Contains(err.Error(), "no such process") {
+		t.Errorf("attaching to a missing pid: %v", err)
+	}
+	c := startChild(t)
+	p, err := AttachProcess(c.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second tracer is refused with a useful message, and the failed
+	// attempt leaves the first attachment working.
+	_, err = AttachProcess(c.pid)
+	if err == nil || !strings.Contains(err.Error(), "already traced") {
+		t.Errorf("second attach: %v, want 'already traced'", err)
+	}
+	if _, err := ReadUint64(p.Memory(), p.Threads()[0].Regs.SP()); err != nil {
+		t.Errorf("memory after failed second attach: %v", err)
+	}
+	p.Close()
+	p.Close() // idempotent
+	if _, err := ReadUint64(p.Memory(), p.Threads()[0].Regs.SP()); err == nil {
+		t.Error("memory read after Close succeeded")
+	}
+	checkNotTraced(t, c.pid)
+	c.ping(t, "ok")
+}
+
+// TestCloseOnSignal runs a child copy of this test binary that attaches to
+// the test program and is then interrupted with SIGINT: the handler must
+// detach before the child dies.
+func TestCloseOnSignal(t *testing.T) {
+	if pid := os.Getenv("TARGETS_HELPER_ATTACH"); pid != "" {
+		helperAttachAndWait(pid)
+		return
+	}
+	c := startChild(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCloseOnSignal$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("TARGETS_HELPER_ATTACH=%d", c.pid))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	buf := make([]byte, 9)
+	if _, err := stdout.Read(buf); err != nil || string(buf) != "attached\n" {
+		t.Fatalf("helper said %q, %v", buf, err)
+	}
+	st := taskState(c.pid, c.pid)
+	if st != 't' {
+		t.Errorf("main thread state %c while attached, want t", st)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("helper ended with %v, want killed by SIGINT", err)
+	}
+	checkNotTraced(t, c.pid)
+	c.ping(t, "after sigint")
+}
+
+func helperAttachAndWait(pidStr string) {
+	var pid int
+	fmt.Sscan(pidStr, &pid)
+	p, err := AttachProcess(pid)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	defer p.Close()
+	defer CloseOnSignal(p)()
+	fmt.Print("attached\n")
+	time.Sleep(20 * time.Second)
+	os.Exit(4)
+}
+
+// TestAttachThreadChurn attaches to a process that creates and ends
+// threads continuously: each attach must catch every thread that exists
+// while it is attached, all of them stopped, and detaching must let the
+// process go on creating threads.
+func TestAttachThreadChurn(t *testing.T) {
+	needTool(t, "gcc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "churn.c")
+	exe := filepath.Join(dir, "churn")
+	os.WriteFile(src, []byte(churnSource), 0o644)
+	if out, err := exec.Command("gcc", "-O1", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(exe)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	c := &child{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout), pid: cmd.Process.Pid}
+	if l, err := readLineTimeout(c.out, 5*time.Second); l != "ready" {
+		t.Fatalf("churn: %q %v", l, err)
+	}
+	created := func() int {
+		fmt.Fprintln(c.stdin, "n")
+		l, err := readLineTimeout(c.out, 5*time.Second)
+		var n int
+		if _, serr := fmt.Sscanf(l, "pong n %d", &n); err != nil || serr != nil {
+			t.Fatalf("churn answered %q, %v", l, err)
+		}
+		return n
+	}
+	before := created()
+	const rounds = 200
+	maxThreads := 0
+	start := time.Now()
+	for i := 0; i < rounds; i++ {
+		p, err := AttachProcess(c.pid)
+		if err != nil {
+			t.Fatalf("attach %d: %v", i, err)
+		}
+		got := map[int]bool{}
+		for _, th := range p.Threads() {
+			got[th.TID] = true
+		}
+		maxThreads = max(maxThreads, len(got))
+		tids, _ := listTasks(c.pid)
+		for _, tid := range tids {
+			st := taskState(c.pid, tid)
+			if !got[tid] && st != 'Z' && st != 'X' && st != 0 {
+				t.Errorf("attach %d: thread %d (state %c) exists but was not attached", i, tid, st)
+			}
+			if got[tid] && st != 't' {
+				t.Errorf("attach %d: attached thread %d in state %c, want t", i, tid, st)
+			}
+		}
+		if err := p.Close(); err != nil {
+			t.Fatalf("detach %d: %v", i, err)
+		}
+	}
+	t.Logf("%d attaches to a thread-churning process in %v; up to %d threads per attach", rounds, time.Since(start), maxThreads)
+	time.Sleep(10 * time.Millisecond)
+	after := created()
+	if after <= before {
+		t.Errorf("no thread created after the attaches (%d -> %d)", before, after)
+	}
+	checkNotTraced(t, c.pid)
+}
+
+// TestAttachStoppedProcess attaches to a process stopped by SIGSTOP: it
+// must stay stopped after the detach, and continue on SIGCONT.
+func TestAttachStoppedProcess(t *testing.T) {
+	c := startChild(t)
+	syscall.Kill(c.pid, syscall.SIGSTOP)
+	deadline := time.Now().Add(5 * time.Second)
+	for taskState(c.pid, c.pid) != 'T' && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	p, err := AttachProcess(c.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Threads()) != 4 {
+		t.Errorf("%d threads", len(p.Threads()))
+	}
+	for _, th := range p.Threads() {
+		if th.Signal != 0 {
+			t.Errorf("thread %d: signal %d recorded for a group stop", th.TID, th.Signal)
+		}
+	}
+	p.Close()
+	time.Sleep(20 * time.Millisecond)
+	tids, _ := listTasks(c.pid)
+	for _, tid := range tids {
+		if st := taskState(c.pid, tid); st != 'T' {
+			t.Errorf("thread %d in state %c after detach, want T (still stopped)", tid, st)
+		}
+	}
+	syscall.Kill(c.pid, syscall.SIGCONT)
+	checkNotTraced(t, c.pid)
+	c.ping(t, "continued")
+}
+
+// TestAttachDeletedExecutable: the executable is deleted after the start;
+// the module must still get its bias and a File that opens the right
+// bytes (/proc/PID/map_files).
+func TestAttachDeletedExecutable(t *testing.T) {
+	src := testProgram(t)
+	exe := filepath.Join(t.TempDir(), "targprog")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(exe, data, 0o755)
+	cmd := exec.Command(exe)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	c := &child{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout), pid: cmd.Process.Pid}
+	if l, err := readLineTimeout(c.out, 5*time.Second); l != "ready" {
+		t.Fatalf("%q %v", l, err)
+	}
+	os.Remove(exe)
+	p, err := AttachProcess(c.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var m *Module
+	for i := range p.Modules() {
+		if strings.HasPrefix(p.Modules()[i].Path, exe) {
+			m = &p.Modules()[i]
+		}
+	}
+	if m == nil {
+		t.Fatalf("no module for the deleted executable")
+	}
+	if !strings.HasSuffix(m.Path, " (deleted)") || !strings.Contains(m.File, "/map_files/") || !m.HasBias {
+		t.Errorf("module %+v", m)
+	}
+	checkTextBytes(t, p.Memory(), m)
+}

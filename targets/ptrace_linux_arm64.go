@@ -1,0 +1,25 @@
+//go:build linux && arm64
+
+package targets
+
+import (
+	"debug/elf"
+
+	"golang.org/x/sys/unix"
+)
+
+// hostArch is the architecture of processes this build can attach to.
+const hostArch = elf.EM_AARCH64
+
+// getRegs reads a stopped tracee's registers with PTRACE_GETREGSET
+// NT_PRSTATUS.
+func getRegs(tid int) (Regs, error) {
+	var u unix.PtraceRegsArm64
+	if err := unix.PtraceGetRegSetArm64(tid, int(elf.NT_PRSTATUS), &u); err != nil {
+		return Regs{}, err
+	}
+	var w [34]uint64
+	copy(w[:31], u.Regs[:])
+	w[31], w[32], w[33] = u.Sp, u.Pc, u.Pstate
+	return arm64FromUser(&w), nil
+}

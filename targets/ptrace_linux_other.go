@@ -1,0 +1,16 @@
+//go:build linux && !amd64 && !arm64
+
+package targets
+
+import (
+	"debug/elf"
+	"errors"
+)
+
+// hostArch is the architecture of processes this build can attach to.
+const hostArch = elf.EM_NONE
+
+// getRegs is not implemented on this architecture.
+func getRegs(tid int) (Regs, error) {
+	return Regs{}, errors.New("reading registers is not supported on this architecture")
+}
