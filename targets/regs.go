@@ -28,6 +28,19 @@ const (
 	// ARM64PC is the number under which Regs keeps the program counter on
 	// AArch64 (the AArch64 DWARF ABI reserves 32 for the PC).
 	ARM64PC = 32
+
+	// S390XFP is the DWARF number of r11, the preferred frame pointer on
+	// s390x.
+	S390XFP = 11
+	// S390XRA is the DWARF number of r14, which holds the return address
+	// at function entry on s390x.
+	S390XRA = 14
+	// S390XSP is the DWARF number of r15, the stack pointer on s390x.
+	S390XSP = 15
+	// S390XPC is the number under which Regs keeps the program counter on
+	// s390x (after r0-r15 and the FPRs at 16-31; the PSW has no DWARF
+	// number in this range).
+	S390XPC = 32
 )
 
 // Regs is the register set of one thread (or of one frame, while
@@ -37,6 +50,10 @@ const (
 // 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15, 16 rip (the return-address column).
 //
 // AArch64 (Arch == elf.EM_AARCH64): 0-30 x0-x30, 31 sp, 32 pc.
+//
+// s390x (Arch == elf.EM_S390): 0-15 r0-r15, 16-31 the FPRs in DWARF order,
+// 32 pc. No target reads s390x threads; unwinders use it for synthetic
+// stacks.
 //
 // Valid has bit n set when register n is known. Targets return threads
 // with every register valid; an unwinder computing a caller's registers can
@@ -68,7 +85,7 @@ func NumDWARFRegs(arch elf.Machine) int {
 	switch arch {
 	case elf.EM_X86_64:
 		return 17
-	case elf.EM_AARCH64:
+	case elf.EM_AARCH64, elf.EM_S390:
 		return 33
 	}
 	return 0
@@ -108,6 +125,8 @@ func PCReg(arch elf.Machine) int {
 		return AMD64RIP
 	case elf.EM_AARCH64:
 		return ARM64PC
+	case elf.EM_S390:
+		return S390XPC
 	}
 	return -1
 }
@@ -119,6 +138,8 @@ func SPReg(arch elf.Machine) int {
 		return AMD64RSP
 	case elf.EM_AARCH64:
 		return ARM64SP
+	case elf.EM_S390:
+		return S390XSP
 	}
 	return -1
 }
@@ -130,6 +151,8 @@ func FPReg(arch elf.Machine) int {
 		return AMD64RBP
 	case elf.EM_AARCH64:
 		return ARM64FP
+	case elf.EM_S390:
+		return S390XFP
 	}
 	return -1
 }
@@ -138,8 +161,11 @@ func FPReg(arch elf.Machine) int {
 // at function entry (x30 on AArch64), or -1 where the return address lives
 // on the stack (x86-64).
 func RAReg(arch elf.Machine) int {
-	if arch == elf.EM_AARCH64 {
+	switch arch {
+	case elf.EM_AARCH64:
 		return ARM64LR
+	case elf.EM_S390:
+		return S390XRA
 	}
 	return -1
 }

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/sframe"
+)
+
+func init() {
+	register("convert", "rewrite an SFrame section (bare or in an ELF file) as version 2 or 3", runConvert)
+}
+
+func runConvert(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("convert", "--to-version 2|3 -o OUT IN", stderr)
+	toVersion := fs.Int("to-version", 0, "SFrame `VERSION` to write: 2 or 3 (required)")
+	output := fs.String("output", "", "write the result to `FILE` (required; never the input)")
+	fs.StringVar(output, "o", "", "shorthand for --output")
+	raw := fs.Bool("raw", false, "read IN as a bare SFrame section, not an ELF file")
+	base := fs.String("base", "0", "with --raw: the section's load `ADDR`ess")
+	section := fs.String("section", "", "convert the SFrame section `NAME` (default .sframe or the SHT_GNU_SFRAME section)")
+	drop := fs.Bool("drop-unrepresentable", false, "drop the functions the target version cannot express instead of failing")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		if err == errHelp {
+			return 0
+		}
+		return 2
+	}
+	if len(files) != 1 || *output == "" || (*toVersion != 2 && *toVersion != 3) {
+		fmt.Fprintln(stderr, "sframe convert: need --to-version 2|3, --output OUT and exactly one input file")
+		fs.Usage()
+		return 2
+	}
+	baseAddr, err := strconv.ParseUint(*base, 0, 64)
+	if err != nil {
+		fmt.Fprintf(stderr, "sframe convert: bad --base %q\n", *base)
+		return 2
+	}
+	in := files[0]
+	if same(in, *output) {
+		fmt.Fprintf(stderr, "sframe convert: %s: refusing to overwrite the input\n", in)
+		return 2
+	}
+	src, err := os.ReadFile(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "sframe convert: %v\n", err)
+		return 1
+	}
+	opts := elffile.ConvertOptions{Version: sframe.Version(*toVersion), Section: *section, DropUnrepresentable: *drop}
+	var res *elffile.ConvertResult
+	if *raw {
+		res, err = elffile.ConvertRaw(src, baseAddr, opts)
+	} else {
+		res, err = elffile.ConvertSFrame(src, opts)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sframe convert: %s: %v; nothing written\n", in, err)
+		return 1
+	}
+	for _, d := range res.Dropped {
+		fmt.Fprintf(stderr, "sframe convert: %s: dropped %s: %v\n", in, d, d.Err)
+	}
+	if err := writeAtomic(*output, res.Data, in); err != nil {
+		fmt.Fprintf(stderr, "sframe convert: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: %s -> %s, %d function(s) written, %d dropped\n", *output, res.From, sframe.Version(*toVersion), res.Funcs, len(res.Dropped))
+	return 0
+}
+
+// same reports whether the two paths name the same existing file.
+func same(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	if err1 != nil || err2 != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return os.SameFile(sa, sb)
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory and a rename, with the permissions of the file like.
+func writeAtomic(path string, data []byte, like string) error {
+	mode := os.FileMode(0o644)
+	if st, err := os.Stat(like); err == nil {
+		mode = st.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(name, path)
+	}
+	if err != nil {
+		os.Remove(name)
+	}
+	return err
+}

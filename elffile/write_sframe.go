@@ -1,0 +1,443 @@
+package elffile
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+
+	"github.com/sframekit/sframekit/sframe"
+)
+
+// ConvertOptions control ConvertSFrame and ConvertRaw.
+type ConvertOptions struct {
+	// Version is the SFrame version to write (2 or 3).
+	Version sframe.Version
+	// Section names the SFrame section; empty means FindSFrame's choice.
+	Section string
+	// DropUnrepresentable drops the functions the target version cannot
+	// express instead of failing.
+	DropUnrepresentable bool
+}
+
+// DroppedFunc is a function left out of a conversion, and why.
+type DroppedFunc struct {
+	Index int    // index in the input section
+	Start uint64 // start address (in a relocatable object: offset in its section)
+	Name  string // symbol name, when known
+	Err   error
+}
+
+// String names the function: index, start and symbol when known.
+func (d DroppedFunc) String() string {
+	s := fmt.Sprintf("function %d at %#x", d.Index, d.Start)
+	if d.Name != "" {
+		s += " (" + d.Name + ")"
+	}
+	return s
+}
+
+// ConvertResult is the outcome of a conversion.
+type ConvertResult struct {
+	// Data is the converted file (or bare section).
+	Data []byte
+	// From is the input section's version; Funcs the number of functions
+	// written.
+	From  sframe.Version
+	Funcs int
+	// Dropped lists the functions left out (DropUnrepresentable).
+	Dropped []DroppedFunc
+}
+
+// UnrepresentableError reports the functions a conversion would lose.
+type UnrepresentableError struct {
+	Version sframe.Version // the target version
+	Funcs   []DroppedFunc  // the functions it cannot express
+}
+
+// Error lists the functions (up to five) and what each cannot express.
+func (e *UnrepresentableError) Error() string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%d function(s) cannot be expressed in %s", len(e.Funcs), e.Version)
+	for i, d := range e.Funcs {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Funcs)-i)
+			break
+		}
+		msg := d.Err.Error()
+		var ee *sframe.EncodeError
+		if errors.As(d.Err, &ee) {
+			msg = ee.Msg
+			if ee.Row >= 0 {
+				msg = fmt.Sprintf("row %d: %s", ee.Row, msg)
+			}
+		}
+		fmt.Fprintf(&b, "; %s: %s", d, msg)
+	}
+	b.WriteString(" (drop them with --drop-unrepresentable)")
+	return b.String()
+}
+
+// outputOptions turns the options that reproduce an input section into
+// those of the converted one: the target version, PC-relative starts
+// with their flag (what binutils writes since 2.45).
+func outputOptions(in sframe.EncodeOptions, v sframe.Version) sframe.EncodeOptions {
+	out := in
+	out.Version = v
+	out.Start = sframe.StartPCRel
+	if v != sframe.Version2 {
+		out.FramePointer = false
+	}
+	out.Align = 0
+	return out
+}
+
+// filter checks every function against opts, dropping or reporting.
+func filter(opts *sframe.EncodeOptions, funcs []sframe.EncFunc, index []int, name func(i int) string, drop bool) ([]sframe.EncFunc, []int, []DroppedFunc, error) {
+	var dropped []DroppedFunc
+	keptF := funcs[:0:0]
+	var keptI []int
+	for k := range funcs {
+		if err := opts.Check(&funcs[k]); err != nil {
+			d := DroppedFunc{Index: index[k], Start: funcs[k].Start, Err: err}
+			if name != nil {
+				d.Name = name(index[k])
+			}
+			dropped = append(dropped, d)
+			continue
+		}
+		keptF = append(keptF, funcs[k])
+		keptI = append(keptI, index[k])
+	}
+	if len(dropped) > 0 && !drop {
+		return nil, nil, dropped, &UnrepresentableError{Version: opts.Version, Funcs: dropped}
+	}
+	return keptF, keptI, dropped, nil
+}
+
+func checkTarget(v sframe.Version) error {
+	if v != sframe.Version2 && v != sframe.Version3 {
+		return fmt.Errorf("can only convert to SFrame version 2 or 3, not %d", v)
+	}
+	return nil
+}
+
+// convertSection converts a decoded, self-contained section (no
+// relocations): a bare section or the .sframe of a linked file.
+func convertSection(s *sframe.Section, opts ConvertOptions, name func(i int) string) ([]byte, []DroppedFunc, int, error) {
+	if err := s.Validate(); err != nil {
+		return nil, nil, 0, fmt.Errorf("input section: %w", err)
+	}
+	in, funcs, err := sframe.Extract(s)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("input section: %w", err)
+	}
+	eo := outputOptions(in, opts.Version)
+	// Extract orders functions by FRE layout; map them back to the index
+	// for messages.
+	index := make([]int, len(funcs))
+	byStart := make(map[uint64]int, s.NumFuncs())
+	for i := 0; i < s.NumFuncs(); i++ {
+		f, err := s.Func(i)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		byStart[f.Start] = i
+	}
+	for k := range funcs {
+		index[k] = byStart[funcs[k].Start]
+	}
+	funcs, _, dropped, err := filter(&eo, funcs, index, name, opts.DropUnrepresentable)
+	if err != nil {
+		return nil, dropped, 0, err
+	}
+	out, err := sframe.Encode(eo, funcs)
+	return out, dropped, len(funcs), err
+}
+
+// ConvertRaw converts a bare SFrame section loaded at address base.
+func ConvertRaw(data []byte, base uint64, opts ConvertOptions) (*ConvertResult, error) {
+	if err := checkTarget(opts.Version); err != nil {
+		return nil, err
+	}
+	s, err := sframe.Parse(data, base)
+	if err != nil {
+		return nil, err
+	}
+	out, dropped, n, err := convertSection(s, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &ConvertResult{Data: out, From: s.Version, Funcs: n, Dropped: dropped}, nil
+}
+
+// ConvertSFrame converts the SFrame section of the ELF image src and
+// returns the new image; src is not modified.
+//
+// In a relocatable object the section and its .rela section are
+// rewritten: function starts are PC-relative relocations against the
+// same symbols and addends as before, 4 bytes wide in v2 and 8 in v3,
+// and the start fields themselves hold 0, as gas writes them. The
+// section gets type SHT_GNU_SFRAME and, if it grew, moves to the end of
+// the file; nothing else changes.
+//
+// In an executable or shared library the section is rewritten in place
+// when the converted one fits in its file and memory space (the rest is
+// zeroed, the section and PT_GNU_SFRAME sizes shrink); otherwise the
+// conversion fails, since loaded sections cannot move.
+func ConvertSFrame(src []byte, opts ConvertOptions) (*ConvertResult, error) {
+	if err := checkTarget(opts.Version); err != nil {
+		return nil, err
+	}
+	f, err := elf.NewFile(bytes.NewReader(src))
+	if err != nil {
+		return nil, err
+	}
+	sec := FindSFrame(f, opts.Section)
+	if sec == nil {
+		n := opts.Section
+		if n == "" {
+			n = ".sframe"
+		}
+		return nil, fmt.Errorf("no %s section", n)
+	}
+	secIdx := sectionIndex(f, sec)
+	if f.Type == elf.ET_REL {
+		return convertRel(src, f, sec, secIdx, opts)
+	}
+	raw, err := sec.Data()
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	s, err := sframe.Parse(raw, sec.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	names := funcSymbols(f)
+	name := func(i int) string {
+		fn, err := s.Func(i)
+		if err != nil {
+			return ""
+		}
+		return names[symKey{addr: fn.Start}]
+	}
+	out, dropped, n, err := convertSection(s, opts, name)
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	if uint64(len(out)) > sec.Size {
+		return nil, fmt.Errorf("section %s: the %s section takes %d bytes but the existing one holds %d; "+
+			"sections of a linked file cannot move, so it must be converted at link time (or converted to a smaller version)",
+			sec.Name, opts.Version, len(out), sec.Size)
+	}
+	img, err := RewriteSections(src, []SectionUpdate{{Index: secIdx, Data: out, Type: SHT_GNU_SFRAME}})
+	if err != nil {
+		return nil, err
+	}
+	return &ConvertResult{Data: img, From: s.Version, Funcs: n, Dropped: dropped}, nil
+}
+
+func sectionIndex(f *elf.File, sec *elf.Section) int {
+	for i, s := range f.Sections {
+		if s == sec {
+			return i
+		}
+	}
+	return -1
+}
+
+// symKey identifies a function: by address in a linked file, by section
+// and offset in a relocatable object.
+type symKey struct {
+	shndx int
+	addr  uint64
+}
+
+// funcSymbols maps function symbols to their names.
+func funcSymbols(f *elf.File) map[symKey]string {
+	m := map[symKey]string{}
+	syms, _ := f.Symbols()
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Name == "" {
+			continue
+		}
+		k := symKey{addr: s.Value}
+		if f.Type == elf.ET_REL {
+			k.shndx = int(s.Section)
+		}
+		if _, ok := m[k]; !ok {
+			m[k] = s.Name
+		}
+	}
+	return m
+}
+
+// startReloc is the relocation of one function start field.
+type startReloc struct {
+	sym    uint32
+	addend int64
+}
+
+// pcRelType returns the machine's PC-relative relocation type of the
+// given width (4 or 8 bytes).
+func pcRelType(m elf.Machine, size int) (uint32, bool) {
+	switch m {
+	case elf.EM_X86_64:
+		if size == 4 {
+			return uint32(elf.R_X86_64_PC32), true
+		}
+		return uint32(elf.R_X86_64_PC64), true
+	case elf.EM_AARCH64:
+		if size == 4 {
+			return uint32(elf.R_AARCH64_PREL32), true
+		}
+		return uint32(elf.R_AARCH64_PREL64), true
+	case elf.EM_S390:
+		if size == 4 {
+			return uint32(elf.R_390_PC32), true
+		}
+		return uint32(elf.R_390_PC64), true
+	}
+	return 0, false
+}
+
+func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ConvertOptions) (*ConvertResult, error) {
+	if f.Class != elf.ELFCLASS64 {
+		return nil, fmt.Errorf("section %s: converting 32-bit relocatable objects is not supported", sec.Name)
+	}
+	rels := relocSections(f, sec)
+	var rs *elf.Section
+	var rd []byte
+	switch {
+	case len(rels) == 1 && rels[0].Type == elf.SHT_RELA:
+		rs = rels[0]
+		var err error
+		if rd, err = rs.Data(); err != nil {
+			return nil, fmt.Errorf("section %s: %w", rs.Name, err)
+		}
+	case len(rels) == 0:
+		// Only a section without functions needs no relocations; a
+		// function without one is reported below.
+	default:
+		return nil, fmt.Errorf("section %s: expected one SHT_RELA relocation section, found %d relocation sections", sec.Name, len(rels))
+	}
+	// Decode with the relocations applied (the rows do not depend on
+	// them, but validation of a sorted section does).
+	data, err := Data(f, sec)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sframe.Parse(data, sec.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("section %s: input section: %w", sec.Name, err)
+	}
+	in, _, err := sframe.Extract(s)
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	oldWidth := 4
+	if s.Version == sframe.Version3 {
+		oldWidth = 8
+	}
+	newWidth := 4
+	if opts.Version == sframe.Version3 {
+		newWidth = 8
+	}
+	oldType, ok := pcRelType(f.Machine, oldWidth)
+	newType, _ := pcRelType(f.Machine, newWidth)
+	if !ok {
+		return nil, fmt.Errorf("section %s: relocations for %s are not supported", sec.Name, f.Machine)
+	}
+	order := f.ByteOrder
+	relocs := make(map[uint64]startReloc, len(rd)/24)
+	for off := 0; off+24 <= len(rd); off += 24 {
+		r := elf.Rela64{Off: order.Uint64(rd[off:]), Info: order.Uint64(rd[off+8:]), Addend: int64(order.Uint64(rd[off+16:]))}
+		if t := elf.R_TYPE64(r.Info); t != oldType {
+			return nil, fmt.Errorf("section %s: relocation at %#x has type %d, expected the %d-byte PC-relative type %d", rs.Name, r.Off, t, oldWidth, oldType)
+		}
+		relocs[r.Off] = startReloc{sym: elf.R_SYM64(r.Info), addend: r.Addend}
+	}
+	syms, _ := f.Symbols()
+	names := funcSymbols(f)
+	n := s.NumFuncs()
+	funcs := make([]sframe.EncFunc, n)
+	index := make([]int, n)
+	starts := make([]startReloc, n)
+	for i := 0; i < n; i++ {
+		fn, err := s.Func(i)
+		if err != nil {
+			return nil, err
+		}
+		r, ok := relocs[uint64(fn.StartFieldOff)]
+		if !ok {
+			return nil, fmt.Errorf("section %s: function %d has no relocation for its start field at %#x", sec.Name, i, fn.StartFieldOff)
+		}
+		delete(relocs, uint64(fn.StartFieldOff))
+		if funcs[i], err = sframe.ExtractFunc(s, i); err != nil {
+			return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+		}
+		index[i] = i
+		starts[i] = r
+		// For messages: the function's offset in its section.
+		funcs[i].Start = uint64(r.addend)
+		if r.sym > 0 && int(r.sym) <= len(syms) {
+			funcs[i].Start += syms[r.sym-1].Value
+		}
+	}
+	if len(relocs) != 0 {
+		return nil, fmt.Errorf("section %s: %d relocation(s) in %s do not apply to function starts", sec.Name, len(relocs), rs.Name)
+	}
+	eo := outputOptions(in, opts.Version)
+	eo.KeepOrder = true
+	eo.Addr = 0
+	name := func(i int) string {
+		r := starts[i]
+		if r.sym == 0 || int(r.sym) > len(syms) {
+			return ""
+		}
+		sym := syms[r.sym-1]
+		if elf.ST_TYPE(sym.Info) == elf.STT_FUNC {
+			return sym.Name
+		}
+		return names[symKey{shndx: int(sym.Section), addr: sym.Value + uint64(r.addend)}]
+	}
+	funcs, index, dropped, err := filter(&eo, funcs, index, name, opts.DropUnrepresentable)
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	// Start fields are written as 0 and filled by the relocations, so
+	// their values here do not matter; make them all encodable.
+	for k := range funcs {
+		funcs[k].Start = 0
+	}
+	out, err := sframe.Encode(eo, funcs)
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	hdr := sframe.HeaderSize + len(eo.AuxHeader)
+	fdeSize := opts.Version.FDESize()
+	rela := make([]byte, 24*len(funcs))
+	for k := range funcs {
+		off := hdr + k*fdeSize
+		clear(out[off : off+newWidth])
+		r := starts[index[k]]
+		e := rela[24*k:]
+		order.PutUint64(e, uint64(off))
+		order.PutUint64(e[8:], elf.R_INFO(r.sym, newType))
+		order.PutUint64(e[16:], uint64(r.addend))
+	}
+	updates := []SectionUpdate{{Index: secIdx, Data: out, Type: SHT_GNU_SFRAME}}
+	if rs != nil {
+		updates = append(updates, SectionUpdate{Index: sectionIndex(f, rs), Data: rela})
+	} else if len(rela) != 0 {
+		return nil, fmt.Errorf("section %s: no relocation section to write %d relocations to", sec.Name, len(rela)/24)
+	}
+	img, err := RewriteSections(src, updates)
+	if err != nil {
+		return nil, err
+	}
+	return &ConvertResult{Data: img, From: s.Version, Funcs: len(funcs), Dropped: dropped}, nil
+}
