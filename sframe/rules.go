@@ -13,7 +13,13 @@ const (
 const (
 	flexRegP   = 1
 	flexDerefP = 2
+	flexUnused = 4
 )
+
+// MaxReg is the largest DWARF register number a rule may name. Real ABIs
+// stay far below it (AArch64's vector registers end at 95); larger values
+// in a control word or an s390x register word are corrupt data.
+const MaxReg = 1023
 
 // Rules interprets the data words of FRE e of function f. It resolves
 // the ABI's word layout, the header's fixed offsets, s390x scaling and
@@ -66,8 +72,14 @@ func (s *Section) savedRule(w int32, ra bool) Rule {
 		return Rule{Kind: RuleNotSaved, Base: RegCFA}
 	}
 	if s.ABI == ABIS390XBE && s.Version == Version2 && w&1 != 0 {
-		// v2 s390x: an odd word is a DWARF register number, shifted.
-		return Rule{Kind: RuleValue, Base: Reg(w >> 1)}
+		// v2 s390x: an odd word is a DWARF register number, shifted. A
+		// negative one is corrupt; it maps to MaxReg+1, which Validate
+		// rejects, rather than wrapping to a real register.
+		reg := Reg(MaxReg + 1)
+		if w > 0 && w>>1 <= MaxReg {
+			reg = Reg(w >> 1)
+		}
+		return Rule{Kind: RuleValue, Base: reg}
 	}
 	return Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(w)}
 }
@@ -103,12 +115,18 @@ func (s *Section) flexRules(f *Func, e *FRE, r Row) (Row, error) {
 func flexRule(ctl uint32, off int32) Rule {
 	r := Rule{Kind: RuleValue, Base: RegCFA, Offset: int64(off)}
 	if ctl&flexRegP != 0 {
-		r.Base = Reg(ctl >> 3)
+		r.Base = Reg(min(ctl>>3, MaxReg+1))
 	}
 	if ctl&flexDerefP != 0 {
 		r.Kind = RuleDeref
 	}
 	return r
+}
+
+// validControl reports whether a flexible control word names a register
+// in range and leaves the unused bit clear.
+func validControl(ctl uint32) bool {
+	return ctl&flexUnused == 0 && ctl>>3 <= MaxReg
 }
 
 // expectedWords reports whether n data words are a complete row for f:

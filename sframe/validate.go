@@ -68,9 +68,42 @@ func (s *Section) validateFunc(f *Func) error {
 		if !s.expectedWords(f, e) {
 			return errorf(ErrBadWordCount, e.Off, f.Index, "%d data words for %s %s", e.Count(), s.ABI, f.Type())
 		}
-		if s.Version == Version3 && f.Type() == FDEFlex && e.Count() > 0 && e.uword(0, s.be)&flexRegP == 0 {
-			return errorf(ErrBadRule, e.Off, f.Index, "flexible CFA rule not based on a register")
+		if err := s.validateRules(f, e); err != nil {
+			return err
 		}
 	}
 	return it.Err()
+}
+
+// validateRules checks the rule words of an FRE whose word count is
+// already known to be right.
+func (s *Section) validateRules(f *Func, e *FRE) error {
+	n := e.Count()
+	if n == 0 {
+		return nil
+	}
+	if s.Version == Version3 && f.Type() == FDEFlex {
+		if e.uword(0, s.be)&flexRegP == 0 {
+			return errorf(ErrBadRule, e.Off, f.Index, "flexible CFA rule not based on a register")
+		}
+		// Control words sit at 0, 2 and (after an RA pair) 4, or at 3
+		// after an RA padding word.
+		for _, i := range [...]int{0, 2, 3, 4} {
+			if i >= n || (i == 3 && e.uword(2, s.be) != 0) || (i == 4 && e.uword(2, s.be) == 0) {
+				continue
+			}
+			if c := e.uword(i, s.be); !validControl(c) {
+				return errorf(ErrBadRule, e.Off, f.Index, "flexible control word %#x (data word %d)", c, i)
+			}
+		}
+		return nil
+	}
+	if s.ABI == ABIS390XBE && s.Version == Version2 {
+		for i := 1; i < n; i++ {
+			if w := e.word(i, s.be); w&1 != 0 && (w < 0 || w>>1 > MaxReg) {
+				return errorf(ErrBadRule, e.Off, f.Index, "register word %d (data word %d)", w, i)
+			}
+		}
+	}
+	return nil
 }

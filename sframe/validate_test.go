@@ -78,6 +78,14 @@ func TestMalformed(t *testing.T) {
 			ts.funcs[1].info2 = 1
 			ts.funcs[1].fres[0] = testFRE{0, freInfo(true, 2, 0, false), []int32{0, 8}}
 		}, kind: ErrBadRule, fn: 1},
+		{name: "flexible control word with the unused bit", mutate: func(ts *testSection) {
+			ts.funcs[1].info2 = 1
+			ts.funcs[1].fres[0] = testFRE{0, freInfo(true, 4, 0, false), []int32{flexCtl(7, true, false), 8, 4 | flexDerefP, -8}}
+		}, kind: ErrBadRule, fn: 1},
+		{name: "flexible register number out of range", mutate: func(ts *testSection) {
+			ts.funcs[1].info2 = 1
+			ts.funcs[1].fres[0] = testFRE{0, freInfo(true, 2, 2, false), []int32{flexCtl(7, true, false) | 0x7fff0000, 8}}
+		}, kind: ErrBadRule, fn: 1},
 		{name: "flexible FRE with a lone control word", mutate: func(ts *testSection) {
 			ts.funcs[1].info2 = 1
 			ts.funcs[1].fres[0] = testFRE{0, freInfo(true, 3, 0, false), []int32{flexCtl(7, true, false), 8, flexCtl(11, true, false)}}
