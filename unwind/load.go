@@ -1,0 +1,124 @@
+package unwind
+
+import (
+	"debug/elf"
+	"errors"
+	"sync"
+
+	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/sframe"
+	"github.com/sframekit/sframekit/targets"
+)
+
+// CFITable adapts a *cfi.Table to the CFI interface.
+type CFITable struct {
+	T *cfi.Table
+}
+
+// Lookup implements CFI.
+func (c CFITable) Lookup(pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
+	f, err := c.T.FDEForPC(pc)
+	if errors.Is(err, cfi.ErrNoFDE) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if err := c.T.RowForPC(&f, pc, row); err != nil {
+		return nil, false, err
+	}
+	return f.CIE, true, nil
+}
+
+// Tables are the unwind tables of one ELF file, in its own address space.
+type Tables struct {
+	SFrame *sframe.Section // nil when the file has none (or a corrupt one)
+	CFI    *cfi.Table      // .eh_frame, else .debug_frame; nil when none
+	// Errs records why a table present in the file could not be used.
+	Errs []error
+}
+
+// LoadTables reads the SFrame and CFI tables of f. A missing table is not
+// an error; a corrupt one is recorded in Errs and left out.
+func LoadTables(f *elf.File) *Tables {
+	t := &Tables{}
+	if sec := elffile.FindSFrame(f, ""); sec != nil {
+		data, err := elffile.Data(f, sec)
+		if err == nil {
+			var s *sframe.Section
+			if s, err = sframe.Parse(data, sec.Addr); err == nil {
+				if err = s.Validate(); err == nil {
+					t.SFrame = s
+				}
+			}
+		}
+		if err != nil {
+			t.Errs = append(t.Errs, err)
+		}
+	}
+	for _, name := range []string{".eh_frame", ".debug_frame"} {
+		if f.Section(name) == nil {
+			continue
+		}
+		c, err := cfi.FromELF(f, name)
+		if err != nil {
+			t.Errs = append(t.Errs, err)
+			continue
+		}
+		t.CFI = c
+		break
+	}
+	return t
+}
+
+// Cache keeps the tables of files already loaded, keyed by path, so that
+// each module is parsed once however many threads or captures use it.
+// It is safe for concurrent use.
+type Cache struct {
+	mu     sync.Mutex
+	tables map[string]*Tables
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache { return &Cache{tables: map[string]*Tables{}} }
+
+// Modules turns a target's modules into unwinder modules, loading each
+// file's tables once (the vDSO's from the target's memory).
+func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
+	out := make([]*Module, 0, len(mods))
+	for i := range mods {
+		tm := &mods[i]
+		key := tm.File
+		if tm.IsVDSO() {
+			key = "[vdso]"
+		}
+		if key == "" || !tm.HasBias {
+			out = append(out, &Module{Name: tm.Path, Start: tm.Start, End: tm.End, Bias: tm.Bias})
+			continue
+		}
+		c.mu.Lock()
+		t, ok := c.tables[key]
+		c.mu.Unlock()
+		if !ok || tm.IsVDSO() {
+			t = &Tables{}
+			if f, err := targets.OpenELF(mem, tm); err == nil {
+				t = LoadTables(f)
+				f.Close()
+			} else {
+				t.Errs = append(t.Errs, err)
+			}
+			if !tm.IsVDSO() { // another process's vDSO may differ
+				c.mu.Lock()
+				c.tables[key] = t
+				c.mu.Unlock()
+			}
+		}
+		m := &Module{Name: tm.Path, Start: tm.Start, End: tm.End, Bias: tm.Bias, SFrame: t.SFrame}
+		if t.CFI != nil {
+			m.CFI = CFITable{T: t.CFI}
+		}
+		out = append(out, m)
+	}
+	return out
+}

@@ -1,0 +1,80 @@
+package unwind
+
+import (
+	"bytes"
+	"debug/elf"
+
+	"github.com/sframekit/sframekit/targets"
+)
+
+// Signal trampolines, recognized by their code as gdb does when neither
+// SFrame nor CFI marks them: the instructions that return from a signal
+// handler into the kernel.
+var (
+	// x86-64 __restore_rt: mov $15, %rax; syscall
+	amd64Sigreturn = []byte{0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05}
+	// AArch64 __kernel_rt_sigreturn: mov x8, #139; svc #0
+	arm64Sigreturn = []byte{0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4}
+)
+
+func (u *Unwinder) isSigreturn(pc uint64) bool {
+	var want []byte
+	switch u.arch {
+	case elf.EM_X86_64:
+		want = amd64Sigreturn
+	case elf.EM_AARCH64:
+		want = arm64Sigreturn
+	default:
+		return false
+	}
+	b := u.code[:len(want)]
+	if _, err := u.mem.m.ReadAt(b, int64(pc)); err != nil {
+		return false
+	}
+	return bytes.Equal(b, want)
+}
+
+// Where the kernel saves the interrupted registers, relative to the SP
+// at the trampoline (the handler has returned into it):
+//
+//	x86-64: SP points at the ucontext; its mcontext (at +40) holds gregs
+//	r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip.
+//	AArch64: SP points at siginfo (128 bytes), then the ucontext, whose
+//	mcontext (at +176) holds fault_address, x0..x30, sp, pc.
+const (
+	amd64GregsOff = 40
+	arm64RegsOff  = 128 + 176 + 8
+)
+
+// amd64GregDWARF maps gregs indexes 0..16 to DWARF numbers.
+var amd64GregDWARF = [17]int{8, 9, 10, 11, 12, 13, 14, 15, 5, 4, 6, 3, 1, 0, 2, 7, 16}
+
+// stepSignal restores the interrupted registers from the signal frame.
+func (u *Unwinder) stepSignal(cur, next *targets.Regs) error {
+	sp := cur.SP()
+	newFrame(cur, next)
+	switch u.arch {
+	case elf.EM_X86_64:
+		base := sp + amd64GregsOff
+		for i, d := range amd64GregDWARF {
+			v, err := u.mem.word(base + uint64(8*i))
+			if err != nil {
+				return err
+			}
+			next.Set(d, v)
+		}
+	case elf.EM_AARCH64:
+		base := sp + arm64RegsOff
+		for i := 0; i < 33; i++ { // x0..x30, sp, pc
+			v, err := u.mem.word(base + uint64(8*i))
+			if err != nil {
+				return err
+			}
+			next.Set(i, v)
+		}
+	default:
+		return errNoRule
+	}
+	u.cfa = sp
+	return nil
+}

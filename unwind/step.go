@@ -1,0 +1,289 @@
+package unwind
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+
+	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/sframe"
+	"github.com/sframekit/sframekit/targets"
+)
+
+// errRegister means a rule needs a register whose value is not known in
+// this frame (a scratch register, outside the topmost frame).
+var errRegister = errors.New("register not available")
+
+// reg reads register r of the current frame.
+func reg(cur *targets.Regs, r int) (uint64, error) {
+	v, ok := cur.Get(r)
+	if !ok {
+		return 0, errRegister
+	}
+	return v, nil
+}
+
+// spOffset is the caller's SP relative to the CFA: -160 on s390x (the
+// CFA is the SP at the call plus the register save area), 0 elsewhere.
+func (u *Unwinder) spOffset() uint64 {
+	if u.arch == elf.EM_S390 {
+		return ^uint64(159) // -160
+	}
+	return 0
+}
+
+// newFrame starts the caller's register set: same architecture, nothing
+// known yet.
+func newFrame(cur, next *targets.Regs) {
+	*next = targets.Regs{Arch: cur.Arch}
+}
+
+// strip removes the pointer-authentication code of a signed AArch64
+// return address.
+func (u *Unwinder) strip(ra uint64) uint64 { return ra & u.PACMask }
+
+// stepSFrame applies the SFrame row covering pc (ELF address).
+func (u *Unwinder) stepSFrame(m *Module, pc uint64, cur, next *targets.Regs, top bool) error {
+	s := m.SFrame
+	f, e, err := s.FindFRE(pc)
+	if err != nil {
+		if errors.Is(err, sframe.ErrNoRow) {
+			return errNoRule
+		}
+		return errNoRule // corrupt section data: let CFI or FP try
+	}
+	if f.Signal(s.Version) {
+		// A signal trampoline: the rules describe the trampoline's own
+		// frame, but what the caller needs is the interrupted context.
+		if u.arch == elf.EM_X86_64 || u.arch == elf.EM_AARCH64 {
+			u.sig = true
+			return u.stepSignal(cur, next)
+		}
+	}
+	r, err := s.Rules(&f, &e)
+	if err != nil {
+		return errNoRule
+	}
+	if r.RAUndefined {
+		return errEnd
+	}
+	abi := s.ABI
+	// CFA.
+	cfa, err := u.ruleValue(r.CFA, abi, cur, 0, top)
+	if err != nil {
+		return err
+	}
+	u.cfa = cfa
+	// Return address.
+	var ra uint64
+	switch r.RA.Kind {
+	case sframe.RuleUnspecified, sframe.RuleNotSaved:
+		// Still in the RA register (AArch64 x30, s390x r14): only
+		// meaningful where that register is live.
+		rr := targets.RAReg(u.arch)
+		if rr < 0 {
+			return errNoRule
+		}
+		if ra, err = reg(cur, rr); err != nil {
+			return errNoRule
+		}
+	default:
+		if ra, err = u.ruleValue(r.RA, abi, cur, cfa, top); err != nil {
+			return err
+		}
+	}
+	if r.RASigned {
+		ra = u.strip(ra)
+	}
+	// Frame pointer: unchanged unless saved.
+	fpReg := targets.FPReg(u.arch)
+	fp, fpOK := cur.Get(fpReg)
+	switch r.FP.Kind {
+	case sframe.RuleUnspecified, sframe.RuleNotSaved:
+	default:
+		v, err := u.ruleValue(r.FP, abi, cur, cfa, top)
+		if err != nil {
+			return err
+		}
+		fp, fpOK = v, true
+	}
+	newFrame(cur, next)
+	next.Set(targets.PCReg(u.arch), ra)
+	next.Set(targets.SPReg(u.arch), cfa+u.spOffset())
+	if fpOK {
+		next.Set(fpReg, fp)
+	}
+	return nil
+}
+
+// ruleValue evaluates an SFrame rule. cfa is the base of CFA-relative
+// rules. Rules based on registers other than SP and FP are trusted only
+// in the topmost frame.
+func (u *Unwinder) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, cfa uint64, top bool) (uint64, error) {
+	var base uint64
+	switch r.Base {
+	case sframe.RegCFA:
+		base = cfa
+	default:
+		if !top && r.Base != abi.SP() && r.Base != abi.FP() {
+			return 0, errNoRule
+		}
+		v, err := reg(cur, int(r.Base))
+		if err != nil {
+			return 0, errNoRule
+		}
+		base = v
+	}
+	addr := base + uint64(r.Offset)
+	if r.Kind != sframe.RuleDeref {
+		return addr, nil
+	}
+	return u.mem.word(addr)
+}
+
+// stepFP follows the frame-pointer chain: the frame record at FP holds
+// the caller's FP and the return address (AMD64 and AArch64).
+func (u *Unwinder) stepFP(cur, next *targets.Regs) error {
+	if u.arch != elf.EM_X86_64 && u.arch != elf.EM_AARCH64 {
+		return errNoRule
+	}
+	fp, ok := cur.Get(targets.FPReg(u.arch))
+	if !ok || fp == 0 || fp&7 != 0 || fp < cur.SP() {
+		return errNoRule
+	}
+	callerFP, err := u.mem.word(fp)
+	if err != nil {
+		return err
+	}
+	ra, err := u.mem.word(fp + 8)
+	if err != nil {
+		return err
+	}
+	if u.arch == elf.EM_AARCH64 {
+		ra = u.strip(ra)
+	}
+	u.cfa = fp + 16
+	newFrame(cur, next)
+	next.Set(targets.PCReg(u.arch), ra)
+	next.Set(targets.SPReg(u.arch), fp+16)
+	next.Set(targets.FPReg(u.arch), callerFP)
+	return nil
+}
+
+// bigEndian is the byte order of s390x expression operands.
+var bigEndian = binary.BigEndian
+
+// recovers reports whether a CFI rule kind gives the register a new value.
+func recovers(k cfi.RuleKind) bool {
+	switch k {
+	case cfi.RuleOffset, cfi.RuleValOffset, cfi.RuleRegister, cfi.RuleExpression, cfi.RuleValExpression:
+		return true
+	}
+	return false
+}
+
+// regsView adapts targets.Regs to the CFI expression evaluator.
+type regsView struct{ r *targets.Regs }
+
+func (v regsView) Reg(r cfi.Reg) (uint64, bool) { return v.r.Get(int(r)) }
+
+// stepCFI applies the CFI row covering pc (ELF address).
+func (u *Unwinder) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bool) error {
+	cie, ok, err := m.CFI.Lookup(pc, &u.row)
+	if err != nil || !ok {
+		return errNoRule
+	}
+	row := &u.row
+	opts := cfi.EvalOptions{Regs: regsView{cur}, Mem: &u.mem}
+	if u.mem.be {
+		opts.ByteOrder = bigEndian
+	}
+	var cfa uint64
+	switch row.CFA.Kind {
+	case cfi.CFARegOffset:
+		v, err := reg(cur, int(row.CFA.Reg))
+		if err != nil {
+			return errNoRule
+		}
+		cfa = v + uint64(row.CFA.Offset)
+	case cfi.CFAExpression:
+		if cfa, err = cfi.EvalExpression(row.CFA.Expr, &opts); err != nil {
+			return err
+		}
+	default:
+		return errNoRule
+	}
+	u.cfa = cfa
+	if cie.SignalFrame {
+		u.sig = true
+	}
+	raCol := int(cie.RA)
+	// Registers without a rule keep their values (callee-saved in
+	// practice); those with one are recomputed.
+	*next = *cur
+	next.Invalidate(targets.PCReg(u.arch))
+	raSet := false
+	u.initial[0] = cfa
+	opts.Initial = u.initial[:]
+	for i := 0; i < row.NumRules(); i++ {
+		rr := row.RuleAt(i)
+		col := int(rr.Column)
+		var v uint64
+		known := true
+		switch rr.Kind {
+		case cfi.RuleUndefined:
+			if col == raCol {
+				return errEnd
+			}
+			next.Invalidate(col)
+			continue
+		case cfi.RuleSameValue, cfi.RuleUnspecified:
+			continue
+		case cfi.RuleOffset:
+			v, err = u.mem.word(cfa + uint64(rr.Offset))
+		case cfi.RuleValOffset:
+			v = cfa + uint64(rr.Offset)
+		case cfi.RuleRegister:
+			v, known = cur.Get(int(rr.Reg))
+		case cfi.RuleExpression:
+			var addr uint64
+			if addr, err = cfi.EvalExpression(rr.Expr, &opts); err == nil {
+				v, err = u.mem.word(addr)
+			}
+		case cfi.RuleValExpression:
+			v, err = cfi.EvalExpression(rr.Expr, &opts)
+		default:
+			known = false
+		}
+		if err != nil {
+			return err
+		}
+		if !known {
+			next.Invalidate(col)
+			continue
+		}
+		next.Set(col, v)
+		if col == raCol {
+			raSet = true
+		}
+	}
+	// The return address column: x86-64 uses 16 (the PC slot of Regs);
+	// AArch64 and s390x keep it in x30 / r14 and the PC is separate.
+	var ra uint64
+	if v, ok := next.Get(raCol); ok && (raSet || raCol != targets.PCReg(u.arch)) {
+		ra = v
+	} else {
+		return errNoRule
+	}
+	if row.RASigned {
+		ra = u.strip(ra)
+	}
+	next.Set(targets.PCReg(u.arch), ra)
+	// The CFA is the caller's SP unless a rule says otherwise (signal
+	// frames restore SP explicitly).
+	sp := targets.SPReg(u.arch)
+	if !recovers(row.Rule(cfi.Reg(sp)).Kind) {
+		next.Set(sp, cfa+u.spOffset())
+	}
+	return nil
+}
