@@ -56,12 +56,12 @@ type Stop uint8
 
 // Reasons a walk ends. StopEnd is the normal end of a complete stack.
 const (
-	StopEnd      Stop = iota // outermost frame reached (RA undefined, PC 0)
-	StopNoModule             // the PC is in no known module
-	StopNoRule               // no SFrame, CFI or frame-pointer rule applies
-	StopNoProgress           // the caller's stack pointer is not above the callee's
-	StopMemory               // the stack could not be read
-	StopDepth                // the depth limit was reached
+	StopEnd        Stop = iota // outermost frame reached (RA undefined, PC 0)
+	StopNoModule               // the PC is in no known module
+	StopNoRule                 // no SFrame, CFI or frame-pointer rule applies
+	StopNoProgress             // the caller's stack pointer is not above the callee's
+	StopMemory                 // the stack could not be read
+	StopDepth                  // the depth limit was reached
 )
 
 func (s Stop) String() string {
@@ -133,7 +133,7 @@ type Unwinder struct {
 	initial [1]uint64 // the CFA, pushed for register expressions
 	code    [9]byte   // instruction bytes read to recognize sigreturn
 	cfa     uint64    // CFA of the last step
-	sig bool   // the last step went through a signal frame
+	sig     bool      // the last step went through a signal frame
 }
 
 // DefaultMaxDepth bounds walks when MaxDepth is 0.
