@@ -149,3 +149,44 @@ func TestBigSectionLookups(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexedFuncsMatchTable checks that functions rebuilt from the lookup
+// index equal those decoded from the table, for every corpus section of a
+// linked file (sorted) and every version.
+func TestIndexedFuncsMatchTable(t *testing.T) {
+	n := 0
+	for _, path := range corpus.ELFs(t) {
+		f, err := elf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec := f.Section(".sframe")
+		if f.Type == elf.ET_REL || sec == nil {
+			f.Close()
+			continue
+		}
+		data, _ := sec.Data()
+		f.Close()
+		s, err := Parse(data, sec.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.idxOnce.Do(s.buildIndex)
+		if s.idx.recs == nil {
+			t.Errorf("%s: no lookup index built", path)
+			continue
+		}
+		for i := 0; i < s.NumFuncs(); i++ {
+			want, _ := s.Func(i)
+			var got Func
+			s.funcAt(i, &got)
+			if got != want {
+				t.Errorf("%s: function %d: index gives %+v, table %+v", path, i, got, want)
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no linked corpus files")
+	}
+}

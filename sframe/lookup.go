@@ -30,9 +30,9 @@ func (s *Section) FindFunc(pc uint64) int {
 		return -1
 	}
 	s.idxOnce.Do(s.buildIndex)
-	if s.idx.rel != nil {
+	if s.idx.recs != nil {
 		i := s.idx.find(pc)
-		if i < 0 || pc-(s.idx.base+uint64(s.idx.rel[i])) >= uint64(s.size(i)) {
+		if i < 0 || pc-(s.idx.base+uint64(s.idx.recs[i].start)) >= uint64(s.idx.recs[i].size) {
 			return -1
 		}
 		return i
@@ -65,7 +65,9 @@ func (s *Section) FindFRE(pc uint64) (Func, FRE, error) {
 	if i < 0 {
 		return f, e, ErrNoRow
 	}
-	if err := s.decodeFunc(i, &f); err != nil {
+	if s.idx.recs != nil {
+		s.funcAt(i, &f)
+	} else if err := s.decodeFunc(i, &f); err != nil {
 		return f, e, err
 	}
 	err := s.findInFunc(&f, pc, &e)
