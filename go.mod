@@ -3,3 +3,5 @@ module github.com/sframekit/sframekit
 go 1.26.0
 
 require golang.org/x/sys v0.49.0
+
+require github.com/go-delve/delve v1.27.2 // indirect

@@ -75,6 +75,9 @@ type JSONRule struct {
 	Base   string `json:"base,omitempty"`
 	Offset int64  `json:"offset"`
 	Fixed  bool   `json:"fixed,omitempty"`
+	// Padding marks a fixed RA that the row spells as a padding word
+	// (objdump's "U" in flexible AMD64 rows).
+	Padding bool `json:"padding,omitempty"`
 }
 
 // Build converts a loaded section to its JSON form.
@@ -140,7 +143,7 @@ func Build(in *Input) (*JSONFile, error) {
 }
 
 func jsonRule(s *sframe.Section, r sframe.Rule) *JSONRule {
-	j := &JSONRule{Kind: r.Kind.String(), Offset: r.Offset, Fixed: r.Fixed}
+	j := &JSONRule{Kind: r.Kind.String(), Offset: r.Offset, Fixed: r.Fixed, Padding: r.Padding}
 	switch {
 	case r.Kind == sframe.RuleUnspecified || r.Kind == sframe.RuleNotSaved:
 		j.Offset = 0

@@ -214,7 +214,9 @@ func (p *printer) row(f *sframe.Func, e *sframe.FRE, flex bool) error {
 	p.pad(m, 10)
 	// RA
 	m = len(p.buf)
-	if r.RA.Fixed {
+	if r.RA.Padding {
+		p.buf = append(p.buf, 'U')
+	} else if r.RA.Fixed {
 		p.buf = append(p.buf, 'f')
 	} else {
 		p.saved(r.RA, flex)

@@ -352,7 +352,7 @@ func (e *encoder) encodeRow(fn int, f *EncFunc, ri int, r *Row, b *wordsBuf) err
 				return rowErr(fn, f, ri, "an unspecified RA followed by a saved FP cannot be expressed (the RA slot would read as not saved)")
 			}
 		case RuleNotSaved:
-			if r.RA != (Rule{Kind: RuleNotSaved, Base: RegCFA}) {
+			if !isNotSaved(r.RA) {
 				return rowErr(fn, f, ri, "malformed not-saved RA rule %+v", r.RA)
 			}
 			b.add(0, false)
@@ -465,8 +465,11 @@ func (e *encoder) encodeFlex(fn int, f *EncFunc, ri int, r *Row, b *wordsBuf) er
 	switch {
 	case r.RA.Kind == RuleUnspecified && e.fixedRA == 0 && !hasFP:
 	case e.fixedRA != 0 && r.RA == e.raRule && !hasFP:
+	case e.fixedRA != 0 && hasFP && withoutPadding(r.RA) == e.raRule:
+		// The fixed RA before an FP pair is written as a padding word.
+		b.add(0, true)
 	case r.RA.Kind == RuleNotSaved:
-		if r.RA != (Rule{Kind: RuleNotSaved, Base: RegCFA}) {
+		if !isNotSaved(r.RA) {
 			return rowErr(fn, f, ri, "malformed not-saved RA rule %+v", r.RA)
 		}
 		if !hasFP {
@@ -490,6 +493,19 @@ func (e *encoder) encodeFlex(fn int, f *EncFunc, ri int, r *Row, b *wordsBuf) er
 	}
 	b.info |= uint8(b.n) << 1
 	return nil
+}
+
+// withoutPadding returns r with the Padding mark cleared, for comparing
+// rules by meaning.
+func withoutPadding(r Rule) Rule {
+	r.Padding = false
+	return r
+}
+
+// isNotSaved reports whether r is the canonical not-saved rule (with or
+// without the Padding mark the decoder sets).
+func isNotSaved(r Rule) bool {
+	return withoutPadding(r) == Rule{Kind: RuleNotSaved, Base: RegCFA}
 }
 
 func ruleString(r Rule) string {

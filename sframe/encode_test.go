@@ -135,7 +135,12 @@ func (g *encGen) flexRow() sframe.Row {
 	if hasFP {
 		r.FP = g.flexRule(true)
 		if g.r.IntN(3) == 0 {
+			// A padding word: with AMD64's fixed RA offset it means the
+			// fixed slot, elsewhere "not saved".
 			r.RA = encNotSaved
+			if g.abi == sframe.ABIAMD64LE {
+				r.RA = sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: -8, Fixed: true, Padding: true}
+			}
 		} else {
 			r.RA = g.flexRule(false)
 		}

@@ -102,6 +102,9 @@ func (s *Section) flexRules(f *Func, e *FRE, r Row) (Row, error) {
 		}
 	case e.uword(2, be) == 0:
 		r.RA = Rule{Kind: RuleNotSaved, Base: RegCFA}
+		if s.HasFixedRA() {
+			r.RA = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(s.CFAFixedRAOffset), Fixed: true, Padding: true}
+		}
 		fpIdx = 3
 	case n > 3:
 		r.RA = flexRule(e.uword(2, be), e.word(3, be))

@@ -150,7 +150,9 @@ func TestFlexRules(t *testing.T) {
 			}},
 		}}
 	s := mustParse(t, ts, 0)
-	notSaved := Rule{Kind: RuleNotSaved, Base: RegCFA}
+	// With the header's fixed RA offset, an RA padding word means "at the
+	// fixed offset".
+	notSaved := Rule{Kind: RuleDeref, Base: RegCFA, Offset: -8, Fixed: true, Padding: true}
 	cases := []struct {
 		pc   uint64
 		want Row

@@ -265,6 +265,11 @@ type Rule struct {
 	// Fixed is set when the rule comes from the header's fixed offset
 	// rather than from the row (AMD64's RA at CFA-8).
 	Fixed bool
+	// Padding is set on a Fixed RA rule that the row spells as an explicit
+	// padding word (flexible FDEs on AMD64, where the RA entry precedes
+	// FP): the RA is at the header's fixed offset. objdump prints it "U",
+	// as it prints RuleNotSaved.
+	Padding bool
 }
 
 // Row is the interpretation of one FRE: how to find the CFA, the return

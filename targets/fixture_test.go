@@ -5,6 +5,7 @@ package targets
 import (
 	"bufio"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -222,8 +224,8 @@ func checkNotTraced(t testing.TB, pid int) {
 	}
 	for _, tid := range tids {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
-		if os.IsNotExist(err) {
-			continue // exited since listed
+		if os.IsNotExist(err) || errors.Is(err, syscall.ESRCH) {
+			continue // exited since listed (ESRCH: while being read)
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -269,11 +269,15 @@ func (p *Process) seize(tid int) error {
 	}
 }
 
+// yieldFor is how long waitStops yields before it starts sleeping.
+const yieldFor = 20 * time.Millisecond
+
 // waitStops polls (WNOHANG, so a thread that never stops cannot hang the
 // caller past StopTimeout) until each of tids has stopped or exited.
 func (p *Process) waitStops(tids []int) error {
 	pending := append([]int(nil), tids...)
-	deadline := time.Now().Add(StopTimeout)
+	start := time.Now()
+	deadline := start.Add(StopTimeout)
 	delay := 5 * time.Microsecond
 	for {
 		rest := pending[:0]
@@ -309,6 +313,14 @@ func (p *Process) waitStops(tids []int) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("targets: attach %d: thread %d did not stop within %v (state %q)", p.pid, pending[0], StopTimeout, taskState(p.pid, pending[0]))
+		}
+		// Threads stop only once the scheduler runs them: for the first
+		// few milliseconds yield the CPU (to them, on a busy machine)
+		// rather than sleep, since each sleep costs a wake-up latency
+		// that on a loaded machine is far longer than the sleep.
+		if time.Since(start) < yieldFor {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			continue
 		}
 		time.Sleep(delay)
 		if delay < 2*time.Millisecond {

@@ -3,7 +3,9 @@ package unwind
 import (
 	"debug/elf"
 	"errors"
+	"os"
 	"sync"
+	"syscall"
 
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/elffile"
@@ -37,6 +39,8 @@ type Tables struct {
 	CFI    *cfi.Table      // .eh_frame, else .debug_frame; nil when none
 	// Errs records why a table present in the file could not be used.
 	Errs []error
+
+	sfx *sfIndex // SFrame decoded for fast lookups
 }
 
 // LoadTables reads the SFrame and CFI tables of f. A missing table is not
@@ -50,6 +54,7 @@ func LoadTables(f *elf.File) *Tables {
 			if s, err = sframe.Parse(data, sec.Addr); err == nil {
 				if err = s.Validate(); err == nil {
 					t.SFrame = s
+					t.sfx = buildSFIndex(s)
 				}
 			}
 		}
@@ -75,13 +80,43 @@ func LoadTables(f *elf.File) *Tables {
 // Cache keeps the tables of files already loaded, keyed by path, so that
 // each module is parsed once however many threads or captures use it.
 // It is safe for concurrent use.
+//
+// The tables hold lookup state (see cfi.Table): Unwinders over modules
+// from one Cache must not run concurrently.
 type Cache struct {
 	mu     sync.Mutex
-	tables map[string]*Tables
+	tables map[cacheKey]*Tables
+}
+
+// cacheKey identifies a file's contents well enough to notice a file
+// rebuilt at the same path.
+type cacheKey struct {
+	path  string
+	size  int64
+	mtime int64
+	ino   uint64
+}
+
+func keyOf(path string) cacheKey {
+	k := cacheKey{path: path}
+	if st, err := os.Stat(path); err == nil {
+		k.size, k.mtime = st.Size(), st.ModTime().UnixNano()
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			k.ino = sys.Ino
+		}
+	}
+	return k
 }
 
 // NewCache returns an empty cache.
-func NewCache() *Cache { return &Cache{tables: map[string]*Tables{}} }
+func NewCache() *Cache { return &Cache{tables: map[cacheKey]*Tables{}} }
+
+// Len returns the number of files whose tables the cache holds.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.tables)
+}
 
 // Modules turns a target's modules into unwinder modules, loading each
 // file's tables once (the vDSO's from the target's memory).
@@ -89,13 +124,17 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 	out := make([]*Module, 0, len(mods))
 	for i := range mods {
 		tm := &mods[i]
-		key := tm.File
+		file := tm.File
 		if tm.IsVDSO() {
-			key = "[vdso]"
+			file = "[vdso]"
 		}
-		if key == "" || !tm.HasBias {
-			out = append(out, &Module{Name: tm.Path, Start: tm.Start, End: tm.End, Bias: tm.Bias})
+		if file == "" || !tm.HasBias {
+			out = append(out, &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias})
 			continue
+		}
+		key := cacheKey{path: file}
+		if !tm.IsVDSO() {
+			key = keyOf(file)
 		}
 		c.mu.Lock()
 		t, ok := c.tables[key]
@@ -114,7 +153,7 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 				c.mu.Unlock()
 			}
 		}
-		m := &Module{Name: tm.Path, Start: tm.Start, End: tm.End, Bias: tm.Bias, SFrame: t.SFrame}
+		m := &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias, SFrame: t.SFrame, sfx: t.sfx}
 		if t.CFI != nil {
 			m.CFI = CFITable{T: t.CFI}
 		}

@@ -2,19 +2,50 @@ package unwind
 
 import (
 	"encoding/binary"
+	"fmt"
+	"sync"
 
 	"github.com/sframekit/sframekit/targets"
 )
 
 // wordReader reads 8-byte words through a targets.Memory without
-// allocating: the buffer lives in the (heap-allocated) Unwinder.
+// allocating: the buffer lives in the (heap-allocated) Unwinder. Reads
+// inside a FlatMemory's bytes skip the interface call.
 type wordReader struct {
-	m   targets.Memory
-	be  bool
-	buf [8]byte
+	m    targets.Memory
+	flat *FlatMemory
+	be   bool
+	buf  [8]byte
+}
+
+// fastWord reads a word of a FlatMemory, or reports false.
+func (r *wordReader) fastWord(addr uint64) (uint64, bool) {
+	f := r.flat
+	if f == nil {
+		v, err := r.word(addr)
+		return v, err == nil
+	}
+	off := addr - f.Addr
+	if addr < f.Addr || off >= uint64(len(f.Data)) || uint64(len(f.Data))-off < 8 {
+		v, err := r.word(addr)
+		return v, err == nil
+	}
+	if r.be {
+		return binary.BigEndian.Uint64(f.Data[off:]), true
+	}
+	return binary.LittleEndian.Uint64(f.Data[off:]), true
 }
 
 func (r *wordReader) word(addr uint64) (uint64, error) {
+	if f := r.flat; f != nil {
+		if off := addr - f.Addr; addr >= f.Addr && off < uint64(len(f.Data)) && uint64(len(f.Data))-off >= 8 {
+			b := f.Data[off : off+8]
+			if r.be {
+				return binary.BigEndian.Uint64(b), nil
+			}
+			return binary.LittleEndian.Uint64(b), nil
+		}
+	}
 	if _, err := r.m.ReadAt(r.buf[:], int64(addr)); err != nil {
 		return 0, err
 	}
@@ -27,11 +58,36 @@ func (r *wordReader) word(addr uint64) (uint64, error) {
 // ReadUint64 lets the CFI expression evaluator read through the same path.
 func (r *wordReader) ReadUint64(addr uint64) (uint64, error) { return r.word(addr) }
 
+// FlatMemory is a targets.Memory over a copy of one range of a target's
+// memory, typically a thread's stack captured from its SP up, with reads
+// outside the range passed to Next (or failing with targets.ErrUnmapped
+// when Next is nil). The unwinder reads it directly, without going through
+// the interface, which makes it the fastest memory to unwind from.
+type FlatMemory struct {
+	Addr uint64 // runtime address of Data[0]
+	Data []byte
+	Next targets.Memory
+}
+
+// ReadAt implements targets.Memory.
+func (f *FlatMemory) ReadAt(p []byte, addr int64) (int, error) {
+	a := uint64(addr)
+	if a >= f.Addr && a-f.Addr < uint64(len(f.Data)) && uint64(len(f.Data))-(a-f.Addr) >= uint64(len(p)) {
+		return copy(p, f.Data[a-f.Addr:]), nil
+	}
+	if f.Next != nil {
+		return f.Next.ReadAt(p, addr)
+	}
+	return 0, fmt.Errorf("unwind: reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
+}
+
 // PageCache is a targets.Memory that keeps the pages it has read, so that
 // walking a stack costs one read of the target per stack page instead of
 // one per word (a system call each, for a live process). It is meant to
-// live for one capture of a stopped target: it never invalidates.
+// live for one capture of a stopped target: it never invalidates. It is
+// safe for concurrent use.
 type PageCache struct {
+	mu    sync.Mutex
 	m     targets.Memory
 	pages map[uint64]*[pageSize]byte
 	bad   map[uint64]error
@@ -48,6 +104,8 @@ func NewPageCache(m targets.Memory) *PageCache {
 
 // ReadAt implements targets.Memory.
 func (c *PageCache) ReadAt(p []byte, addr int64) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	a := uint64(addr)
 	n := 0
 	for n < len(p) {

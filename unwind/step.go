@@ -25,43 +25,62 @@ func reg(cur *targets.Regs, r int) (uint64, error) {
 
 // spOffset is the caller's SP relative to the CFA: -160 on s390x (the
 // CFA is the SP at the call plus the register save area), 0 elsewhere.
-func (u *Unwinder) spOffset() uint64 {
-	if u.arch == elf.EM_S390 {
-		return ^uint64(159) // -160
-	}
-	return 0
-}
+func (u *Unwinder) spOffset() uint64 { return u.spOff }
 
 // newFrame starts the caller's register set: same architecture, nothing
 // known yet.
 func newFrame(cur, next *targets.Regs) {
-	*next = targets.Regs{Arch: cur.Arch}
+	next.Arch = cur.Arch
+	next.Valid = 0
+	next.Flags, next.FSBase, next.GSBase, next.OrigRAX = 0, 0, 0, 0
 }
 
 // strip removes the pointer-authentication code of a signed AArch64
 // return address.
 func (u *Unwinder) strip(ra uint64) uint64 { return ra & u.PACMask }
 
-// stepSFrame applies the SFrame row covering pc (ELF address).
-func (u *Unwinder) stepSFrame(m *Module, pc uint64, cur, next *targets.Regs, top bool) error {
+// stepSFrame applies the SFrame row covering pc (ELF address), found
+// through the decoded index x when there is one.
+func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targets.Regs, top bool) error {
 	s := m.SFrame
-	f, e, err := s.FindFRE(pc)
-	if err != nil {
-		if errors.Is(err, sframe.ErrNoRow) {
+	var r *sframe.Row
+	signal := false
+	if x != nil {
+		f, row := x.findRow(pc)
+		if f == nil {
 			return errNoRule
 		}
-		return errNoRule // corrupt section data: let CFI or FP try
-	}
-	if f.Signal(s.Version) {
-		// A signal trampoline: the rules describe the trampoline's own
-		// frame, but what the caller needs is the interrupted context.
-		if u.arch == elf.EM_X86_64 || u.arch == elf.EM_AARCH64 {
-			u.sig = true
-			return u.stepSignal(cur, next)
+		if row != nil && row.fast && !f.signal && u.stepFast(row, cur, next) {
+			u.cfa = u.fastCFA
+			return nil
+		}
+		signal = f.signal
+		if row != nil && row.ok {
+			r = &row.row
+		}
+	} else {
+		f, e, err := s.FindFRE(pc)
+		if err == nil {
+			signal = f.Signal(s.Version)
+			if u.srow, err = s.Rules(&f, &e); err == nil {
+				r = &u.srow
+			}
+		} else if i := s.FindFunc(pc); i >= 0 {
+			// A v3 signal FDE may have no rows ("the CFI could not be
+			// translated"): it still says what the frame is.
+			if fn, err := s.Func(i); err == nil {
+				signal = fn.Signal(s.Version)
+			}
 		}
 	}
-	r, err := s.Rules(&f, &e)
-	if err != nil {
+	if signal && (u.arch == elf.EM_X86_64 || u.arch == elf.EM_AARCH64) {
+		// A signal trampoline: the rules describe the trampoline's own
+		// frame, but what the caller needs is the interrupted context.
+		u.sig = true
+		return u.stepSignal(cur, next)
+	}
+	if r == nil {
+		// No row, or corrupt section data: let CFI or FP try.
 		return errNoRule
 	}
 	if r.RAUndefined {
@@ -78,13 +97,18 @@ func (u *Unwinder) stepSFrame(m *Module, pc uint64, cur, next *targets.Regs, top
 	var ra uint64
 	switch r.RA.Kind {
 	case sframe.RuleUnspecified, sframe.RuleNotSaved:
+		if s.HasFixedRA() {
+			// AMD64 flexible rows with an RA padding word: the RA is
+			// at its fixed place.
+			if ra, err = u.mem.word(cfa + uint64(int64(s.CFAFixedRAOffset))); err != nil {
+				return err
+			}
+			break
+		}
 		// Still in the RA register (AArch64 x30, s390x r14): only
 		// meaningful where that register is live.
-		rr := targets.RAReg(u.arch)
-		if rr < 0 {
-			return errNoRule
-		}
-		if ra, err = reg(cur, rr); err != nil {
+		var ok bool
+		if ra, ok = get(cur, u.raReg); !ok {
 			return errNoRule
 		}
 	default:
@@ -96,8 +120,8 @@ func (u *Unwinder) stepSFrame(m *Module, pc uint64, cur, next *targets.Regs, top
 		ra = u.strip(ra)
 	}
 	// Frame pointer: unchanged unless saved.
-	fpReg := targets.FPReg(u.arch)
-	fp, fpOK := cur.Get(fpReg)
+	fpReg := u.fpReg
+	fp, fpOK := get(cur, fpReg)
 	switch r.FP.Kind {
 	case sframe.RuleUnspecified, sframe.RuleNotSaved:
 	default:
@@ -108,12 +132,58 @@ func (u *Unwinder) stepSFrame(m *Module, pc uint64, cur, next *targets.Regs, top
 		fp, fpOK = v, true
 	}
 	newFrame(cur, next)
-	next.Set(targets.PCReg(u.arch), ra)
-	next.Set(targets.SPReg(u.arch), cfa+u.spOffset())
+	set(next, u.pcReg, ra)
+	set(next, u.spReg, cfa+u.spOffset())
 	if fpOK {
-		next.Set(fpReg, fp)
+		set(next, fpReg, fp)
 	}
 	return nil
+}
+
+// stepIndexed applies the row of x covering pc (ELF address) if it has the
+// common shape, and reports whether it did.
+func (u *Unwinder) stepIndexed(x *sfIndex, pc uint64, cur, next *targets.Regs) bool {
+	f, row := x.findRow(pc)
+	return row != nil && row.fast && !f.signal && u.stepFast(row, cur, next)
+}
+
+// stepFast applies a row of the common shape (see sfRow.compile). It
+// reports false, leaving the general path to find out why, when a
+// register or the stack cannot be read.
+func (u *Unwinder) stepFast(r *sfRow, cur, next *targets.Regs) bool {
+	baseReg := u.spReg
+	if r.cfaFP {
+		baseReg = u.fpReg
+	}
+	base, ok := get(cur, baseReg)
+	if !ok {
+		return false
+	}
+	cfa := base + uint64(int64(r.cfaOff))
+	ra, ok := u.mem.fastWord(cfa + uint64(int64(r.raOff)))
+	if !ok {
+		return false
+	}
+	if r.raSigned {
+		ra &= u.PACMask
+	}
+	fp, fpOK := get(cur, u.fpReg)
+	if r.hasFP {
+		if fp, fpOK = u.mem.fastWord(cfa + uint64(int64(r.fpOff))); !fpOK {
+			return false
+		}
+	}
+	u.fastCFA = cfa
+	next.Arch = cur.Arch
+	next.Flags, next.FSBase, next.GSBase, next.OrigRAX = 0, 0, 0, 0
+	next.R[u.pcReg] = ra
+	next.R[u.spReg] = cfa + u.spOff
+	next.Valid = 1<<uint(u.pcReg) | 1<<uint(u.spReg)
+	if fpOK {
+		next.R[u.fpReg] = fp
+		next.Valid |= 1 << uint(u.fpReg)
+	}
+	return true
 }
 
 // ruleValue evaluates an SFrame rule. cfa is the base of CFA-relative
@@ -128,8 +198,8 @@ func (u *Unwinder) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, c
 		if !top && r.Base != abi.SP() && r.Base != abi.FP() {
 			return 0, errNoRule
 		}
-		v, err := reg(cur, int(r.Base))
-		if err != nil {
+		v, ok := cur.Get(int(r.Base))
+		if !ok {
 			return 0, errNoRule
 		}
 		base = v
@@ -185,6 +255,7 @@ func recovers(k cfi.RuleKind) bool {
 // regsView adapts targets.Regs to the CFI expression evaluator.
 type regsView struct{ r *targets.Regs }
 
+// Reg implements cfi.Registers.
 func (v regsView) Reg(r cfi.Reg) (uint64, bool) { return v.r.Get(int(r)) }
 
 // stepCFI applies the CFI row covering pc (ELF address).

@@ -37,6 +37,8 @@ const (
 	MethodSignal        // a signal context on the stack
 )
 
+// String returns the method's name as frames print it: "sframe", "cfi",
+// "fp", "signal" or "none".
 func (m Method) String() string {
 	switch m {
 	case MethodSFrame:
@@ -64,6 +66,7 @@ const (
 	StopDepth                  // the depth limit was reached
 )
 
+// String describes the reason, as "Backtrace stopped:" lines print it.
 func (s Stop) String() string {
 	switch s {
 	case StopEnd:
@@ -91,7 +94,11 @@ type CFI interface {
 
 // Module is a loaded ELF object with its unwind tables.
 type Module struct {
-	Name       string // for display
+	Name string // for display: the path the target recorded, or "[vdso]"
+	// File is the name under which the module's symbols are looked up:
+	// a path that can be opened now, or "[vdso]" for the vDSO (whose
+	// image the Tracer registers with its symbolizer). Empty when unknown.
+	File       string
 	Start, End uint64 // runtime address range [Start, End)
 	Bias       uint64 // runtime address = ELF address + Bias
 	SFrame     *sframe.Section
@@ -99,6 +106,8 @@ type Module struct {
 	// NoFP disables the frame-pointer fallback inside this module (code
 	// known to be built without frame pointers).
 	NoFP bool
+
+	sfx *sfIndex // SFrame decoded by Cache.Modules, if it was
 }
 
 // Frame is one frame of a stack.
@@ -114,6 +123,20 @@ type Frame struct {
 	// Signal marks a signal trampoline frame (gdb's "<signal handler
 	// called>").
 	Signal bool
+	// Exact says PC is the address of an instruction of the frame's
+	// function: frame 0, a signal trampoline, and the frame a signal
+	// interrupted. Otherwise PC is a return address, which may lie past
+	// the end of the call's function: look it up at PC-1 (LookupPC).
+	Exact bool
+}
+
+// LookupPC returns the address to look up the frame's function and
+// unwind rules at: PC for exact frames, PC-1 for return addresses.
+func (f *Frame) LookupPC() uint64 {
+	if f.Exact || f.PC == 0 {
+		return f.PC
+	}
+	return f.PC - 1
 }
 
 // Unwinder walks stacks of one address space. It caches nothing across
@@ -123,6 +146,7 @@ type Unwinder struct {
 	arch     elf.Machine
 	abi      sframe.ABI
 	modules  []*Module
+	sfx      []*sfIndex // decoded SFrame of modules[i], nil if none
 	mem      wordReader
 	MaxDepth int
 	// PACMask keeps the address bits of signed AArch64 return addresses
@@ -134,6 +158,13 @@ type Unwinder struct {
 	code    [9]byte   // instruction bytes read to recognize sigreturn
 	cfa     uint64    // CFA of the last step
 	sig     bool      // the last step went through a signal frame
+	last    int       // index of the module found last (lookup cache)
+	regs    [2]targets.Regs
+	// DWARF numbers of the PC, SP, FP and RA registers (RA -1: none).
+	pcReg, spReg, fpReg, raReg int
+	spOff                      uint64     // caller's SP - CFA: -160 on s390x
+	fastCFA                    uint64     // CFA computed by stepFast
+	srow                       sframe.Row // row decoded without an index
 }
 
 // DefaultMaxDepth bounds walks when MaxDepth is 0.
@@ -154,9 +185,29 @@ func New(arch elf.Machine, mods []*Module, mem targets.Memory) (*Unwinder, error
 	default:
 		return nil, fmt.Errorf("unwind: unsupported architecture %s", arch)
 	}
-	u.modules = append([]*Module(nil), mods...)
-	sort.Slice(u.modules, func(i, j int) bool { return u.modules[i].Start < u.modules[j].Start })
+	u.modules = make([]*Module, 0, len(mods))
+	for _, m := range mods {
+		if m != nil {
+			u.modules = append(u.modules, m)
+		}
+	}
+	sort.SliceStable(u.modules, func(i, j int) bool { return u.modules[i].Start < u.modules[j].Start })
+	u.sfx = make([]*sfIndex, len(u.modules))
+	for i, m := range u.modules {
+		switch {
+		case m.SFrame == nil:
+		case m.sfx != nil && m.sfx.sec == m.SFrame:
+			u.sfx[i] = m.sfx
+		default:
+			u.sfx[i] = buildSFIndex(m.SFrame)
+		}
+	}
 	u.mem.m = mem
+	u.mem.flat, _ = mem.(*FlatMemory)
+	if arch == elf.EM_S390 {
+		u.spOff = ^uint64(159) // -160
+	}
+	u.pcReg, u.spReg, u.fpReg, u.raReg = targets.PCReg(arch), targets.SPReg(arch), targets.FPReg(arch), targets.RAReg(arch)
 	return u, nil
 }
 
@@ -165,11 +216,52 @@ func (u *Unwinder) Modules() []*Module { return u.modules }
 
 // Module returns the module containing the runtime address pc, or nil.
 func (u *Unwinder) Module(pc uint64) *Module {
-	i := sort.Search(len(u.modules), func(i int) bool { return u.modules[i].Start > pc })
-	if i > 0 && pc < u.modules[i-1].End {
-		return u.modules[i-1]
+	if i := u.moduleIndex(pc); i >= 0 {
+		return u.modules[i]
 	}
 	return nil
+}
+
+// moduleIndex returns the index of the module containing pc, or -1.
+func (u *Unwinder) moduleIndex(pc uint64) int {
+	mods := u.modules
+	if u.last < len(mods) {
+		if m := mods[u.last]; pc >= m.Start && pc < m.End {
+			return u.last
+		}
+	}
+	// The last module whose Start <= pc.
+	lo, hi := 0, len(mods)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if mods[h].Start <= pc {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	if lo > 0 && pc < mods[lo-1].End {
+		u.last = lo - 1
+		return lo - 1
+	}
+	return -1
+}
+
+// get and set access register n of r, which must be below
+// targets.NumRegs, without the checks of Regs.Get and Regs.Set: the hot
+// path knows its register numbers are valid for the architecture.
+func get(r *targets.Regs, n int) (uint64, bool) {
+	if uint(n) < targets.NumRegs && r.Valid&(1<<uint(n)) != 0 {
+		return r.R[n], true
+	}
+	return 0, false
+}
+
+func set(r *targets.Regs, n int, v uint64) {
+	if uint(n) < targets.NumRegs {
+		r.R[n] = v
+		r.Valid |= 1 << uint(n)
+	}
 }
 
 // errNoRule means a method has no rule for the PC (try the next one).
@@ -186,63 +278,85 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 	if max <= 0 {
 		max = DefaultMaxDepth
 	}
-	cur := *regs
-	var next targets.Regs
+	if regs.Arch != u.arch {
+		return frames, StopNoRule, fmt.Errorf("unwind: registers of %s, unwinder for %s", regs.Arch, u.arch)
+	}
+	// Two register sets, swapped at each step: no copies, no allocation.
+	u.regs[0] = *regs
+	cur, next := &u.regs[0], &u.regs[1]
+	// top: every register of cur is the thread's own (frame 0, or the
+	// frame a signal interrupted, restored from the signal context).
+	// exact: cur's PC is not a return address.
 	top, exact := true, true
 	for depth := 0; ; depth++ {
-		pc := cur.PC()
+		pc, _ := get(cur, u.pcReg)
 		if pc == 0 && !top {
 			return frames, StopEnd, nil
 		}
 		if depth >= max {
 			return frames, StopDepth, nil
 		}
-		m := u.Module(pc)
-		frames = append(frames, Frame{PC: pc, SP: cur.SP(), Module: m})
-		fr := &frames[len(frames)-1]
-		if m == nil {
+		sp, _ := get(cur, u.spReg)
+		mi := u.moduleIndex(pc)
+		if mi < 0 {
+			frames = append(frames, Frame{PC: pc, SP: sp, Exact: exact})
 			return frames, StopNoModule, nil
 		}
+		m := u.modules[mi]
+		frames = append(frames, Frame{PC: pc, SP: sp, Module: m, Exact: exact})
+		fr := &frames[len(frames)-1]
 		// Caller frames hold return addresses, which may point past the
 		// end of the call's function (noreturn calls): look up PC-1.
 		lookup := pc
 		if !exact {
 			lookup--
 		}
-		method, err := u.step(m, pc, lookup, &cur, &next, top)
+		var method Method
+		var err error
+		if x := u.sfx[mi]; x != nil && u.stepIndexed(x, lookup-m.Bias, cur, next) {
+			// The common case, without the general machinery.
+			method, u.cfa, u.sig = MethodSFrame, u.fastCFA, false
+		} else {
+			method, err = u.step(mi, pc, lookup, cur, next, top)
+		}
 		fr.Method, fr.CFA, fr.Signal = method, u.cfa, u.sig
-		switch {
-		case errors.Is(err, errEnd):
-			return frames, StopEnd, nil
-		case errors.Is(err, errNoRule):
-			return frames, StopNoRule, nil
-		case err != nil:
+		if u.sig {
+			fr.Exact = true
+		}
+		if err != nil {
+			switch err {
+			case errEnd:
+				return frames, StopEnd, nil
+			case errNoRule:
+				return frames, StopNoRule, nil
+			}
 			return frames, StopMemory, err
 		}
-		sp, nsp := cur.SP(), next.SP()
+		nsp, _ := get(next, u.spReg)
 		if !u.sig && (nsp < sp || (nsp == sp && !top)) {
 			return frames, StopNoProgress, nil
 		}
 		exact = u.sig
-		top = false
-		cur = next
+		top = u.sig
+		cur, next = next, cur
 	}
 }
 
 // step computes the caller's registers into next, trying each method.
-func (u *Unwinder) step(m *Module, pc, lookup uint64, cur, next *targets.Regs, top bool) (Method, error) {
+func (u *Unwinder) step(mi int, pc, lookup uint64, cur, next *targets.Regs, top bool) (Method, error) {
 	u.cfa, u.sig = 0, false
+	m := u.modules[mi]
 	elfPC := lookup - m.Bias
 	var firstErr error
 	if m.SFrame != nil {
-		err := u.stepSFrame(m, elfPC, cur, next, top)
-		if err == nil || errors.Is(err, errEnd) {
+		err := u.stepSFrame(m, u.sfx[mi], elfPC, cur, next, top)
+		if err == nil || err == errEnd {
 			if u.sig {
 				return MethodSignal, err
 			}
 			return MethodSFrame, err
 		}
-		if !errors.Is(err, errNoRule) {
+		if err != errNoRule {
 			firstErr = err
 		}
 	}

@@ -1,0 +1,205 @@
+package cfi
+
+import (
+	"debug/elf"
+	"strconv"
+)
+
+// Reg is a DWARF register number. Its meaning depends on the
+// architecture's DWARF ABI (x86-64: 7 is rsp, 16 the return address).
+type Reg uint32
+
+// Arch identifies the machine, which fixes register names and numbers
+// and which augmentation letters exist.
+type Arch uint8
+
+// Supported architectures. ArchUnknown still parses; registers print as rN.
+const (
+	ArchUnknown Arch = iota
+	ArchX86_64
+	ArchAArch64
+	ArchS390X
+	Arch386
+)
+
+// ArchFromELF maps an ELF machine to an Arch.
+func ArchFromELF(m elf.Machine) Arch {
+	switch m {
+	case elf.EM_X86_64:
+		return ArchX86_64
+	case elf.EM_AARCH64:
+		return ArchAArch64
+	case elf.EM_S390:
+		return ArchS390X
+	case elf.EM_386:
+		return Arch386
+	}
+	return ArchUnknown
+}
+
+// String returns the conventional architecture name.
+func (a Arch) String() string {
+	switch a {
+	case ArchX86_64:
+		return "x86-64"
+	case ArchAArch64:
+		return "aarch64"
+	case ArchS390X:
+		return "s390x"
+	case Arch386:
+		return "i386"
+	}
+	return "unknown"
+}
+
+// Well-known DWARF register numbers, so callers need not hard-code them.
+const (
+	X86_64RSP Reg = 7
+	X86_64RBP Reg = 6
+	X86_64RA  Reg = 16 // rip / return address column
+	AArch64FP Reg = 29
+	AArch64LR Reg = 30
+	AArch64SP Reg = 31
+	S390XSP   Reg = 15
+	S390XRA   Reg = 14
+)
+
+// Register name tables as binutils readelf prints them (dwarf.c). Empty
+// strings are numbers without a name; they print as rN.
+var regNamesX86_64 = func() []string {
+	n := []string{
+		"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip",
+	}
+	for i := 0; i < 16; i++ {
+		n = append(n, "xmm"+strconv.Itoa(i))
+	}
+	for i := 0; i < 8; i++ {
+		n = append(n, "st"+strconv.Itoa(i))
+	}
+	for i := 0; i < 8; i++ {
+		n = append(n, "mm"+strconv.Itoa(i))
+	}
+	n = append(n, "rflags", "es", "cs", "ss", "ds", "fs", "gs", "", "",
+		"fs.base", "gs.base", "", "", "tr", "ldtr", "mxcsr", "fcw", "fsw")
+	for i := 16; i < 32; i++ {
+		n = append(n, "xmm"+strconv.Itoa(i))
+	}
+	for i := 83; i <= 117; i++ {
+		n = append(n, "")
+	}
+	for i := 0; i < 8; i++ {
+		n = append(n, "k"+strconv.Itoa(i))
+	}
+	return append(n, "bnd0", "bnd1", "bnd2", "bnd3")
+}()
+
+var regNamesAArch64 = func() []string {
+	var n []string
+	for i := 0; i < 31; i++ {
+		n = append(n, "x"+strconv.Itoa(i))
+	}
+	n = append(n, "sp", "", "elr")
+	for i := 34; i < 46; i++ {
+		n = append(n, "")
+	}
+	n = append(n, "vg", "ffr")
+	for _, p := range []string{"p", "v", "z"} {
+		c := 32
+		if p == "p" {
+			c = 16
+		}
+		for i := 0; i < c; i++ {
+			n = append(n, p+strconv.Itoa(i))
+		}
+	}
+	return n
+}()
+
+var regNamesS390 = func() []string {
+	n := make([]string, 16)
+	n = append(n, "f0", "f2", "f4", "f6", "f1", "f3", "f5", "f7",
+		"f8", "f10", "f12", "f14", "f9", "f11", "f13", "f15")
+	for i := 0; i < 16; i++ {
+		n = append(n, "cr"+strconv.Itoa(i))
+	}
+	for i := 0; i < 16; i++ {
+		n = append(n, "a"+strconv.Itoa(i))
+	}
+	return append(n, "pswm", "pswa", "", "",
+		"v16", "v18", "v20", "v22", "v17", "v19", "v21", "v23",
+		"v24", "v26", "v28", "v30", "v25", "v27", "v29", "v31")
+}()
+
+var regNames386 = func() []string {
+	n := []string{"eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi", "eip", "eflags", ""}
+	for i := 0; i < 8; i++ {
+		n = append(n, "st"+strconv.Itoa(i))
+	}
+	n = append(n, "", "")
+	for i := 0; i < 8; i++ {
+		n = append(n, "xmm"+strconv.Itoa(i))
+	}
+	for i := 0; i < 8; i++ {
+		n = append(n, "mm"+strconv.Itoa(i))
+	}
+	n = append(n, "fcw", "fsw", "mxcsr", "es", "cs", "ss", "ds", "fs", "gs", "", "", "tr", "ldtr")
+	for i := 50; i <= 92; i++ {
+		n = append(n, "")
+	}
+	for i := 0; i < 8; i++ {
+		n = append(n, "k"+strconv.Itoa(i))
+	}
+	return n
+}()
+
+func (a Arch) regTable() []string {
+	switch a {
+	case ArchX86_64:
+		return regNamesX86_64
+	case ArchAArch64:
+		return regNamesAArch64
+	case ArchS390X:
+		return regNamesS390
+	case Arch386:
+		return regNames386
+	}
+	return nil
+}
+
+// regCount is readelf's dwarf_regnames_count: register numbers above it
+// are "bad registers" to readelf. Zero means no table (limit 1024).
+func (a Arch) regCount() int { return len(a.regTable()) }
+
+// regName returns the table name of r, or "" if it has none.
+func (a Arch) regName(r Reg) string {
+	t := a.regTable()
+	if uint64(r) < uint64(len(t)) {
+		return t[r]
+	}
+	return ""
+}
+
+// RegName returns the register's name as readelf prints it in a table
+// column ("rsp", "x29", "f0"), or "rN" when the ABI gives no name.
+func (a Arch) RegName(r Reg) string {
+	if s := a.regName(r); s != "" {
+		return s
+	}
+	return "r" + strconv.FormatUint(uint64(r), 10)
+}
+
+// RegNameLong returns "rN (name)" for named registers and "rN" otherwise,
+// the form readelf uses for DW_CFA_register targets.
+func (a Arch) RegNameLong(r Reg) string {
+	if s := a.regName(r); s != "" {
+		return "r" + strconv.FormatUint(uint64(r), 10) + " (" + s + ")"
+	}
+	return "r" + strconv.FormatUint(uint64(r), 10)
+}
+
+// machAugmentation reports augmentation letters that only exist on some
+// machines (AArch64 'B' for the B key, 'G' for MTE-tagged frames).
+func (a Arch) machAugmentation(c byte) bool {
+	return a == ArchAArch64 && (c == 'B' || c == 'G')
+}

@@ -1,0 +1,503 @@
+package cfi
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// DWARF expression opcodes used by CFI (DWARF 5 section 2.5).
+const (
+	opAddr       = 0x03
+	opDeref      = 0x06
+	opConst1u    = 0x08
+	opConst1s    = 0x09
+	opConst2u    = 0x0a
+	opConst2s    = 0x0b
+	opConst4u    = 0x0c
+	opConst4s    = 0x0d
+	opConst8u    = 0x0e
+	opConst8s    = 0x0f
+	opConstu     = 0x10
+	opConsts     = 0x11
+	opDup        = 0x12
+	opDrop       = 0x13
+	opOver       = 0x14
+	opPick       = 0x15
+	opSwap       = 0x16
+	opRot        = 0x17
+	opXderef     = 0x18
+	opAbs        = 0x19
+	opAnd        = 0x1a
+	opDiv        = 0x1b
+	opMinus      = 0x1c
+	opMod        = 0x1d
+	opMul        = 0x1e
+	opNeg        = 0x1f
+	opNot        = 0x20
+	opOr         = 0x21
+	opPlus       = 0x22
+	opPlusUconst = 0x23
+	opShl        = 0x24
+	opShr        = 0x25
+	opShra       = 0x26
+	opXor        = 0x27
+	opBra        = 0x28
+	opEq         = 0x29
+	opGe         = 0x2a
+	opGt         = 0x2b
+	opLe         = 0x2c
+	opLt         = 0x2d
+	opNe         = 0x2e
+	opSkip       = 0x2f
+	opLit0       = 0x30
+	opLit31      = 0x4f
+	opReg0       = 0x50
+	opReg31      = 0x6f
+	opBreg0      = 0x70
+	opBreg31     = 0x8f
+	opRegx       = 0x90
+	opBregx      = 0x92
+	opDerefSize  = 0x94
+	opNop        = 0x96
+)
+
+// Memory is what the expression evaluator reads the stack through:
+// DW_OP_deref and DW_OP_deref_size load from the unwound process.
+type Memory interface {
+	// ReadUint64 reads an 8-byte value at addr in target byte order.
+	ReadUint64(addr uint64) (uint64, error)
+}
+
+// SizedMemory is an optional extension of Memory for DW_OP_deref_size
+// with sizes other than 8 and for 32-bit targets.
+type SizedMemory interface {
+	Memory
+	// ReadUint reads size (1..8) bytes at addr, zero-extended.
+	ReadUint(addr uint64, size int) (uint64, error)
+}
+
+// Registers supplies register values of the frame being unwound.
+type Registers interface {
+	// Reg returns the value of DWARF register r, or false if unknown.
+	Reg(r Reg) (uint64, bool)
+}
+
+// ErrExprTooLong is returned when an expression executes more operations
+// than EvalOptions.MaxSteps allows (a loop through DW_OP_bra or DW_OP_skip).
+var ErrExprTooLong = errors.New("cfi: expression executes too many operations")
+
+// EvalOptions configures EvalExpression.
+type EvalOptions struct {
+	Regs      Registers        // values for DW_OP_breg*; nil if none are known
+	Mem       Memory           // for DW_OP_deref*; nil if memory cannot be read
+	AddrSize  int              // 4 or 8 (default 8); DW_OP_deref reads this size
+	ByteOrder binary.ByteOrder // for operands of DW_OP_addr/const*; default little-endian
+	// Initial values pushed before evaluation: the CFA for
+	// DW_CFA_expression and DW_CFA_val_expression, none for the CFA rule.
+	Initial []uint64
+	// MaxSteps bounds executed operations (default 10000).
+	MaxSteps int
+}
+
+// exprStackSize bounds the evaluation stack; CFI expressions use a few
+// entries, and a fixed array keeps evaluation allocation-free.
+const exprStackSize = 64
+
+// EvalExpression evaluates a DWARF expression as CFI uses it (CFA and
+// register rules: breg, lit, const, arithmetic and logic, comparison,
+// deref, plus_uconst, skip and bra) and returns the value on top of the
+// stack. It is enough for the PLT and DRAP expressions of real binaries.
+func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
+	order := o.ByteOrder
+	if order == nil {
+		order = binary.LittleEndian
+	}
+	addrSize := o.AddrSize
+	if addrSize == 0 {
+		addrSize = 8
+	}
+	maxSteps := o.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = 10000
+	}
+	var stack [exprStackSize]uint64
+	sp := 0
+	for _, v := range o.Initial {
+		if sp == exprStackSize {
+			return 0, errors.New("cfi: expression stack overflow")
+		}
+		stack[sp] = v
+		sp++
+	}
+	b := buf{data: expr, order: endianOf(order)}
+	fail := func(format string, args ...any) (uint64, error) {
+		return 0, fmt.Errorf("cfi: expression at byte %d: "+format, append([]any{b.pos}, args...)...)
+	}
+	push := func(v uint64) bool {
+		if sp == exprStackSize {
+			return false
+		}
+		stack[sp] = v
+		sp++
+		return true
+	}
+	read := func(addr uint64, size int) (uint64, error) {
+		if o.Mem == nil {
+			return 0, errors.New("no memory reader")
+		}
+		if sm, ok := o.Mem.(SizedMemory); ok {
+			return sm.ReadUint(addr, size)
+		}
+		if size != 8 {
+			v, err := o.Mem.ReadUint64(addr)
+			if err != nil {
+				return 0, err
+			}
+			if order == binary.BigEndian {
+				return v >> (64 - 8*uint(size)), nil
+			}
+			return v & (1<<(8*uint(size)) - 1), nil
+		}
+		return o.Mem.ReadUint64(addr)
+	}
+	mask := ^uint64(0)
+	if addrSize == 4 {
+		mask = 0xffffffff
+	}
+	for steps := 0; b.pos < len(b.data); steps++ {
+		if steps >= maxSteps {
+			return 0, ErrExprTooLong
+		}
+		op := b.u8()
+		need := 0
+		switch {
+		case op >= opLit0 && op <= opLit31:
+			if !push(uint64(op - opLit0)) {
+				return fail("stack overflow")
+			}
+			continue
+		case op >= opBreg0 && op <= opBreg31, op == opBregx:
+			r := Reg(op - opBreg0)
+			if op == opBregx {
+				r = Reg(b.uleb())
+			}
+			off := b.sleb()
+			if b.err != nil {
+				return fail("truncated operand")
+			}
+			if o.Regs == nil {
+				return fail("register r%d needed but no registers given", r)
+			}
+			v, ok := o.Regs.Reg(r)
+			if !ok {
+				return fail("register r%d unknown", r)
+			}
+			if !push((v + uint64(off)) & mask) {
+				return fail("stack overflow")
+			}
+			continue
+		case op >= opReg0 && op <= opReg31, op == opRegx:
+			return fail("DW_OP_reg* names a location, not a value")
+		}
+		switch op {
+		case opAddr, opConst1u, opConst1s, opConst2u, opConst2s, opConst4u, opConst4s, opConst8u, opConst8s, opConstu, opConsts:
+			var v uint64
+			switch op {
+			case opAddr:
+				v = b.uint(addrSize)
+			case opConst1u:
+				v = uint64(b.u8())
+			case opConst1s:
+				v = uint64(int64(int8(b.u8())))
+			case opConst2u:
+				v = uint64(b.u16())
+			case opConst2s:
+				v = uint64(int64(int16(b.u16())))
+			case opConst4u:
+				v = uint64(b.u32())
+			case opConst4s:
+				v = uint64(int64(int32(b.u32())))
+			case opConst8u, opConst8s:
+				v = b.u64()
+			case opConstu:
+				v = b.uleb()
+			case opConsts:
+				v = uint64(b.sleb())
+			}
+			if b.err != nil {
+				return fail("truncated operand")
+			}
+			if !push(v) {
+				return fail("stack overflow")
+			}
+			continue
+		case opNop:
+			continue
+		case opSkip, opBra:
+			d := int16(b.u16())
+			if b.err != nil {
+				return fail("truncated operand")
+			}
+			if op == opBra {
+				if sp < 1 {
+					return fail("stack underflow")
+				}
+				sp--
+				if stack[sp] == 0 {
+					continue
+				}
+			}
+			np := b.pos + int(d)
+			if np < 0 || np > len(b.data) {
+				return fail("branch target %d outside the expression", np)
+			}
+			b.pos = np
+			continue
+		case opDup, opDeref, opDerefSize, opNeg, opNot, opAbs, opPlusUconst, opPick:
+			need = 1
+		case opDrop:
+			need = 1
+		case opOver, opSwap, opAnd, opDiv, opMinus, opMod, opMul, opOr, opPlus, opShl, opShr, opShra, opXor,
+			opEq, opGe, opGt, opLe, opLt, opNe:
+			need = 2
+		case opRot:
+			need = 3
+		default:
+			return fail("unsupported operation %#x", op)
+		}
+		if sp < need {
+			return fail("stack underflow")
+		}
+		top := &stack[sp-1]
+		switch op {
+		case opDup:
+			if !push(*top) {
+				return fail("stack overflow")
+			}
+		case opDrop:
+			sp--
+		case opPick:
+			i := int(b.u8())
+			if b.err != nil {
+				return fail("truncated operand")
+			}
+			if i >= sp {
+				return fail("DW_OP_pick %d beyond the stack", i)
+			}
+			if !push(stack[sp-1-i]) {
+				return fail("stack overflow")
+			}
+		case opOver:
+			if !push(stack[sp-2]) {
+				return fail("stack overflow")
+			}
+		case opSwap:
+			stack[sp-1], stack[sp-2] = stack[sp-2], stack[sp-1]
+		case opRot:
+			stack[sp-1], stack[sp-2], stack[sp-3] = stack[sp-2], stack[sp-3], stack[sp-1]
+		case opDeref, opDerefSize:
+			size := addrSize
+			if op == opDerefSize {
+				size = int(b.u8())
+				if b.err != nil {
+					return fail("truncated operand")
+				}
+				if size < 1 || size > 8 {
+					return fail("DW_OP_deref_size %d", size)
+				}
+			}
+			v, err := read(*top, size)
+			if err != nil {
+				return fail("reading %d bytes at %#x: %v", size, *top, err)
+			}
+			*top = v
+		case opNeg:
+			*top = -*top
+		case opNot:
+			*top = ^*top
+		case opAbs:
+			if int64(*top) < 0 {
+				*top = -*top
+			}
+		case opPlusUconst:
+			v := b.uleb()
+			if b.err != nil {
+				return fail("truncated operand")
+			}
+			*top += v
+		default:
+			x, y := stack[sp-2], stack[sp-1] // second, top
+			var r uint64
+			switch op {
+			case opAnd:
+				r = x & y
+			case opOr:
+				r = x | y
+			case opXor:
+				r = x ^ y
+			case opPlus:
+				r = x + y
+			case opMinus:
+				r = x - y
+			case opMul:
+				r = x * y
+			case opDiv:
+				if y == 0 {
+					return fail("division by zero")
+				}
+				if int64(y) == -1 && int64(x) == -1<<63 {
+					r = x
+				} else {
+					r = uint64(int64(x) / int64(y))
+				}
+			case opMod:
+				if y == 0 {
+					return fail("division by zero")
+				}
+				r = x % y
+			case opShl:
+				if y >= 64 {
+					r = 0
+				} else {
+					r = x << y
+				}
+			case opShr:
+				if y >= 64 {
+					r = 0
+				} else {
+					r = x >> y
+				}
+			case opShra:
+				if y >= 64 {
+					y = 63
+				}
+				r = uint64(int64(x) >> y)
+			case opEq:
+				r = b2u(x == y)
+			case opNe:
+				r = b2u(x != y)
+			case opGe:
+				r = b2u(int64(x) >= int64(y))
+			case opGt:
+				r = b2u(int64(x) > int64(y))
+			case opLe:
+				r = b2u(int64(x) <= int64(y))
+			case opLt:
+				r = b2u(int64(x) < int64(y))
+			}
+			sp--
+			stack[sp-1] = r
+		}
+		if b.err != nil {
+			return fail("truncated operand")
+		}
+	}
+	if sp == 0 {
+		return 0, errors.New("cfi: expression left an empty stack")
+	}
+	return stack[sp-1] & mask, nil
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var exprOpNames = map[byte]string{
+	opAddr: "DW_OP_addr", opDeref: "DW_OP_deref", opConst1u: "DW_OP_const1u", opConst1s: "DW_OP_const1s",
+	opConst2u: "DW_OP_const2u", opConst2s: "DW_OP_const2s", opConst4u: "DW_OP_const4u", opConst4s: "DW_OP_const4s",
+	opConst8u: "DW_OP_const8u", opConst8s: "DW_OP_const8s", opConstu: "DW_OP_constu", opConsts: "DW_OP_consts",
+	opDup: "DW_OP_dup", opDrop: "DW_OP_drop", opOver: "DW_OP_over", opPick: "DW_OP_pick", opSwap: "DW_OP_swap",
+	opRot: "DW_OP_rot", opXderef: "DW_OP_xderef", opAbs: "DW_OP_abs", opAnd: "DW_OP_and", opDiv: "DW_OP_div",
+	opMinus: "DW_OP_minus", opMod: "DW_OP_mod", opMul: "DW_OP_mul", opNeg: "DW_OP_neg", opNot: "DW_OP_not",
+	opOr: "DW_OP_or", opPlus: "DW_OP_plus", opPlusUconst: "DW_OP_plus_uconst", opShl: "DW_OP_shl",
+	opShr: "DW_OP_shr", opShra: "DW_OP_shra", opXor: "DW_OP_xor", opBra: "DW_OP_bra", opEq: "DW_OP_eq",
+	opGe: "DW_OP_ge", opGt: "DW_OP_gt", opLe: "DW_OP_le", opLt: "DW_OP_lt", opNe: "DW_OP_ne", opSkip: "DW_OP_skip",
+	opRegx: "DW_OP_regx", opBregx: "DW_OP_bregx", opDerefSize: "DW_OP_deref_size", opNop: "DW_OP_nop",
+}
+
+// ExprString disassembles a DWARF expression in readelf's style
+// ("DW_OP_breg7 (rsp): 8; DW_OP_lit15; DW_OP_and"), for diagnostics.
+func ExprString(expr []byte, a Arch) string { return string(appendExprText(nil, expr, a)) }
+
+func appendExprText(out []byte, expr []byte, a Arch) []byte {
+	b := buf{data: expr, order: little}
+	first := true
+	for b.pos < len(b.data) {
+		if !first {
+			out = append(out, "; "...)
+		}
+		first = false
+		op := b.u8()
+		switch {
+		case op >= opLit0 && op <= opLit31:
+			out = append(out, "DW_OP_lit"...)
+			out = strconv.AppendUint(out, uint64(op-opLit0), 10)
+			continue
+		case op >= opReg0 && op <= opReg31:
+			out = append(out, "DW_OP_reg"...)
+			out = strconv.AppendUint(out, uint64(op-opReg0), 10)
+			out = append(out, " ("...)
+			out = append(out, a.RegName(Reg(op-opReg0))...)
+			out = append(out, ')')
+			continue
+		case op >= opBreg0 && op <= opBreg31:
+			out = append(out, "DW_OP_breg"...)
+			out = strconv.AppendUint(out, uint64(op-opBreg0), 10)
+			out = append(out, " ("...)
+			out = append(out, a.RegName(Reg(op-opBreg0))...)
+			out = append(out, "): "...)
+			out = strconv.AppendInt(out, b.sleb(), 10)
+			continue
+		}
+		name, ok := exprOpNames[op]
+		if !ok {
+			out = append(out, "DW_OP_0x"...)
+			out = strconv.AppendUint(out, uint64(op), 16)
+			return out
+		}
+		out = append(out, name...)
+		switch op {
+		case opConst1u, opPick, opDerefSize:
+			out = append(out, ": "...)
+			out = strconv.AppendUint(out, uint64(b.u8()), 10)
+		case opConst1s:
+			out = append(out, ": "...)
+			out = strconv.AppendInt(out, int64(int8(b.u8())), 10)
+		case opConst2u:
+			out = append(out, ": "...)
+			out = strconv.AppendUint(out, uint64(b.u16()), 10)
+		case opConst2s, opSkip, opBra:
+			out = append(out, ": "...)
+			out = strconv.AppendInt(out, int64(int16(b.u16())), 10)
+		case opConst4u:
+			out = append(out, ": "...)
+			out = strconv.AppendUint(out, uint64(b.u32()), 10)
+		case opConst4s:
+			out = append(out, ": "...)
+			out = strconv.AppendInt(out, int64(int32(b.u32())), 10)
+		case opConst8u, opConst8s, opAddr:
+			out = append(out, ": 0x"...)
+			out = strconv.AppendUint(out, b.u64(), 16)
+		case opConstu, opPlusUconst, opRegx:
+			out = append(out, ": "...)
+			out = strconv.AppendUint(out, b.uleb(), 10)
+		case opConsts:
+			out = append(out, ": "...)
+			out = strconv.AppendInt(out, b.sleb(), 10)
+		case opBregx:
+			out = append(out, ": "...)
+			out = strconv.AppendUint(out, b.uleb(), 10)
+			out = append(out, ' ')
+			out = strconv.AppendInt(out, b.sleb(), 10)
+		}
+		if b.err != nil {
+			break
+		}
+	}
+	return out
+}

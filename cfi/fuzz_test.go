@@ -1,0 +1,201 @@
+package cfi
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sframekit/sframekit/internal/corpus"
+)
+
+// fuzzMem answers every read, so expressions run as far as they can.
+type fuzzMem struct{}
+
+func (fuzzMem) ReadUint64(addr uint64) (uint64, error) { return addr * 3, nil }
+
+type fuzzRegs struct{}
+
+func (fuzzRegs) Reg(r Reg) (uint64, bool) { return uint64(r) * 16, r < 100 }
+
+// fuzzOne exercises everything a caller can do with arbitrary section
+// bytes: walk the entries, stream every row, look up PCs, evaluate the
+// expressions found, and format the section as readelf would.
+func fuzzOne(t *testing.T, data []byte, flags uint8) {
+	kind := EHFrame
+	if flags&1 != 0 {
+		kind = DebugFrame
+	}
+	addrSize := 8
+	if flags&2 != 0 {
+		addrSize = 4
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	if flags&4 != 0 {
+		order = binary.BigEndian
+	}
+	arch := Arch((flags >> 3) & 3)
+	o := Options{Kind: kind, Addr: 0x10000, ByteOrder: order, AddrSize: addrSize, Arch: arch,
+		ReadPointer: func(a uint64, n int) (uint64, error) { return a ^ 0x55, nil }}
+	if flags&0x20 != 0 && len(data) > 8 {
+		// Use the start of the data as an .eh_frame_hdr too.
+		o.Hdr, o.HdrAddr = data[:len(data)/2], 0x8000
+	}
+	tab, err := New(data, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pcs []uint64
+	it := tab.Entries()
+	n := 0
+	for it.Next() {
+		n++
+		if n > len(data)+1 {
+			t.Fatalf("entry walk does not advance")
+		}
+		e := it.Entry()
+		if e.Kind != KindFDE || e.Err != nil {
+			continue
+		}
+		fde := *e.FDE
+		pcs = append(pcs, fde.PCBegin, fde.PCBegin+(fde.PCEnd-fde.PCBegin)/2, fde.PCEnd-1)
+		ut := tab.NewUnwindTable(&fde)
+		rows := 0
+		for ut.Next() {
+			rows++
+			if rows > len(fde.Instructions)+1 {
+				t.Fatalf("more rows than instructions")
+			}
+			r := ut.Row()
+			eo := &EvalOptions{Regs: fuzzRegs{}, Mem: fuzzMem{}, AddrSize: addrSize, ByteOrder: order}
+			if r.CFA.Kind == CFAExpression {
+				EvalExpression(r.CFA.Expr, eo)
+				ExprString(r.CFA.Expr, arch)
+			}
+			for i := 0; i < r.NumRules(); i++ {
+				if x := r.RuleAt(i); x.Expr != nil {
+					eo.Initial = []uint64{1}
+					EvalExpression(x.Expr, eo)
+				}
+			}
+		}
+		var row Row
+		tab.RowForPC(&fde, fde.PCBegin, &row)
+	}
+	pcs = append(pcs, 0, 0x10000, ^uint64(0))
+	for _, pc := range pcs {
+		tab.RulesForPC(pc)
+	}
+	if h := tab.Hdr(); h != nil {
+		for i := 0; i < h.Len() && i < 64; i++ {
+			h.Entry(i)
+		}
+	}
+	// Format like readelf.
+	p := &printer{w: io.Discard, addrSize: addrSize, arch: arch, order: endianOf(order)}
+	p.frames(kind.String(), tab)
+	p.hdr(data, 0x8000)
+	p.flush()
+}
+
+// FuzzParse feeds arbitrary bytes to the parser, the row stream, the
+// lookup path, the expression evaluator and the readelf formatter. Seeds
+// are the .eh_frame and .eh_frame_hdr sections of the smaller corpus files
+// plus synthetic sections covering every opcode.
+func FuzzParse(f *testing.F) {
+	for _, seed := range fuzzSeeds(f) {
+		f.Add(seed.data, seed.flags)
+	}
+	f.Fuzz(fuzzOne)
+}
+
+type fuzzSeed struct {
+	data  []byte
+	flags uint8
+}
+
+func fuzzSeeds(t testing.TB) []fuzzSeed {
+	var seeds []fuzzSeed
+	// Synthetic: every opcode, .eh_frame and .debug_frame.
+	for _, kind := range []SectionKind{EHFrame, DebugFrame} {
+		s := newSection(kind)
+		c := s.cie(3, "", nil, 1, -8, 16, stdCIE)
+		var all []byte
+		all = append(all, adv(1)...)
+		all = append(all, byte(OpRememberState), byte(OpDefCFAExpression), 2, 0x76, 0x08, byte(OpExpression), 6, 1, 0x30)
+		all = append(all, byte(OpValExpression), 3, 1, 0x31, byte(OpRegister), 16, 11, byte(OpGNUArgsSize), 8, byte(OpGNUWindowSave))
+		all = append(all, byte(OpRestoreState), byte(OpAdvanceLoc1), 4, byte(OpValOffsetSF), 3, 0x7f, byte(OpDefCFASF), 7, 0x7e)
+		s.absFDE(c, 0x1000, 0x100, false, all)
+		flags := uint8(0)
+		if kind == DebugFrame {
+			flags = 1
+		}
+		seeds = append(seeds, fuzzSeed{s.b, flags})
+	}
+	dir := ""
+	func() {
+		defer func() { recover() }()
+		if _, err := os.Stat(filepath.Join(corpusDirNoSkip(), "MANIFEST")); err == nil {
+			dir = corpusDirNoSkip()
+		}
+	}()
+	if dir == "" {
+		return seeds
+	}
+	for _, name := range []string{
+		"x86_64/v3/edge-x86_64.o", "x86_64/v3/basic-pic.so", "x86_64/v3/drap-O2.elf",
+		"aarch64/v3/edge-aarch64.o", "aarch64/v3/basic-pacb.elf", "s390x/v3/edge-s390x.o", "s390x/v3/fp-O2.elf",
+	} {
+		f, err := elf.Open(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		flags := uint8(0)
+		if f.ByteOrder == binary.BigEndian {
+			flags |= 4
+		}
+		flags |= uint8(ArchFromELF(f.Machine)&3) << 3
+		if s := f.Section(".eh_frame"); s != nil {
+			if d, err := SectionData(f, s); err == nil {
+				seeds = append(seeds, fuzzSeed{d, flags})
+			}
+		}
+		if s := f.Section(".eh_frame_hdr"); s != nil {
+			if d, err := s.Data(); err == nil {
+				seeds = append(seeds, fuzzSeed{d, flags | 0x20})
+			}
+		}
+		f.Close()
+	}
+	return seeds
+}
+
+// corpusDirNoSkip finds the corpus without skipping the fuzz target when
+// it is absent (the synthetic seeds still apply).
+func corpusDirNoSkip() string {
+	if d := os.Getenv("SFRAMEKIT_CORPUS"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "..", "shared", "corpus")
+}
+
+// TestFuzzSeeds runs the fuzz body over the seeds and over truncations
+// and single-byte corruptions of them, so plain `go test` covers the
+// malformed-input paths too.
+func TestFuzzSeeds(t *testing.T) {
+	corpus.Dir(t)
+	for _, s := range fuzzSeeds(t) {
+		fuzzOne(t, s.data, s.flags)
+		step := len(s.data)/40 + 1
+		for cut := 0; cut < len(s.data); cut += step {
+			fuzzOne(t, s.data[:cut], s.flags)
+			mut := append([]byte(nil), s.data...)
+			mut[cut] ^= 0xff
+			fuzzOne(t, mut, s.flags)
+			mut[cut] = 0x80
+			fuzzOne(t, mut, s.flags^1)
+		}
+	}
+}

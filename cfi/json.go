@@ -1,0 +1,211 @@
+package cfi
+
+import (
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// The JSON form written by WriteJSON (and `sframe cfi --json`). It is
+// stable: fields are only ever added. Addresses are strings "0x..." (JSON
+// numbers lose precision above 2^53); offsets, sizes and factors are
+// numbers; registers are objects with the DWARF number and the name.
+//
+//	{
+//	  "file": "libc.so.6", "arch": "x86-64",
+//	  "sections": [{
+//	    "name": ".eh_frame", "address": "0x1a8f40", "size": 153296,
+//	    "entries": [
+//	      {"kind": "CIE", "offset": 0, "length": 20, "version": 1,
+//	       "augmentation": "zR", "code_align": 1, "data_align": -8,
+//	       "ra": {"num": 16, "name": "rip"}, "fde_encoding": "0x1b",
+//	       "signal_frame": false, "rows": [ROW...]},
+//	      {"kind": "FDE", "offset": 24, "length": 36, "cie": 0,
+//	       "pc_begin": "0x26000", "pc_end": "0x26360",
+//	       "lsda": "0x...",            (only when present)
+//	       "rows": [ROW...]},
+//	      {"kind": "terminator", "offset": 153292},
+//	      {"kind": "FDE", "offset": 100, "error": "cfi: ..."}  (bad entry)
+//	    ]}]
+//	}
+//
+// ROW is {"start": "0x26000", "end": "0x26006",
+// "cfa": {"rule": "reg_offset", "reg": {"num": 7, "name": "rsp"}, "offset": 8}
+// or {"rule": "expression", "expr": "770879..." (hex bytes)},
+// "regs": [{"reg": {...}, "rule": "offset", "offset": -8}, ...],
+// "ra_signed": true (AArch64, only when set), "args_size": N (only when set)}.
+// Register rules are "undefined", "same_value", "offset" (offset),
+// "val_offset" (offset), "register" (source reg), "expression" and
+// "val_expression" (expr). Rows with an empty address range are omitted;
+// CIE rows are those of the initial instructions alone.
+type jsonFile struct {
+	File     string        `json:"file"`
+	Arch     string        `json:"arch"`
+	Sections []jsonSection `json:"sections"`
+}
+
+type jsonSection struct {
+	Name    string      `json:"name"`
+	Address string      `json:"address"`
+	Size    uint64      `json:"size"`
+	Entries []jsonEntry `json:"entries"`
+	Error   string      `json:"error,omitempty"`
+}
+
+type jsonReg struct {
+	Num  Reg    `json:"num"`
+	Name string `json:"name"`
+}
+
+type jsonEntry struct {
+	Kind         string    `json:"kind"`
+	Offset       uint64    `json:"offset"`
+	Length       uint64    `json:"length,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	Version      uint8     `json:"version,omitempty"`
+	Augmentation *string   `json:"augmentation,omitempty"`
+	CodeAlign    *uint64   `json:"code_align,omitempty"`
+	DataAlign    *int64    `json:"data_align,omitempty"`
+	RA           *jsonReg  `json:"ra,omitempty"`
+	FDEEncoding  string    `json:"fde_encoding,omitempty"`
+	SignalFrame  *bool     `json:"signal_frame,omitempty"`
+	CIE          *uint64   `json:"cie,omitempty"`
+	PCBegin      string    `json:"pc_begin,omitempty"`
+	PCEnd        string    `json:"pc_end,omitempty"`
+	LSDA         string    `json:"lsda,omitempty"`
+	Rows         []jsonRow `json:"rows,omitempty"`
+	RowsError    string    `json:"rows_error,omitempty"`
+}
+
+type jsonCFA struct {
+	Rule   string   `json:"rule"`
+	Reg    *jsonReg `json:"reg,omitempty"`
+	Offset *int64   `json:"offset,omitempty"`
+	Expr   string   `json:"expr,omitempty"`
+}
+
+type jsonRule struct {
+	Reg    jsonReg  `json:"reg"`
+	Rule   string   `json:"rule"`
+	Offset *int64   `json:"offset,omitempty"`
+	Source *jsonReg `json:"source,omitempty"`
+	Expr   string   `json:"expr,omitempty"`
+}
+
+type jsonRow struct {
+	Start    string     `json:"start"`
+	End      string     `json:"end"`
+	CFA      jsonCFA    `json:"cfa"`
+	Regs     []jsonRule `json:"regs"`
+	RASigned bool       `json:"ra_signed,omitempty"`
+	ArgsSize uint64     `json:"args_size,omitempty"`
+}
+
+func hexAddr(v uint64) string { return fmt.Sprintf("%#x", v) }
+
+func (a Arch) jreg(r Reg) *jsonReg { return &jsonReg{Num: r, Name: a.RegName(r)} }
+
+func rowJSON(a Arch, r *Row) jsonRow {
+	j := jsonRow{Start: hexAddr(r.Start), End: hexAddr(r.End), RASigned: r.RASigned, ArgsSize: r.ArgsSize, Regs: []jsonRule{}}
+	switch r.CFA.Kind {
+	case CFARegOffset:
+		off := r.CFA.Offset
+		j.CFA = jsonCFA{Rule: r.CFA.Kind.String(), Reg: a.jreg(r.CFA.Reg), Offset: &off}
+	case CFAExpression:
+		j.CFA = jsonCFA{Rule: r.CFA.Kind.String(), Expr: hex.EncodeToString(r.CFA.Expr)}
+	default:
+		j.CFA = jsonCFA{Rule: r.CFA.Kind.String()}
+	}
+	for i := 0; i < r.NumRules(); i++ {
+		rr := r.RuleAt(i)
+		jr := jsonRule{Reg: *a.jreg(rr.Column), Rule: rr.Kind.String()}
+		switch rr.Kind {
+		case RuleOffset, RuleValOffset:
+			off := rr.Offset
+			jr.Offset = &off
+		case RuleRegister:
+			jr.Source = a.jreg(rr.Reg)
+		case RuleExpression, RuleValExpression:
+			jr.Expr = hex.EncodeToString(rr.Expr)
+		}
+		j.Regs = append(j.Regs, jr)
+	}
+	return j
+}
+
+// WriteJSON writes the CFI of an ELF file in the documented JSON form
+// above: one object per file, one section object per .eh_frame or
+// .debug_frame (or only section, if not ""), each entry with its rows.
+// Entries that fail to decode carry an "error" and do not stop the rest.
+func WriteJSON(w io.Writer, f *elf.File, name, section string) error {
+	arch := ArchFromELF(f.Machine)
+	out := jsonFile{File: name, Arch: arch.String(), Sections: []jsonSection{}}
+	for _, s := range f.Sections {
+		if s.Name != ".eh_frame" && s.Name != ".debug_frame" {
+			continue
+		}
+		if section != "" && s.Name != section {
+			continue
+		}
+		js := jsonSection{Name: s.Name, Address: hexAddr(s.Addr), Size: s.Size, Entries: []jsonEntry{}}
+		tab, err := FromELF(f, s.Name)
+		if err != nil {
+			js.Error = err.Error()
+			out.Sections = append(out.Sections, js)
+			continue
+		}
+		it := tab.Entries()
+		for it.Next() {
+			e := it.Entry()
+			je := jsonEntry{Kind: e.Kind.String(), Offset: e.Offset}
+			if e.Kind == KindTerminator {
+				js.Entries = append(js.Entries, je)
+				continue
+			}
+			if e.Err != nil {
+				je.Error = e.Err.Error()
+				js.Entries = append(js.Entries, je)
+				continue
+			}
+			var ut *UnwindTable
+			if e.Kind == KindCIE {
+				c := e.CIE
+				je.Length, je.Version = c.Length, c.Version
+				aug, ca, da, sf := c.Augmentation, c.CodeAlign, c.DataAlign, c.SignalFrame
+				je.Augmentation, je.CodeAlign, je.DataAlign, je.SignalFrame = &aug, &ca, &da, &sf
+				je.RA = arch.jreg(c.RA)
+				je.FDEEncoding = fmt.Sprintf("%#x", uint8(c.FDEEncoding))
+				ut = tab.NewCIEUnwindTable(c)
+				ut.keepAll = true
+			} else {
+				fd := e.FDE
+				co := fd.CIE.Offset
+				je.Length, je.CIE = fd.Length, &co
+				je.PCBegin, je.PCEnd = hexAddr(fd.PCBegin), hexAddr(fd.PCEnd)
+				if fd.HasLSDA {
+					je.LSDA = hexAddr(fd.LSDA)
+				}
+				ut = tab.NewUnwindTable(fd)
+			}
+			for ut.Next() {
+				if e.Kind == KindCIE && ut.final && ut.u.allNops {
+					continue
+				}
+				je.Rows = append(je.Rows, rowJSON(arch, ut.Row()))
+			}
+			if err := ut.Err(); err != nil {
+				je.RowsError = err.Error()
+			}
+			js.Entries = append(js.Entries, je)
+		}
+		if err := it.Err(); err != nil {
+			js.Error = err.Error()
+		}
+		out.Sections = append(out.Sections, js)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(out)
+}

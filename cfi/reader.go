@@ -1,0 +1,307 @@
+package cfi
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Error is a problem found in CFI data. It carries the section and the
+// byte offset of the entry (or instruction) at fault so that tools can
+// point at the bytes; one bad entry never hides the others.
+type Error struct {
+	Section string // ".eh_frame", ".debug_frame" or ".eh_frame_hdr"
+	Offset  uint64 // byte offset in the section
+	Msg     string // what is wrong
+}
+
+// Error formats as "cfi: .eh_frame+0x1c: message".
+func (e *Error) Error() string {
+	return fmt.Sprintf("cfi: %s+%#x: %s", e.Section, e.Offset, e.Msg)
+}
+
+// ErrNoFDE is returned (wrapped in an *Error or directly) when no FDE
+// covers the requested address.
+var ErrNoFDE = errors.New("cfi: no FDE covers the address")
+
+// errTruncated is the internal marker for reads past the end of a buffer.
+var errTruncated = errors.New("truncated")
+
+// buf is a bounds-checked little cursor over a byte slice. Reads past the
+// end set err and return zero; callers check err once per entry, which
+// keeps the decoding code straight-line.
+type buf struct {
+	data  []byte
+	pos   int
+	order endian
+	err   error
+}
+
+// endian is a byte order as a plain value: calls through it inline,
+// unlike calls through the binary.ByteOrder interface, which matters in
+// the lookup hot path.
+type endian bool
+
+const (
+	little endian = false
+	big    endian = true
+)
+
+// endianOf converts a binary.ByteOrder.
+func endianOf(o binary.ByteOrder) endian {
+	return o.Uint16([]byte{0, 1}) == 1
+}
+
+// Uint16 decodes 2 bytes in this byte order.
+func (e endian) Uint16(b []byte) uint16 {
+	if e {
+		return binary.BigEndian.Uint16(b)
+	}
+	return binary.LittleEndian.Uint16(b)
+}
+
+// Uint32 decodes 4 bytes in this byte order.
+func (e endian) Uint32(b []byte) uint32 {
+	if e {
+		return binary.BigEndian.Uint32(b)
+	}
+	return binary.LittleEndian.Uint32(b)
+}
+
+// Uint64 decodes 8 bytes in this byte order.
+func (e endian) Uint64(b []byte) uint64 {
+	if e {
+		return binary.BigEndian.Uint64(b)
+	}
+	return binary.LittleEndian.Uint64(b)
+}
+
+func (b *buf) left() int { return len(b.data) - b.pos }
+
+func (b *buf) fail() {
+	if b.err == nil {
+		b.err = errTruncated
+	}
+	b.pos = len(b.data)
+}
+
+func (b *buf) u8() uint8 {
+	if b.pos >= len(b.data) {
+		b.fail()
+		return 0
+	}
+	v := b.data[b.pos]
+	b.pos++
+	return v
+}
+
+func (b *buf) u16() uint16 {
+	if b.left() < 2 {
+		b.fail()
+		return 0
+	}
+	v := b.order.Uint16(b.data[b.pos:])
+	b.pos += 2
+	return v
+}
+
+func (b *buf) u32() uint32 {
+	if b.left() < 4 {
+		b.fail()
+		return 0
+	}
+	v := b.order.Uint32(b.data[b.pos:])
+	b.pos += 4
+	return v
+}
+
+func (b *buf) u64() uint64 {
+	if b.left() < 8 {
+		b.fail()
+		return 0
+	}
+	v := b.order.Uint64(b.data[b.pos:])
+	b.pos += 8
+	return v
+}
+
+// uint reads an n-byte unsigned value (n in 1,2,4,8).
+func (b *buf) uint(n int) uint64 {
+	switch n {
+	case 1:
+		return uint64(b.u8())
+	case 2:
+		return uint64(b.u16())
+	case 4:
+		return uint64(b.u32())
+	case 8:
+		return b.u64()
+	}
+	b.fail()
+	return 0
+}
+
+func (b *buf) uleb() uint64 {
+	var v uint64
+	var shift uint
+	for b.pos < len(b.data) {
+		c := b.data[b.pos]
+		b.pos++
+		if shift < 64 {
+			v |= uint64(c&0x7f) << shift
+		}
+		shift += 7
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+	b.fail()
+	return v
+}
+
+func (b *buf) sleb() int64 {
+	var v int64
+	var shift uint
+	for b.pos < len(b.data) {
+		c := b.data[b.pos]
+		b.pos++
+		if shift < 64 {
+			v |= int64(c&0x7f) << shift
+		}
+		shift += 7
+		if c&0x80 == 0 {
+			if shift < 64 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return v
+		}
+	}
+	b.fail()
+	return v
+}
+
+func (b *buf) bytes(n uint64) []byte {
+	if n > uint64(b.left()) {
+		b.fail()
+		return nil
+	}
+	v := b.data[b.pos : b.pos+int(n) : b.pos+int(n)]
+	b.pos += int(n)
+	return v
+}
+
+// cstring reads a NUL-terminated string without copying.
+func (b *buf) cstring() []byte {
+	for i := b.pos; i < len(b.data); i++ {
+		if b.data[i] == 0 {
+			s := b.data[b.pos:i]
+			b.pos = i + 1
+			return s
+		}
+	}
+	b.fail()
+	return nil
+}
+
+// ptrCtx is what decoding an encoded pointer needs besides the bytes: the
+// address of the byte being read (for pcrel), the bases for textrel,
+// datarel and funcrel, the address size and how to follow an indirection.
+type ptrCtx struct {
+	secAddr  uint64 // address of data[0]
+	addrSize int
+	text     uint64
+	data     uint64
+	funcBase uint64
+	deref    func(addr uint64, size int) (uint64, error)
+}
+
+// readEncoded decodes one pointer in encoding enc. It returns the value,
+// and whether the encoding was understood.
+func (b *buf) readEncoded(enc PtrEnc, c *ptrCtx) (uint64, error) {
+	if enc == PEOmit {
+		return 0, nil
+	}
+	start := b.pos
+	if enc.Application() == PEAligned {
+		// Align the address of the value to the pointer size.
+		a := c.secAddr + uint64(b.pos)
+		sz := uint64(c.addrSize)
+		pad := (sz - a%sz) % sz
+		if pad > uint64(b.left()) {
+			b.fail()
+			return 0, errTruncated
+		}
+		b.pos += int(pad)
+		start = b.pos
+	}
+	var v uint64
+	switch enc.Format() {
+	case PEAbsPtr:
+		v = b.uint(c.addrSize)
+		if c.addrSize == 4 && enc&PESigned != 0 {
+			v = uint64(int64(int32(v)))
+		}
+	case PEULEB128:
+		v = b.uleb()
+	case PESLEB128:
+		v = uint64(b.sleb())
+	case PEUData2:
+		v = uint64(b.u16())
+	case PEUData4:
+		v = uint64(b.u32())
+	case PEUData8, PESData8:
+		v = b.u64()
+	case PESData2:
+		v = uint64(int64(int16(b.u16())))
+	case PESData4:
+		v = uint64(int64(int32(b.u32())))
+	default:
+		return 0, fmt.Errorf("unknown pointer encoding %#x", uint8(enc))
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	switch enc.Application() {
+	case PEAbsPtr, PEAligned:
+	case PEPCRel:
+		v += c.secAddr + uint64(start)
+	case PETextRel:
+		v += c.text
+	case PEDataRel:
+		v += c.data
+	case PEFuncRel:
+		v += c.funcBase
+	default:
+		return 0, fmt.Errorf("unknown pointer application %#x", uint8(enc))
+	}
+	if c.addrSize == 4 {
+		v &= 0xffffffff
+	}
+	if enc.Indirect() {
+		if c.deref == nil {
+			return 0, fmt.Errorf("indirect pointer %#x cannot be resolved", v)
+		}
+		p, err := c.deref(v, c.addrSize)
+		if err != nil {
+			return 0, fmt.Errorf("indirect pointer %#x: %v", v, err)
+		}
+		v = p
+	}
+	return v, nil
+}
+
+// encodedSize is the byte size of a fixed-size encoding, or 0 for LEB128
+// or unknown formats.
+func encodedSize(enc PtrEnc, addrSize int) int {
+	switch enc.Format() {
+	case PEAbsPtr:
+		return addrSize
+	case PEUData2, PESData2:
+		return 2
+	case PEUData4, PESData4:
+		return 4
+	case PEUData8, PESData8:
+		return 8
+	}
+	return 0
+}

@@ -1,0 +1,215 @@
+package cfi
+
+// Rule is how one register of the caller is recovered at some PC.
+type Rule struct {
+	Kind   RuleKind // which fields below apply
+	Reg    Reg      // RuleRegister: register holding the caller's value
+	Offset int64    // RuleOffset, RuleValOffset: offset from the CFA
+	Expr   []byte   // RuleExpression, RuleValExpression: DWARF expression (view into the section)
+}
+
+// RegRule is a Rule together with the register (table column) it is for.
+type RegRule struct {
+	Column Reg // the register this rule restores
+	Rule
+}
+
+// CFARule is how the canonical frame address is computed at some PC.
+type CFARule struct {
+	Kind   CFAKind // which fields below apply
+	Reg    Reg     // CFARegOffset: base register
+	Offset int64   // CFARegOffset: added to the register
+	Expr   []byte  // CFAExpression: DWARF expression (view into the section)
+	// signed records that the offset was last set by a *_sf opcode;
+	// readelf prints such offsets signed and others unsigned.
+	signed bool
+}
+
+// inlineRules is how many register rules a Row holds without allocating.
+// Real frames keep well under it (AArch64 with x19-x30 and d8-d15 is 20).
+const inlineRules = 24
+
+// slot is the compact, pointer-free form a Row stores a rule in, so rows
+// copy with a plain memmove. Expressions are offsets into the section.
+type slot struct {
+	col  Reg
+	kind RuleKind
+	// val is the offset (RuleOffset, RuleValOffset), the source register
+	// (RuleRegister), or the expression's section offset | length<<32.
+	val int64
+}
+
+func exprVal(off, n uint32) int64 { return int64(uint64(off) | uint64(n)<<32) }
+
+// Row is one row of the CFI table: the rules that hold for addresses in
+// [Start, End). Only registers with an explicit rule are stored; every
+// other register is RuleUnspecified. A Row is a plain value: copying it
+// copies the rules (expression bytes stay shared with the section).
+type Row struct {
+	Start, End uint64  // addresses the row covers: [Start, End)
+	CFA        CFARule // how to compute the canonical frame address
+	// RASigned is the AArch64 pointer-authentication state toggled by
+	// DW_CFA_AARCH64_negate_ra_state: the return address is signed and must
+	// be authenticated (stripped) before use.
+	RASigned bool
+	// ArgsSize is the last DW_CFA_GNU_args_size value (bytes of outgoing
+	// arguments pushed), needed when unwinding into a landing pad.
+	ArgsSize uint64
+
+	data  []byte // the section, for expression rules
+	n     int
+	rules [inlineRules]slot
+	extra []slot // rules beyond inlineRules, in column order
+}
+
+// NumRules returns the number of registers with an explicit rule.
+func (r *Row) NumRules() int { return r.n }
+
+func (r *Row) mat(s *slot) Rule { return s.rule(r.data) }
+
+func (s *slot) rule(data []byte) Rule {
+	switch s.kind {
+	case RuleOffset, RuleValOffset:
+		return Rule{Kind: s.kind, Offset: s.val}
+	case RuleRegister:
+		return Rule{Kind: s.kind, Reg: Reg(s.val)}
+	case RuleExpression, RuleValExpression:
+		off, n := uint64(uint32(s.val)), uint64(s.val)>>32
+		ru := Rule{Kind: s.kind}
+		if off+n <= uint64(len(data)) {
+			ru.Expr = data[off : off+n : off+n]
+		}
+		return ru
+	}
+	return Rule{Kind: s.kind}
+}
+
+// RuleAt returns the i'th explicit rule, in increasing column order.
+func (r *Row) RuleAt(i int) RegRule {
+	s := r.ptr(i)
+	return RegRule{Column: s.col, Rule: r.mat(s)}
+}
+
+func (r *Row) ptr(i int) *slot {
+	if i < inlineRules {
+		return &r.rules[i]
+	}
+	return &r.extra[i-inlineRules]
+}
+
+// Rules returns all explicit rules in column order, as a new slice.
+func (r *Row) Rules() []RegRule {
+	out := make([]RegRule, r.n)
+	for i := range out {
+		out[i] = r.RuleAt(i)
+	}
+	return out
+}
+
+// find returns the index of col, or the insertion point and false.
+func (r *Row) find(col Reg) (int, bool) {
+	n := r.n
+	if n > inlineRules {
+		n = inlineRules
+	}
+	rs := r.rules[:n]
+	for i := range rs {
+		if c := rs[i].col; c >= col {
+			return i, c == col
+		}
+	}
+	for i := range r.extra {
+		if c := r.extra[i].col; c >= col {
+			return inlineRules + i, c == col
+		}
+	}
+	return r.n, false
+}
+
+// Rule returns the rule for register col (RuleUnspecified if none).
+func (r *Row) Rule(col Reg) Rule {
+	if i, ok := r.find(col); ok {
+		return r.mat(r.ptr(i))
+	}
+	return Rule{}
+}
+
+// set stores the rule s for column s.col, keeping rules sorted by column.
+func (r *Row) set(s slot) {
+	i, ok := r.find(s.col)
+	if ok {
+		*r.ptr(i) = s
+		return
+	}
+	if r.n < inlineRules {
+		// Common case: shift within the inline array.
+		copy(r.rules[i+1:r.n+1], r.rules[i:r.n])
+		r.rules[i] = s
+		r.n++
+		return
+	}
+	r.extra = append(r.extra, slot{})
+	for j := r.n; j > i; j-- {
+		*r.ptr(j) = *r.ptr(j - 1)
+	}
+	*r.ptr(i) = s
+	r.n++
+}
+
+// del removes any rule for col.
+func (r *Row) del(col Reg) {
+	i, ok := r.find(col)
+	if !ok {
+		return
+	}
+	for j := i; j < r.n-1; j++ {
+		*r.ptr(j) = *r.ptr(j + 1)
+	}
+	r.n--
+	if r.n >= inlineRules {
+		r.extra = r.extra[:r.n-inlineRules]
+	} else {
+		r.extra = r.extra[:0]
+	}
+}
+
+// copyFrom makes r an independent copy of o, reusing r's overflow storage.
+func (r *Row) copyFrom(o *Row) {
+	r.Start, r.End, r.CFA, r.RASigned, r.ArgsSize, r.data = o.Start, o.End, o.CFA, o.RASigned, o.ArgsSize, o.data
+	n := o.n
+	if n > inlineRules {
+		n = inlineRules
+	}
+	copy(r.rules[:n], o.rules[:n])
+	r.n = o.n
+	if len(o.extra) > 0 || len(r.extra) > 0 {
+		r.extra = append(r.extra[:0], o.extra...)
+	}
+}
+
+// Equal reports whether two rows have the same CFA, register rules and
+// AArch64 RA state (addresses and ArgsSize are not compared). Converters
+// use it to merge adjacent rows.
+func (r *Row) Equal(o *Row) bool {
+	if r.n != o.n || r.RASigned != o.RASigned || !cfaEqual(&r.CFA, &o.CFA) {
+		return false
+	}
+	for i := 0; i < r.n; i++ {
+		a, b := r.ptr(i), o.ptr(i)
+		if a.col != b.col || a.kind != b.kind {
+			return false
+		}
+		if a.kind == RuleExpression || a.kind == RuleValExpression {
+			if a.val != b.val && string(r.mat(a).Expr) != string(o.mat(b).Expr) {
+				return false
+			}
+		} else if a.val != b.val {
+			return false
+		}
+	}
+	return true
+}
+
+func cfaEqual(a, b *CFARule) bool {
+	return a.Kind == b.Kind && a.Reg == b.Reg && a.Offset == b.Offset && string(a.Expr) == string(b.Expr)
+}

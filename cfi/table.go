@@ -1,0 +1,954 @@
+package cfi
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Options describe a CFI section to New: where it is loaded and how to
+// read it. Only ByteOrder and AddrSize are required.
+type Options struct {
+	Kind      SectionKind      // EHFrame (default) or DebugFrame
+	Addr      uint64           // virtual address of the section (pcrel base)
+	ByteOrder binary.ByteOrder // file byte order
+	AddrSize  int              // 4 or 8 (ELF class)
+	Arch      Arch             // register names and machine augmentations
+	TextBase  uint64           // base for DW_EH_PE_textrel
+	DataBase  uint64           // base for DW_EH_PE_datarel (e.g. .got on i386)
+	// ReadPointer resolves DW_EH_PE_indirect pointers by reading size
+	// bytes at a virtual address; nil leaves indirect pointers unresolved
+	// (an error for the FDE that uses one).
+	ReadPointer func(addr uint64, size int) (uint64, error)
+	// Hdr is the .eh_frame_hdr section and HdrAddr its address; when its
+	// binary-search table is usable, lookups use it instead of an index.
+	Hdr     []byte
+	HdrAddr uint64 // address of Hdr (its datarel base)
+}
+
+// CIE is a Common Information Entry: what FDEs share, including the
+// alignment factors, the return-address column and the initial rules.
+type CIE struct {
+	Offset       uint64 // section offset of the length field
+	Length       uint64 // value of the length field
+	Format64     bool   // 64-bit DWARF (initial length 0xffffffff)
+	Version      uint8  // 1 (.eh_frame, DWARF 2), 3 or 4
+	Augmentation string // e.g. "zR", "zPLR", "zRS", "zRB"; "" in .debug_frame
+	AddressSize  uint8  // pointer size for this CIE's FDEs
+	SegmentSize  uint8  // DWARF 4 segment selector size (normally 0)
+	CodeAlign    uint64 // code alignment factor: scales advance_loc deltas
+	DataAlign    int64  // data alignment factor: scales register offsets
+	RA           Reg    // return address column
+	AugData      []byte // raw augmentation data ('z'), a view into the section
+	// FDEEncoding ('R'), LSDAEncoding ('L') and PersonalityEncoding ('P')
+	// are PEOmit when the letter is absent (FDEEncoding then is PEAbsPtr).
+	FDEEncoding         PtrEnc // encoding of FDE addresses ('R')
+	LSDAEncoding        PtrEnc // encoding of FDE LSDA pointers ('L')
+	PersonalityEncoding PtrEnc // encoding of Personality ('P')
+	Personality         uint64 // personality routine address ('P'); the pointer's address if indirect and unresolvable
+	SignalFrame         bool   // 'S': the frame is a signal trampoline; do not subtract 1 from the PC
+	BKey                bool   // 'B' (AArch64): return address signed with the B key
+	MTETagged           bool   // 'G' (AArch64): frames are MTE-tagged
+	Instructions        []byte // initial instructions (view into the section)
+
+	instrOff uint64
+	init     Row
+	initDone bool
+	initErr  error
+}
+
+// FDE is a Frame Description Entry: the CFI program for one address range.
+type FDE struct {
+	Offset     uint64 // section offset of the length field
+	Length     uint64 // value of the length field
+	Format64   bool   // 64-bit DWARF (initial length 0xffffffff)
+	CIEPointer uint64 // raw CIE pointer field
+	CIE        *CIE   // the CIE the FDE refers to (shared, cached)
+	PCBegin    uint64 // first address covered
+	PCEnd      uint64 // PCBegin + address range
+	Segment    uint64 // DWARF 4 segment selector (normally 0)
+	AugData    []byte // raw augmentation data ('z'), a view into the section
+	LSDA       uint64 // language-specific data area ('L'), if HasLSDA
+	HasLSDA    bool   // the FDE has an LSDA pointer
+	// Instructions is the CFI program (view into the section).
+	Instructions []byte
+
+	instrOff uint64
+}
+
+// Contains reports whether pc is in the FDE's range.
+func (f *FDE) Contains(pc uint64) bool { return pc >= f.PCBegin && pc < f.PCEnd }
+
+// Table gives access to one CFI section: iteration over its entries, the
+// row tables of FDEs and fast PC lookups. It keeps views into the section
+// bytes and never copies them. A Table caches parsed CIEs and lookup state
+// and is not safe for concurrent use; Clone gives each goroutine its own.
+type Table struct {
+	kind     SectionKind
+	name     string
+	data     []byte
+	addr     uint64
+	order    binary.ByteOrder
+	end      endian
+	addrSize int
+	arch     Arch
+	text     uint64
+	dataBase uint64
+	deref    func(uint64, int) (uint64, error)
+	hdr      *EHFrameHdr
+
+	cies    map[uint64]*CIE
+	lastCIE *CIE
+
+	index      []indexEntry
+	indexBuilt bool
+
+	scratch interp
+	fde     FDE
+	out     Row
+}
+
+type indexEntry struct {
+	begin, end uint64
+	off        uint64
+}
+
+// New makes a Table over a CFI section's bytes. It checks only the
+// options; entries are decoded as they are used, and a bad entry affects
+// only itself.
+func New(data []byte, o Options) (*Table, error) {
+	if o.ByteOrder == nil {
+		return nil, errors.New("cfi: Options.ByteOrder is required")
+	}
+	if uint64(len(data)) >= 1<<32 {
+		return nil, errors.New("cfi: sections of 4 GiB or more are not supported")
+	}
+	if o.AddrSize != 4 && o.AddrSize != 8 {
+		return nil, fmt.Errorf("cfi: unsupported address size %d", o.AddrSize)
+	}
+	t := &Table{
+		kind: o.Kind, name: o.Kind.String(), data: data, addr: o.Addr, order: o.ByteOrder, end: endianOf(o.ByteOrder),
+		addrSize: o.AddrSize, arch: o.Arch, text: o.TextBase, dataBase: o.DataBase, deref: o.ReadPointer,
+		cies: make(map[uint64]*CIE),
+	}
+	if o.Kind == EHFrame && len(o.Hdr) > 0 {
+		if h, err := ParseEHFrameHdr(o.Hdr, o.HdrAddr, o.ByteOrder, o.AddrSize); err == nil && h.searchable() {
+			t.hdr = h
+		}
+	}
+	return t, nil
+}
+
+// Clone returns a Table sharing the section bytes, header and index but
+// with its own caches, for use from another goroutine.
+func (t *Table) Clone() *Table {
+	if !t.indexBuilt && t.hdr == nil {
+		t.buildIndex()
+	}
+	c := &Table{kind: t.kind, name: t.name, data: t.data, addr: t.addr, order: t.order, end: t.end, addrSize: t.addrSize,
+		arch: t.arch, text: t.text, dataBase: t.dataBase, deref: t.deref, hdr: t.hdr,
+		cies: make(map[uint64]*CIE), index: t.index, indexBuilt: t.indexBuilt}
+	return c
+}
+
+// Kind returns whether this is .eh_frame or .debug_frame data.
+func (t *Table) Kind() SectionKind { return t.kind }
+
+// Arch returns the architecture given at construction.
+func (t *Table) Arch() Arch { return t.arch }
+
+// Addr returns the section's virtual address.
+func (t *Table) Addr() uint64 { return t.addr }
+
+// Data returns the section bytes the table reads (relocated for objects).
+func (t *Table) Data() []byte { return t.data }
+
+// AddrSize returns the default pointer size in bytes.
+func (t *Table) AddrSize() int { return t.addrSize }
+
+// ByteOrder returns the byte order of the data.
+func (t *Table) ByteOrder() binary.ByteOrder { return t.order }
+
+// Hdr returns the parsed .eh_frame_hdr used for lookups, or nil.
+func (t *Table) Hdr() *EHFrameHdr { return t.hdr }
+
+func (t *Table) errAt(off uint64, format string, args ...any) *Error {
+	return &Error{Section: t.name, Offset: off, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (t *Table) ptrCtx(secOff uint64, cie *CIE) ptrCtx {
+	as := t.addrSize
+	if cie != nil && cie.AddressSize != 0 {
+		as = int(cie.AddressSize)
+	}
+	return ptrCtx{secAddr: t.addr, addrSize: as, text: t.text, data: t.dataBase, deref: t.deref}
+}
+
+// header is the common start of a CIE or FDE.
+type header struct {
+	off     uint64
+	length  uint64
+	is64    bool
+	idPos   int // position of the CIE id / pointer field
+	id      uint64
+	body    int // position after the id field
+	end     int // position after the entry
+	isCIE   bool
+	zero    bool // a zero length word (terminator)
+	trunc   bool // length runs past the section end
+	idWidth int
+}
+
+func (t *Table) readHeader(off uint64) (header, error) {
+	// Fast path: a 32-bit entry that fits in the section.
+	if off+8 <= uint64(len(t.data)) {
+		l := uint64(t.end.Uint32(t.data[off:]))
+		if l >= 4 && l < 0xfffffff0 && l <= uint64(len(t.data))-off-4 {
+			id := uint64(t.end.Uint32(t.data[off+4:]))
+			h := header{off: off, length: l, idPos: int(off) + 4, id: id, body: int(off) + 8, end: int(off + 4 + l), idWidth: 4}
+			if t.kind == EHFrame {
+				h.isCIE = id == 0
+			} else {
+				h.isCIE = id == 0xffffffff
+			}
+			return h, nil
+		}
+	}
+	h := header{off: off}
+	if off >= uint64(len(t.data)) {
+		return h, t.errAt(off, "entry offset outside the section")
+	}
+	b := buf{data: t.data, pos: int(off), order: t.end}
+	l := uint64(b.u32())
+	if b.err != nil {
+		return h, t.errAt(off, "truncated length field")
+	}
+	if l == 0 {
+		h.zero = true
+		h.end = b.pos
+		return h, nil
+	}
+	h.idWidth = 4
+	if l == 0xffffffff {
+		l = b.u64()
+		if b.err != nil {
+			return h, t.errAt(off, "truncated 64-bit length field")
+		}
+		h.is64 = true
+		h.idWidth = 8
+	} else if l >= 0xfffffff0 {
+		return h, t.errAt(off, "reserved length value %#x", l)
+	}
+	h.length = l
+	var err error
+	if l > uint64(b.left()) {
+		// Still decode what is there: readelf shows such an entry up to
+		// the section end, and the caller decides.
+		h.trunc = true
+		h.end = len(t.data)
+		err = t.errAt(off, "length %#x runs past the end of the section", l)
+	} else {
+		h.end = b.pos + int(l)
+	}
+	if uint64(h.end-b.pos) < uint64(h.idWidth) {
+		h.idPos = b.pos
+		h.body = h.end
+		if err == nil {
+			err = t.errAt(off, "length %#x too short for an entry", l)
+		}
+		return h, err
+	}
+	h.idPos = b.pos
+	h.id = b.uint(h.idWidth)
+	h.body = b.pos
+	if t.kind == EHFrame {
+		h.isCIE = h.id == 0
+	} else {
+		h.isCIE = (h.idWidth == 4 && h.id == 0xffffffff) || (h.idWidth == 8 && h.id == ^uint64(0))
+	}
+	return h, err
+}
+
+// ciePointer converts an FDE's CIE pointer field to a section offset.
+func (t *Table) ciePointer(h *header) (uint64, bool) {
+	if t.kind == EHFrame {
+		if h.id > uint64(h.idPos) {
+			return 0, false
+		}
+		return uint64(h.idPos) - h.id, true
+	}
+	return h.id, true
+}
+
+// CIEAt decodes the CIE whose length field is at section offset off.
+// CIEs are cached, so repeated calls are cheap and return the same *CIE.
+func (t *Table) CIEAt(off uint64) (*CIE, error) {
+	if c := t.lastCIE; c != nil && c.Offset == off {
+		return c, nil
+	}
+	if c, ok := t.cies[off]; ok {
+		t.lastCIE = c
+		return c, nil
+	}
+	h, err := t.readHeader(off)
+	if err != nil {
+		return nil, err
+	}
+	if h.zero || !h.isCIE {
+		return nil, t.errAt(off, "not a CIE")
+	}
+	c, err := t.parseCIE(&h)
+	if err != nil {
+		return nil, err
+	}
+	t.cies[off] = c
+	t.lastCIE = c
+	return c, nil
+}
+
+func (t *Table) parseCIE(h *header) (*CIE, error) {
+	c := &CIE{Offset: h.off, Length: h.length, Format64: h.is64,
+		FDEEncoding: PEAbsPtr, LSDAEncoding: PEOmit, PersonalityEncoding: PEOmit}
+	b := buf{data: t.data[:h.end], pos: h.body, order: t.end}
+	c.Version = b.u8()
+	aug := b.cstring()
+	if b.err != nil {
+		return nil, t.errAt(h.off, "truncated CIE augmentation string")
+	}
+	c.Augmentation = string(aug)
+	switch c.Version {
+	case 1, 3, 4:
+	default:
+		return nil, t.errAt(h.off, "unsupported CIE version %d", c.Version)
+	}
+	if c.Augmentation == "eh" {
+		b.bytes(uint64(t.addrSize))
+	}
+	c.AddressSize = uint8(t.addrSize)
+	if c.Version >= 4 {
+		c.AddressSize = b.u8()
+		c.SegmentSize = b.u8()
+		if b.err == nil && (c.AddressSize < 1 || c.AddressSize > 8 || c.SegmentSize > 8 || int(c.AddressSize)+int(c.SegmentSize) > 8) {
+			return nil, t.errAt(h.off, "invalid address size %d / segment size %d", c.AddressSize, c.SegmentSize)
+		}
+		if b.err == nil && c.AddressSize != 2 && c.AddressSize != 4 && c.AddressSize != 8 {
+			return nil, t.errAt(h.off, "unsupported address size %d", c.AddressSize)
+		}
+	}
+	c.CodeAlign = b.uleb()
+	c.DataAlign = b.sleb()
+	if c.Version == 1 {
+		c.RA = Reg(b.u8())
+	} else {
+		ra := b.uleb()
+		if ra > 0xffffffff {
+			return nil, t.errAt(h.off, "return address register %d too large", ra)
+		}
+		c.RA = Reg(ra)
+	}
+	if b.err != nil {
+		return nil, t.errAt(h.off, "truncated CIE")
+	}
+	if len(aug) > 0 && aug[0] == 'z' {
+		n := b.uleb()
+		c.AugData = b.bytes(n)
+		if b.err != nil {
+			return nil, t.errAt(h.off, "augmentation data length %d runs past the CIE", n)
+		}
+		ab := buf{data: c.AugData, order: t.end}
+		augBase := uint64(b.pos - len(c.AugData))
+		ctx := t.ptrCtx(0, c)
+		ctx.secAddr = t.addr + augBase
+	letters:
+		for _, l := range aug[1:] {
+			switch l {
+			case 'L':
+				c.LSDAEncoding = PtrEnc(ab.u8())
+			case 'R':
+				c.FDEEncoding = PtrEnc(ab.u8())
+			case 'P':
+				c.PersonalityEncoding = PtrEnc(ab.u8())
+				// Decode the pointer itself; follow an indirection only
+				// if it can be resolved (the routine does not matter for
+				// unwinding, but the letters after 'P' do).
+				pe := c.PersonalityEncoding
+				if pe != PEOmit {
+					pe &^= PEIndirect
+				}
+				v, err := ab.readEncoded(pe, &ctx)
+				if err != nil {
+					break letters
+				}
+				if c.PersonalityEncoding.Indirect() && t.deref != nil {
+					if p, err := t.deref(v, int(c.AddressSize)); err == nil {
+						v = p
+					}
+				}
+				c.Personality = v
+			case 'S':
+				c.SignalFrame = true
+			case 'B':
+				c.BKey = true
+				if !t.arch.machAugmentation('B') && t.arch != ArchUnknown {
+					break letters
+				}
+			case 'G':
+				c.MTETagged = true
+				if !t.arch.machAugmentation('G') && t.arch != ArchUnknown {
+					break letters
+				}
+			default:
+				// Unknown letter: 'z' gave the length, so the rest of the
+				// data is skipped and the instructions are still found.
+				break letters
+			}
+			if ab.err != nil {
+				return nil, t.errAt(h.off, "truncated augmentation data")
+			}
+		}
+	} else if len(aug) > 0 && c.Augmentation != "eh" && t.kind == EHFrame {
+		return nil, t.errAt(h.off, "unsupported augmentation %q without 'z'", c.Augmentation)
+	}
+	c.instrOff = uint64(b.pos)
+	c.Instructions = t.data[b.pos:h.end:h.end]
+	return c, nil
+}
+
+// FDEAt decodes the FDE whose length field is at section offset off.
+func (t *Table) FDEAt(off uint64) (FDE, error) {
+	var f FDE
+	err := t.fdeAt(off, &f)
+	return f, err
+}
+
+func (t *Table) fdeAt(off uint64, f *FDE) error {
+	h, err := t.readHeader(off)
+	if err != nil {
+		return err
+	}
+	if h.zero || h.isCIE {
+		return t.errAt(off, "not an FDE")
+	}
+	return t.parseFDE(&h, f)
+}
+
+func (t *Table) parseFDE(h *header, f *FDE) error {
+	co, ok := t.ciePointer(h)
+	if !ok {
+		return t.errAt(h.off, "CIE pointer %#x points before the section", h.id)
+	}
+	if co == h.off {
+		return t.errAt(h.off, "CIE pointer points to the FDE itself")
+	}
+	cie, err := t.CIEAt(co)
+	if err != nil {
+		return t.errAt(h.off, "CIE pointer %#x: %v", co, err)
+	}
+	return t.parseFDEWith(h, cie, f)
+}
+
+func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
+	if t.kind == EHFrame && cie.FDEEncoding == PEPCRel|PESData4 && cie.SegmentSize == 0 && cie.LSDAEncoding == PEOmit {
+		// Fast path for what linkers emit: pcrel sdata4 begin, udata4
+		// range, and an empty (or lengthy but unused) augmentation.
+		p := h.body
+		if h.end-p >= 9 {
+			begin := t.addr + uint64(p) + uint64(int64(int32(t.end.Uint32(t.data[p:]))))
+			end := begin + uint64(t.end.Uint32(t.data[p+4:]))
+			if t.addrSize == 4 {
+				begin &= 0xffffffff
+				end &= 0xffffffff
+			}
+			p += 8
+			var aug []byte
+			ok := true
+			if len(cie.Augmentation) > 0 && cie.Augmentation[0] == 'z' {
+				n := int(t.data[p])
+				if n >= 0x80 || n > h.end-p-1 {
+					ok = false
+				} else {
+					aug = t.data[p+1 : p+1+n : p+1+n]
+					p += 1 + n
+				}
+			}
+			if ok {
+				*f = FDE{Offset: h.off, Length: h.length, Format64: h.is64, CIEPointer: h.id, CIE: cie,
+					PCBegin: begin, PCEnd: end, AugData: aug, instrOff: uint64(p), Instructions: t.data[p:h.end:h.end]}
+				return nil
+			}
+		}
+	}
+	*f = FDE{Offset: h.off, Length: h.length, Format64: h.is64, CIEPointer: h.id, CIE: cie}
+	b := buf{data: t.data[:h.end], pos: h.body, order: t.end}
+	if cie.SegmentSize > 0 {
+		f.Segment = b.uint(int(cie.SegmentSize))
+		if b.err != nil && cie.SegmentSize != 1 && cie.SegmentSize != 2 && cie.SegmentSize != 4 && cie.SegmentSize != 8 {
+			return t.errAt(h.off, "unsupported segment size %d", cie.SegmentSize)
+		}
+	}
+	if t.kind == EHFrame {
+		ctx := t.ptrCtx(0, cie)
+		begin, err := b.readEncoded(cie.FDEEncoding, &ctx)
+		if err != nil {
+			return t.errAt(h.off, "initial location: %v", err)
+		}
+		// The range has the same format but no base and no indirection.
+		rng, err := b.readEncoded(cie.FDEEncoding&0x0f, &ctx)
+		if err != nil {
+			return t.errAt(h.off, "address range: %v", err)
+		}
+		f.PCBegin, f.PCEnd = begin, begin+rng
+		if len(cie.Augmentation) > 0 && cie.Augmentation[0] == 'z' {
+			n := b.uleb()
+			f.AugData = b.bytes(n)
+			if b.err != nil {
+				return t.errAt(h.off, "augmentation data length %d runs past the FDE", n)
+			}
+			if cie.LSDAEncoding != PEOmit && len(f.AugData) > 0 {
+				ab := buf{data: t.data[:b.pos], pos: b.pos - len(f.AugData), order: t.end}
+				lctx := ctx
+				lctx.funcBase = begin
+				v, err := ab.readEncoded(cie.LSDAEncoding, &lctx)
+				if err == nil {
+					f.LSDA, f.HasLSDA = v, true
+				}
+			}
+		}
+	} else {
+		as := int(cie.AddressSize)
+		begin := b.uint(as)
+		rng := b.uint(as)
+		if b.err != nil {
+			return t.errAt(h.off, "truncated FDE")
+		}
+		f.PCBegin, f.PCEnd = begin, begin+rng
+		if as == 4 {
+			f.PCEnd &= 0xffffffff
+		}
+	}
+	if b.err != nil {
+		return t.errAt(h.off, "truncated FDE")
+	}
+	f.instrOff = uint64(b.pos)
+	f.Instructions = t.data[b.pos:h.end:h.end]
+	return nil
+}
+
+// initialRow returns the CIE's rules after its initial instructions,
+// computed once per CIE.
+func (t *Table) initialRow(c *CIE) (*Row, error) {
+	if c.initDone {
+		return &c.init, c.initErr
+	}
+	var u interp
+	u.t = t
+	u.reset(c, c.Instructions, c.instrOff, nil, 0)
+	for u.pos < len(u.instr) && u.err == nil {
+		u.step()
+	}
+	c.init.copyFrom(&u.state)
+	c.initErr = u.err
+	c.initDone = true
+	return &c.init, c.initErr
+}
+
+// Entry is one item of a section walk: a CIE, an FDE or a terminator.
+// Err is set when the entry could not be decoded; Offset is still valid.
+type Entry struct {
+	Kind   EntryKind // CIE, FDE or terminator
+	Offset uint64    // section offset of the entry's length field
+	CIE    *CIE      // the CIE (KindCIE) or the FDE's CIE when known
+	FDE    *FDE      // KindFDE only
+	Err    error     // why the entry could not be decoded, if it could not
+}
+
+// Entries walks the section's entries in order.
+//
+//	it := tab.Entries()
+//	for it.Next() {
+//		e := it.Entry()
+//		...
+//	}
+func (t *Table) Entries() *EntryIterator { return &EntryIterator{t: t} }
+
+// EntryIterator walks CIEs and FDEs in section order. An entry that fails
+// to decode is still reported (with Err set) and the walk continues with
+// the next one; only a length field that cannot be trusted ends the walk.
+type EntryIterator struct {
+	t    *Table
+	off  uint64
+	e    Entry
+	fde  FDE
+	err  error
+	done bool
+}
+
+// Next advances to the next entry; false at the end of the section.
+func (it *EntryIterator) Next() bool {
+	t := it.t
+	if it.done || it.off >= uint64(len(t.data)) {
+		it.done = true
+		return false
+	}
+	h, err := t.readHeader(it.off)
+	it.e = Entry{Offset: it.off}
+	if err != nil {
+		it.e.Err = err
+		it.err = err
+		it.done = true
+		it.e.Kind = KindFDE
+		if h.isCIE {
+			it.e.Kind = KindCIE
+		}
+		return true
+	}
+	it.off = uint64(h.end)
+	switch {
+	case h.zero:
+		it.e.Kind = KindTerminator
+	case h.isCIE:
+		it.e.Kind = KindCIE
+		it.e.CIE, it.e.Err = t.CIEAt(h.off)
+	default:
+		it.e.Kind = KindFDE
+		it.e.Err = t.parseFDE(&h, &it.fde)
+		it.e.FDE = &it.fde
+		it.e.CIE = it.fde.CIE
+	}
+	return true
+}
+
+// Entry returns the current entry. Its FDE pointer is reused by Next.
+func (it *EntryIterator) Entry() Entry { return it.e }
+
+// Err returns the error that ended the walk early (a bad length field).
+func (it *EntryIterator) Err() error { return it.err }
+
+// buildIndex collects the ranges of all decodable FDEs, sorted, for
+// lookups when no usable .eh_frame_hdr exists.
+func (t *Table) buildIndex() {
+	t.indexBuilt = true
+	// Entries are at least 8 bytes; this bounds the capacity by the input.
+	ix := make([]indexEntry, 0, len(t.data)/32+1)
+	var f FDE
+	data, n := t.data, uint64(len(t.data))
+	for off := uint64(0); off < n; {
+		// Inline fast path: 32-bit .eh_frame FDE in the usual encoding.
+		if t.kind == EHFrame && off+16 <= n {
+			l := uint64(t.end.Uint32(data[off:]))
+			id := uint64(t.end.Uint32(data[off+4:]))
+			if l >= 12 && l < 0xfffffff0 && l <= n-off-4 {
+				next := off + 4 + l
+				if id == 0 {
+					off = next
+					continue
+				}
+				if c := t.lastCIE; c != nil && id <= off+4 && c.Offset == off+4-id &&
+					c.FDEEncoding == PEPCRel|PESData4 && c.SegmentSize == 0 {
+					p := off + 8
+					begin := t.addr + p + uint64(int64(int32(t.end.Uint32(data[p:]))))
+					end := begin + uint64(t.end.Uint32(data[p+4:]))
+					if t.addrSize == 4 {
+						begin &= 0xffffffff
+						end &= 0xffffffff
+					}
+					if begin < end {
+						ix = append(ix, indexEntry{begin, end, off})
+					}
+					off = next
+					continue
+				}
+			}
+		}
+		h, err := t.readHeader(off)
+		if err != nil {
+			break
+		}
+		off = uint64(h.end)
+		if h.zero || h.isCIE {
+			continue
+		}
+		begin, end, ok := t.fdeRange(&h)
+		if !ok {
+			if t.parseFDE(&h, &f) != nil {
+				continue
+			}
+			begin, end = f.PCBegin, f.PCEnd
+		}
+		if end <= begin {
+			continue
+		}
+		ix = append(ix, indexEntry{begin, end, h.off})
+	}
+	sorted := true
+	for i := 1; i < len(ix); i++ {
+		if ix[i].begin < ix[i-1].begin {
+			sorted = false
+			break
+		}
+	}
+	if !sorted {
+		sortIndex(ix)
+	}
+	t.index = ix
+}
+
+// sortIndex sorts stably by begin address. FDEs usually come in a few
+// ascending runs (one per input object), which a natural merge handles in
+// near-linear time; many runs go to a radix sort.
+func sortIndex(ix []indexEntry) {
+	var runs []int // start of each ascending run
+	runs = append(runs, 0)
+	for i := 1; i < len(ix); i++ {
+		if ix[i].begin < ix[i-1].begin {
+			runs = append(runs, i)
+			if len(runs) > 64 {
+				radixSort(ix)
+				return
+			}
+		}
+	}
+	tmp := make([]indexEntry, len(ix))
+	src, dst := ix, tmp
+	for len(runs) > 1 {
+		var next []int
+		for r := 0; r < len(runs); r += 2 {
+			lo := runs[r]
+			if r+1 == len(runs) {
+				copy(dst[lo:], src[lo:])
+				next = append(next, lo)
+				break
+			}
+			mid := runs[r+1]
+			hi := len(src)
+			if r+2 < len(runs) {
+				hi = runs[r+2]
+			}
+			i, j, k := lo, mid, lo
+			for i < mid && j < hi {
+				if src[j].begin < src[i].begin {
+					dst[k] = src[j]
+					j++
+				} else {
+					dst[k] = src[i]
+					i++
+				}
+				k++
+			}
+			k += copy(dst[k:], src[i:mid])
+			copy(dst[k:], src[j:hi])
+			next = append(next, lo)
+		}
+		runs = next
+		src, dst = dst, src
+	}
+	if &src[0] != &ix[0] {
+		copy(ix, src)
+	}
+}
+
+// fdeRange decodes just the address range of an FDE in the encoding
+// linkers emit (pcrel sdata4, CIE cached); ok is false for anything else.
+func (t *Table) fdeRange(h *header) (begin, end uint64, ok bool) {
+	if t.kind != EHFrame || h.idWidth != 4 || h.end-h.body < 8 {
+		return 0, 0, false
+	}
+	co, okp := t.ciePointer(h)
+	if !okp {
+		return 0, 0, false
+	}
+	c := t.lastCIE
+	if c == nil || c.Offset != co {
+		var err error
+		if c, err = t.CIEAt(co); err != nil {
+			return 0, 0, false
+		}
+	}
+	if c.FDEEncoding != PEPCRel|PESData4 || c.SegmentSize != 0 {
+		return 0, 0, false
+	}
+	p := h.body
+	begin = t.addr + uint64(p) + uint64(int64(int32(t.end.Uint32(t.data[p:]))))
+	end = begin + uint64(t.end.Uint32(t.data[p+4:]))
+	if t.addrSize == 4 {
+		begin &= 0xffffffff
+		end &= 0xffffffff
+	}
+	return begin, end, true
+}
+
+// radixSort sorts index entries by begin address, stably (so equal
+// addresses stay in section order), in O(n) passes over the bytes that
+// differ.
+func radixSort(ix []indexEntry) {
+	var or, and uint64 = 0, ^uint64(0)
+	for i := range ix {
+		or |= ix[i].begin
+		and &= ix[i].begin
+	}
+	diff := or ^ and // bits that are not the same in every key
+	tmp := make([]indexEntry, len(ix))
+	src, dst := ix, tmp
+	for shift := uint(0); shift < 64; shift += 8 {
+		if (diff>>shift)&0xff == 0 {
+			continue
+		}
+		var count [257]int
+		for i := range src {
+			count[((src[i].begin>>shift)&0xff)+1]++
+		}
+		for i := 1; i < 257; i++ {
+			count[i] += count[i-1]
+		}
+		for i := range src {
+			b := (src[i].begin >> shift) & 0xff
+			dst[count[b]] = src[i]
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &ix[0] {
+		copy(ix, src)
+	}
+}
+
+// FDEForPC finds the FDE covering pc, through .eh_frame_hdr's search
+// table when present and a built index otherwise.
+func (t *Table) FDEForPC(pc uint64) (FDE, error) {
+	var f FDE
+	err := t.fdeForPC(pc, &f)
+	return f, err
+}
+
+func (t *Table) fdeForPC(pc uint64, f *FDE) error {
+	if t.hdr != nil {
+		fdeAddr, ok := t.hdr.lookup(pc)
+		if !ok {
+			return ErrNoFDE
+		}
+		off := fdeAddr - t.addr
+		if fdeAddr < t.addr || off >= uint64(len(t.data)) {
+			return &Error{Section: ".eh_frame_hdr", Offset: 0, Msg: fmt.Sprintf("FDE address %#x outside .eh_frame", fdeAddr)}
+		}
+		if err := t.fdeAt(off, f); err != nil {
+			return err
+		}
+		if !f.Contains(pc) {
+			return ErrNoFDE
+		}
+		return nil
+	}
+	if !t.indexBuilt {
+		t.buildIndex()
+	}
+	ix := t.index
+	i := sort.Search(len(ix), func(i int) bool { return ix[i].begin > pc })
+	for j := i - 1; j >= 0 && j >= i-4; j-- {
+		if pc < ix[j].end {
+			return t.fdeAt(ix[j].off, f)
+		}
+	}
+	return ErrNoFDE
+}
+
+// RulesForPC returns the row of the CFI table that applies at pc. It
+// does not allocate in the steady state: CIE initial rules are cached and
+// the interpreter's scratch state is reused.
+func (t *Table) RulesForPC(pc uint64) (Row, error) {
+	// Filling a Row kept in the Table and copying it out once is cheaper
+	// than zeroing a fresh one first.
+	err := t.rulesForPC(pc, &t.out)
+	if err != nil {
+		return Row{}, err
+	}
+	r := t.out
+	if len(r.extra) > 0 {
+		// Rows with more than inlineRules rules must not share their
+		// overflow with the next lookup.
+		r.extra = append([]slot(nil), r.extra...)
+	}
+	return r, nil
+}
+
+// RulesForPCInto is RulesForPC writing into a caller-provided Row, which
+// avoids copying the Row on return.
+func (t *Table) RulesForPCInto(pc uint64, r *Row) error { return t.rulesForPC(pc, r) }
+
+func (t *Table) rulesForPC(pc uint64, r *Row) error {
+	f := &t.fde
+	if err := t.fdeForPC(pc, f); err != nil {
+		return err
+	}
+	return t.rowAt(f, pc, r)
+}
+
+// RowForPC computes the row of fde that applies at pc.
+func (t *Table) RowForPC(fde *FDE, pc uint64, r *Row) error {
+	if !fde.Contains(pc) {
+		return ErrNoFDE
+	}
+	return t.rowAt(fde, pc, r)
+}
+
+func (t *Table) rowAt(f *FDE, pc uint64, r *Row) error {
+	init, err := t.initialRow(f.CIE)
+	if err != nil {
+		return err
+	}
+	u := &t.scratch
+	u.t = t
+	u.fdeBegin = f.PCBegin
+	u.reset(f.CIE, f.Instructions, f.instrOff, init, f.PCBegin)
+	end := f.PCEnd
+	instr := u.instr
+	ca, da := f.CIE.CodeAlign, f.CIE.DataAlign
+	for u.pos < len(instr) {
+		// Fast paths for the instructions compilers emit most; everything
+		// else goes through step.
+		raw := instr[u.pos]
+		switch raw >> 6 {
+		case 1: // DW_CFA_advance_loc
+			nl := u.loc + uint64(raw&0x3f)*ca
+			if pc < nl && pc >= u.loc {
+				end = nl
+				goto done
+			}
+			u.loc = nl
+			u.pos++
+			continue
+		case 2: // DW_CFA_offset with a one-byte operand
+			if u.pos+1 < len(instr) && instr[u.pos+1] < 0x80 {
+				u.state.set(slot{col: Reg(raw & 0x3f), kind: RuleOffset, val: int64(instr[u.pos+1]) * da})
+				u.pos += 2
+				continue
+			}
+		case 0:
+			if raw == byte(OpDefCFAOffset) && u.pos+1 < len(instr) && instr[u.pos+1] < 0x80 && u.state.CFA.Kind != CFAUndefined {
+				u.state.CFA.Offset = int64(instr[u.pos+1])
+				u.state.CFA.signed = false
+				u.pos += 2
+				continue
+			}
+			if raw == byte(OpNop) {
+				u.pos++
+				continue
+			}
+		}
+		adv, nl := u.step()
+		if u.err != nil {
+			return u.err
+		}
+		if adv {
+			if pc < nl && pc >= u.loc {
+				end = nl
+				break
+			}
+			u.loc = nl
+		}
+	}
+done:
+	r.copyFrom(&u.state)
+	r.Start, r.End = u.loc, end
+	return nil
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sframekit/sframekit/internal/corpus"
+)
+
+func runCFICLI(args ...string) (string, string, int) {
+	var out, errb bytes.Buffer
+	code := run(append([]string{"cfi"}, args...), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestCFIMatchesReadelf checks the default output against the corpus
+// readelf dumps for one file of each architecture and kind.
+func TestCFIMatchesReadelf(t *testing.T) {
+	dir := corpus.Dir(t)
+	for _, name := range []string{"x86_64/v3/big-pic.so", "x86_64/v3/edge-x86_64.o", "aarch64/v3/basic-pacb.elf", "s390x/v3/edge-s390x.o"} {
+		p := filepath.Join(dir, name)
+		want, err := os.ReadFile(p + ".frames.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{p}, {"--section", ".eh_frame", p}} {
+			out, errs, code := runCFICLI(args...)
+			if len(args) == 3 {
+				// Only .eh_frame: readelf's output without the header section.
+				if i := strings.Index(string(want), "Contents of the .eh_frame section"); i > 0 {
+					want = want[i:]
+				}
+			}
+			if code != 0 || errs != "" || out != string(want) {
+				t.Errorf("%q: exit %d, stderr %q, equal to readelf: %v", args, code, errs, out == string(want))
+			}
+		}
+	}
+}
+
+// TestCFIErrors checks -h, bad flags, and that a bad file gives a one-line
+// error and status 1 while the other files are still printed.
+func TestCFIErrors(t *testing.T) {
+	dir := corpus.Dir(t)
+	good := filepath.Join(dir, "x86_64", "v3", "basic-O2.o")
+	out, errs, code := runCFICLI("-h")
+	if code != 0 || !strings.Contains(errs+out, "usage: sframe cfi") || !strings.Contains(errs+out, "-json") {
+		t.Errorf("-h: exit %d, output %q", code, errs+out)
+	}
+	if _, _, code := runCFICLI("--section", ".text", good); code != 2 {
+		t.Errorf("bad --section: exit %d, want 2", code)
+	}
+	if _, _, code := runCFICLI(); code != 2 {
+		t.Errorf("no files: exit %d, want 2", code)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.elf")
+	notELF := filepath.Join(t.TempDir(), "text.txt")
+	os.WriteFile(notELF, []byte("hello"), 0o644)
+	out, errs, code = runCFICLI(missing, good, notELF, "--section", ".debug_frame")
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], missing) || !strings.Contains(lines[1], good) || !strings.Contains(lines[1], "no .debug_frame") || !strings.Contains(lines[2], notELF) {
+		t.Errorf("stderr:\n%s", errs)
+	}
+	out, errs, code = runCFICLI(missing, good)
+	want, _ := os.ReadFile(good + ".frames.txt")
+	if code != 1 || !strings.Contains(out, "\nFile: "+good+"\n"+string(want)) {
+		t.Errorf("good file not printed after a bad one (exit %d, stderr %q)", code, errs)
+	}
+}
+
+// TestCFIJSON checks that --json output parses and describes the rows.
+func TestCFIJSON(t *testing.T) {
+	p := filepath.Join(corpus.Dir(t), "x86_64", "v3", "edge-x86_64.o")
+	out, errs, code := runCFICLI("--json", p)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Arch     string `json:"arch"`
+		Sections []struct {
+			Name    string `json:"name"`
+			Entries []struct {
+				Kind    string `json:"kind"`
+				Offset  uint64 `json:"offset"`
+				PCBegin string `json:"pc_begin"`
+				Rows    []struct {
+					Start string `json:"start"`
+					CFA   struct {
+						Rule   string `json:"rule"`
+						Reg    *struct{ Name string }
+						Offset int64 `json:"offset"`
+						Expr   string
+					} `json:"cfa"`
+					Regs []struct {
+						Reg    struct{ Num int }
+						Rule   string
+						Offset int64
+						Source *struct{ Name string }
+					} `json:"regs"`
+				} `json:"rows"`
+			} `json:"entries"`
+		} `json:"sections"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Arch != "x86-64" || len(doc.Sections) != 1 || doc.Sections[0].Name != ".eh_frame" {
+		t.Fatalf("unexpected document header: %+v", doc.Arch)
+	}
+	// FDE at 0x104 (see edge-x86_64.o.frames.txt): rsp+8, then ra in r11.
+	for _, e := range doc.Sections[0].Entries {
+		if e.Offset != 0x104 {
+			continue
+		}
+		if e.Kind != "FDE" || e.PCBegin != "0x80" || len(e.Rows) != 3 {
+			t.Fatalf("entry 0x104: %+v", e)
+		}
+		r := e.Rows[1]
+		if r.Start != "0x82" || r.CFA.Rule != "reg_offset" || r.CFA.Reg.Name != "rsp" || r.CFA.Offset != 0 ||
+			len(r.Regs) != 1 || r.Regs[0].Reg.Num != 16 || r.Regs[0].Rule != "register" || r.Regs[0].Source.Name != "r11" {
+			t.Errorf("row: %+v", r)
+		}
+		return
+	}
+	t.Error("entry 0x104 not found")
+}

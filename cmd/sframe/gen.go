@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/sframekit/sframekit/convert"
+	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/sframe"
+)
+
+func init() {
+	register("gen", "generate an SFrame section from an ELF file's DWARF CFI", runGen)
+}
+
+func runGen(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("gen", "[--to-version 2|3] [--raw [--base ADDR]] -o OUT FILE", stderr)
+	toVersion := fs.Int("to-version", 3, "SFrame `VERSION` to write: 2 or 3")
+	output := fs.String("output", "", "write the result to `FILE` (required; never the input)")
+	fs.StringVar(output, "o", "", "shorthand for --output")
+	raw := fs.Bool("raw", false, "write only the bare SFrame section")
+	base := fs.String("base", "", "with --raw: lay the section out as loaded at `ADDR` (default: the address the loadable copy would use)")
+	cfiSec := fs.String("cfi", "", "read CFI from `SECTION` (.eh_frame or .debug_frame; default .eh_frame if present)")
+	stats := fs.Bool("stats", false, "print how many functions and bytes of code are covered, and why the rest is not")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		if err == errHelp {
+			return 0
+		}
+		return 2
+	}
+	if len(files) != 1 || *output == "" || (*toVersion != 2 && *toVersion != 3) || (*base != "" && !*raw) {
+		fmt.Fprintln(stderr, "sframe gen: need --output OUT and exactly one input file; --to-version is 2 or 3; --base needs --raw")
+		fs.Usage()
+		return 2
+	}
+	in := files[0]
+	if same(in, *output) {
+		fmt.Fprintf(stderr, "sframe gen: %s: refusing to overwrite the input\n", in)
+		return 2
+	}
+	src, err := os.ReadFile(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "sframe gen: %v\n", err)
+		return 1
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "sframe gen: %s: %v; nothing written\n", in, err)
+		return 1
+	}
+	f, err := elf.NewFile(bytes.NewReader(src))
+	if err != nil {
+		return fail(err)
+	}
+	res, err := convert.FromELF(f, convert.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
+	if err != nil {
+		return fail(err)
+	}
+	var plan *elffile.SegmentPlan
+	if !*raw || *base == "" {
+		if plan, err = elffile.PlanSFrameSegment(src); err != nil {
+			return fail(err)
+		}
+	}
+	var out []byte
+	var addr uint64
+	if *raw {
+		if *base != "" {
+			if addr, err = strconv.ParseUint(*base, 0, 64); err != nil {
+				fmt.Fprintf(stderr, "sframe gen: bad --base %q\n", *base)
+				return 2
+			}
+		} else {
+			addr = plan.Addr
+		}
+		if out, err = res.Encode(addr); err != nil {
+			return fail(err)
+		}
+	} else {
+		addr = plan.Addr
+		data, err := res.Encode(addr)
+		if err != nil {
+			return fail(err)
+		}
+		if out, err = elffile.AddSFrameSegment(src, plan, data); err != nil {
+			return fail(err)
+		}
+	}
+	if err := writeAtomic(*output, out, in); err != nil {
+		fmt.Fprintf(stderr, "sframe gen: %v\n", err)
+		return 1
+	}
+	what := "loadable .sframe"
+	if *raw {
+		what = "bare section"
+	}
+	fmt.Fprintf(stdout, "%s: %s %s at %#x, %d function(s), %d left out\n", *output, sframe.Version(*toVersion), what, addr, res.Stats.Funcs, res.Stats.SkippedFuncs)
+	if *stats {
+		res.Stats.Write(stdout)
+		for _, s := range res.Skipped {
+			fmt.Fprintf(stdout, "  left out %s\n", s)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,284 @@
+//go:build linux && amd64
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stackTool skips when a tool is missing, except under CI.
+func stackTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found; required under CI", name)
+		}
+		t.Skipf("%s not found", name)
+	}
+}
+
+// startStackProg builds the unwinder's test program (SFrame v1, no frame
+// pointers), runs it and waits until its seven threads are blocked.
+func startStackProg(t *testing.T) (pid int, exe string, stdin io.Writer, out *bufio.Reader) {
+	t.Helper()
+	stackTool(t, "gcc")
+	exe = filepath.Join(t.TempDir(), "stackprog")
+	src, _ := filepath.Abs("../../unwind/testdata/stackprog.c")
+	if b, err := exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	cmd := exec.Command(exe, "1", "250")
+	in, _ := cmd.StdinPipe()
+	so, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	out = bufio.NewReader(so)
+	if l, err := out.ReadString('\n'); err != nil || l != "ready\n" {
+		t.Fatalf("program said %q %v", l, err)
+	}
+	pid = cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		n := 0
+		for _, e := range ents {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, e.Name()))
+			if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'S' {
+				n++
+			}
+		}
+		if n == len(ents) && n == 7 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("threads did not block")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	return pid, exe, in, out
+}
+
+var (
+	stackThreadRe = regexp.MustCompile(`^Thread (\d+)(?: \((.*)\))?:$`)
+	stackFrameRe  = regexp.MustCompile(`^#(\d+) +0x([0-9a-f]{16}) in (.+?)(?: \(([^)]+)\))? \[(sframe|cfi|fp|signal|none)\]$`)
+	gdbThreadLine = regexp.MustCompile(`^Thread \d+ \(.*LWP (\d+)`)
+	gdbFrameLine  = regexp.MustCompile(`^#(\d+)\s+(?:(0x[0-9a-f]+) in |(<signal handler called>))`)
+)
+
+// parseStackText parses `sframe stack` output into per-thread frame
+// lists ("0x..." or "SIG"), checking every line's format.
+func parseStackText(t *testing.T, text string) (map[int][]string, map[int][]string, map[int]string) {
+	t.Helper()
+	frames, funcs, stops := map[int][]string{}, map[int][]string{}, map[int]string{}
+	tid := -1
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		switch {
+		case l == "":
+			tid = -1
+		case stackThreadRe.MatchString(l):
+			tid, _ = strconv.Atoi(stackThreadRe.FindStringSubmatch(l)[1])
+		case strings.HasPrefix(l, "Backtrace stopped: ") && tid >= 0:
+			stops[tid] = strings.TrimPrefix(l, "Backtrace stopped: ")
+		default:
+			m := stackFrameRe.FindStringSubmatch(l)
+			if m == nil || tid < 0 {
+				t.Fatalf("bad line %q", l)
+			}
+			if n, _ := strconv.Atoi(m[1]); n != len(frames[tid]) {
+				t.Fatalf("frame number out of order: %q", l)
+			}
+			v, _ := strconv.ParseUint(m[2], 16, 64)
+			if m[3] == "<signal handler called>" {
+				frames[tid] = append(frames[tid], "SIG")
+			} else {
+				frames[tid] = append(frames[tid], fmt.Sprintf("%#x", v))
+			}
+			fn, _, _ := strings.Cut(m[3], "+")
+			funcs[tid] = append(funcs[tid], fn)
+		}
+	}
+	return frames, funcs, stops
+}
+
+func gdbBT(t *testing.T, args ...string) map[int][]string {
+	t.Helper()
+	stackTool(t, "gdb")
+	a := append([]string{"-nx", "-batch", "-iex", "set debug-file-directory /nonexistent", "-iex", "set debuginfod enabled off"}, args...)
+	a = append(a, "-ex", "set backtrace past-main on", "-ex", "thread apply all bt -frame-info location-and-address")
+	out, err := exec.Command("gdb", a...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, out)
+	}
+	st := map[int][]string{}
+	tid := -1
+	for _, l := range strings.Split(string(out), "\n") {
+		if m := gdbThreadLine.FindStringSubmatch(l); m != nil {
+			tid, _ = strconv.Atoi(m[1])
+		} else if m := gdbFrameLine.FindStringSubmatch(l); m != nil && tid >= 0 {
+			if m[3] != "" {
+				st[tid] = append(st[tid], "SIG")
+			} else {
+				v, _ := strconv.ParseUint(m[2], 0, 64)
+				st[tid] = append(st[tid], fmt.Sprintf("%#x", v))
+			}
+		}
+	}
+	return st
+}
+
+func sameStacks(t *testing.T, got, want map[int][]string) {
+	t.Helper()
+	if len(got) != len(want) || len(got) != 7 {
+		t.Fatalf("%d threads, gdb %d, want 7", len(got), len(want))
+	}
+	for tid, w := range want {
+		if g := got[tid]; strings.Join(g, " ") != strings.Join(w, " ") {
+			t.Errorf("thread %d:\n got %v\nwant %v", tid, g, w)
+		}
+	}
+}
+
+// TestStackLive runs `sframe stack PID` (text and JSON) and compares each
+// thread with gdb's backtrace of the same stopped process.
+func TestStackLive(t *testing.T) {
+	pid, _, stdin, out := startStackProg(t)
+	stdout, stderr, code := runCLI(t, "stack", strconv.Itoa(pid))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	frames, funcs, stops := parseStackText(t, stdout)
+	if len(stops) != 0 {
+		t.Errorf("walks stopped early: %v", stops)
+	}
+	if !strings.Contains(stdout, fmt.Sprintf("Thread %d (stackprog):\n#0  0x", pid)) ||
+		!strings.Contains(stdout, " in <signal handler called> (libc.so.6) [cfi]\n") ||
+		!regexp.MustCompile(`(?m)^#1  0x[0-9a-f]{16} in block_here\+0x[0-9a-f]+ \(stackprog\) \[sframe\]$`).MatchString(stdout) {
+		t.Errorf("unexpected text:\n%s", stdout)
+	}
+	n := 0
+	for _, fs := range funcs {
+		for _, f := range fs {
+			if f == "recurse" {
+				n++
+			}
+		}
+	}
+	if n != 4+5+6+251 {
+		t.Errorf("%d recurse frames, want %d", n, 4+5+6+251)
+	}
+	sameStacks(t, frames, gdbBT(t, "-p", strconv.Itoa(pid)))
+
+	// JSON: the same frames.
+	js, stderr, code := runCLI(t, "stack", "--json", strconv.Itoa(pid))
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		PID     int `json:"pid"`
+		Threads []struct {
+			TID    int    `json:"tid"`
+			Name   string `json:"name"`
+			Stop   string `json:"stop"`
+			Done   bool   `json:"complete"`
+			Frames []struct {
+				Index  int    `json:"index"`
+				PC     string `json:"pc"`
+				SP     string `json:"sp"`
+				Func   string `json:"function"`
+				Method string `json:"method"`
+				Signal bool   `json:"signal"`
+				Module string `json:"module"`
+			} `json:"frames"`
+		} `json:"threads"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, js)
+	}
+	if doc.PID != pid || len(doc.Threads) != 7 {
+		t.Fatalf("JSON pid %d, %d threads", doc.PID, len(doc.Threads))
+	}
+	for _, th := range doc.Threads {
+		var got []string
+		for i, f := range th.Frames {
+			if f.Index != i || !strings.HasPrefix(f.PC, "0x") || !strings.HasPrefix(f.SP, "0x") || f.Method == "" {
+				t.Fatalf("thread %d frame %d: %+v", th.TID, i, f)
+			}
+			if f.Signal {
+				got = append(got, "SIG")
+			} else {
+				got = append(got, f.PC)
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(frames[th.TID], " ") || !th.Done || th.Stop != "end of stack" {
+			t.Errorf("JSON thread %d differs from text: %v (%v %s)", th.TID, got, th.Done, th.Stop)
+		}
+	}
+
+	// --max-depth: every thread but main (5 frames) is cut, with the
+	// reason.
+	stdout, _, code = runCLI(t, "stack", "--max-depth", "5", strconv.Itoa(pid))
+	if code != 0 || strings.Count(stdout, "Backtrace stopped: depth limit reached\n") != 6 || strings.Contains(stdout, "#5 ") {
+		t.Errorf("--max-depth 5: exit %d\n%s", code, stdout)
+	}
+
+	// The process goes on.
+	io.WriteString(stdin, "hi\n")
+	if l, err := out.ReadString('\n'); err != nil || l != "pong hi\n" {
+		t.Errorf("program answered %q %v", l, err)
+	}
+}
+
+// TestStackCore compares `sframe stack --core` with gdb on a gcore core.
+func TestStackCore(t *testing.T) {
+	stackTool(t, "gcore")
+	pid, exe, _, _ := startStackProg(t)
+	base := filepath.Join(t.TempDir(), "core")
+	if b, err := exec.Command("gcore", "-o", base, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+		t.Fatalf("gcore: %v\n%s", err, b)
+	}
+	core := fmt.Sprintf("%s.%d", base, pid)
+	stdout, stderr, code := runCLI(t, "stack", "--core", core, "--exe", exe)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	frames, _, stops := parseStackText(t, stdout)
+	if len(stops) != 0 {
+		t.Errorf("walks stopped early: %v", stops)
+	}
+	sameStacks(t, frames, gdbBT(t, exe, core))
+}
+
+// TestStackUsage checks argument errors and -h.
+func TestStackUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"stack"}, 2},
+		{[]string{"stack", "-h"}, 0},
+		{[]string{"stack", "abc"}, 2},
+		{[]string{"stack", "1", "2"}, 2},
+		{[]string{"stack", "--exe", "x", "1"}, 2},
+		{[]string{"stack", "--max-depth", "0", "1"}, 2},
+		{[]string{"stack", "--core", "/nonexistent/core"}, 1},
+		{[]string{"stack", "999999999"}, 1},
+	} {
+		_, stderr, code := runCLI(t, c.args...)
+		if code != c.code {
+			t.Errorf("%v: exit %d, want %d (%s)", c.args, code, c.code, stderr)
+		}
+	}
+}

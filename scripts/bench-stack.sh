@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Times `sframe stack PID` against `gdb -batch -p PID -ex 'thread apply all
+# bt'` and `eu-stack -p PID` on one process: unwind/testdata/stackprog.c
+# built with SFrame v1 (gas 2.40) and without frame pointers, run with 5
+# threads blocked 200+ frames deep (plus main, 3 shallow workers, a thread
+# in a signal handler and one in qsort). All three tools stop the same
+# process, in one run of this script.
+# Usage: scripts/bench-stack.sh [DEPTH]   (default 250; RUNS=10, GDB_RUNS=3)
+set -euo pipefail
+depth=${1:-250}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=${BENCH_DIR:-/tmp/sframekit-bench-stack}
+mkdir -p "$work"
+gcc -O2 -fomit-frame-pointer -Wa,--gsframe -pthread -o "$work/stackprog" "$root/unwind/testdata/stackprog.c"
+(cd "$root" && go build -o "$work/sframe" ./cmd/sframe)
+cd "$work"
+rm -f ready.txt stdin.fifo
+mkfifo stdin.fifo
+# stdin is a FIFO this script holds open: the program exits at EOF when the
+# script ends, and is killed by the trap in any case.
+./stackprog 5 "$depth" < stdin.fifo > ready.txt &
+pid=$!
+exec 3> stdin.fifo
+trap 'kill $pid 2>/dev/null || true; rm -f stdin.fifo' EXIT
+for _ in $(seq 100); do grep -q ready ready.txt 2>/dev/null && break; sleep 0.1; done
+sleep 0.2
+
+# Same work first: every tool must see the deep threads whole.
+sf_frames=$(./sframe stack "$pid" | grep -c '^#')
+if command -v eu-stack >/dev/null; then eu_frames=$( (eu-stack -p "$pid" 2>/dev/null || true) | grep -c "^#"); else eu_frames=NA; fi
+gdb_frames=$(gdb -batch -p "$pid" -ex 'thread apply all bt' 2>/dev/null | grep -c '^#')
+echo "frames printed: sframe=$sf_frames eu-stack=$eu_frames gdb=$gdb_frames"
+
+# The machine is shared: time each run, interleave the tools so that they
+# see the same load, and report medians (and the minimum).
+runs=${RUNS:-15}
+gdb_runs=${GDB_RUNS:-5}
+once() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
+sf_t=() eu_t=() gd_t=()
+for i in $(seq "$runs"); do
+  sf_t+=("$(once ./sframe stack "$pid")")
+  if command -v eu-stack >/dev/null; then eu_t+=("$(once eu-stack -p "$pid")"); fi
+  if [ "$i" -le "$gdb_runs" ]; then gd_t+=("$(once gdb -batch -p "$pid" -ex 'thread apply all bt')"); fi
+done
+median() { [ $# -eq 0 ] && { echo NA; return; }; printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+minimum() { [ $# -eq 0 ] && { echo NA; return; }; printf '%s\n' "$@" | sort -n | head -1; }
+sf=$(median "${sf_t[@]}") eu=$(median "${eu_t[@]}") gd=$(median "${gd_t[@]}")
+ratio() { [ "$2" = NA ] && echo NA || awk "BEGIN{printf \"%.3f\", $1/$2}"; }
+echo "depth=$depth threads=$(ls /proc/$pid/task | wc -l) runs=$runs (gdb $gdb_runs), median (min) microseconds:"
+echo "  sframe stack: $sf ($(minimum "${sf_t[@]}"))"
+echo "  eu-stack:     $eu ($(minimum "${eu_t[@]}"))"
+echo "  gdb:          $gd ($(minimum "${gd_t[@]}"))"
+echo "  sframe/eu-stack=$(ratio "$sf" "$eu") sframe/gdb=$(ratio "$sf" "$gd")"

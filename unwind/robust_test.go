@@ -1,0 +1,203 @@
+package unwind
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"math/rand"
+	"path/filepath"
+	"testing"
+
+	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/targets"
+)
+
+// loadCorpusTables loads both tables of a corpus file as a module.
+func loadCorpusTables(t testing.TB, rel string, bias uint64) *Module {
+	t.Helper()
+	f, err := elf.Open(filepath.Join(corpus.Dir(t), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tabs := LoadTables(f)
+	m := &Module{Name: rel, Start: bias, End: bias + 1<<20, Bias: bias, SFrame: tabs.SFrame, sfx: tabs.sfx}
+	if tabs.CFI != nil {
+		m.CFI = CFITable{T: tabs.CFI}
+	}
+	return m
+}
+
+type archCase struct {
+	arch elf.Machine
+	mods []string
+}
+
+var robustCases = []archCase{
+	{elf.EM_X86_64, []string{"x86_64/v3/basic-O2.elf", "x86_64/v3/edge-x86_64.o", "x86_64/v1/basic-O2.elf"}},
+	{elf.EM_AARCH64, []string{"aarch64/v3/basic-pacb.elf", "aarch64/v3/edge-aarch64.o", "aarch64/v2/drap-O2.elf"}},
+	{elf.EM_S390, []string{"s390x/v3/basic-O2.elf", "s390x/v3/edge-s390x.o", "s390x/v3/fp-O2.elf"}},
+}
+
+// randomStack fills a stack image with words that are mostly plausible:
+// addresses inside the modules, inside the stack, small numbers, noise.
+func randomStack(r *rand.Rand, lo uint64, n int, mods []*Module, order binary.ByteOrder) []byte {
+	b := make([]byte, n)
+	for off := 0; off+8 <= n; off += 8 {
+		var v uint64
+		switch r.Intn(5) {
+		case 0:
+			m := mods[r.Intn(len(mods))]
+			v = m.Start + uint64(r.Intn(0x4000))
+		case 1:
+			v = lo + uint64(r.Intn(n+256)) - 128
+		case 2:
+			v = uint64(r.Intn(64))
+		default:
+			v = r.Uint64()
+		}
+		order.PutUint64(b[off:], v)
+	}
+	return b
+}
+
+// TestRandomStacks unwinds random stack images through corpus tables of
+// every architecture: no input may panic, loop or exceed the depth limit.
+func TestRandomStacks(t *testing.T) {
+	iters := 3000
+	if testing.Short() {
+		iters = 300
+	}
+	r := rand.New(rand.NewSource(1))
+	for _, c := range robustCases {
+		var mods []*Module
+		for i, name := range c.mods {
+			mods = append(mods, loadCorpusTables(t, name, uint64(i+1)<<32))
+		}
+		var order binary.ByteOrder = binary.LittleEndian
+		if c.arch == elf.EM_S390 {
+			order = binary.BigEndian
+		}
+		const lo = 0x7ff000000000
+		stops := map[Stop]int{}
+		for it := 0; it < iters; it++ {
+			mem := &FlatMemory{Addr: lo, Data: randomStack(r, lo, 4096, mods, order)}
+			var pm targets.Memory = mem
+			if it%2 == 1 {
+				pm = NewPageCache(mem) // the interface path
+			}
+			u, err := New(c.arch, mods, pm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.MaxDepth = 64
+			regs := targets.Regs{Arch: c.arch}
+			for n := 0; n < targets.NumDWARFRegs(c.arch); n++ {
+				if r.Intn(4) != 0 {
+					regs.Set(n, lo+uint64(r.Intn(4096)))
+				}
+			}
+			m := mods[r.Intn(len(mods))]
+			regs.Set(targets.PCReg(c.arch), m.Start+uint64(r.Intn(0x3000)))
+			frames, stop, _ := u.Unwind(&regs, nil)
+			if len(frames) > 64 {
+				t.Fatalf("%s: %d frames past the limit", c.arch, len(frames))
+			}
+			if len(frames) == 0 {
+				t.Fatalf("%s: no frame 0", c.arch)
+			}
+			stops[stop]++
+		}
+		t.Logf("%s: stops %v", c.arch, stops)
+	}
+}
+
+// FuzzUnwind feeds arbitrary stack bytes and registers to the x86-64 and
+// s390x unwinders over corpus tables.
+func FuzzUnwind(f *testing.F) {
+	f.Add([]byte("\x10\x20\x00\x00\x01\x00\x00\x00"), uint64(0x1000), uint64(0x7ff000000000), uint64(0), false)
+	f.Add(make([]byte, 64), uint64(0x1234), uint64(0x7ff000000008), uint64(0x7ff000000010), true)
+	var x86, s390 []*Module
+	for i, name := range robustCases[0].mods {
+		x86 = append(x86, loadCorpusTables(f, name, uint64(i+1)<<32))
+	}
+	for i, name := range robustCases[2].mods {
+		s390 = append(s390, loadCorpusTables(f, name, uint64(i+1)<<32))
+	}
+	f.Fuzz(func(t *testing.T, stack []byte, pcOff, sp, fp uint64, be bool) {
+		arch, mods := elf.EM_X86_64, x86
+		if be {
+			arch, mods = elf.EM_S390, s390
+		}
+		u, err := New(arch, mods, &FlatMemory{Addr: 0x7ff000000000, Data: stack})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.MaxDepth = 32
+		regs := targets.Regs{Arch: arch}
+		regs.Set(targets.PCReg(arch), mods[0].Start+pcOff%0x4000)
+		regs.Set(targets.SPReg(arch), sp)
+		regs.Set(targets.FPReg(arch), fp)
+		if frames, _, _ := u.Unwind(&regs, nil); len(frames) > 32 || len(frames) == 0 {
+			t.Fatalf("%d frames", len(frames))
+		}
+	})
+}
+
+// TestStops checks each abnormal end of a walk and its reason.
+func TestStops(t *testing.T) {
+	edge := loadCorpusModule(t, "x86_64/v3/edge-x86_64.o", libBias)
+	const lo = 0x7ff000000000
+	stack := make([]byte, 4096)
+	newU := func(depth int) *Unwinder {
+		u, err := New(elf.EM_X86_64, []*Module{edge}, &FlatMemory{Addr: lo, Data: stack})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.MaxDepth = depth
+		return u
+	}
+	regs := func(pc, sp, fp uint64) *targets.Regs {
+		r := &targets.Regs{Arch: elf.EM_X86_64}
+		r.Set(targets.AMD64RIP, pc)
+		r.Set(targets.AMD64RSP, sp)
+		r.Set(targets.AMD64RBP, fp)
+		return r
+	}
+	put := func(addr, v uint64) { binary.LittleEndian.PutUint64(stack[addr-lo:], v) }
+
+	// PC in no module.
+	if fr, stop, _ := newU(0).Unwind(regs(0x1234, lo+64, 0), nil); stop != StopNoModule || len(fr) != 1 || fr[0].Module != nil {
+		t.Errorf("no module: %v, %d frames", stop, len(fr))
+	}
+	// Unreadable stack: SP outside the image.
+	if fr, stop, err := newU(0).Unwind(regs(libBias+0x19, lo+1<<20, 0), nil); stop != StopMemory || err == nil || len(fr) != 1 {
+		t.Errorf("memory: %v %v, %d frames", stop, err, len(fr))
+	}
+	// SP not moving up: an FP-based CFA below the SP (edge function 2 at
+	// 0x20: fp+16).
+	if fr, stop, _ := newU(0).Unwind(regs(libBias+0x20, lo+512, lo+256), nil); stop != StopNoProgress || len(fr) != 1 {
+		t.Errorf("no progress: %v, %d frames", stop, len(fr))
+	}
+	// A return address to itself, frame after frame, until the limit:
+	// function 4 at 0x43 (sp+8): each frame's RA is 0x44, the next slot.
+	for off := uint64(0); off < 4096; off += 8 {
+		put(lo+off, libBias+0x44)
+	}
+	if fr, stop, _ := newU(10).Unwind(regs(libBias+0x43, lo, 0), nil); stop != StopDepth || len(fr) != 10 {
+		t.Errorf("depth: %v, %d frames", stop, len(fr))
+	} else {
+		for i := range fr {
+			if fr[i].SP != lo+8*uint64(i) || fr[i].Method != MethodSFrame {
+				t.Errorf("depth: frame %d sp %#x %v", i, fr[i].SP, fr[i].Method)
+			}
+		}
+	}
+	// Wrong architecture.
+	r := &targets.Regs{Arch: elf.EM_AARCH64}
+	if _, stop, err := newU(0).Unwind(r, nil); err == nil || stop != StopNoRule {
+		t.Errorf("arch mismatch: %v %v", stop, err)
+	}
+	if _, err := New(elf.EM_386, nil, nil); err == nil {
+		t.Error("New accepted i386")
+	}
+}

@@ -1,0 +1,279 @@
+package unwind
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/sframekit/sframekit/symbolize"
+	"github.com/sframekit/sframekit/targets"
+)
+
+// Tracer captures the symbolized stacks of every thread of stopped
+// targets. It keeps what does not depend on the target's state across
+// captures: the unwind tables of each file (Cache) and its symbols
+// (Symbolizer), so that each is parsed once. A Tracer serializes its
+// captures; it is safe for concurrent use.
+type Tracer struct {
+	// Cache holds the modules' unwind tables.
+	Cache *Cache
+	// Sym resolves function names; nil leaves frames unsymbolized.
+	Sym *symbolize.Symbolizer
+	// MaxDepth bounds each thread's walk (DefaultMaxDepth when 0).
+	MaxDepth int
+
+	mu   sync.Mutex
+	vdso bool // the vDSO image is registered with Sym
+}
+
+// NewTracer returns a Tracer with an empty cache and a new symbolizer.
+func NewTracer() *Tracer {
+	return &Tracer{Cache: NewCache(), Sym: symbolize.New()}
+}
+
+// Trace is the stacks of the threads of a target, as captured by Tracer.
+type Trace struct {
+	PID     int
+	Threads []ThreadTrace
+}
+
+// ThreadTrace is the stack of one thread.
+type ThreadTrace struct {
+	TID  int
+	Name string
+	// Frames are innermost first.
+	Frames []SymFrame
+	// Stop is why the walk ended; Err, for StopMemory and StopNoRule,
+	// what caused it.
+	Stop Stop
+	Err  error
+}
+
+// SymFrame is a frame with the function its PC lies in.
+type SymFrame struct {
+	Frame
+	// Func is the function's name, "" when unknown; Offset is the
+	// distance of PC from the function's start.
+	Func   string
+	Offset uint64
+}
+
+// Capture unwinds every thread of t, without naming the functions: call
+// Symbolize for that, after closing a live target, so that the process
+// is stopped only for the unwinding. Memory reads go through a PageCache
+// that lives for this capture only.
+func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	mem := NewPageCache(t.Memory())
+	tmods := t.Modules()
+	mods := tr.Cache.Modules(tmods, mem)
+	u, err := New(t.Arch(), mods, mem)
+	if err != nil {
+		return nil, err
+	}
+	u.MaxDepth = tr.MaxDepth
+	if tr.Sym != nil && !tr.vdso {
+		for i := range tmods {
+			if tmods[i].IsVDSO() {
+				if img, err := targets.ReadImage(mem, &tmods[i]); err == nil {
+					tr.vdso = tr.Sym.Register("[vdso]", bytes.NewReader(img)) == nil
+				}
+			}
+		}
+	}
+	threads := t.Threads()
+	trace := &Trace{PID: t.PID(), Threads: make([]ThreadTrace, 0, len(threads))}
+	var frames []Frame
+	for i := range threads {
+		th := &threads[i]
+		var stop Stop
+		frames, stop, err = u.Unwind(&th.Regs, frames[:0])
+		tt := ThreadTrace{TID: th.TID, Name: th.Name, Stop: stop, Err: err, Frames: make([]SymFrame, len(frames))}
+		for j := range frames {
+			tt.Frames[j].Frame = frames[j]
+		}
+		trace.Threads = append(trace.Threads, tt)
+	}
+	return trace, nil
+}
+
+// Symbolize names the function of every frame of trace (a no-op when
+// Sym is nil). The files are read, not the target's memory: the target
+// may be closed already.
+func (tr *Tracer) Symbolize(trace *Trace) {
+	if tr.Sym == nil {
+		return
+	}
+	for i := range trace.Threads {
+		fs := trace.Threads[i].Frames
+		for j := range fs {
+			tr.symbolize(&fs[j])
+		}
+	}
+}
+
+func (tr *Tracer) symbolize(sf *SymFrame) {
+	f := &sf.Frame
+	m := f.Module
+	if m == nil || m.File == "" {
+		return
+	}
+	pc := f.LookupPC()
+	if sym, ok := tr.Sym.LookupFunc(m.File, pc-m.Bias); ok && sym.Name != "" {
+		sf.Func = sym.Name
+		// Versioned dynamic symbols: "__libc_start_main@@GLIBC_2.34".
+		if i := strings.IndexByte(sf.Func, '@'); i > 0 {
+			sf.Func = sf.Func[:i]
+		}
+		sf.Offset = f.PC - m.Bias - sym.Start
+	}
+}
+
+// Complete reports whether the walk reached the outermost frame.
+func (t *ThreadTrace) Complete() bool { return t.Stop == StopEnd }
+
+// moduleName is the module's base name, as gdb prints "from libc.so.6".
+func moduleName(m *Module) string {
+	if m == nil {
+		return ""
+	}
+	return filepath.Base(m.Name)
+}
+
+// WriteText prints the trace the way gdb's "thread apply all bt" does:
+// per thread, a header line "Thread TID (name):" and one line per frame,
+//
+//	#N  0xADDR in func+0xoff (module) [method]
+//
+// where ADDR is the current PC of frame 0 and the return address of the
+// callers, func is "??" when unknown, and method says which rules found
+// the frame's caller (sframe, cfi, fp, signal; none for the last frame).
+// A signal trampoline prints as "<signal handler called>". A walk that
+// ended before the outermost frame ends with a line "Backtrace stopped:
+// REASON". Threads are separated by blank lines.
+func (t *Trace) WriteText(w io.Writer) error {
+	var buf bytes.Buffer
+	for i := range t.Threads {
+		th := &t.Threads[i]
+		if i > 0 {
+			buf.WriteByte('\n')
+		}
+		if th.Name != "" {
+			fmt.Fprintf(&buf, "Thread %d (%s):\n", th.TID, th.Name)
+		} else {
+			fmt.Fprintf(&buf, "Thread %d:\n", th.TID)
+		}
+		for j := range th.Frames {
+			f := &th.Frames[j]
+			fmt.Fprintf(&buf, "#%-2d 0x%016x in ", j, f.PC)
+			switch {
+			case f.Signal:
+				buf.WriteString("<signal handler called>")
+			case f.Func != "":
+				buf.WriteString(f.Func)
+				if f.Offset != 0 {
+					fmt.Fprintf(&buf, "+0x%x", f.Offset)
+				}
+			default:
+				buf.WriteString("??")
+			}
+			if f.Module != nil {
+				fmt.Fprintf(&buf, " (%s)", moduleName(f.Module))
+			}
+			fmt.Fprintf(&buf, " [%s]\n", f.Method)
+		}
+		if !th.Complete() {
+			fmt.Fprintf(&buf, "Backtrace stopped: %s", th.Stop)
+			if th.Err != nil {
+				fmt.Fprintf(&buf, ": %v", th.Err)
+			}
+			buf.WriteByte('\n')
+		}
+		if buf.Len() > 64<<10 {
+			if _, err := w.Write(buf.Bytes()); err != nil {
+				return err
+			}
+			buf.Reset()
+		}
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// The JSON form of a Trace (WriteJSON). Addresses are strings of
+// hexadecimal digits with a 0x prefix, since 64-bit values do not survive
+// JSON numbers in every reader. Fields may be added; none will change
+// meaning or be removed.
+type (
+	jsonTrace struct {
+		PID     int          `json:"pid"`
+		Threads []jsonThread `json:"threads"`
+	}
+	jsonThread struct {
+		TID      int         `json:"tid"`
+		Name     string      `json:"name,omitempty"`
+		Frames   []jsonFrame `json:"frames"`
+		Complete bool        `json:"complete"`
+		Stop     string      `json:"stop"`
+		Error    string      `json:"error,omitempty"`
+	}
+	jsonFrame struct {
+		Index    int    `json:"index"`
+		PC       string `json:"pc"`
+		SP       string `json:"sp"`
+		CFA      string `json:"cfa,omitempty"`
+		Function string `json:"function,omitempty"`
+		Offset   uint64 `json:"offset"`
+		Module   string `json:"module,omitempty"`
+		Method   string `json:"method"`
+		Signal   bool   `json:"signal,omitempty"`
+	}
+)
+
+func hex(v uint64) string { return fmt.Sprintf("0x%x", v) }
+
+// WriteJSON prints the trace as one JSON object:
+//
+//	{"pid": 1234, "threads": [{"tid": 1234, "name": "prog",
+//	  "frames": [{"index": 0, "pc": "0x7f...", "sp": "0x7ffc...",
+//	    "cfa": "0x7ffc...", "function": "pause", "offset": 34,
+//	    "module": "/usr/lib/x86_64-linux-gnu/libc.so.6",
+//	    "method": "cfi", "signal": false}, ...],
+//	  "complete": true, "stop": "end of stack"}]}
+//
+// pc, sp and cfa are hexadecimal strings ("cfa" is left out when not
+// computed); function is left out when unknown, and offset is then 0;
+// module is the path the target recorded; method is "sframe", "cfi",
+// "fp", "signal" or "none" (see Method); signal marks a signal
+// trampoline frame. complete is false when the walk stopped early, with
+// the reason in stop (see Stop) and, when known, the cause in error.
+func (t *Trace) WriteJSON(w io.Writer) error {
+	jt := jsonTrace{PID: t.PID, Threads: make([]jsonThread, 0, len(t.Threads))}
+	for i := range t.Threads {
+		th := &t.Threads[i]
+		j := jsonThread{TID: th.TID, Name: th.Name, Complete: th.Complete(), Stop: th.Stop.String(), Frames: make([]jsonFrame, 0, len(th.Frames))}
+		if th.Err != nil {
+			j.Error = th.Err.Error()
+		}
+		for k := range th.Frames {
+			f := &th.Frames[k]
+			jf := jsonFrame{Index: k, PC: hex(f.PC), SP: hex(f.SP), Function: f.Func, Offset: f.Offset, Method: f.Method.String(), Signal: f.Signal}
+			if f.CFA != 0 {
+				jf.CFA = hex(f.CFA)
+			}
+			if f.Module != nil {
+				jf.Module = f.Module.Name
+			}
+			j.Frames = append(j.Frames, jf)
+		}
+		jt.Threads = append(jt.Threads, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(jt)
+}
