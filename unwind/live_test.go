@@ -498,6 +498,9 @@ func TestManyCaptures(t *testing.T) {
 		}
 		if i%250 == 0 {
 			p.ping(t, fmt.Sprintf("capture%d", i))
+			// The main thread answered; let it get back into read()
+			// before the next capture compares its stack.
+			waitBlocked(t, pid)
 		}
 	}
 	t.Logf("%d captures in %v (%v each); %d thread(s) caught restarting a system call", n, time.Since(start), time.Since(start)/time.Duration(n), changed)
