@@ -156,19 +156,20 @@ func (p *printer) maybeFlush() {
 }
 
 func appendHex(b []byte, v uint64, bytes int) []byte {
-	if bytes == 0 {
+	if bytes <= 0 || bytes > 8 {
 		bytes = 2
 	}
-	if bytes < 8 {
-		v &= (uint64(1) << (8 * bytes)) - 1
-	}
 	var tmp [16]byte
-	for i := 2*bytes - 1; i >= 0; i-- {
-		tmp[i] = "0123456789abcdef"[v&15]
-		v >>= 4
+	for i := 7; i >= 0; i-- {
+		x := byte(v)
+		tmp[2*i] = hexDigits[x>>4]
+		tmp[2*i+1] = hexDigits[x&15]
+		v >>= 8
 	}
-	return append(b, tmp[:2*bytes]...)
+	return append(b, tmp[16-2*bytes:]...)
 }
+
+const hexDigits = "0123456789abcdef"
 
 // appendCHex formats like C's "%#x": "0" for zero, else "0x..".
 func appendCHex(b []byte, v uint64) []byte {
@@ -661,22 +662,31 @@ func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []Reg, ptrSize int) {
 		}
 		p.out = padTo(p.out, start, 8)
 		p.out = append(p.out, ' ')
+		// Columns and rules are both sorted by register: walk them together.
+		j := 0
 		for _, r := range cols {
 			start := len(p.out)
-			ru := row.Rule(r)
-			switch ru.Kind {
+			for j < row.n && row.ptr(j).col < r {
+				j++
+			}
+			kind, val := RuleUnspecified, int64(0)
+			if j < row.n && row.ptr(j).col == r {
+				s := row.ptr(j)
+				kind, val = s.kind, s.val
+			}
+			switch kind {
 			case RuleUnspecified, RuleUndefined:
 				p.out = append(p.out, 'u')
 			case RuleSameValue:
 				p.out = append(p.out, 's')
 			case RuleOffset:
 				p.out = append(p.out, 'c')
-				p.out = appendSigned(p.out, ru.Offset)
+				p.out = appendSigned(p.out, val)
 			case RuleValOffset:
 				p.out = append(p.out, 'v')
-				p.out = appendSigned(p.out, ru.Offset)
+				p.out = appendSigned(p.out, val)
 			case RuleRegister:
-				p.out = append(p.out, p.arch.RegNameLong(ru.Reg)...)
+				p.out = append(p.out, p.arch.RegNameLong(Reg(val))...)
 			case RuleExpression:
 				p.out = append(p.out, "exp"...)
 			case RuleValExpression:

@@ -17,6 +17,7 @@ package symbolize
 
 import (
 	"bytes"
+	"cmp"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
@@ -26,6 +27,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -304,17 +306,17 @@ func (m *module) load(name string, debugDirs []string) error {
 	}
 
 	// Symbols: the debug file's .symtab, else ours, else .dynsym.
-	var syms []elf.Symbol
+	var cs []cand
 	if dbg != nil {
-		syms, _ = dbg.Symbols()
+		cs = readFuncSyms(dbg, elf.SHT_SYMTAB)
 	}
-	if countFuncs(syms) == 0 {
-		syms, _ = f.Symbols()
+	if len(cs) == 0 {
+		cs = readFuncSyms(f, elf.SHT_SYMTAB)
 	}
-	if countFuncs(syms) == 0 {
-		syms, _ = f.DynamicSymbols()
+	if len(cs) == 0 {
+		cs = readFuncSyms(f, elf.SHT_DYNSYM)
 	}
-	m.syms = funcSyms(syms)
+	m.syms = funcSyms(cs)
 
 	// DWARF: the debug file's, else ours; read on the first line lookup.
 	switch {
@@ -338,35 +340,79 @@ func (m *module) load(name string, debugDirs []string) error {
 	return nil
 }
 
-func countFuncs(syms []elf.Symbol) int {
-	n := 0
-	for _, s := range syms {
-		if isFunc(s) {
-			n++
-		}
-	}
-	return n
+// cand is a function symbol competing for its start address.
+type cand struct {
+	sym
+	bind elf.SymBind
 }
 
-func isFunc(s elf.Symbol) bool {
-	t := elf.ST_TYPE(s.Info)
-	return (t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC) && s.Section != elf.SHN_UNDEF && s.Value != 0 && s.Name != ""
+// readFuncSyms returns the function symbols of f's first section of type
+// typ. It reads the table directly rather than through (*elf.File).Symbols,
+// which builds a string for every symbol of every kind: a libc debug
+// file's .symtab has 10,000 entries, and only its functions are wanted.
+func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
+	var sec *elf.Section
+	for _, s := range f.Sections {
+		if s.Type == typ {
+			sec = s
+			break
+		}
+	}
+	if sec == nil || int(sec.Link) >= len(f.Sections) || sec.Link == 0 {
+		return nil
+	}
+	data, err := sec.Data()
+	if err != nil {
+		return nil
+	}
+	strs, err := f.Sections[sec.Link].Data()
+	if err != nil {
+		return nil
+	}
+	bo := f.ByteOrder
+	is64 := f.Class == elf.ELFCLASS64
+	size := 16
+	if is64 {
+		size = 24
+	}
+	var out []cand
+	for off := size; off+size <= len(data); off += size { // entry 0 is null
+		e := data[off : off+size]
+		var name uint32
+		var info uint8
+		var shndx uint16
+		var value, sz uint64
+		name = bo.Uint32(e)
+		if is64 {
+			info, shndx = e[4], bo.Uint16(e[6:])
+			value, sz = bo.Uint64(e[8:]), bo.Uint64(e[16:])
+		} else {
+			value, sz = uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))
+			info, shndx = e[12], bo.Uint16(e[14:])
+		}
+		t := elf.ST_TYPE(info)
+		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || value == 0 {
+			continue
+		}
+		if int(name) >= len(strs) {
+			continue
+		}
+		n := bytes.IndexByte(strs[name:], 0)
+		if n <= 0 {
+			continue
+		}
+		out = append(out, cand{sym{value, sz, string(strs[name : int(name)+n])}, elf.ST_BIND(info)})
+	}
+	return out
 }
 
-// funcSyms keeps the function symbols, sorted by start, one per start:
-// a sized symbol over an unsized one, then global over weak over local,
-// then the name with fewer leading underscores, then the shorter, then the
-// first in alphabetical order.
-func funcSyms(all []elf.Symbol) []sym {
-	type cand struct {
-		sym
-		bind elf.SymBind
-	}
-	var cs []cand
-	for _, s := range all {
-		if isFunc(s) {
-			cs = append(cs, cand{sym{s.Value, s.Size, s.Name}, elf.ST_BIND(s.Info)})
-		}
+// better reports whether a should name the address rather than b (same
+// start): a sized symbol over an unsized one, then global over weak over
+// local, then the name with fewer leading underscores, then the shorter,
+// then the first in alphabetical order.
+func better(a, b *cand) bool {
+	if (a.size > 0) != (b.size > 0) {
+		return a.size > 0
 	}
 	rank := func(b elf.SymBind) int {
 		switch b {
@@ -377,32 +423,35 @@ func funcSyms(all []elf.Symbol) []sym {
 		}
 		return 2
 	}
+	if ra, rb := rank(a.bind), rank(b.bind); ra != rb {
+		return ra < rb
+	}
 	under := func(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
-	sort.Slice(cs, func(i, j int) bool {
-		a, b := &cs[i], &cs[j]
-		if a.start != b.start {
-			return a.start < b.start
-		}
-		if (a.size > 0) != (b.size > 0) {
-			return a.size > 0
-		}
-		if rank(a.bind) != rank(b.bind) {
-			return rank(a.bind) < rank(b.bind)
-		}
-		if under(a.name) != under(b.name) {
-			return under(a.name) < under(b.name)
-		}
-		if len(a.name) != len(b.name) {
-			return len(a.name) < len(b.name)
-		}
-		return a.name < b.name
-	})
+	if ua, ub := under(a.name), under(b.name); ua != ub {
+		return ua < ub
+	}
+	if len(a.name) != len(b.name) {
+		return len(a.name) < len(b.name)
+	}
+	return a.name < b.name
+}
+
+// funcSyms sorts the candidates by start and keeps the best one per
+// start (see better). Sorting on the address alone keeps the sort cheap;
+// the full order is applied only within runs of equal starts.
+func funcSyms(cs []cand) []sym {
+	slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(a.start, b.start) })
 	out := make([]sym, 0, len(cs))
-	for i, c := range cs {
-		if i > 0 && c.start == cs[i-1].start {
-			continue
+	for i := 0; i < len(cs); {
+		best := i
+		j := i + 1
+		for ; j < len(cs) && cs[j].start == cs[i].start; j++ {
+			if better(&cs[j], &cs[best]) {
+				best = j
+			}
 		}
-		out = append(out, c.sym)
+		out = append(out, cs[best].sym)
+		i = j
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -367,10 +368,10 @@ func TestMissingFile(t *testing.T) {
 }
 
 func TestFuncSymsTieBreak(t *testing.T) {
-	mk := func(name string, v, size uint64, bind elf.SymBind) elf.Symbol {
-		return elf.Symbol{Name: name, Value: v, Size: size, Info: elf.ST_INFO(bind, elf.STT_FUNC), Section: 1}
+	mk := func(name string, v, size uint64, bind elf.SymBind) cand {
+		return cand{sym{v, size, name}, bind}
 	}
-	got := funcSyms([]elf.Symbol{
+	got := funcSyms([]cand{
 		mk("__GI_foo", 0x100, 0x20, elf.STB_LOCAL),
 		mk("__foo", 0x100, 0x20, elf.STB_GLOBAL),
 		mk("foo", 0x100, 0x20, elf.STB_WEAK),
@@ -389,5 +390,37 @@ func TestFuncSymsTieBreak(t *testing.T) {
 	// 0x150 is after __foo's end and before bar: nothing.
 	if s, ok := m.lookupFunc(0x150); ok {
 		t.Errorf("gap resolved to %+v", s)
+	}
+}
+
+// TestReadFuncSymsMatchesDebugElf checks the direct symbol-table reader
+// against debug/elf's Symbols on this machine's libc and the test binary.
+func TestReadFuncSymsMatchesDebugElf(t *testing.T) {
+	exe, _ := os.Executable()
+	for _, path := range []string{"/usr/lib/x86_64-linux-gnu/libc.so.6", exe} {
+		f, err := elf.Open(path)
+		if err != nil {
+			t.Skipf("%s: %v", path, err)
+		}
+		for _, typ := range []elf.SectionType{elf.SHT_SYMTAB, elf.SHT_DYNSYM} {
+			var syms []elf.Symbol
+			if typ == elf.SHT_SYMTAB {
+				syms, _ = f.Symbols()
+			} else {
+				syms, _ = f.DynamicSymbols()
+			}
+			var want []cand
+			for _, s := range syms {
+				ty := elf.ST_TYPE(s.Info)
+				if (ty == elf.STT_FUNC || ty == elf.STT_GNU_IFUNC) && s.Section != elf.SHN_UNDEF && s.Value != 0 && s.Name != "" {
+					want = append(want, cand{sym{s.Value, s.Size, s.Name}, elf.ST_BIND(s.Info)})
+				}
+			}
+			got := readFuncSyms(f, typ)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s %v: %d symbols read directly, %d through debug/elf, or they differ", path, typ, len(got), len(want))
+			}
+		}
+		f.Close()
 	}
 }
