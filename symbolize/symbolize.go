@@ -365,10 +365,13 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 	if err != nil {
 		return nil
 	}
-	strs, err := f.Sections[sec.Link].Data()
+	strb, err := f.Sections[sec.Link].Data()
 	if err != nil {
 		return nil
 	}
+	// One string for the whole table: names are substrings of it, not an
+	// allocation each.
+	strs := string(strb)
 	bo := f.ByteOrder
 	is64 := f.Class == elf.ELFCLASS64
 	size := 16
@@ -397,11 +400,11 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 		if int(name) >= len(strs) {
 			continue
 		}
-		n := bytes.IndexByte(strs[name:], 0)
+		n := strings.IndexByte(strs[name:], 0)
 		if n <= 0 {
 			continue
 		}
-		out = append(out, cand{sym{value, sz, string(strs[name : int(name)+n])}, elf.ST_BIND(info)})
+		out = append(out, cand{sym{value, sz, strs[name : int(name)+n]}, elf.ST_BIND(info)})
 	}
 	return out
 }
@@ -440,20 +443,51 @@ func better(a, b *cand) bool {
 // start (see better). Sorting on the address alone keeps the sort cheap;
 // the full order is applied only within runs of equal starts.
 func funcSyms(cs []cand) []sym {
-	slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(a.start, b.start) })
+	order := sortedByStart(cs)
 	out := make([]sym, 0, len(cs))
-	for i := 0; i < len(cs); {
-		best := i
+	for i := 0; i < len(order); {
+		best := &cs[order[i]]
 		j := i + 1
-		for ; j < len(cs) && cs[j].start == cs[i].start; j++ {
-			if better(&cs[j], &cs[best]) {
-				best = j
+		for ; j < len(order) && cs[order[j]].start == best.start; j++ {
+			if c := &cs[order[j]]; better(c, best) {
+				best = c
 			}
 		}
-		out = append(out, cs[best].sym)
+		out = append(out, best.sym)
 		i = j
 	}
 	return out
+}
+
+// sortedByStart returns the indexes of cs in order of start address.
+// When starts fit in 44 bits and indexes in 20 (every user-space object),
+// start and index are packed into one integer so that the sort compares
+// plain integers; otherwise it sorts with a comparison function.
+func sortedByStart(cs []cand) []int {
+	const idxBits = 20
+	order := make([]int, len(cs))
+	packable := len(cs) < 1<<idxBits
+	for i := range cs {
+		if cs[i].start >= 1<<(64-idxBits) {
+			packable = false
+		}
+	}
+	if packable {
+		keys := make([]uint64, len(cs))
+		for i := range cs {
+			keys[i] = cs[i].start<<idxBits | uint64(i)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			order[i] = int(k & (1<<idxBits - 1))
+		}
+		return order
+	}
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cs[a].start, cs[b].start) })
+	return order
 }
 
 // buildLines reads every line table into one index sorted by address.

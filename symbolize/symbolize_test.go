@@ -424,3 +424,20 @@ func TestReadFuncSymsMatchesDebugElf(t *testing.T) {
 		f.Close()
 	}
 }
+
+// BenchmarkLoadLibc measures the first lookup in this machine's libc: the
+// symbol tables read (with libc's separate debug file when installed) and
+// indexed, which `sframe stack` pays once per run.
+func BenchmarkLoadLibc(b *testing.B) {
+	const libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	if _, err := os.Stat(libc); err != nil {
+		b.Skip(err)
+	}
+	for b.Loop() {
+		s := New()
+		if _, ok := s.LookupFunc(libc, 0x28000); !ok {
+			b.Fatal("no symbol")
+		}
+		s.Close()
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -71,6 +72,16 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 	defer tr.mu.Unlock()
 	mem := NewPageCache(t.Memory())
 	tmods := t.Modules()
+	if tr.Sym != nil {
+		// Read the symbol tables on the other core while this one loads
+		// the unwind tables and unwinds: Symbolize then finds them loaded
+		// (the symbolizer loads each file once, whoever asks first).
+		for i := range tmods {
+			if f := tmods[i].File; f != "" && !tmods[i].IsVDSO() {
+				go tr.Sym.LookupFunc(f, 0)
+			}
+		}
+	}
 	mods := tr.Cache.Modules(tmods, mem)
 	u, err := New(t.Arch(), mods, mem)
 	if err != nil {
@@ -157,52 +168,81 @@ func moduleName(m *Module) string {
 // ended before the outermost frame ends with a line "Backtrace stopped:
 // REASON". Threads are separated by blank lines.
 func (t *Trace) WriteText(w io.Writer) error {
-	var buf bytes.Buffer
+	// Appends rather than fmt: a deep trace has thousands of lines.
+	var b []byte
 	for i := range t.Threads {
 		th := &t.Threads[i]
 		if i > 0 {
-			buf.WriteByte('\n')
+			b = append(b, '\n')
 		}
+		b = append(b, "Thread "...)
+		b = strconv.AppendInt(b, int64(th.TID), 10)
 		if th.Name != "" {
-			fmt.Fprintf(&buf, "Thread %d (%s):\n", th.TID, th.Name)
-		} else {
-			fmt.Fprintf(&buf, "Thread %d:\n", th.TID)
+			b = append(b, " ("...)
+			b = append(b, th.Name...)
+			b = append(b, ')')
 		}
+		b = append(b, ":\n"...)
 		for j := range th.Frames {
 			f := &th.Frames[j]
-			fmt.Fprintf(&buf, "#%-2d 0x%016x in ", j, f.PC)
+			mark := len(b)
+			b = append(b, '#')
+			b = strconv.AppendInt(b, int64(j), 10)
+			for len(b)-mark < 3 {
+				b = append(b, ' ')
+			}
+			b = append(b, " 0x"...)
+			b = appendHex16(b, f.PC)
+			b = append(b, " in "...)
 			switch {
 			case f.Signal:
-				buf.WriteString("<signal handler called>")
+				b = append(b, "<signal handler called>"...)
 			case f.Func != "":
-				buf.WriteString(f.Func)
+				b = append(b, f.Func...)
 				if f.Offset != 0 {
-					fmt.Fprintf(&buf, "+0x%x", f.Offset)
+					b = append(b, "+0x"...)
+					b = strconv.AppendUint(b, f.Offset, 16)
 				}
 			default:
-				buf.WriteString("??")
+				b = append(b, "??"...)
 			}
 			if f.Module != nil {
-				fmt.Fprintf(&buf, " (%s)", moduleName(f.Module))
+				b = append(b, " ("...)
+				b = append(b, moduleName(f.Module)...)
+				b = append(b, ')')
 			}
-			fmt.Fprintf(&buf, " [%s]\n", f.Method)
+			b = append(b, " ["...)
+			b = append(b, f.Method.String()...)
+			b = append(b, "]\n"...)
 		}
 		if !th.Complete() {
-			fmt.Fprintf(&buf, "Backtrace stopped: %s", th.Stop)
+			b = append(b, "Backtrace stopped: "...)
+			b = append(b, th.Stop.String()...)
 			if th.Err != nil {
-				fmt.Fprintf(&buf, ": %v", th.Err)
+				b = append(b, ": "...)
+				b = append(b, th.Err.Error()...)
 			}
-			buf.WriteByte('\n')
+			b = append(b, '\n')
 		}
-		if buf.Len() > 64<<10 {
-			if _, err := w.Write(buf.Bytes()); err != nil {
+		if len(b) > 64<<10 {
+			if _, err := w.Write(b); err != nil {
 				return err
 			}
-			buf.Reset()
+			b = b[:0]
 		}
 	}
-	_, err := w.Write(buf.Bytes())
+	_, err := w.Write(b)
 	return err
+}
+
+// appendHex16 appends v as 16 lower-case hexadecimal digits.
+func appendHex16(b []byte, v uint64) []byte {
+	var tmp [16]byte
+	for i := 15; i >= 0; i-- {
+		tmp[i] = "0123456789abcdef"[v&0xf]
+		v >>= 4
+	}
+	return append(b, tmp[:]...)
 }
 
 // The JSON form of a Trace (WriteJSON). Addresses are strings of
