@@ -62,10 +62,19 @@ func BFDName(f *elf.File) string {
 }
 
 // Data returns the contents of sec. For a relocatable object, the
-// relocations that target sec (its .rela section) are applied to a copy,
-// so that PC-relative fields hold what the linker would compute for
-// section addresses as they stand in the file (usually 0).
+// relocations that target sec (its .rela or .rel sections) are applied to
+// a copy, so that PC-relative fields hold what the linker would compute
+// for section addresses as they stand in the file (usually 0): what
+// objdump shows. A relocation it cannot apply is an error.
 func Data(f *elf.File, sec *elf.Section) ([]byte, error) {
+	return RelocatedData(f, sec, false)
+}
+
+// RelocatedData is Data with a choice for relocations it cannot apply
+// (unknown types, symbols out of range, offsets outside the section):
+// lenient skips them, as readelf does for debug sections; otherwise they
+// are errors.
+func RelocatedData(f *elf.File, sec *elf.Section, lenient bool) ([]byte, error) {
 	data, err := sec.Data()
 	if err != nil {
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
@@ -73,7 +82,7 @@ func Data(f *elf.File, sec *elf.Section) ([]byte, error) {
 	if f.Type != elf.ET_REL {
 		return data, nil
 	}
-	return relocate(f, sec, data)
+	return relocate(f, sec, data, lenient)
 }
 
 // relocSections returns the relocation sections that apply to sec.
@@ -93,37 +102,65 @@ func relocSections(f *elf.File, sec *elf.Section) []*elf.Section {
 	return out
 }
 
-func relocate(f *elf.File, sec *elf.Section, data []byte) ([]byte, error) {
+// reloc is one relocation entry, whatever its class and kind.
+type reloc struct {
+	off    uint64
+	sym    uint32
+	typ    uint32
+	addend int64
+	rela   bool
+}
+
+func relocate(f *elf.File, sec *elf.Section, data []byte, lenient bool) ([]byte, error) {
 	rels := relocSections(f, sec)
 	if len(rels) == 0 {
 		return data, nil
 	}
-	if f.Class != elf.ELFCLASS64 {
-		return nil, fmt.Errorf("section %s: relocations of 32-bit objects are not supported", sec.Name)
-	}
 	syms, err := f.Symbols()
-	if err != nil {
+	if err != nil && !lenient {
 		return nil, fmt.Errorf("section %s: relocations need the symbol table: %w", sec.Name, err)
 	}
 	out := make([]byte, len(data))
 	copy(out, data)
-	order := f.ByteOrder
+	bo := f.ByteOrder
+	is64 := f.Class == elf.ELFCLASS64
 	for _, rs := range rels {
-		if rs.Type != elf.SHT_RELA {
-			return nil, fmt.Errorf("section %s: SHT_REL relocations are not supported", sec.Name)
-		}
 		rd, err := rs.Data()
 		if err != nil {
+			if lenient {
+				continue
+			}
 			return nil, fmt.Errorf("section %s: %w", rs.Name, err)
 		}
-		for off := 0; off+24 <= len(rd); off += 24 {
-			r := elf.Rela64{
-				Off:    order.Uint64(rd[off:]),
-				Info:   order.Uint64(rd[off+8:]),
-				Addend: int64(order.Uint64(rd[off+16:])),
+		rela := rs.Type == elf.SHT_RELA
+		ent := 8 // Elf32_Rel
+		switch {
+		case is64 && rela:
+			ent = 24
+		case is64:
+			ent = 16
+		case rela:
+			ent = 12
+		}
+		for p := 0; p+ent <= len(rd); p += ent {
+			r := reloc{rela: rela}
+			if is64 {
+				r.off = bo.Uint64(rd[p:])
+				info := bo.Uint64(rd[p+8:])
+				r.sym, r.typ = elf.R_SYM64(info), elf.R_TYPE64(info)
+				if rela {
+					r.addend = int64(bo.Uint64(rd[p+16:]))
+				}
+			} else {
+				r.off = uint64(bo.Uint32(rd[p:]))
+				info := bo.Uint32(rd[p+4:])
+				r.sym, r.typ = elf.R_SYM32(info), elf.R_TYPE32(info)
+				if rela {
+					r.addend = int64(int32(bo.Uint32(rd[p+8:])))
+				}
 			}
-			if err := apply(f, sec, syms, out, order, r); err != nil {
-				return nil, fmt.Errorf("section %s: relocation at %#x in %s: %w", sec.Name, off, rs.Name, err)
+			if err := apply(f, sec, syms, out, bo, r); err != nil && !lenient {
+				return nil, fmt.Errorf("section %s: relocation at %#x in %s: %w", sec.Name, p, rs.Name, err)
 			}
 		}
 	}
@@ -172,40 +209,59 @@ func relocKind(m elf.Machine, t uint32) (pcrel bool, size int, ok bool) {
 		case elf.R_390_NONE:
 			return false, 0, true
 		}
+	case elf.EM_386:
+		switch elf.R_386(t) {
+		case elf.R_386_PC32:
+			return true, 4, true
+		case elf.R_386_32:
+			return false, 4, true
+		case elf.R_386_NONE:
+			return false, 0, true
+		}
 	}
 	return false, 0, false
 }
 
-func apply(f *elf.File, sec *elf.Section, syms []elf.Symbol, out []byte, order binary.ByteOrder, r elf.Rela64) error {
-	pcrel, size, ok := relocKind(f.Machine, elf.R_TYPE64(r.Info))
+// apply computes S + A (- P for PC-relative types) into out. REL entries
+// take their addend from the bytes being relocated.
+func apply(f *elf.File, sec *elf.Section, syms []elf.Symbol, out []byte, order binary.ByteOrder, r reloc) error {
+	pcrel, size, ok := relocKind(f.Machine, r.typ)
 	if !ok {
-		return fmt.Errorf("unsupported relocation type %d for %s", elf.R_TYPE64(r.Info), f.Machine)
+		return fmt.Errorf("unsupported relocation type %d for %s", r.typ, f.Machine)
 	}
 	if size == 0 {
 		return nil
 	}
-	if r.Off > uint64(len(out)) || uint64(len(out))-r.Off < uint64(size) {
-		return fmt.Errorf("offset %#x outside the %d-byte section", r.Off, len(out))
+	if r.off > uint64(len(out)) || uint64(len(out))-r.off < uint64(size) {
+		return fmt.Errorf("offset %#x outside the %d-byte section", r.off, len(out))
 	}
 	var s uint64
-	if si := elf.R_SYM64(r.Info); si != 0 {
-		if int(si) > len(syms) {
-			return fmt.Errorf("symbol index %d out of range", si)
+	if r.sym != 0 {
+		if int(r.sym) > len(syms) {
+			return fmt.Errorf("symbol index %d out of range", r.sym)
 		}
-		sym := syms[si-1] // debug/elf drops the null symbol
+		sym := syms[r.sym-1] // debug/elf drops the null symbol
 		s = sym.Value
 		if sym.Section != elf.SHN_UNDEF && sym.Section < elf.SHN_LORESERVE && int(sym.Section) < len(f.Sections) {
 			s += f.Sections[sym.Section].Addr
 		}
 	}
-	v := s + uint64(r.Addend)
+	addend := r.addend
+	if !r.rela {
+		if size == 4 {
+			addend = int64(int32(order.Uint32(out[r.off:])))
+		} else {
+			addend = int64(order.Uint64(out[r.off:]))
+		}
+	}
+	v := s + uint64(addend)
 	if pcrel {
-		v -= sec.Addr + r.Off
+		v -= sec.Addr + r.off
 	}
 	if size == 4 {
-		order.PutUint32(out[r.Off:], uint32(v))
+		order.PutUint32(out[r.off:], uint32(v))
 	} else {
-		order.PutUint64(out[r.Off:], v)
+		order.PutUint64(out[r.off:], v)
 	}
 	return nil
 }
