@@ -141,30 +141,33 @@ func (b *buf) uint(n int) uint64 {
 	return 0
 }
 
-func (b *buf) uleb() uint64 {
+// decodeULEB reads an unsigned LEB128 number at data[pos:]. It returns
+// the value, the position after it, and false when data ends inside it.
+// Bits past 64 are dropped.
+func decodeULEB(data []byte, pos int) (uint64, int, bool) {
 	var v uint64
 	var shift uint
-	for b.pos < len(b.data) {
-		c := b.data[b.pos]
-		b.pos++
+	for pos < len(data) {
+		c := data[pos]
+		pos++
 		if shift < 64 {
 			v |= uint64(c&0x7f) << shift
 		}
 		shift += 7
 		if c&0x80 == 0 {
-			return v
+			return v, pos, true
 		}
 	}
-	b.fail()
-	return v
+	return v, pos, false
 }
 
-func (b *buf) sleb() int64 {
+// decodeSLEB is decodeULEB for signed LEB128 numbers.
+func decodeSLEB(data []byte, pos int) (int64, int, bool) {
 	var v int64
 	var shift uint
-	for b.pos < len(b.data) {
-		c := b.data[b.pos]
-		b.pos++
+	for pos < len(data) {
+		c := data[pos]
+		pos++
 		if shift < 64 {
 			v |= int64(c&0x7f) << shift
 		}
@@ -173,10 +176,27 @@ func (b *buf) sleb() int64 {
 			if shift < 64 && c&0x40 != 0 {
 				v |= -1 << shift
 			}
-			return v
+			return v, pos, true
 		}
 	}
-	b.fail()
+	return v, pos, false
+}
+
+func (b *buf) uleb() uint64 {
+	v, pos, ok := decodeULEB(b.data, b.pos)
+	b.pos = pos
+	if !ok {
+		b.fail()
+	}
+	return v
+}
+
+func (b *buf) sleb() int64 {
+	v, pos, ok := decodeSLEB(b.data, b.pos)
+	b.pos = pos
+	if !ok {
+		b.fail()
+	}
 	return v
 }
 

@@ -76,42 +76,23 @@ func (u *interp) reset(cie *CIE, instr []byte, off uint64, init *Row, loc uint64
 }
 
 func (u *interp) uleb() uint64 {
-	var v uint64
-	var shift uint
-	for u.pos < len(u.instr) {
-		c := u.instr[u.pos]
-		u.pos++
-		if shift < 64 {
-			v |= uint64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			return v
-		}
+	v, pos, ok := decodeULEB(u.instr, u.pos)
+	u.pos = pos
+	if !ok {
+		u.fail("truncated LEB128 operand")
+		return 0
 	}
-	u.fail("truncated LEB128 operand")
-	return 0
+	return v
 }
 
 func (u *interp) sleb() int64 {
-	var v int64
-	var shift uint
-	for u.pos < len(u.instr) {
-		c := u.instr[u.pos]
-		u.pos++
-		if shift < 64 {
-			v |= int64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v
-		}
+	v, pos, ok := decodeSLEB(u.instr, u.pos)
+	u.pos = pos
+	if !ok {
+		u.fail("truncated LEB128 operand")
+		return 0
 	}
-	u.fail("truncated LEB128 operand")
-	return 0
+	return v
 }
 
 func (u *interp) reg() Reg {
