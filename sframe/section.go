@@ -105,6 +105,7 @@ var errKindNames = [...]string{
 	ErrNotFound:      "no row for PC",
 }
 
+// String describes the kind of error.
 func (k ErrKind) String() string {
 	if int(k) < len(errKindNames) && errKindNames[k] != "" {
 		return errKindNames[k]
@@ -112,6 +113,7 @@ func (k ErrKind) String() string {
 	return fmt.Sprintf("ErrKind(%d)", uint8(k))
 }
 
+// Error formats the error with the function index and offset.
 func (e *Error) Error() string {
 	s := "sframe: "
 	if e.Func >= 0 {

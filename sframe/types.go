@@ -30,6 +30,7 @@ const (
 	Version3 Version = 3
 )
 
+// String returns the name binutils uses for the version.
 func (v Version) String() string {
 	if v >= 1 && v <= 3 {
 		return fmt.Sprintf("SFRAME_VERSION_%d", uint8(v))
@@ -64,6 +65,7 @@ func KnownFlags(v Version) Flags {
 	}
 }
 
+// String returns the flag names joined by "|", or "NONE".
 func (f Flags) String() string {
 	if f == 0 {
 		return "NONE"
@@ -101,6 +103,7 @@ const (
 	ABIS390XBE   ABI = 4
 )
 
+// String returns the name binutils uses for the ABI (SFRAME_ABI_...).
 func (a ABI) String() string {
 	switch a {
 	case ABIAArch64BE:
@@ -167,6 +170,7 @@ func (t FREType) Size() int {
 	return 0
 }
 
+// String returns the name binutils uses for the FRE type.
 func (t FREType) String() string {
 	switch t {
 	case FREAddr1:
@@ -191,6 +195,7 @@ const (
 	PCMask PCType = 1
 )
 
+// String returns the name binutils uses for the PC type.
 func (t PCType) String() string {
 	if t == PCMask {
 		return "SFRAME_FDE_PCTYPE_MASK"
@@ -209,6 +214,7 @@ const (
 	FDEFlex FDEType = 1
 )
 
+// String returns the name binutils uses for the FDE type.
 func (t FDEType) String() string {
 	switch t {
 	case FDEDefault:
@@ -243,6 +249,7 @@ const (
 	RuleDeref
 )
 
+// String returns the kind's name, as the JSON form uses it.
 func (k RuleKind) String() string {
 	switch k {
 	case RuleUnspecified:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 )
 
@@ -40,6 +41,11 @@ func usage(w io.Writer) {
 }
 
 func main() {
+	// Every command is short-lived and touches tens of MB at most: collect
+	// garbage only when the heap nears a limit, not every time it doubles
+	// from a few MB (which costs a stack capture a millisecond or more).
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(1 << 30)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
