@@ -32,6 +32,12 @@ func stackTool(t *testing.T, name string) {
 // pointers), runs it and waits until its seven threads are blocked.
 func startStackProg(t *testing.T) (pid int, exe string, stdin io.Writer, out *bufio.Reader) {
 	t.Helper()
+	return startStackProgEnv(t, nil)
+}
+
+// startStackProgEnv is startStackProg with extra environment variables.
+func startStackProgEnv(t *testing.T, env []string) (pid int, exe string, stdin io.Writer, out *bufio.Reader) {
+	t.Helper()
 	stackTool(t, "gcc")
 	exe = filepath.Join(t.TempDir(), "stackprog")
 	src, _ := filepath.Abs("../../unwind/testdata/stackprog.c")
@@ -39,6 +45,9 @@ func startStackProg(t *testing.T) (pid int, exe string, stdin io.Writer, out *bu
 		t.Fatalf("gcc: %v\n%s", err, b)
 	}
 	cmd := exec.Command(exe, "1", "250")
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	in, _ := cmd.StdinPipe()
 	so, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -239,6 +248,52 @@ func TestStackLive(t *testing.T) {
 	if l, err := out.ReadString('\n'); err != nil || l != "pong hi\n" {
 		t.Errorf("program answered %q %v", l, err)
 	}
+}
+
+// TestStackWithGeneratedLibc ties gen and stack together: the program runs
+// against a copy of this machine's libc (built without SFrame) to which
+// `sframe gen` added a loadable .sframe, and `sframe stack` must then
+// unwind libc's frames with SFrame, to the same PCs as gdb (which uses the
+// copy's CFI).
+func TestStackWithGeneratedLibc(t *testing.T) {
+	const libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	if _, err := os.Stat(libc); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	if _, stderr, code := runCLI(t, "gen", "-o", filepath.Join(dir, "libc.so.6"), libc); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, stderr)
+	}
+	pid, _, _, _ := startStackProgEnv(t, []string{"LD_LIBRARY_PATH=" + dir})
+	maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if !strings.Contains(string(maps), filepath.Join(dir, "libc.so.6")) {
+		t.Fatalf("the program did not load the generated libc:\n%s", maps)
+	}
+	stdout, stderr, code := runCLI(t, "stack", strconv.Itoa(pid))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	frames, _, stops := parseStackText(t, stdout)
+	if len(stops) != 0 {
+		t.Errorf("walks stopped early: %v", stops)
+	}
+	bySFrame, other := 0, []string{}
+	for _, l := range strings.Split(stdout, "\n") {
+		if !strings.Contains(l, " (libc.so.6) ") {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(l, " [sframe]"):
+			bySFrame++
+		case strings.HasSuffix(l, " [signal]"):
+		default:
+			other = append(other, l)
+		}
+	}
+	if bySFrame < 10 || len(other) != 0 {
+		t.Errorf("%d libc frames unwound with SFrame; others not by SFrame: %q", bySFrame, other)
+	}
+	sameStacks(t, frames, gdbBT(t, "-p", strconv.Itoa(pid)))
 }
 
 // TestStackCore compares `sframe stack --core` with gdb on a gcore core.
