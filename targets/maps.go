@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -84,4 +85,27 @@ func parseMapsLine(line string) (mapsLine, error) {
 	l.dev = dev
 	l.path = strings.TrimLeft(rest, " ")
 	return l, nil
+}
+
+// MappedFiles returns the distinct files mapped executable in process
+// pid, as /proc/PID/maps names them, without attaching to it: a caller can
+// start reading their symbols and unwind tables while it attaches.
+func MappedFiles(pid int) ([]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, err
+	}
+	lines, err := parseMaps(data)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if strings.HasPrefix(l.path, "/") && strings.Contains(l.perm, "x") && !seen[l.path] {
+			seen[l.path] = true
+			out = append(out, l.path)
+		}
+	}
+	return out, nil
 }

@@ -85,7 +85,14 @@ func LoadTables(f *elf.File) *Tables {
 // from one Cache must not run concurrently.
 type Cache struct {
 	mu     sync.Mutex
-	tables map[cacheKey]*Tables
+	tables map[cacheKey]*cacheEntry
+}
+
+// cacheEntry loads one file's tables once, whoever asks first (Prefetch
+// or Modules); later callers wait for it.
+type cacheEntry struct {
+	once sync.Once
+	t    *Tables
 }
 
 // cacheKey identifies a file's contents well enough to notice a file
@@ -109,7 +116,39 @@ func keyOf(path string) cacheKey {
 }
 
 // NewCache returns an empty cache.
-func NewCache() *Cache { return &Cache{tables: map[cacheKey]*Tables{}} }
+func NewCache() *Cache { return &Cache{tables: map[cacheKey]*cacheEntry{}} }
+
+// entry returns the cache entry for key, creating it.
+func (c *Cache) entry(key cacheKey) *cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.tables[key]
+	if e == nil {
+		e = &cacheEntry{}
+		c.tables[key] = e
+	}
+	return e
+}
+
+// Prefetch loads the tables of the files at paths in the background, so
+// that a later Modules finds them (or waits for them) instead of loading
+// them itself: a caller that knows a process's files before attaching to
+// it overlaps the loading with the attach.
+func (c *Cache) Prefetch(paths []string) {
+	for _, p := range paths {
+		e := c.entry(keyOf(p))
+		go e.once.Do(func() {
+			e.t = &Tables{}
+			f, err := elf.Open(p)
+			if err != nil {
+				e.t.Errs = append(e.t.Errs, err)
+				return
+			}
+			e.t = LoadTables(f)
+			f.Close()
+		})
+	}
+}
 
 // Len returns the number of files whose tables the cache holds.
 func (c *Cache) Len() int {
@@ -132,26 +171,23 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 			out = append(out, &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias})
 			continue
 		}
-		key := cacheKey{path: file}
-		if !tm.IsVDSO() {
-			key = keyOf(file)
-		}
-		c.mu.Lock()
-		t, ok := c.tables[key]
-		c.mu.Unlock()
-		if !ok || tm.IsVDSO() {
-			t = &Tables{}
+		load := func() *Tables {
+			t := &Tables{}
 			if f, err := targets.OpenELF(mem, tm); err == nil {
 				t = LoadTables(f)
 				f.Close()
 			} else {
 				t.Errs = append(t.Errs, err)
 			}
-			if !tm.IsVDSO() { // another process's vDSO may differ
-				c.mu.Lock()
-				c.tables[key] = t
-				c.mu.Unlock()
-			}
+			return t
+		}
+		var t *Tables
+		if tm.IsVDSO() {
+			t = load() // another process's vDSO may differ: not cached
+		} else {
+			e := c.entry(keyOf(file))
+			e.once.Do(func() { e.t = load() })
+			t = e.t
 		}
 		m := &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias, SFrame: t.SFrame, sfx: t.sfx}
 		if t.CFI != nil {

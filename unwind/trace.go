@@ -36,6 +36,18 @@ func NewTracer() *Tracer {
 	return &Tracer{Cache: NewCache(), Sym: symbolize.New()}
 }
 
+// Prefetch starts loading, in the background, the unwind tables and
+// symbols of the files at paths (targets.MappedFiles lists a process's
+// before attaching), so that Capture and Symbolize find them ready.
+func (tr *Tracer) Prefetch(paths []string) {
+	tr.Cache.Prefetch(paths)
+	if tr.Sym != nil {
+		for _, p := range paths {
+			go tr.Sym.LookupFunc(p, 0)
+		}
+	}
+}
+
 // Trace is the stacks of the threads of a target, as captured by Tracer.
 type Trace struct {
 	PID     int

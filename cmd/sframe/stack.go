@@ -59,6 +59,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sframe stack: --exe needs --core")
 		return 2
 	}
+	tr := unwind.NewTracer()
 	var t targets.Target
 	switch {
 	case *core != "" && len(operands) == 0:
@@ -74,6 +75,10 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sframe stack: bad PID %q\n", operands[0])
 			return 2
 		}
+		// Read the process's files while attaching to it.
+		if files, err := targets.MappedFiles(pid); err == nil {
+			tr.Prefetch(files)
+		}
 		p, err := targets.AttachProcess(pid)
 		if err != nil {
 			fmt.Fprintf(stderr, "sframe stack: %v\n", err)
@@ -86,7 +91,6 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	tr := unwind.NewTracer()
 	tr.MaxDepth = *maxDepth
 	trace, err := tr.Capture(t)
 	// Detach before naming functions and printing: the process need not
