@@ -303,8 +303,6 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 			return frames, StopNoModule, nil
 		}
 		m := u.modules[mi]
-		frames = append(frames, Frame{PC: pc, SP: sp, Module: m, Exact: exact})
-		fr := &frames[len(frames)-1]
 		// Caller frames hold return addresses, which may point past the
 		// end of the call's function (noreturn calls): look up PC-1.
 		lookup := pc
@@ -319,10 +317,8 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 		} else {
 			method, err = u.step(mi, pc, lookup, cur, next, top)
 		}
-		fr.Method, fr.CFA, fr.Signal = method, u.cfa, u.sig
-		if u.sig {
-			fr.Exact = true
-		}
+		// One store of the whole frame, after the step.
+		frames = append(frames, Frame{PC: pc, SP: sp, CFA: u.cfa, Module: m, Method: method, Signal: u.sig, Exact: exact || u.sig})
 		if err != nil {
 			switch err {
 			case errEnd:
