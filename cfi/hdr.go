@@ -3,6 +3,7 @@ package cfi
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // EHFrameHdr is a parsed .eh_frame_hdr: a pointer to .eh_frame and a
@@ -28,9 +29,68 @@ type EHFrameHdr struct {
 	// stays in L1 cache, so a lookup misses cache only within one block.
 	keys    []int32
 	summary []int32
+	// buckets maps a location to the few keys that can hold its entry:
+	// bucket k covers offsets [bucketBase + k<<bucketShift, ... + 1<<
+	// bucketShift) and holds the number of keys below its start. With
+	// about one key per bucket a lookup reads one bucket and one or two
+	// keys instead of searching (nil when the keys are not ascending).
+	buckets     []uint32
+	bucketBase  int64
+	bucketShift uint
 }
 
 const hdrBlock = 16
+
+// buildBuckets fills h.buckets from h.keys (see EHFrameHdr). Its size is
+// bounded by the number of keys, itself bounded by the section size.
+func (h *EHFrameHdr) buildBuckets() {
+	n := len(h.keys)
+	if n == 0 {
+		return
+	}
+	base := int64(h.keys[0])
+	span := int64(h.keys[n-1]) - base + 1
+	if span <= 0 {
+		return
+	}
+	shift := uint(0)
+	if per := uint64(span) / uint64(n); per > 1 {
+		shift = uint(bits.Len64(per - 1))
+	}
+	nb := int(uint64(span)>>shift) + 2
+	b := make([]uint32, nb)
+	k := 0
+	for i := range b {
+		lim := base + int64(i)<<shift
+		for k < n && int64(h.keys[k]) < lim {
+			k++
+		}
+		b[i] = uint32(k)
+	}
+	// Keys out of order would make the buckets lie: keep the search.
+	for i := 1; i < n; i++ {
+		if h.keys[i] < h.keys[i-1] {
+			return
+		}
+	}
+	h.buckets, h.bucketBase, h.bucketShift = b, base, shift
+}
+
+// bucketLE is lastLE(h.keys, v) through the buckets.
+func (h *EHFrameHdr) bucketLE(v int64) int {
+	if v < h.bucketBase {
+		return -1
+	}
+	k := uint64(v-h.bucketBase) >> h.bucketShift
+	if k >= uint64(len(h.buckets)-1) {
+		return len(h.keys) - 1
+	}
+	// Keys [0, buckets[k]) lie below the bucket, so the answer is at
+	// least buckets[k]-1; keys from buckets[k+1] on lie above it.
+	lo := max(int(h.buckets[k])-1, 0)
+	hi := int(h.buckets[k+1])
+	return lo + lastLE(h.keys[lo:hi], v)
+}
 
 // ParseEHFrameHdr decodes the header of an .eh_frame_hdr section loaded at
 // addr. The table itself is decoded on demand.
@@ -82,6 +142,7 @@ func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize 
 			for i := range h.summary {
 				h.summary[i] = h.keys[i*hdrBlock]
 			}
+			h.buildBuckets()
 		}
 	}
 	return h, nil
@@ -150,12 +211,19 @@ func (h *EHFrameHdr) lookup(pc uint64) (uint64, bool) {
 		} else {
 			return 0, false
 		}
-		s := lastLE(h.summary, rel)
-		if s < 0 {
-			return 0, false
+		var i int
+		if h.buckets != nil {
+			if i = h.bucketLE(rel); i < 0 {
+				return 0, false
+			}
+		} else {
+			s := lastLE(h.summary, rel)
+			if s < 0 {
+				return 0, false
+			}
+			lo := s * hdrBlock
+			i = lo + lastLE(h.keys[lo:min(lo+hdrBlock, n)], rel)
 		}
-		lo := s * hdrBlock
-		i := lo + lastLE(h.keys[lo:min(lo+hdrBlock, n)], rel)
 		p := h.tableOff + 8*i + 4
 		return uint64(int64(int32(h.order.Uint32(h.data[p:p+4])))) + h.addr, true
 	}

@@ -1,6 +1,7 @@
 package cfi
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"reflect"
@@ -270,5 +271,47 @@ func TestManyRules(t *testing.T) {
 	}
 	if rs := a.Rules(); len(rs) != a.NumRules() || rs[len(rs)-1].Column != 133 || rs[0].Column != 16 {
 		t.Errorf("Rules(): %d rules, first %d last %d", len(rs), rs[0].Column, rs[len(rs)-1].Column)
+	}
+}
+
+// TestHdrBucketsMatchSearch checks the bucketed header lookup against a
+// plain search of the same keys, at every key, between keys and outside
+// the range, on this machine's libc and on synthetic tables.
+func TestHdrBucketsMatchSearch(t *testing.T) {
+	var hdrs []*EHFrameHdr
+	if f, err := elf.Open("/usr/lib/x86_64-linux-gnu/libc.so.6"); err == nil {
+		if s := f.Section(".eh_frame_hdr"); s != nil {
+			data, _ := s.Data()
+			if h, err := ParseEHFrameHdr(data, s.Addr, f.ByteOrder, 8); err == nil {
+				hdrs = append(hdrs, h)
+			}
+		}
+		f.Close()
+	}
+	for _, keys := range [][]int32{{5}, {-100, -100, 3, 4, 1 << 20}, {0, 1, 2, 3, 4, 5, 6, 7}, {-1 << 31, 0, 1<<31 - 1}} {
+		h := &EHFrameHdr{keys: keys}
+		h.buildBuckets()
+		hdrs = append(hdrs, h)
+	}
+	for hi, h := range hdrs {
+		if h.buckets == nil {
+			t.Fatalf("table %d: no buckets built", hi)
+		}
+		var probes []int64
+		for _, k := range h.keys {
+			probes = append(probes, int64(k)-1, int64(k), int64(k)+1)
+		}
+		probes = append(probes, -1<<40, 1<<40)
+		for _, v := range probes {
+			if got, want := h.bucketLE(v), lastLE(h.keys, v); got != want && !(got >= 0 && want >= 0 && h.keys[got] == h.keys[want]) {
+				t.Errorf("table %d: lookup %d: buckets give %d, search %d", hi, v, got, want)
+			}
+		}
+	}
+	// Keys out of order: no buckets, the search stays in use.
+	h := &EHFrameHdr{keys: []int32{4, 2, 9}}
+	h.buildBuckets()
+	if h.buckets != nil {
+		t.Error("buckets built over unsorted keys")
 	}
 }
