@@ -202,26 +202,8 @@ func readelfEnc(e PtrEnc) string { return e.String() }
 // application applied; ok is false for formats it cannot read.
 func (p *printer) hdrValue(enc PtrEnc, data []byte, pos int) (uint64, int, bool) {
 	b := buf{data: data, pos: pos, order: p.order}
-	var v uint64
-	switch enc & 0x0f {
-	case PEULEB128:
-		v = b.uleb()
-	case PESLEB128:
-		v = uint64(b.sleb())
-	case PEUData2:
-		v = uint64(b.u16())
-	case PEUData4:
-		v = uint64(b.u32())
-	case PEUData8, PESData8:
-		v = b.u64()
-	case PESData2:
-		v = uint64(int64(int16(b.u16())))
-	case PESData4:
-		v = uint64(int64(int32(b.u32())))
-	default:
-		return 0, 0, false
-	}
-	if b.err != nil {
+	v, ok := b.readFormat(enc & 0x0f)
+	if !ok || b.err != nil {
 		return 0, 0, false
 	}
 	return v, b.pos - pos, true

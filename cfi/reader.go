@@ -237,7 +237,31 @@ type ptrCtx struct {
 
 // readEncoded decodes one pointer in encoding enc. It returns the value,
 // and whether the encoding was understood.
+// readFormat reads a value in one of the sized or LEB128 pointer formats
+// (not absptr, whose size depends on the target), sign-extending the
+// signed ones; ok is false for an unknown format.
+func (b *buf) readFormat(f PtrEnc) (v uint64, ok bool) {
+	switch f {
+	case PEULEB128:
+		return b.uleb(), true
+	case PESLEB128:
+		return uint64(b.sleb()), true
+	case PEUData2:
+		return uint64(b.u16()), true
+	case PEUData4:
+		return uint64(b.u32()), true
+	case PEUData8, PESData8:
+		return b.u64(), true
+	case PESData2:
+		return uint64(int64(int16(b.u16()))), true
+	case PESData4:
+		return uint64(int64(int32(b.u32()))), true
+	}
+	return 0, false
+}
+
 func (b *buf) readEncoded(enc PtrEnc, c *ptrCtx) (uint64, error) {
+	var ok bool
 	if enc == PEOmit {
 		return 0, nil
 	}
@@ -255,27 +279,12 @@ func (b *buf) readEncoded(enc PtrEnc, c *ptrCtx) (uint64, error) {
 		start = b.pos
 	}
 	var v uint64
-	switch enc.Format() {
-	case PEAbsPtr:
+	if enc.Format() == PEAbsPtr {
 		v = b.uint(c.addrSize)
 		if c.addrSize == 4 && enc&PESigned != 0 {
 			v = uint64(int64(int32(v)))
 		}
-	case PEULEB128:
-		v = b.uleb()
-	case PESLEB128:
-		v = uint64(b.sleb())
-	case PEUData2:
-		v = uint64(b.u16())
-	case PEUData4:
-		v = uint64(b.u32())
-	case PEUData8, PESData8:
-		v = b.u64()
-	case PESData2:
-		v = uint64(int64(int16(b.u16())))
-	case PESData4:
-		v = uint64(int64(int32(b.u32())))
-	default:
+	} else if v, ok = b.readFormat(enc.Format()); !ok {
 		return 0, fmt.Errorf("unknown pointer encoding %#x", uint8(enc))
 	}
 	if b.err != nil {
