@@ -273,8 +273,9 @@ func TestSystemReadelf(t *testing.T) {
 }
 
 // TestGCCDebugFrame compiles a program into .debug_frame variants (CIE
-// versions 1, 3 and 4, 64-bit DWARF, compressed, relocatable objects) and
-// compares with the installed readelf.
+// versions 1, 3 and 4, 64-bit DWARF, compressed, relocatable objects,
+// 32-bit objects with REL relocations) and compares with the installed
+// readelf.
 func TestGCCDebugFrame(t *testing.T) {
 	readelf := readelfPath(t)
 	gcc, err := exec.LookPath("gcc")
@@ -302,6 +303,9 @@ int main(int argc, char **argv) { return f(argc) + g(argc); }
 		{"d64.elf", []string{"-O0", "-g", "-gdwarf64", "-fno-asynchronous-unwind-tables", "-fno-dwarf2-cfi-asm"}},
 		{"z.elf", []string{"-O2", "-g", "-fno-asynchronous-unwind-tables", "-gz=zlib"}},
 		{"both.elf", []string{"-O2", "-g"}},
+		// 32-bit objects: SHT_REL relocations, addends in the section.
+		{"m32.o", []string{"-m32", "-O2", "-g", "-c"}},
+		{"m32-debug.o", []string{"-m32", "-O2", "-g", "-fno-asynchronous-unwind-tables", "-c"}},
 	}
 	for _, v := range variants {
 		out := filepath.Join(dir, v.name)
