@@ -1,0 +1,52 @@
+package elffile
+
+import (
+	"bytes"
+	"debug/elf"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/sframekit/sframekit/internal/corpus"
+)
+
+// FuzzRelocatedData feeds arbitrary ELF bytes (seeded with the corpus's
+// relocatable objects, whose .rela.sframe and .rela.eh_frame it applies)
+// through section lookup and relocation, strict and lenient. Neither may
+// panic, and lenient relocation never fails where strict succeeds.
+func FuzzRelocatedData(f *testing.F) {
+	for _, path := range corpus.List() {
+		if !strings.HasSuffix(path, ".o") {
+			continue
+		}
+		if data, err := os.ReadFile(path); err == nil && len(data) < 64<<10 {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ef, err := elf.NewFile(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		FindSFrame(ef, "")
+		BFDName(ef)
+		// The sections relocations apply to (what callers read), at most
+		// 16: calling per section is quadratic in the section count.
+		n := 0
+		for _, r := range ef.Sections {
+			if (r.Type != elf.SHT_RELA && r.Type != elf.SHT_REL) || int(r.Info) >= len(ef.Sections) || n == 16 {
+				continue
+			}
+			n++
+			s := ef.Sections[r.Info]
+			if s.Type == elf.SHT_NOBITS || s.Size > 1<<20 {
+				continue
+			}
+			strict, serr := RelocatedData(ef, s, false)
+			lenient, lerr := RelocatedData(ef, s, true)
+			if serr == nil && (lerr != nil || !bytes.Equal(strict, lenient)) {
+				t.Fatalf("section %s: strict relocation succeeded, lenient gave %v", s.Name, lerr)
+			}
+		}
+	})
+}
