@@ -51,3 +51,18 @@ echo "  sframe stack: $sf ($(minimum "${sf_t[@]}"))"
 echo "  eu-stack:     $eu ($(minimum "${eu_t[@]}"))"
 echo "  gdb:          $gd ($(minimum "${gd_t[@]}"))"
 echo "  sframe/eu-stack=$(ratio "$sf" "$eu") sframe/gdb=$(ratio "$sf" "$gd")"
+
+# The loop above times each run from a shell, whose own fork+exec of
+# `date` lands inside every interval. hyperfine (Debian package hyperfine)
+# runs the commands directly (-N) and is the figure docs/PERFORMANCE.md
+# quotes; -i because eu-stack exits 1 after printing every frame.
+if command -v hyperfine >/dev/null && command -v eu-stack >/dev/null; then
+  hyperfine -N -i --warmup 3 --runs "${HF_RUNS:-40}" --prepare "sleep 0.05" --export-json hf.json \
+    "./sframe stack $pid" "eu-stack -p $pid" >/dev/null 2>&1
+  python3 - <<'PY'
+import json
+r = json.load(open("hf.json"))["results"]
+sf, eu = r[0]["mean"] * 1e3, r[1]["mean"] * 1e3
+print(f"hyperfine means: sframe stack {sf:.1f} ms, eu-stack {eu:.1f} ms, sframe/eu-stack={sf/eu:.3f}")
+PY
+fi
