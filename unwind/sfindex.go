@@ -29,7 +29,7 @@ type sfRow struct {
 	start uint32 // offset from the function start (or in the block)
 	ok    bool   // the rules decoded (else the row gives no rule)
 	// fast marks the common shape the unwinder applies without the
-	// general rule interpreter (stepFast): CFA = SP or FP + cfaOff, RA
+	// general rule interpreter (the fast path of Unwind): CFA = SP or FP + cfaOff, RA
 	// saved at CFA + raOff, FP saved at CFA + fpOff (hasFP) or unchanged.
 	fast, cfaFP, hasFP, raSigned bool
 	cfaOff, raOff, fpOff         int32

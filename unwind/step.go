@@ -50,10 +50,6 @@ func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targe
 		if f == nil {
 			return errNoRule
 		}
-		if row != nil && row.fast && !f.signal && u.stepFast(row, cur, next) {
-			u.cfa = u.fastCFA
-			return nil
-		}
 		signal = f.signal
 		if row != nil && row.ok {
 			r = &row.row
@@ -138,52 +134,6 @@ func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targe
 		set(next, fpReg, fp)
 	}
 	return nil
-}
-
-// stepIndexed applies the row of x covering pc (ELF address) if it has the
-// common shape, and reports whether it did.
-func (u *Unwinder) stepIndexed(x *sfIndex, pc uint64, cur, next *targets.Regs) bool {
-	f, row := x.findRow(pc)
-	return row != nil && row.fast && !f.signal && u.stepFast(row, cur, next)
-}
-
-// stepFast applies a row of the common shape (see sfRow.compile). It
-// reports false, leaving the general path to find out why, when a
-// register or the stack cannot be read.
-func (u *Unwinder) stepFast(r *sfRow, cur, next *targets.Regs) bool {
-	baseReg := u.spReg
-	if r.cfaFP {
-		baseReg = u.fpReg
-	}
-	base, ok := get(cur, baseReg)
-	if !ok {
-		return false
-	}
-	cfa := base + uint64(int64(r.cfaOff))
-	ra, ok := u.mem.fastWord(cfa + uint64(int64(r.raOff)))
-	if !ok {
-		return false
-	}
-	if r.raSigned {
-		ra &= u.PACMask
-	}
-	fp, fpOK := get(cur, u.fpReg)
-	if r.hasFP {
-		if fp, fpOK = u.mem.fastWord(cfa + uint64(int64(r.fpOff))); !fpOK {
-			return false
-		}
-	}
-	u.fastCFA = cfa
-	next.Arch = cur.Arch
-	next.Flags, next.FSBase, next.GSBase, next.OrigRAX = 0, 0, 0, 0
-	next.R[u.pcReg] = ra
-	next.R[u.spReg] = cfa + u.spOff
-	next.Valid = 1<<uint(u.pcReg) | 1<<uint(u.spReg)
-	if fpOK {
-		next.R[u.fpReg] = fp
-		next.Valid |= 1 << uint(u.fpReg)
-	}
-	return true
 }
 
 // ruleValue evaluates an SFrame rule. cfa is the base of CFA-relative

@@ -163,7 +163,6 @@ type Unwinder struct {
 	// DWARF numbers of the PC, SP, FP and RA registers (RA -1: none).
 	pcReg, spReg, fpReg, raReg int
 	spOff                      uint64     // caller's SP - CFA: -160 on s390x
-	fastCFA                    uint64     // CFA computed by stepFast
 	srow                       sframe.Row // row decoded without an index
 }
 
@@ -284,19 +283,25 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 	// Two register sets, swapped at each step: no copies, no allocation.
 	u.regs[0] = *regs
 	cur, next := &u.regs[0], &u.regs[1]
+	// pc, sp and fp (when fpOK) mirror cur. While frames follow rows of
+	// the common shape they are all a step needs, so the fast path keeps
+	// only them and leaves cur stale (inRegs false) until a frame needs
+	// the general machinery.
+	pc, _ := get(cur, u.pcReg)
+	sp, spOK := get(cur, u.spReg)
+	fp, fpOK := get(cur, u.fpReg)
+	inRegs := true
 	// top: every register of cur is the thread's own (frame 0, or the
 	// frame a signal interrupted, restored from the signal context).
 	// exact: cur's PC is not a return address.
 	top, exact := true, true
 	for depth := 0; ; depth++ {
-		pc, _ := get(cur, u.pcReg)
 		if pc == 0 && !top {
 			return frames, StopEnd, nil
 		}
 		if depth >= max {
 			return frames, StopDepth, nil
 		}
-		sp, _ := get(cur, u.spReg)
 		mi := u.moduleIndex(pc)
 		if mi < 0 {
 			frames = append(frames, Frame{PC: pc, SP: sp, Exact: exact})
@@ -309,15 +314,45 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 		if !exact {
 			lookup--
 		}
-		var method Method
-		var err error
-		if x := u.sfx[mi]; x != nil && u.stepIndexed(x, lookup-m.Bias, cur, next) {
-			// The common case, without the general machinery.
-			method, u.cfa, u.sig = MethodSFrame, u.fastCFA, false
-		} else {
-			method, err = u.step(mi, pc, lookup, cur, next, top)
+		if x := u.sfx[mi]; x != nil && spOK {
+			if f, r := x.findRow(lookup - m.Bias); r != nil && r.fast && !f.signal && (!r.cfaFP || fpOK) {
+				// The common case, without the general machinery.
+				base := sp
+				if r.cfaFP {
+					base = fp
+				}
+				cfa := base + uint64(int64(r.cfaOff))
+				ra, ok := u.mem.fastWord(cfa + uint64(int64(r.raOff)))
+				nfp, nfpOK := fp, fpOK
+				if ok && r.hasFP {
+					nfp, ok = u.mem.fastWord(cfa + uint64(int64(r.fpOff)))
+					nfpOK = true
+				}
+				if ok {
+					if r.raSigned {
+						ra &= u.PACMask
+					}
+					frames = append(frames, Frame{PC: pc, SP: sp, CFA: cfa, Module: m, Method: MethodSFrame, Exact: exact})
+					nsp := cfa + u.spOff
+					if nsp < sp || (nsp == sp && !top) {
+						return frames, StopNoProgress, nil
+					}
+					pc, sp, fp, fpOK = ra, nsp, nfp, nfpOK
+					top, exact, inRegs = false, false, false
+					continue
+				}
+			}
 		}
-		// One store of the whole frame, after the step.
+		if !inRegs {
+			// Only these are known after fast steps.
+			*cur = targets.Regs{Arch: u.arch}
+			set(cur, u.pcReg, pc)
+			set(cur, u.spReg, sp)
+			if fpOK {
+				set(cur, u.fpReg, fp)
+			}
+		}
+		method, err := u.step(mi, pc, lookup, cur, next, top)
 		frames = append(frames, Frame{PC: pc, SP: sp, CFA: u.cfa, Module: m, Method: method, Signal: u.sig, Exact: exact || u.sig})
 		if err != nil {
 			switch err {
@@ -335,6 +370,10 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 		exact = u.sig
 		top = u.sig
 		cur, next = next, cur
+		pc, _ = get(cur, u.pcReg)
+		sp, spOK = get(cur, u.spReg)
+		fp, fpOK = get(cur, u.fpReg)
+		inRegs = true
 	}
 }
 
