@@ -140,3 +140,22 @@ func isHex(s string) bool {
 	}
 	return true
 }
+
+// BenchmarkText formats the largest corpus section as objdump text (the
+// work of `sframe dump` after reading the file).
+func BenchmarkText(b *testing.B) {
+	in, err := LoadELF(filepath.Join(corpus.Dir(b), "x86_64", "v3", "big-pic.so"), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	Text(&buf, in.SFrame, in.Section)
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := Text(&buf, in.SFrame, in.Section); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
