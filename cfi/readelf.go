@@ -3,6 +3,7 @@ package cfi
 import (
 	"debug/elf"
 	"fmt"
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"io"
 	"strconv"
 )
@@ -159,17 +160,8 @@ func appendHex(b []byte, v uint64, bytes int) []byte {
 	if bytes <= 0 || bytes > 8 {
 		bytes = 2
 	}
-	var tmp [16]byte
-	for i := 7; i >= 0; i-- {
-		x := byte(v)
-		tmp[2*i] = hexDigits[x>>4]
-		tmp[2*i+1] = hexDigits[x&15]
-		v >>= 8
-	}
-	return append(b, tmp[16-2*bytes:]...)
+	return textfmt.AppendHex(b, v, bytes)
 }
-
-const hexDigits = "0123456789abcdef"
 
 // appendCHex formats like C's "%#x": "0" for zero, else "0x..".
 func appendCHex(b []byte, v uint64) []byte {

@@ -7,6 +7,7 @@ package dump
 import (
 	"bufio"
 	"fmt"
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"io"
 	"strconv"
 
@@ -160,7 +161,7 @@ func (p *printer) function(i int) error {
 			pc += start
 		}
 		p.buf = append(p.buf[:0], "\n    "...)
-		p.buf = appendHex16(p.buf, pc)
+		p.buf = textfmt.AppendHex(p.buf, pc, 8)
 		if s.Version == sframe.Version1 {
 			p.rowV1(&f, e)
 		} else if err := p.row(&f, e, flex); err != nil {
@@ -170,15 +171,6 @@ func (p *printer) function(i int) error {
 		w.Write(p.buf)
 	}
 	return it.Err()
-}
-
-func appendHex16(b []byte, v uint64) []byte {
-	var tmp [16]byte
-	for i := 15; i >= 0; i-- {
-		tmp[i] = "0123456789abcdef"[v&0xf]
-		v >>= 4
-	}
-	return append(b, tmp[:]...)
 }
 
 // pad appends spaces until the field that started at mark is n wide.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"io"
 	"path/filepath"
 	"strconv"
@@ -204,7 +205,7 @@ func (t *Trace) WriteText(w io.Writer) error {
 				b = append(b, ' ')
 			}
 			b = append(b, " 0x"...)
-			b = appendHex16(b, f.PC)
+			b = textfmt.AppendHex(b, f.PC, 8)
 			b = append(b, " in "...)
 			switch {
 			case f.Signal:
@@ -245,16 +246,6 @@ func (t *Trace) WriteText(w io.Writer) error {
 	}
 	_, err := w.Write(b)
 	return err
-}
-
-// appendHex16 appends v as 16 lower-case hexadecimal digits.
-func appendHex16(b []byte, v uint64) []byte {
-	var tmp [16]byte
-	for i := 15; i >= 0; i-- {
-		tmp[i] = "0123456789abcdef"[v&0xf]
-		v >>= 4
-	}
-	return append(b, tmp[:]...)
 }
 
 // The JSON form of a Trace (WriteJSON). Addresses are strings of
