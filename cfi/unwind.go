@@ -203,26 +203,10 @@ func (u *interp) step() (advanced bool, newLoc uint64) {
 			return false, 0
 		}
 		return true, v
-	case OpAdvanceLoc1:
-		d := u.fixed(1)
-		if u.err != nil {
-			return false, 0
-		}
-		return true, u.loc + d*ca
-	case OpAdvanceLoc2:
-		d := u.fixed(2)
-		if u.err != nil {
-			return false, 0
-		}
-		return true, u.loc + d*ca
-	case OpAdvanceLoc4:
-		d := u.fixed(4)
-		if u.err != nil {
-			return false, 0
-		}
-		return true, u.loc + d*ca
-	case OpMIPSAdvanceLoc8:
-		d := u.fixed(8)
+	case OpAdvanceLoc1, OpAdvanceLoc2, OpAdvanceLoc4, OpMIPSAdvanceLoc8:
+		// advance_loc1/2/4 are consecutive opcodes; the MIPS advance_loc8
+		// (0x1d) clamps to the last size.
+		d := u.fixed([...]int{1, 2, 4, 8}[min(int(op-OpAdvanceLoc1), 3)])
 		if u.err != nil {
 			return false, 0
 		}

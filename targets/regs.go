@@ -78,18 +78,26 @@ type Regs struct {
 	OrigRAX uint64
 }
 
-// NumDWARFRegs returns how many DWARF registers, numbered from 0, Regs
-// keeps for arch (17 for x86-64, 33 for AArch64), or 0 if arch is not
-// supported.
-func NumDWARFRegs(arch elf.Machine) int {
+// archRegs are the register numbers of one architecture, in one place so
+// that each function below is a lookup, not a switch of its own.
+type archRegs struct{ n, pc, sp, fp, ra int }
+
+func archRegsOf(arch elf.Machine) archRegs {
 	switch arch {
 	case elf.EM_X86_64:
-		return 17
-	case elf.EM_AARCH64, elf.EM_S390:
-		return 33
+		return archRegs{n: 17, pc: AMD64RIP, sp: AMD64RSP, fp: AMD64RBP, ra: -1}
+	case elf.EM_AARCH64:
+		return archRegs{n: 33, pc: ARM64PC, sp: ARM64SP, fp: ARM64FP, ra: ARM64LR}
+	case elf.EM_S390:
+		return archRegs{n: 33, pc: S390XPC, sp: S390XSP, fp: S390XFP, ra: S390XRA}
 	}
-	return 0
+	return archRegs{n: 0, pc: -1, sp: -1, fp: -1, ra: -1}
 }
+
+// NumDWARFRegs returns how many DWARF registers, numbered from 0, Regs
+// keeps for arch (17 for x86-64, 33 for AArch64 and s390x), or 0 if arch
+// is not supported.
+func NumDWARFRegs(arch elf.Machine) int { return archRegsOf(arch).n }
 
 // Get returns DWARF register n and whether it is known.
 func (r *Regs) Get(n int) (uint64, bool) {
@@ -118,57 +126,19 @@ func (r *Regs) Invalidate(n int) {
 }
 
 // PCReg returns the DWARF number under which Regs keeps the program counter
-// (16 on x86-64, 32 on AArch64), or -1.
-func PCReg(arch elf.Machine) int {
-	switch arch {
-	case elf.EM_X86_64:
-		return AMD64RIP
-	case elf.EM_AARCH64:
-		return ARM64PC
-	case elf.EM_S390:
-		return S390XPC
-	}
-	return -1
-}
+// (16 on x86-64, 32 on AArch64 and s390x), or -1.
+func PCReg(arch elf.Machine) int { return archRegsOf(arch).pc }
 
 // SPReg returns the DWARF number of the stack pointer, or -1.
-func SPReg(arch elf.Machine) int {
-	switch arch {
-	case elf.EM_X86_64:
-		return AMD64RSP
-	case elf.EM_AARCH64:
-		return ARM64SP
-	case elf.EM_S390:
-		return S390XSP
-	}
-	return -1
-}
+func SPReg(arch elf.Machine) int { return archRegsOf(arch).sp }
 
-// FPReg returns the DWARF number of the frame pointer (rbp, x29), or -1.
-func FPReg(arch elf.Machine) int {
-	switch arch {
-	case elf.EM_X86_64:
-		return AMD64RBP
-	case elf.EM_AARCH64:
-		return ARM64FP
-	case elf.EM_S390:
-		return S390XFP
-	}
-	return -1
-}
+// FPReg returns the DWARF number of the frame pointer (rbp, x29, r11), or -1.
+func FPReg(arch elf.Machine) int { return archRegsOf(arch).fp }
 
 // RAReg returns the DWARF number of the register holding the return address
-// at function entry (x30 on AArch64), or -1 where the return address lives
-// on the stack (x86-64).
-func RAReg(arch elf.Machine) int {
-	switch arch {
-	case elf.EM_AARCH64:
-		return ARM64LR
-	case elf.EM_S390:
-		return S390XRA
-	}
-	return -1
-}
+// at function entry (x30 on AArch64, r14 on s390x), or -1 where the return
+// address lives on the stack (x86-64).
+func RAReg(arch elf.Machine) int { return archRegsOf(arch).ra }
 
 // PC returns the program counter (0 if unknown).
 func (r *Regs) PC() uint64 { v, _ := r.Get(PCReg(r.Arch)); return v }
