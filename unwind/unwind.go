@@ -283,23 +283,36 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 	// Two register sets, swapped at each step: no copies, no allocation.
 	u.regs[0] = *regs
 	cur, next := &u.regs[0], &u.regs[1]
-	// pc, sp and fp (when fpOK) mirror cur. While frames follow rows of
-	// the common shape they are all a step needs, so the fast path keeps
-	// only them and leaves cur stale (inRegs false) until a frame needs
-	// the general machinery.
-	pc, _ := get(cur, u.pcReg)
+	// st mirrors cur's PC, SP and FP. While frames follow rows of the
+	// common shape they are all a step needs, so the fast path (fastWalk)
+	// keeps only them and leaves cur stale (inRegs false) until a frame
+	// needs the general machinery.
+	var st walkState
+	st.pc, _ = get(cur, u.pcReg)
 	sp, spOK := get(cur, u.spReg)
-	fp, fpOK := get(cur, u.fpReg)
+	st.sp = sp
+	st.fp, st.fpOK = get(cur, u.fpReg)
 	inRegs := true
 	// top: every register of cur is the thread's own (frame 0, or the
 	// frame a signal interrupted, restored from the signal context).
 	// exact: cur's PC is not a return address.
-	top, exact := true, true
-	for depth := 0; ; depth++ {
+	st.top, st.exact = true, true
+	for ; ; st.depth++ {
+		if spOK {
+			d := st.depth
+			frames = u.fastWalk(frames, &st, max)
+			if st.noProgress {
+				return frames, StopNoProgress, nil
+			}
+			if st.depth != d {
+				inRegs = false
+			}
+		}
+		pc, sp, top, exact := st.pc, st.sp, st.top, st.exact
 		if pc == 0 && !top {
 			return frames, StopEnd, nil
 		}
-		if depth >= max {
+		if st.depth >= max {
 			return frames, StopDepth, nil
 		}
 		mi := u.moduleIndex(pc)
@@ -314,42 +327,13 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 		if !exact {
 			lookup--
 		}
-		if x := u.sfx[mi]; x != nil && spOK {
-			if f, r := x.findRow(lookup - m.Bias); r != nil && r.fast && !f.signal && (!r.cfaFP || fpOK) {
-				// The common case, without the general machinery.
-				base := sp
-				if r.cfaFP {
-					base = fp
-				}
-				cfa := base + uint64(int64(r.cfaOff))
-				ra, ok := u.mem.fastWord(cfa + uint64(int64(r.raOff)))
-				nfp, nfpOK := fp, fpOK
-				if ok && r.hasFP {
-					nfp, ok = u.mem.fastWord(cfa + uint64(int64(r.fpOff)))
-					nfpOK = true
-				}
-				if ok {
-					if r.raSigned {
-						ra &= u.PACMask
-					}
-					frames = append(frames, Frame{PC: pc, SP: sp, CFA: cfa, Module: m, Method: MethodSFrame, Exact: exact})
-					nsp := cfa + u.spOff
-					if nsp < sp || (nsp == sp && !top) {
-						return frames, StopNoProgress, nil
-					}
-					pc, sp, fp, fpOK = ra, nsp, nfp, nfpOK
-					top, exact, inRegs = false, false, false
-					continue
-				}
-			}
-		}
 		if !inRegs {
 			// Only these are known after fast steps.
 			*cur = targets.Regs{Arch: u.arch}
 			set(cur, u.pcReg, pc)
 			set(cur, u.spReg, sp)
-			if fpOK {
-				set(cur, u.fpReg, fp)
+			if st.fpOK {
+				set(cur, u.fpReg, st.fp)
 			}
 		}
 		method, err := u.step(mi, pc, lookup, cur, next, top)
@@ -367,12 +351,12 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 		if !u.sig && (nsp < sp || (nsp == sp && !top)) {
 			return frames, StopNoProgress, nil
 		}
-		exact = u.sig
-		top = u.sig
+		st.exact = u.sig
+		st.top = u.sig
 		cur, next = next, cur
-		pc, _ = get(cur, u.pcReg)
-		sp, spOK = get(cur, u.spReg)
-		fp, fpOK = get(cur, u.fpReg)
+		st.pc, _ = get(cur, u.pcReg)
+		st.sp, spOK = get(cur, u.spReg)
+		st.fp, st.fpOK = get(cur, u.fpReg)
 		inRegs = true
 	}
 }
