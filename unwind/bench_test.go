@@ -36,13 +36,22 @@ const snapDepth = 1000
 
 // takeSnapshot runs stackprog (SFrame v1, no frame pointers) with a thread
 // blocked at recursion depth snapDepth and captures that thread.
+//
+// With UNWIND_BENCH_CORE=CORE,EXE,TID it takes thread TID of a core file
+// instead (made by scripts/unwind-instructions.sh): no child process, no
+// ptrace, so that the benchmark runs under valgrind, whose instruction
+// counts do not swing with the machine's load as times do.
 func takeSnapshot(tb testing.TB) *snapshot {
 	tb.Helper()
-	exe := buildProg(tb, cfgSFrameO2)
-	snapOnce.Do(func() {
-		p := startProg(tb, exe, "1", strconv.Itoa(snapDepth))
-		snap, snapErr = capture(p.cmd.Process.Pid)
-	})
+	if env := os.Getenv("UNWIND_BENCH_CORE"); env != "" {
+		snapOnce.Do(func() { snap, snapErr = captureCore(env) })
+	} else {
+		exe := buildProg(tb, cfgSFrameO2)
+		snapOnce.Do(func() {
+			p := startProg(tb, exe, "1", strconv.Itoa(snapDepth))
+			snap, snapErr = capture(p.cmd.Process.Pid)
+		})
+	}
 	if snapErr != nil {
 		tb.Fatal(snapErr)
 	}
@@ -74,14 +83,61 @@ func capture(pid int) (*snapshot, error) {
 	if _, err := pr.Memory().ReadAt(data, int64(sp)); err != nil {
 		return nil, err
 	}
-	s := &snapshot{regs: th.Regs, stack: &FlatMemory{Addr: sp, Data: data}}
-	s.mods = NewCache().Modules(pr.Modules(), pr.Memory())
+	return newSnapshot(th.Regs, sp, data, pr.Modules(), pr.Memory()), nil
+}
+
+// captureCore captures a thread of a core file; env is "CORE,EXE,TID".
+func captureCore(env string) (*snapshot, error) {
+	f := strings.Split(env, ",")
+	if len(f) != 3 {
+		return nil, fmt.Errorf("UNWIND_BENCH_CORE=%q: want CORE,EXE,TID", env)
+	}
+	tid, err := strconv.Atoi(f[2])
+	if err != nil {
+		return nil, err
+	}
+	c, err := targets.OpenCore(f[0], f[1])
+	if err != nil {
+		return nil, err
+	}
+	var th *targets.Thread
+	ths := c.Threads()
+	for i := range ths {
+		if ths[i].TID == tid {
+			th = &ths[i]
+		}
+	}
+	if th == nil {
+		return nil, fmt.Errorf("no thread %d in %s", tid, f[0])
+	}
+	// The stack: from SP up to the end of what the core holds.
+	sp := th.Regs.SP()
+	var data []byte
+	page := make([]byte, 4096)
+	for a := sp; ; a += uint64(len(page)) {
+		if n := 4096 - a%4096; len(data) == 0 && n < 4096 {
+			page = page[:n]
+		} else {
+			page = page[:4096]
+		}
+		if _, err := c.Memory().ReadAt(page, int64(a)); err != nil {
+			break
+		}
+		data = append(data, page...)
+	}
+	return newSnapshot(th.Regs, sp, data, c.Modules(), c.Memory()), nil
+}
+
+// newSnapshot loads the modules' tables, and a copy of them without SFrame.
+func newSnapshot(regs targets.Regs, sp uint64, stack []byte, mods []targets.Module, mem targets.Memory) *snapshot {
+	s := &snapshot{regs: regs, stack: &FlatMemory{Addr: sp, Data: stack}}
+	s.mods = NewCache().Modules(mods, mem)
 	for _, m := range s.mods {
 		c := *m
 		c.SFrame = nil
 		s.cfi = append(s.cfi, &c)
 	}
-	return s, nil
+	return s
 }
 
 // mappingEnd returns the end of the mapping of pid containing addr.

@@ -1,5 +1,7 @@
 package unwind
 
+import "encoding/binary"
+
 // walkState is the part of a walk the fast path reads and advances.
 type walkState struct {
 	pc, sp, fp uint64
@@ -10,80 +12,139 @@ type walkState struct {
 	depth      int
 }
 
-// fastWalk takes steps while the frames follow SFrame rows of the common
-// shape (CFA = SP or FP + offset, RA and FP saved at CFA + offsets), the
-// bulk of a stack, and returns at the first frame that needs the general
-// machinery, at the depth limit, at PC 0, or when the stack does not move
-// up (st.noProgress). It is separate from Unwind so that its few live
-// values stay in registers; it keeps the current module's range in locals
-// so that consecutive frames in one module skip the module search.
+// modInfo is what the fast path needs of a module, in one place.
+type modInfo struct {
+	lo, size uint64 // the module's runtime range is [lo, lo+size)
+	// The flat table of x: a return address pc is looked up as pc - rel0
+	// (rel0 = bias + flatBase + 1: the call at pc-1), which misses at or
+	// past relEnd.
+	rel0, relEnd uint64
+	keys         []uint32
+	rules        []fastRule
+	buckets      []uint32
+	shift        uint8
+	x            *sfIndex // decoded SFrame, nil if none
+	m            *Module
+}
+
+// newModInfo gathers what the fast path needs of m, whose decoded SFrame
+// is x (nil if none).
+func newModInfo(m *Module, x *sfIndex) modInfo {
+	in := modInfo{lo: m.Start, size: m.End - m.Start, m: m, x: x}
+	if x != nil {
+		in.rel0, in.relEnd = m.Bias+x.flatBase+1, x.flatEnd
+		in.keys, in.rules = x.flatKeys, x.flatRules
+		in.buckets, in.shift = x.flatBuckets, x.flatShift
+	}
+	return in
+}
+
+// rule returns the fast rule for the return address pc (the rules of the
+// call, at pc-1) from the flat table, or nil if pc-1 is outside it. The
+// rule's flags are 0 when the general path must decide.
+func (in *modInfo) rule(pc uint64) *fastRule {
+	rel := pc - in.rel0
+	if rel >= in.relEnd {
+		return nil
+	}
+	// The row: the last one starting at or before rel, at most a few
+	// keys past the first of rel's bucket.
+	keys, key := in.keys, uint32(rel)
+	i := int(in.buckets[key>>in.shift])
+	for i+1 < len(keys) && keys[i+1] <= key {
+		i++
+	}
+	return &in.rules[i]
+}
+
+// emptyFlat stands for memory the fast path cannot read directly: every
+// read misses it and goes through the wordReader.
+var emptyFlat FlatMemory
+
+// fastWalk takes steps while the frames are callers (not the top frame nor
+// one a signal interrupted) that follow SFrame rows of the common shape
+// (CFA = SP or FP + offset, RA and FP saved at CFA + offsets): the bulk of
+// a stack. It returns at the first frame that needs the general machinery,
+// at the depth limit, when the frame buffer is full, at PC 0, or when the
+// stack does not move up (st.noProgress).
+//
+// Everything a step needs is written out here, with no call on the common
+// path and few live values, so that the loop keeps them in registers: with
+// the top-frame cases, the buffer growth and the module and index state in
+// locals, the compiler spilled and reloaded most of them at every frame.
 func (u *Unwinder) fastWalk(frames []Frame, st *walkState, max int) []Frame {
+	if st.top || st.exact {
+		return frames
+	}
 	pc, sp, fp, fpOK := st.pc, st.sp, st.fp, st.fpOK
-	top, exact, depth := st.top, st.exact, st.depth
-	var (
-		m        *Module
-		x        *sfIndex
-		lo, size uint64 // m's range is [lo, lo+size); size 0: no module yet
-		bias     uint64
-	)
-	mem, spOff := &u.mem, u.spOff
-	for depth < max && (pc != 0 || top) {
-		if pc-lo >= size {
+	n0 := len(frames)
+	n, end := n0, min(cap(frames), n0+max-st.depth)
+	in := &u.noMod
+	mem := u.mem.flat
+	if mem == nil || u.mem.be {
+		mem = &emptyFlat
+	}
+	for n < end && pc != 0 {
+		if pc-in.lo >= in.size {
 			mi := u.moduleIndex(pc)
-			if mi < 0 || u.sfx[mi] == nil {
+			if mi < 0 {
 				break
 			}
-			m, x = u.modules[mi], u.sfx[mi]
-			lo, size, bias = m.Start, m.End-m.Start, m.Bias
+			in = &u.info[mi]
 		}
-		lookup := pc - bias
-		if !exact {
-			lookup--
-		}
-		f, r := x.findRow(lookup)
-		if r == nil || !r.fast || f.signal || (r.cfaFP && !fpOK) {
+		r := in.rule(pc)
+		if r == nil {
 			break
 		}
-		base := sp
-		if r.cfaFP {
-			base = fp
-		}
-		cfa := base + uint64(int64(r.cfaOff))
-		ra, ok := mem.fastWord(cfa + uint64(int64(r.raOff)))
-		if !ok {
+		if r.flags&fastOK == 0 || (r.flags&fastCFAFP != 0 && !fpOK) {
 			break
 		}
-		nfp, nfpOK := fp, fpOK
-		if r.hasFP {
-			if nfp, ok = mem.fastWord(cfa + uint64(int64(r.fpOff))); !ok {
+		cfa := sp
+		if r.flags&fastCFAFP != 0 {
+			cfa = fp
+		}
+		cfa += uint64(int64(r.cfaOff))
+		var ra uint64
+		a := cfa + uint64(int64(r.raOff))
+		if o := a - mem.Addr; o < uint64(len(mem.Data)) && uint64(len(mem.Data))-o >= 8 {
+			ra = binary.LittleEndian.Uint64(mem.Data[o:])
+		} else {
+			var err error
+			if ra, err = u.mem.word(a); err != nil {
 				break
 			}
-			nfpOK = true
 		}
-		if r.raSigned {
+		if r.flags&fastFP != 0 {
+			a := cfa + uint64(int64(r.fpOff))
+			if o := a - mem.Addr; o < uint64(len(mem.Data)) && uint64(len(mem.Data))-o >= 8 {
+				fp = binary.LittleEndian.Uint64(mem.Data[o:])
+			} else {
+				v, err := u.mem.word(a)
+				if err != nil {
+					break
+				}
+				fp = v
+			}
+			fpOK = true
+		}
+		if r.flags&fastRASigned != 0 {
 			ra &= u.PACMask
 		}
-		// Append in place: a composite literal would be built on the
-		// stack and copied, which costs more than the rest of the step.
-		n := len(frames)
-		if n < cap(frames) {
-			frames = frames[:n+1]
-		} else {
-			frames = append(frames, Frame{})
-		}
+		// Written in place: a composite literal would be built on the
+		// stack and copied, which cost more than the rest of the step.
+		frames = frames[:n+1]
 		fr := &frames[n]
-		fr.PC, fr.SP, fr.CFA, fr.Module = pc, sp, cfa, m
-		fr.Method, fr.Signal, fr.Exact = MethodSFrame, false, exact
-		depth++
-		nsp := cfa + spOff
-		if nsp < sp || (nsp == sp && !top) {
+		n++
+		fr.PC, fr.SP, fr.CFA, fr.Module = pc, sp, cfa, in.m
+		fr.Method, fr.Signal, fr.Exact = MethodSFrame, false, false
+		nsp := cfa + u.spOff
+		if nsp <= sp {
 			st.noProgress = true
 			break
 		}
-		pc, sp, fp, fpOK = ra, nsp, nfp, nfpOK
-		top, exact = false, false
+		pc, sp = ra, nsp
 	}
 	st.pc, st.sp, st.fp, st.fpOK = pc, sp, fp, fpOK
-	st.top, st.exact, st.depth = top, exact, depth
+	st.depth += n - n0
 	return frames
 }

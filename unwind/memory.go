@@ -18,24 +18,6 @@ type wordReader struct {
 	buf  [8]byte
 }
 
-// fastWord reads a word of a FlatMemory, or reports false.
-func (r *wordReader) fastWord(addr uint64) (uint64, bool) {
-	f := r.flat
-	if f == nil {
-		v, err := r.word(addr)
-		return v, err == nil
-	}
-	off := addr - f.Addr
-	if addr < f.Addr || off >= uint64(len(f.Data)) || uint64(len(f.Data))-off < 8 {
-		v, err := r.word(addr)
-		return v, err == nil
-	}
-	if r.be {
-		return binary.BigEndian.Uint64(f.Data[off:]), true
-	}
-	return binary.LittleEndian.Uint64(f.Data[off:]), true
-}
-
 func (r *wordReader) word(addr uint64) (uint64, error) {
 	if f := r.flat; f != nil {
 		if off := addr - f.Addr; addr >= f.Addr && off < uint64(len(f.Data)) && uint64(len(f.Data))-off >= 8 {

@@ -46,13 +46,13 @@ func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targe
 	var r *sframe.Row
 	signal := false
 	if x != nil {
-		f, row := x.findRow(pc)
+		f, k := x.findRow(pc)
 		if f == nil {
 			return errNoRule
 		}
 		signal = f.signal
-		if row != nil && row.ok {
-			r = &row.row
+		if k >= 0 && x.rows[k].ok {
+			r = &x.rows[k].row
 		}
 	} else {
 		f, e, err := s.FindFRE(pc)

@@ -146,7 +146,8 @@ type Unwinder struct {
 	arch     elf.Machine
 	abi      sframe.ABI
 	modules  []*Module
-	sfx      []*sfIndex // decoded SFrame of modules[i], nil if none
+	info     []modInfo // per module, what the fast path needs
+	noMod    modInfo   // an empty range: the fast path's "no module yet"
 	mem      wordReader
 	MaxDepth int
 	// PACMask keeps the address bits of signed AArch64 return addresses
@@ -191,15 +192,17 @@ func New(arch elf.Machine, mods []*Module, mem targets.Memory) (*Unwinder, error
 		}
 	}
 	sort.SliceStable(u.modules, func(i, j int) bool { return u.modules[i].Start < u.modules[j].Start })
-	u.sfx = make([]*sfIndex, len(u.modules))
+	u.info = make([]modInfo, len(u.modules))
 	for i, m := range u.modules {
+		var x *sfIndex
 		switch {
 		case m.SFrame == nil:
 		case m.sfx != nil && m.sfx.sec == m.SFrame:
-			u.sfx[i] = m.sfx
+			x = m.sfx
 		default:
-			u.sfx[i] = buildSFIndex(m.SFrame)
+			x = buildSFIndex(m.SFrame)
 		}
+		u.info[i] = newModInfo(m, x)
 	}
 	u.mem.m = mem
 	u.mem.flat, _ = mem.(*FlatMemory)
@@ -368,7 +371,7 @@ func (u *Unwinder) step(mi int, pc, lookup uint64, cur, next *targets.Regs, top 
 	elfPC := lookup - m.Bias
 	var firstErr error
 	if m.SFrame != nil {
-		err := u.stepSFrame(m, u.sfx[mi], elfPC, cur, next, top)
+		err := u.stepSFrame(m, u.info[mi].x, elfPC, cur, next, top)
 		if err == nil || err == errEnd {
 			if u.sig {
 				return MethodSignal, err
