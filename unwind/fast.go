@@ -1,7 +1,5 @@
 package unwind
 
-import "encoding/binary"
-
 // walkState is the part of a walk the fast path reads and advances.
 type walkState struct {
 	pc, sp, fp uint64
@@ -48,10 +46,11 @@ func (in *modInfo) rule(pc uint64) *fastRule {
 		return nil
 	}
 	// The row: the last one starting at or before rel, at most a few
-	// keys past the first of rel's bucket.
+	// keys past the first of rel's bucket. keys ends with a sentinel
+	// above every rel, which ends the scan.
 	keys, key := in.keys, uint32(rel)
 	i := int(in.buckets[key>>in.shift])
-	for i+1 < len(keys) && keys[i+1] <= key {
+	for keys[i+1] <= key {
 		i++
 	}
 	return &in.rules[i]
@@ -78,13 +77,17 @@ func (u *Unwinder) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 	}
 	pc, sp, fp, fpOK := st.pc, st.sp, st.fp, st.fpOK
 	n0 := len(frames)
-	n, end := n0, min(cap(frames), n0+max-st.depth)
+	// The frames up to the depth limit or the buffer's capacity, written
+	// in place: a composite literal appended would be built on the stack
+	// and copied, which cost more than the rest of the step.
+	buf := frames[:min(cap(frames), n0+max-st.depth)]
+	n := n0
 	in := &u.noMod
 	mem := u.mem.flat
 	if mem == nil || u.mem.be {
 		mem = &emptyFlat
 	}
-	for n < end && pc != 0 {
+	for n < len(buf) && pc != 0 {
 		if pc-in.lo >= in.size {
 			mi := u.moduleIndex(pc)
 			if mi < 0 {
@@ -96,44 +99,39 @@ func (u *Unwinder) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 		if r == nil {
 			break
 		}
-		if r.flags&fastOK == 0 || (r.flags&fastCFAFP != 0 && !fpOK) {
+		fl := r.flags
+		if fl&fastOK == 0 {
 			break
 		}
 		cfa := sp
-		if r.flags&fastCFAFP != 0 {
+		if fl&fastCFAFP != 0 {
+			if !fpOK {
+				break
+			}
 			cfa = fp
 		}
 		cfa += uint64(int64(r.cfaOff))
-		var ra uint64
-		a := cfa + uint64(int64(r.raOff))
-		if o := a - mem.Addr; o < uint64(len(mem.Data)) && uint64(len(mem.Data))-o >= 8 {
-			ra = binary.LittleEndian.Uint64(mem.Data[o:])
-		} else {
+		ra, ok := mem.word(cfa + uint64(int64(r.raOff)))
+		if !ok {
 			var err error
-			if ra, err = u.mem.word(a); err != nil {
+			if ra, err = u.mem.word(cfa + uint64(int64(r.raOff))); err != nil {
 				break
 			}
 		}
-		if r.flags&fastFP != 0 {
-			a := cfa + uint64(int64(r.fpOff))
-			if o := a - mem.Addr; o < uint64(len(mem.Data)) && uint64(len(mem.Data))-o >= 8 {
-				fp = binary.LittleEndian.Uint64(mem.Data[o:])
-			} else {
-				v, err := u.mem.word(a)
-				if err != nil {
+		if fl&fastFP != 0 {
+			v, ok := mem.word(cfa + uint64(int64(r.fpOff)))
+			if !ok {
+				var err error
+				if v, err = u.mem.word(cfa + uint64(int64(r.fpOff))); err != nil {
 					break
 				}
-				fp = v
 			}
-			fpOK = true
+			fp, fpOK = v, true
 		}
-		if r.flags&fastRASigned != 0 {
+		if fl&fastRASigned != 0 {
 			ra &= u.PACMask
 		}
-		// Written in place: a composite literal would be built on the
-		// stack and copied, which cost more than the rest of the step.
-		frames = frames[:n+1]
-		fr := &frames[n]
+		fr := &buf[n]
 		n++
 		fr.PC, fr.SP, fr.CFA, fr.Module = pc, sp, cfa, in.m
 		fr.Method, fr.Signal, fr.Exact = MethodSFrame, false, false
@@ -144,6 +142,7 @@ func (u *Unwinder) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 		}
 		pc, sp = ra, nsp
 	}
+	frames = buf[:n]
 	st.pc, st.sp, st.fp, st.fpOK = pc, sp, fp, fpOK
 	st.depth += n - n0
 	return frames

@@ -51,6 +51,17 @@ type FlatMemory struct {
 	Next targets.Memory
 }
 
+// word reads the little-endian word at addr, if it lies in f's bytes:
+// the fast path's read, small enough to be inlined.
+func (f *FlatMemory) word(addr uint64) (uint64, bool) {
+	if o := addr - f.Addr; o < uint64(len(f.Data)) {
+		if b := f.Data[o:]; len(b) >= 8 {
+			return binary.LittleEndian.Uint64(b), true
+		}
+	}
+	return 0, false
+}
+
 // ReadAt implements targets.Memory.
 func (f *FlatMemory) ReadAt(p []byte, addr int64) (int, error) {
 	a := uint64(addr)

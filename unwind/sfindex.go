@@ -26,8 +26,9 @@ type sfIndex struct {
 	// array, so that a lookup is a single search over 4-byte keys. keys
 	// are row start addresses minus flatBase; rules are their fast forms,
 	// zero (take the general path) for rows of other shapes, PC-mask
-	// functions, and the gaps between functions. Lookups at or past
-	// flatEnd miss. Empty when functions overlap or span 4 GiB.
+	// functions, and the gaps between functions, and a sentinel key
+	// MaxUint32 last. Lookups at or past flatEnd miss. Empty when
+	// functions overlap or span 4 GiB.
 	flatBase  uint64
 	flatEnd   uint64
 	flatKeys  []uint32
@@ -195,7 +196,7 @@ func (x *sfIndex) buildFlat() {
 		// Overlapping functions (and wrapped ends, in unrelocated
 		// objects) shadow each other in the index in ways one sorted
 		// table cannot express.
-		if start < prevEnd || f.end < start || f.end-base > math.MaxUint32 {
+		if start < prevEnd || f.end < start || f.end-base >= math.MaxUint32 {
 			return
 		}
 		if f.end == start {
@@ -232,6 +233,9 @@ func (x *sfIndex) buildFlat() {
 		}
 		buckets[b] = uint32(i)
 	}
+	// The sentinel: above every key a lookup (below span) can have.
+	keys = append(keys, math.MaxUint32)
+	rules = append(rules, fastRule{})
 	x.flatBase, x.flatEnd, x.flatKeys, x.flatRules = base, span, keys, rules
 	x.flatBuckets, x.flatShift = buckets, uint8(shift)
 }
