@@ -174,7 +174,7 @@ func (s *snapshot) unwinder(tb testing.TB, mods []*Module) *Unwinder {
 func TestSnapshot(t *testing.T) {
 	s := takeSnapshot(t)
 	us, uc := s.unwinder(t, s.mods), s.unwinder(t, s.cfi)
-	fs, stop, err := us.Unwind(&s.regs, nil)
+	fs, stop, err := unwindBothWays(t, us, &s.regs)
 	if stop != StopEnd || len(fs) != snapDepth+6 {
 		t.Fatalf("sframe: %d frames, %v %v", len(fs), stop, err)
 	}

@@ -6,7 +6,28 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/targets"
 )
+
+// unwindBothWays unwinds regs with u as it is and with its fast path off,
+// fails t if the two walks differ in any frame, in how they stop, or in
+// whether they fail, and returns the first walk.
+func unwindBothWays(t testing.TB, u *Unwinder, regs *targets.Regs) ([]Frame, Stop, error) {
+	t.Helper()
+	fs, stop, err := u.Unwind(regs, nil)
+	u.noFast = true
+	gs, gstop, gerr := u.Unwind(regs, nil)
+	u.noFast = false
+	if stop != gstop || (err == nil) != (gerr == nil) || len(fs) != len(gs) {
+		t.Fatalf("fast path: %d frames, %v %v; general path: %d frames, %v %v", len(fs), stop, err, len(gs), gstop, gerr)
+	}
+	for i := range fs {
+		if fs[i] != gs[i] {
+			t.Fatalf("frame %d: fast path %+v, general path %+v", i, fs[i], gs[i])
+		}
+	}
+	return fs, stop, err
+}
 
 // TestFlatTableMatchesIndex checks, on every corpus file, that the fast
 // path's flat table gives, for every address around every function and row

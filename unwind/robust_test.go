@@ -98,7 +98,7 @@ func TestRandomStacks(t *testing.T) {
 			}
 			m := mods[r.Intn(len(mods))]
 			regs.Set(targets.PCReg(c.arch), m.Start+uint64(r.Intn(0x3000)))
-			frames, stop, _ := u.Unwind(&regs, nil)
+			frames, stop, _ := unwindBothWays(t, u, &regs)
 			if len(frames) > 64 {
 				t.Fatalf("%s: %d frames past the limit", c.arch, len(frames))
 			}
@@ -112,7 +112,8 @@ func TestRandomStacks(t *testing.T) {
 }
 
 // FuzzUnwind feeds arbitrary stack bytes and registers to the x86-64 and
-// s390x unwinders over corpus tables.
+// s390x unwinders over corpus tables, with and without the fast path,
+// which must agree.
 func FuzzUnwind(f *testing.F) {
 	f.Add([]byte("\x10\x20\x00\x00\x01\x00\x00\x00"), uint64(0x1000), uint64(0x7ff000000000), uint64(0), false)
 	f.Add(make([]byte, 64), uint64(0x1234), uint64(0x7ff000000008), uint64(0x7ff000000010), true)
@@ -137,7 +138,7 @@ func FuzzUnwind(f *testing.F) {
 		regs.Set(targets.PCReg(arch), mods[0].Start+pcOff%0x4000)
 		regs.Set(targets.SPReg(arch), sp)
 		regs.Set(targets.FPReg(arch), fp)
-		if frames, _, _ := u.Unwind(&regs, nil); len(frames) > 32 || len(frames) == 0 {
+		if frames, _, _ := unwindBothWays(t, u, &regs); len(frames) > 32 || len(frames) == 0 {
 			t.Fatalf("%d frames", len(frames))
 		}
 	})

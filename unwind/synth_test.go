@@ -389,7 +389,7 @@ func runSynth(t *testing.T, arch elf.Machine, mods []*Module, frames []synthFram
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stop, err := u.Unwind(&regs, nil)
+	got, stop, err := unwindBothWays(t, u, &regs)
 	if stop != wantStop {
 		t.Errorf("stop = %v (%v), want %v", stop, err, wantStop)
 	}
@@ -497,7 +497,7 @@ func TestSynthS390XFlexNotTop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stop, _ := u.Unwind(&regs, nil)
+	got, stop, _ := unwindBothWays(t, u, &regs)
 	if stop != StopNoRule || len(got) != 2 || got[1].PC != libBias+0x23 {
 		t.Fatalf("stop %v after %d frames (%+v), want StopNoRule after 2", stop, len(got), got)
 	}
@@ -608,7 +608,7 @@ func TestSynthAMD64FlexNotTop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stop, _ := u.Unwind(&regs, nil)
+	got, stop, _ := unwindBothWays(t, u, &regs)
 	if stop != StopNoRule || len(got) != 2 {
 		t.Fatalf("stop %v after %d frames, want StopNoRule after 2", stop, len(got))
 	}

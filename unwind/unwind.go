@@ -18,6 +18,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/sframekit/sframekit/cfi"
@@ -165,6 +166,9 @@ type Unwinder struct {
 	pcReg, spReg, fpReg, raReg int
 	spOff                      uint64     // caller's SP - CFA: -160 on s390x
 	srow                       sframe.Row // row decoded without an index
+	// noFast turns the fast path off, for tests that check it gives what
+	// the general path gives.
+	noFast bool
 }
 
 // DefaultMaxDepth bounds walks when MaxDepth is 0.
@@ -276,9 +280,9 @@ var errEnd = errors.New("outermost frame")
 // regs to frames and returns them, with the reason the walk stopped and,
 // for StopMemory and StopNoRule, the error behind it.
 func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, error) {
-	max := u.MaxDepth
-	if max <= 0 {
-		max = DefaultMaxDepth
+	limit := u.MaxDepth
+	if limit <= 0 {
+		limit = DefaultMaxDepth
 	}
 	if regs.Arch != u.arch {
 		return frames, StopNoRule, fmt.Errorf("unwind: registers of %s, unwinder for %s", regs.Arch, u.arch)
@@ -301,21 +305,30 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 	// exact: cur's PC is not a return address.
 	st.top, st.exact = true, true
 	for ; ; st.depth++ {
-		if spOK {
+		for spOK && !u.noFast && !st.top && !st.exact {
+			// The fast path writes frames in place: give it room, as
+			// append would.
+			if room := limit - st.depth; room > 0 && len(frames) == cap(frames) {
+				frames = slices.Grow(frames, min(max(len(frames), 16), room))
+			}
 			d := st.depth
-			frames = u.fastWalk(frames, &st, max)
+			frames = u.fastWalk(frames, &st, limit)
 			if st.noProgress {
 				return frames, StopNoProgress, nil
 			}
-			if st.depth != d {
-				inRegs = false
+			if st.depth == d {
+				break
+			}
+			inRegs = false
+			if len(frames) < cap(frames) {
+				break // stopped for a reason other than a full buffer
 			}
 		}
 		pc, sp, top, exact := st.pc, st.sp, st.top, st.exact
 		if pc == 0 && !top {
 			return frames, StopEnd, nil
 		}
-		if st.depth >= max {
+		if st.depth >= limit {
 			return frames, StopDepth, nil
 		}
 		mi := u.moduleIndex(pc)
