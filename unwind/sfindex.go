@@ -241,8 +241,8 @@ func (x *sfIndex) buildFlat() {
 }
 
 // findRow returns the function covering pc (nil if none) and the index
-// of its row covering pc (-1 if none). fastWalk has its own copy of this
-// search, inlined.
+// of its row covering pc (-1 if none): the general path's lookup, which,
+// unlike the flat table, also names the function (for signal frames).
 func (x *sfIndex) findRow(pc uint64) (*sfFunc, int) {
 	st := x.starts
 	lo, hi := 0, len(st)
