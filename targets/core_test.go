@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sframekit/sframekit/internal/testprog"
 )
 
 // coreFixture is a gcore of the test program plus what a live attach saw
@@ -57,7 +59,7 @@ func makeCore(t testing.TB, exe string) (*coreFixture, error) {
 		c.cmd.Process.Kill()
 		c.cmd.Wait()
 	}()
-	fx := &coreFixture{exe: exe, pid: c.pid, core: filepath.Join(buildDir, "core"), stacks: map[int][]byte{}}
+	fx := &coreFixture{exe: exe, pid: c.pid, core: filepath.Join(testprog.Dir(t), "core"), stacks: map[int][]byte{}}
 	mapsText, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", c.pid))
 	if err != nil {
 		return nil, err

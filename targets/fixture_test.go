@@ -10,122 +10,33 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sframekit/sframekit/internal/testprog"
 )
-
-// progSource is the test program: three named worker threads recurse to
-// depths 3, 4 and 5 in worker_recurse and block in pause(); the main thread
-// prints "ready" and then answers every line read on stdin with
-// "pong <line>".
-const progSource = `
-#define _GNU_SOURCE
-#include <pthread.h>
-#include <stdio.h>
-#include <string.h>
-#include <unistd.h>
-
-static pthread_barrier_t bar;
-
-__attribute__((noinline)) void worker_block(void) {
-	for (;;) pause();
-}
-
-__attribute__((noinline)) int worker_recurse(int n) {
-	if (n > 0) return worker_recurse(n - 1) + 1;
-	pthread_barrier_wait(&bar);
-	worker_block();
-	return 0;
-}
-
-static void *worker(void *arg) {
-	long i = (long)arg;
-	char name[16];
-	snprintf(name, sizeof name, "worker%ld", i);
-	pthread_setname_np(pthread_self(), name);
-	worker_recurse(3 + (int)i);
-	return NULL;
-}
-
-int main(void) {
-	pthread_t t[3];
-	pthread_barrier_init(&bar, NULL, 4);
-	for (long i = 0; i < 3; i++) pthread_create(&t[i], NULL, worker, (void *)i);
-	pthread_barrier_wait(&bar);
-	printf("ready\n");
-	fflush(stdout);
-	char buf[256];
-	ssize_t n;
-	while ((n = read(0, buf, sizeof buf)) > 0) {
-		char reply[300];
-		int m = snprintf(reply, sizeof reply, "pong %.*s", (int)n, buf);
-		write(1, reply, m);
-	}
-	return 0;
-}
-`
 
 // needTool skips the test when a tool is missing, except under CI.
-func needTool(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found; required under CI", name)
-		}
-		t.Skipf("%s not found", name)
-	}
-	return p
-}
+func needTool(t testing.TB, name string) { testprog.NeedTool(t, name) }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildExe  string
-	buildErr  error
-)
+func TestMain(m *testing.M) { testprog.Main(m) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// testProgram compiles progSource once per test binary and returns the
-// executable's path.
+// testProgram compiles testdata/targprog.c once per test binary and
+// returns the executable's path. Its three named worker threads recurse
+// to depths 3, 4 and 5 in worker_recurse and block in pause(); the main
+// thread prints "ready" and then answers every line read on stdin with
+// "pong <line>".
 func testProgram(t testing.TB) string {
 	t.Helper()
-	needTool(t, "gcc")
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "targets-test-")
-		if buildErr != nil {
-			return
-		}
-		src := filepath.Join(buildDir, "targprog.c")
-		if buildErr = os.WriteFile(src, []byte(progSource), 0o644); buildErr != nil {
-			return
-		}
-		buildExe = filepath.Join(buildDir, "targprog")
-		out, err := exec.Command("gcc", "-g", "-O1", "-pthread", "-o", buildExe, src).CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("gcc: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildExe
+	return testprog.Build(t, "testdata/targprog.c", "-g", "-O1")
 }
 
-// child is a running test program.
+// child is a running test program. Tests that start the program their
+// own way fill it in themselves.
 type child struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
@@ -133,86 +44,28 @@ type child struct {
 	pid   int
 }
 
-// startChild starts the test program and waits for "ready"; it is killed
-// when the test ends.
+// startChild starts the test program and waits until its 4 threads
+// sleep; it is killed when the test ends.
 func startChild(t testing.TB) *child {
 	t.Helper()
-	exe := testProgram(t)
-	cmd := exec.Command(exe)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout), pid: cmd.Process.Pid}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line, err := readLineTimeout(c.out, 10*time.Second)
-	if err != nil || line != "ready" {
-		t.Fatalf("test program: got %q, %v; want ready", line, err)
-	}
-	// The workers passed the barrier; wait until they sleep in pause().
-	waitAllSleeping(t, c.pid)
-	return c
+	p := testprog.StartWith(t, testprog.Options{Threads: 4}, testProgram(t))
+	return &child{cmd: p.Cmd, stdin: p.Stdin, out: p.Out, pid: p.PID()}
 }
 
 // waitAllSleeping waits until the 4 threads are in state S.
 func waitAllSleeping(t testing.TB, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		tids, _ := listTasks(pid)
-		n := 0
-		for _, tid := range tids {
-			if taskState(pid, tid) == 'S' {
-				n++
-			}
-		}
-		if len(tids) == 4 && n == 4 {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("threads of %d did not all go to sleep", pid)
+	testprog.WaitBlocked(t, pid, 4)
 }
 
 func readLineTimeout(r *bufio.Reader, d time.Duration) (string, error) {
-	type res struct {
-		s   string
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		s, err := r.ReadString('\n')
-		ch <- res{strings.TrimSuffix(s, "\n"), err}
-	}()
-	select {
-	case r := <-ch:
-		return r.s, r.err
-	case <-time.After(d):
-		return "", fmt.Errorf("timeout after %v", d)
-	}
+	return testprog.ReadLine(r, d)
 }
 
 // ping checks that the program's main thread runs and answers.
 func (c *child) ping(t testing.TB, msg string) {
 	t.Helper()
-	if _, err := io.WriteString(c.stdin, msg+"\n"); err != nil {
-		t.Fatalf("writing to test program: %v", err)
-	}
-	line, err := readLineTimeout(c.out, 5*time.Second)
-	if err != nil || line != "pong "+msg {
-		t.Fatalf("test program answered %q, %v; want %q", line, err, "pong "+msg)
-	}
+	(&testprog.Proc{Cmd: c.cmd, Stdin: c.stdin, Out: c.out}).Ping(t, msg)
 }
 
 // checkNotTraced checks that no thread of pid is traced or stopped.

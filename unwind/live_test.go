@@ -3,9 +3,7 @@
 package unwind
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,39 +11,14 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/targets"
 )
 
-// needTool skips the test when a tool is missing, except under CI.
-func needTool(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found; required under CI", name)
-		}
-		t.Skipf("%s not found", name)
-	}
-	return p
-}
-
-var (
-	buildMu   sync.Mutex
-	buildDir  string
-	buildExes = map[string]string{}
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testprog.Main(m) }
 
 // Build configurations of testdata/stackprog.c.
 var (
@@ -62,128 +35,26 @@ var (
 // binary and flag set) and returns the executable.
 func buildProg(t testing.TB, flags []string) string {
 	t.Helper()
-	needTool(t, "gcc")
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	key := strings.Join(flags, " ")
-	if exe, ok := buildExes[key]; ok {
-		return exe
-	}
-	if buildDir == "" {
-		d, err := os.MkdirTemp("", "unwind-test-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		buildDir = d
-	}
-	src, err := filepath.Abs("testdata/stackprog.c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(buildDir, fmt.Sprintf("stackprog%d", len(buildExes)))
-	args := append([]string{"-pthread", "-o", exe}, flags...)
-	args = append(args, src)
-	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	buildExes[key] = exe
-	return exe
+	return testprog.Build(t, "testdata/stackprog.c", flags...)
 }
 
-// prog is a running stackprog.
+// prog is a running stackprog; cmd is Proc.Cmd, kept for bench_test.go.
 type prog struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Reader
+	*testprog.Proc
+	cmd *exec.Cmd
 }
 
 // startProg runs exe with args and waits until every thread is blocked.
 func startProg(t testing.TB, exe string, args ...string) *prog {
 	t.Helper()
-	cmd := exec.Command(exe, args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &prog{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line := make(chan string, 1)
-	go func() {
-		l, _ := p.out.ReadString('\n')
-		line <- l
-	}()
-	select {
-	case l := <-line:
-		if l != "ready\n" {
-			t.Fatalf("program said %q, want ready", l)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("program did not get ready")
-	}
-	waitBlocked(t, cmd.Process.Pid)
-	return p
+	p := testprog.Start(t, exe, args...)
+	return &prog{Proc: p, cmd: p.Cmd}
 }
 
 // waitBlocked waits until every thread of pid sleeps.
 func waitBlocked(t testing.TB, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sleeping := 0
-		for _, e := range ents {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, e.Name()))
-			if err != nil {
-				continue
-			}
-			s := string(b)
-			if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && s[i+2] == 'S' {
-				sleeping++
-			}
-		}
-		if sleeping == len(ents) {
-			time.Sleep(20 * time.Millisecond)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("threads of %d did not block", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// ping checks that the program still answers.
-func (p *prog) ping(t testing.TB, msg string) {
-	t.Helper()
-	if _, err := io.WriteString(p.stdin, msg+"\n"); err != nil {
-		t.Fatalf("writing to program: %v", err)
-	}
-	line := make(chan string, 1)
-	go func() {
-		l, _ := p.out.ReadString('\n')
-		line <- l
-	}()
-	select {
-	case l := <-line:
-		if want := "pong " + msg + "\n"; l != want {
-			t.Fatalf("program answered %q, want %q", l, want)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("program does not answer")
-	}
+	testprog.WaitBlocked(t, pid, 0)
 }
 
 var (
@@ -197,7 +68,7 @@ var (
 // libc's inline frames (DWARF-only) are not shown.
 func gdbStacks(t testing.TB, args ...string) map[int][]string {
 	t.Helper()
-	needTool(t, "gdb")
+	testprog.NeedTool(t, "gdb")
 	a := []string{"-nx", "-batch", "-iex", "set debug-file-directory /nonexistent", "-iex", "set debuginfod enabled off"}
 	a = append(a, args...)
 	a = append(a, "-ex", "set backtrace past-main on", "-ex", "set backtrace limit 2000", "-ex", "thread apply all bt -frame-info location-and-address")
@@ -374,10 +245,10 @@ func checkShape(t *testing.T, trace *Trace, deepDepth int, progMethod Method) {
 
 func testLive(t *testing.T, flags []string, progMethod Method) {
 	exe := buildProg(t, flags)
-	needTool(t, "gdb")
+	testprog.NeedTool(t, "gdb")
 	const depth = 300
 	p := startProg(t, exe, "1", strconv.Itoa(depth))
-	pid := p.cmd.Process.Pid
+	pid := p.PID()
 	tr := NewTracer()
 	var diff string
 	for attempt := 0; attempt < 3; attempt++ {
@@ -400,7 +271,7 @@ func testLive(t *testing.T, flags []string, progMethod Method) {
 	if diff != "" {
 		t.Error(diff)
 	}
-	p.ping(t, "alive")
+	p.Ping(t, "alive")
 }
 
 // TestLiveSFrameOmitFP compares with gdb on a program built with SFrame
@@ -416,16 +287,16 @@ func TestLiveFPOnly(t *testing.T) { testLive(t, cfgFPOnly, MethodFP) }
 // TestCore compares with gdb on a core file written by gcore.
 func TestCore(t *testing.T) {
 	exe := buildProg(t, cfgSFrameO2)
-	needTool(t, "gcore")
-	needTool(t, "gdb")
+	testprog.NeedTool(t, "gcore")
+	testprog.NeedTool(t, "gdb")
 	p := startProg(t, exe, "1", "250")
-	pid := p.cmd.Process.Pid
+	pid := p.PID()
 	base := filepath.Join(t.TempDir(), "core")
 	if out, err := exec.Command("gcore", "-o", base, strconv.Itoa(pid)).CombinedOutput(); err != nil {
 		t.Fatalf("gcore: %v\n%s", err, out)
 	}
 	corePath := fmt.Sprintf("%s.%d", base, pid)
-	p.ping(t, "after-gcore")
+	p.Ping(t, "after-gcore")
 	c, err := targets.OpenCore(corePath, exe)
 	if err != nil {
 		t.Fatal(err)
@@ -457,7 +328,7 @@ func TestCore(t *testing.T) {
 func TestManyCaptures(t *testing.T) {
 	exe := buildProg(t, cfgSFrameO2)
 	p := startProg(t, exe, "1", "200")
-	pid := p.cmd.Process.Pid
+	pid := p.PID()
 	tr := NewTracer()
 	tr.Sym = nil // unwinding only; symbols are the same every time
 	n := 1000
@@ -497,14 +368,14 @@ func TestManyCaptures(t *testing.T) {
 			changed++
 		}
 		if i%250 == 0 {
-			p.ping(t, fmt.Sprintf("capture%d", i))
+			p.Ping(t, fmt.Sprintf("capture%d", i))
 			// The main thread answered; let it get back into read()
 			// before the next capture compares its stack.
 			waitBlocked(t, pid)
 		}
 	}
 	t.Logf("%d captures in %v (%v each); %d thread(s) caught restarting a system call", n, time.Since(start), time.Since(start)/time.Duration(n), changed)
-	p.ping(t, "done")
+	p.Ping(t, "done")
 	waitBlocked(t, pid)
 	if runtime.GOOS == "linux" {
 		if diff := compareWithGDB(captureLive(t, tr, pid), gdbStacks(t, "-p", strconv.Itoa(pid))); diff != "" {

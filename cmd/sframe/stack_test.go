@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,70 +12,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/sframekit/sframekit/internal/testprog"
 )
 
-// stackTool skips when a tool is missing, except under CI.
-func stackTool(t *testing.T, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found; required under CI", name)
-		}
-		t.Skipf("%s not found", name)
-	}
-}
+func TestMain(m *testing.M) { testprog.Main(m) }
 
 // startStackProg builds the unwinder's test program (SFrame v1, no frame
-// pointers), runs it and waits until its seven threads are blocked.
-func startStackProg(t *testing.T) (pid int, exe string, stdin io.Writer, out *bufio.Reader) {
+// pointers), runs it with extra environment variables env and waits until
+// its seven threads are blocked. It returns the program and the
+// executable.
+func startStackProg(t *testing.T, env ...string) (*testprog.Proc, string) {
 	t.Helper()
-	return startStackProgEnv(t, nil)
-}
-
-// startStackProgEnv is startStackProg with extra environment variables.
-func startStackProgEnv(t *testing.T, env []string) (pid int, exe string, stdin io.Writer, out *bufio.Reader) {
-	t.Helper()
-	stackTool(t, "gcc")
-	exe = filepath.Join(t.TempDir(), "stackprog")
-	src, _ := filepath.Abs("../../unwind/testdata/stackprog.c")
-	if b, err := exec.Command("gcc", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, b)
-	}
-	cmd := exec.Command(exe, "1", "250")
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
-	in, _ := cmd.StdinPipe()
-	so, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	out = bufio.NewReader(so)
-	if l, err := out.ReadString('\n'); err != nil || l != "ready\n" {
-		t.Fatalf("program said %q %v", l, err)
-	}
-	pid = cmd.Process.Pid
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		n := 0
-		for _, e := range ents {
-			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, e.Name()))
-			if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'S' {
-				n++
-			}
-		}
-		if n == len(ents) && n == 7 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("threads did not block")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
-	return pid, exe, in, out
+	exe := testprog.Build(t, "../../unwind/testdata/stackprog.c", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe")
+	return testprog.StartWith(t, testprog.Options{Env: env, Threads: 7}, exe, "1", "250"), exe
 }
 
 var (
@@ -124,7 +72,7 @@ func parseStackText(t *testing.T, text string) (map[int][]string, map[int][]stri
 
 func gdbBT(t *testing.T, args ...string) map[int][]string {
 	t.Helper()
-	stackTool(t, "gdb")
+	testprog.NeedTool(t, "gdb")
 	a := append([]string{"-nx", "-batch", "-iex", "set debug-file-directory /nonexistent", "-iex", "set debuginfod enabled off"}, args...)
 	a = append(a, "-ex", "set backtrace past-main on", "-ex", "thread apply all bt -frame-info location-and-address")
 	out, err := exec.Command("gdb", a...).CombinedOutput()
@@ -163,7 +111,8 @@ func sameStacks(t *testing.T, got, want map[int][]string) {
 // TestStackLive runs `sframe stack PID` (text and JSON) and compares each
 // thread with gdb's backtrace of the same stopped process.
 func TestStackLive(t *testing.T) {
-	pid, _, stdin, out := startStackProg(t)
+	p, _ := startStackProg(t)
+	pid := p.PID()
 	stdout, stderr, code := runCLI(t, "stack", strconv.Itoa(pid))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -244,10 +193,7 @@ func TestStackLive(t *testing.T) {
 	}
 
 	// The process goes on.
-	io.WriteString(stdin, "hi\n")
-	if l, err := out.ReadString('\n'); err != nil || l != "pong hi\n" {
-		t.Errorf("program answered %q %v", l, err)
-	}
+	p.Ping(t, "hi")
 }
 
 // TestStackWithGeneratedLibc ties gen and stack together: the program runs
@@ -264,7 +210,8 @@ func TestStackWithGeneratedLibc(t *testing.T) {
 	if _, stderr, code := runCLI(t, "gen", "-o", filepath.Join(dir, "libc.so.6"), libc); code != 0 {
 		t.Fatalf("gen: exit %d: %s", code, stderr)
 	}
-	pid, _, _, _ := startStackProgEnv(t, []string{"LD_LIBRARY_PATH=" + dir})
+	p, _ := startStackProg(t, "LD_LIBRARY_PATH="+dir)
+	pid := p.PID()
 	maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 	if !strings.Contains(string(maps), filepath.Join(dir, "libc.so.6")) {
 		t.Fatalf("the program did not load the generated libc:\n%s", maps)
@@ -298,8 +245,9 @@ func TestStackWithGeneratedLibc(t *testing.T) {
 
 // TestStackCore compares `sframe stack --core` with gdb on a gcore core.
 func TestStackCore(t *testing.T) {
-	stackTool(t, "gcore")
-	pid, exe, _, _ := startStackProg(t)
+	testprog.NeedTool(t, "gcore")
+	p, exe := startStackProg(t)
+	pid := p.PID()
 	base := filepath.Join(t.TempDir(), "core")
 	if b, err := exec.Command("gcore", "-o", base, strconv.Itoa(pid)).CombinedOutput(); err != nil {
 		t.Fatalf("gcore: %v\n%s", err, b)

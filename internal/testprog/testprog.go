@@ -1,0 +1,248 @@
+// Package testprog builds and runs the small multi-threaded C programs
+// that tests attach to, unwind and compare with gdb.
+//
+// A program is compiled with gcc once per test binary and set of flags, so
+// that each test does not pay for gcc. A started program prints "ready"
+// once its threads are in place; Start then waits until every thread is
+// blocked in the kernel, so that the stacks and registers the tests read
+// do not move under them.
+//
+// A missing tool skips the test, except under CI (the CI variable set),
+// where it is a failure: a green run that tested nothing would hide
+// regressions.
+package testprog
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Timeouts. They only matter on failure, so they are generous for loaded
+// machines.
+const (
+	readyTimeout = 20 * time.Second
+	pingTimeout  = 10 * time.Second
+	blockTimeout = 10 * time.Second
+)
+
+// NeedTool skips the test when the named program is not on PATH, and
+// fails it under CI, where every prerequisite must be installed.
+func NeedTool(t testing.TB, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found; required under CI", name)
+		}
+		t.Skipf("%s not found", name)
+	}
+}
+
+var (
+	mu     sync.Mutex
+	dir    string
+	builds = map[string]string{} // key: source and flags; value: executable
+)
+
+// Main runs the tests and then removes Dir. Call it from TestMain: the
+// built programs are shared by all tests, so no test's cleanup may remove
+// them.
+func Main(m *testing.M) {
+	code := m.Run()
+	mu.Lock()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	mu.Unlock()
+	os.Exit(code)
+}
+
+// Dir returns a temporary directory that lives as long as the test binary
+// (when TestMain calls Main), for files shared between tests, such as the
+// built programs or a core file made once.
+func Dir(t testing.TB) string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	return dirLocked(t)
+}
+
+func dirLocked(t testing.TB) string {
+	t.Helper()
+	if dir == "" {
+		d, err := os.MkdirTemp("", "testprog-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = d
+	}
+	return dir
+}
+
+// Build compiles the C file src (relative to the test's package
+// directory) with gcc, -pthread and flags, and returns the executable's
+// path. Each source and set of flags is compiled once per test binary.
+// The executable has the source's base name without ".c", as tests check
+// the main thread's name and the module's name.
+func Build(t testing.TB, src string, flags ...string) string {
+	t.Helper()
+	NeedTool(t, "gcc")
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := abs + "\x00" + strings.Join(flags, "\x00")
+	mu.Lock()
+	defer mu.Unlock()
+	if exe, ok := builds[key]; ok {
+		return exe
+	}
+	// One subdirectory per build, so that all keep the same base name.
+	sub := filepath.Join(dirLocked(t), fmt.Sprint(len(builds)))
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(sub, strings.TrimSuffix(filepath.Base(abs), ".c"))
+	args := append(append([]string{}, flags...), "-pthread", "-o", exe, abs)
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	builds[key] = exe
+	return exe
+}
+
+// Proc is a running test program. Its main thread answers each line on
+// Stdin with "pong <line>" on Out, which shows that it still runs.
+type Proc struct {
+	Cmd   *exec.Cmd      // the started command, for signals and Wait
+	Stdin io.WriteCloser // the program's stdin
+	Out   *bufio.Reader  // the program's stdout
+}
+
+// PID returns the program's process id.
+func (p *Proc) PID() int { return p.Cmd.Process.Pid }
+
+// Ping checks that the program still answers: it sends msg and fails the
+// test unless the answer is "pong msg".
+func (p *Proc) Ping(t testing.TB, msg string) {
+	t.Helper()
+	if _, err := io.WriteString(p.Stdin, msg+"\n"); err != nil {
+		t.Fatalf("writing to test program: %v", err)
+	}
+	line, err := ReadLine(p.Out, pingTimeout)
+	if err != nil || line != "pong "+msg {
+		t.Fatalf("test program answered %q, %v; want %q", line, err, "pong "+msg)
+	}
+}
+
+// Options adjusts StartWith.
+type Options struct {
+	// Env holds extra environment variables, "NAME=value".
+	Env []string
+	// Threads, if not 0, is the number of threads the program has once
+	// ready: StartWith also waits until that many exist, so that a test
+	// does not see a thread that is still being created.
+	Threads int
+}
+
+// Start runs exe with args, waits for its "ready" line and then until all
+// its threads are blocked. The program is killed when the test ends.
+func Start(t testing.TB, exe string, args ...string) *Proc {
+	t.Helper()
+	return StartWith(t, Options{}, exe, args...)
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options, exe string, args ...string) *Proc {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	if opts.Env != nil {
+		cmd.Env = append(os.Environ(), opts.Env...)
+	}
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	p := &Proc{Cmd: cmd, Stdin: stdin, Out: bufio.NewReader(stdout)}
+	if line, err := ReadLine(p.Out, readyTimeout); err != nil || line != "ready" {
+		t.Fatalf("test program said %q, %v; want ready", line, err)
+	}
+	WaitBlocked(t, p.PID(), opts.Threads)
+	return p
+}
+
+// WaitBlocked waits until every thread of pid sleeps in the kernel (state
+// S in /proc/PID/task/TID/stat) and, if threads is not 0, there are that
+// many. A thread that answered a ping or was just detached needs a moment
+// to get back into its system call, and until then its stack differs.
+func WaitBlocked(t testing.TB, pid, threads int) {
+	t.Helper()
+	deadline := time.Now().Add(blockTimeout)
+	for {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sleeping := 0
+		for _, e := range ents {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, e.Name()))
+			if err != nil {
+				continue // exited since listed
+			}
+			// The state follows the name, which may hold ") ".
+			if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'S' {
+				sleeping++
+			}
+		}
+		if sleeping == len(ents) && (threads == 0 || sleeping == threads) {
+			// A thread is in state S slightly before it actually
+			// sleeps; give it time to get there.
+			time.Sleep(20 * time.Millisecond)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("threads of %d did not block: %d of %d sleeping, want %d", pid, sleeping, len(ents), max(threads, len(ents)))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ReadLine reads a line from r without its newline, giving up after d so
+// that a hung program fails the test instead of stalling it. On timeout
+// the read goes on in the background and r must not be used again.
+func ReadLine(r *bufio.Reader, d time.Duration) (string, error) {
+	type res struct {
+		s   string
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		s, err := r.ReadString('\n')
+		ch <- res{strings.TrimSuffix(s, "\n"), err}
+	}()
+	select {
+	case r := <-ch:
+		return r.s, r.err
+	case <-time.After(d):
+		return "", fmt.Errorf("timeout after %v", d)
+	}
+}
