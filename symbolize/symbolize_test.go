@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sframekit/sframekit/internal/testprog"
 )
 
 const progSource = `
@@ -50,15 +52,6 @@ int exported_function(int x) { return x * 7 + 1; }
 int another_export(int x) { return exported_function(x) + 2; }
 `
 
-func needTool(t testing.TB, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found; required under CI", name)
-		}
-		t.Skipf("%s not found", name)
-	}
-}
 
 func run(t testing.TB, name string, args ...string) string {
 	t.Helper()
@@ -72,7 +65,7 @@ func run(t testing.TB, name string, args ...string) string {
 // build compiles src into dir/name with extra gcc flags.
 func build(t testing.TB, dir, name, src string, flags ...string) string {
 	t.Helper()
-	needTool(t, "gcc")
+	testprog.NeedTool(t, "gcc")
 	c := filepath.Join(dir, name+".c")
 	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -85,7 +78,7 @@ func build(t testing.TB, dir, name, src string, flags ...string) string {
 // nmFuncs returns the text symbols nm lists: name -> address.
 func nmFuncs(t testing.TB, exe string) map[string]uint64 {
 	t.Helper()
-	needTool(t, "nm")
+	testprog.NeedTool(t, "nm")
 	out := run(t, "nm", exe)
 	m := map[string]uint64{}
 	sc := bufio.NewScanner(strings.NewReader(out))
@@ -105,7 +98,7 @@ func nmFuncs(t testing.TB, exe string) map[string]uint64 {
 // ("" for unknown).
 func addr2line(t testing.TB, exe string, addrs []uint64) []string {
 	t.Helper()
-	needTool(t, "addr2line")
+	testprog.NeedTool(t, "addr2line")
 	args := []string{"-e", exe}
 	for _, a := range addrs {
 		args = append(args, fmt.Sprintf("%#x", a))
@@ -221,8 +214,8 @@ func TestLookupNoAllocs(t *testing.T) {
 }
 
 func TestSeparateDebugFile(t *testing.T) {
-	needTool(t, "objcopy")
-	needTool(t, "strip")
+	testprog.NeedTool(t, "objcopy")
+	testprog.NeedTool(t, "strip")
 	dir := t.TempDir()
 	exe := build(t, dir, "prog", progSource, "-g", "-O1", "-Wl,--build-id")
 	funcs := []string{"leaf", "middle", "top"}
@@ -281,7 +274,7 @@ func TestSeparateDebugFile(t *testing.T) {
 // TestDynsymFallback looks up exported functions of a stripped shared
 // library, which only has .dynsym.
 func TestDynsymFallback(t *testing.T) {
-	needTool(t, "strip")
+	testprog.NeedTool(t, "strip")
 	dir := t.TempDir()
 	lib := build(t, dir, "libx.so", libSource, "-shared", "-fPIC", "-O1")
 	want := nmFuncs(t, lib)
