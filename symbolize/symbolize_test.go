@@ -52,7 +52,6 @@ int exported_function(int x) { return x * 7 + 1; }
 int another_export(int x) { return exported_function(x) + 2; }
 `
 
-
 func run(t testing.TB, name string, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(name, args...).CombinedOutput()
