@@ -15,3 +15,28 @@ func TestAppendHexMatchesPrintf(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendSignedMatchesPrintf(t *testing.T) {
+	for _, v := range []int64{0, 1, -1, 9, -9, 10, -10, 99, -99, 100, -100, 12345, -65536, 1 << 62, -1 << 63} {
+		want := fmt.Sprintf("x%+d", v)
+		if got := string(AppendSigned([]byte("x"), v)); got != want {
+			t.Errorf("AppendSigned(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestPadTo(t *testing.T) {
+	for _, c := range []struct {
+		in           string
+		start, width int
+	}{{"ab", 0, 5}, {"abcdef", 0, 5}, {"xxab", 2, 3}, {"", 0, 0}, {"a", 0, 200}} {
+		got := string(PadTo([]byte(c.in), c.start, c.width))
+		want := c.in
+		for len(want)-c.start < c.width {
+			want += " "
+		}
+		if got != want {
+			t.Errorf("PadTo(%q, %d, %d) = %q, want %q", c.in, c.start, c.width, got, want)
+		}
+	}
+}
