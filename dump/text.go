@@ -130,7 +130,16 @@ func (p *printer) function(i int) error {
 		return err
 	}
 	start := dumpStart(s, &f)
-	fmt.Fprintf(w, "\n    func idx [%d]: pc = 0x%x, size = %d bytes", int32(i), start, int32(f.Size))
+	// By hand, not fmt: this runs once per function.
+	b := append(p.buf[:0], "\n    func idx ["...)
+	b = strconv.AppendInt(b, int64(int32(i)), 10)
+	b = append(b, "]: pc = 0x"...)
+	b = strconv.AppendUint(b, start, 16)
+	b = append(b, ", size = "...)
+	b = strconv.AppendInt(b, int64(int32(f.Size)), 10)
+	b = append(b, " bytes"...)
+	p.buf = b
+	w.Write(b)
 	flex := s.Version == sframe.Version3 && f.Type() == sframe.FDEFlex
 	if s.Version != sframe.Version1 {
 		attr := ""
