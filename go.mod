@@ -5,3 +5,5 @@ go 1.26.0
 require golang.org/x/sys v0.49.0
 
 require github.com/go-delve/delve v1.27.2
+
+require github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724

@@ -27,6 +27,9 @@ type Tracer struct {
 	Sym *symbolize.Symbolizer
 	// MaxDepth bounds each thread's walk (DefaultMaxDepth when 0).
 	MaxDepth int
+	// Demangle makes Symbolize fill SymFrame.Demangled, as gdb and
+	// eu-stack show C++ and Rust names (NewTracer sets it).
+	Demangle bool
 
 	mu   sync.Mutex
 	vdso bool // the vDSO image is registered with Sym
@@ -34,7 +37,7 @@ type Tracer struct {
 
 // NewTracer returns a Tracer with an empty cache and a new symbolizer.
 func NewTracer() *Tracer {
-	return &Tracer{Cache: NewCache(), Sym: symbolize.New()}
+	return &Tracer{Cache: NewCache(), Sym: symbolize.New(), Demangle: true}
 }
 
 // Prefetch starts loading, in the background, the unwind tables and
@@ -70,10 +73,13 @@ type ThreadTrace struct {
 // SymFrame is a frame with the function its PC lies in.
 type SymFrame struct {
 	Frame
-	// Func is the function's name, "" when unknown; Offset is the
+	// Func is the function's symbol name, "" when unknown; Offset is the
 	// distance of PC from the function's start.
 	Func   string
 	Offset uint64
+	// Demangled is Func demangled (symbolize.Demangle) when Func is a
+	// mangled C++ or Rust name and the Tracer's Demangle is set, else "".
+	Demangled string
 }
 
 // Capture unwinds every thread of t, without naming the functions: call
@@ -133,10 +139,26 @@ func (tr *Tracer) Symbolize(trace *Trace) {
 	if tr.Sym == nil {
 		return
 	}
+	var names map[string]string // demangled once per name: recursion repeats them
 	for i := range trace.Threads {
 		fs := trace.Threads[i].Frames
 		for j := range fs {
-			tr.symbolize(&fs[j])
+			sf := &fs[j]
+			tr.symbolize(sf)
+			if !tr.Demangle || sf.Func == "" {
+				continue
+			}
+			d, ok := names[sf.Func]
+			if !ok {
+				if d = symbolize.Demangle(sf.Func); d == sf.Func {
+					d = ""
+				}
+				if names == nil {
+					names = map[string]string{}
+				}
+				names[sf.Func] = d
+			}
+			sf.Demangled = d
 		}
 	}
 }
@@ -175,7 +197,8 @@ func moduleName(m *Module) string {
 //	#N  0xADDR in func+0xoff (module) [method]
 //
 // where ADDR is the current PC of frame 0 and the return address of the
-// callers, func is "??" when unknown, and method says which rules found
+// callers, func is the demangled name when there is one (else the symbol
+// name, "??" when unknown), and method says which rules found
 // the frame's caller (sframe, cfi, fp, signal; none for the last frame).
 // A signal trampoline prints as "<signal handler called>". A walk that
 // ended before the outermost frame ends with a line "Backtrace stopped:
@@ -211,7 +234,11 @@ func (t *Trace) WriteText(w io.Writer) error {
 			case f.Signal:
 				b = append(b, "<signal handler called>"...)
 			case f.Func != "":
-				b = append(b, f.Func...)
+				if f.Demangled != "" {
+					b = append(b, f.Demangled...)
+				} else {
+					b = append(b, f.Func...)
+				}
 				if f.Offset != 0 {
 					b = append(b, "+0x"...)
 					b = strconv.AppendUint(b, f.Offset, 16)
@@ -266,15 +293,16 @@ type (
 		Error    string      `json:"error,omitempty"`
 	}
 	jsonFrame struct {
-		Index    int    `json:"index"`
-		PC       string `json:"pc"`
-		SP       string `json:"sp"`
-		CFA      string `json:"cfa,omitempty"`
-		Function string `json:"function,omitempty"`
-		Offset   uint64 `json:"offset"`
-		Module   string `json:"module,omitempty"`
-		Method   string `json:"method"`
-		Signal   bool   `json:"signal,omitempty"`
+		Index     int    `json:"index"`
+		PC        string `json:"pc"`
+		SP        string `json:"sp"`
+		CFA       string `json:"cfa,omitempty"`
+		Function  string `json:"function,omitempty"`
+		Demangled string `json:"demangled,omitempty"`
+		Offset    uint64 `json:"offset"`
+		Module    string `json:"module,omitempty"`
+		Method    string `json:"method"`
+		Signal    bool   `json:"signal,omitempty"`
 	}
 )
 
@@ -290,7 +318,8 @@ func hex(v uint64) string { return fmt.Sprintf("0x%x", v) }
 //	  "complete": true, "stop": "end of stack"}]}
 //
 // pc, sp and cfa are hexadecimal strings ("cfa" is left out when not
-// computed); function is left out when unknown, and offset is then 0;
+// computed); function (the symbol name) is left out when unknown, and
+// offset is then 0; demangled is its demangled form, for mangled names;
 // module is the path the target recorded; method is "sframe", "cfi",
 // "fp", "signal" or "none" (see Method); signal marks a signal
 // trampoline frame. complete is false when the walk stopped early, with
@@ -305,7 +334,7 @@ func (t *Trace) WriteJSON(w io.Writer) error {
 		}
 		for k := range th.Frames {
 			f := &th.Frames[k]
-			jf := jsonFrame{Index: k, PC: hex(f.PC), SP: hex(f.SP), Function: f.Func, Offset: f.Offset, Method: f.Method.String(), Signal: f.Signal}
+			jf := jsonFrame{Index: k, PC: hex(f.PC), SP: hex(f.SP), Function: f.Func, Demangled: f.Demangled, Offset: f.Offset, Method: f.Method.String(), Signal: f.Signal}
 			if f.CFA != 0 {
 				jf.CFA = hex(f.CFA)
 			}
@@ -318,5 +347,6 @@ func (t *Trace) WriteJSON(w io.Writer) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // C++ names are full of < and >
 	return enc.Encode(jt)
 }

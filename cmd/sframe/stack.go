@@ -22,18 +22,20 @@ frame, innermost first, as gdb's backtrace prints them:
 
 ADDR is the current PC of frame 0 and the return address of the other
 frames; method (sframe, cfi, fp, signal) says which rules found the
-frame's caller. A signal trampoline prints as <signal handler called>.
-When a walk ends before the outermost frame, a last line
+frame's caller. C++ and Rust names are demangled as c++filt prints
+them, unless --no-demangle is given. A signal trampoline prints as
+<signal handler called>. When a walk ends before the outermost frame, a last line
 "Backtrace stopped: REASON" says why.
 
 --json prints one object instead (stable; fields may be added):
   {"pid": N, "threads": [{"tid": N, "name": S, "frames": [
      {"index": N, "pc": "0x..", "sp": "0x..", "cfa": "0x..",
-      "function": S, "offset": N, "module": PATH,
+      "function": S, "demangled": S, "offset": N, "module": PATH,
       "method": "sframe|cfi|fp|signal|none", "signal": BOOL}],
    "complete": BOOL, "stop": REASON, "error": S}]}
-Addresses are hexadecimal strings; "cfa", "function", "module", "signal"
-and "error" are left out when unknown or empty.
+Addresses are hexadecimal strings; "function" is the symbol name and
+"demangled" its demangled form; "cfa", "function", "demangled",
+"module", "signal" and "error" are left out when unknown or empty.
 
 A live process is stopped with ptrace for the capture and detached
 afterwards, also on error or Ctrl-C.`
@@ -44,6 +46,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	exe := fs.String("exe", "", "with --core: the executable's `FILE`, if it moved since the core was written")
 	asJSON := fs.Bool("json", false, "print JSON (see above)")
 	maxDepth := fs.Int("max-depth", unwind.DefaultMaxDepth, "stop each walk after `N` frames")
+	noDemangle := fs.Bool("no-demangle", false, "print C++ and Rust symbol names as they are in the symbol table")
 	operands, err := parseInterspersed(fs, args)
 	if err != nil {
 		if err == errHelp {
@@ -60,6 +63,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	tr := unwind.NewTracer()
+	tr.Demangle = !*noDemangle
 	var t targets.Target
 	switch {
 	case *core != "" && len(operands) == 0:

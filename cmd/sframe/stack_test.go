@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/internal/testprog"
+	"github.com/sframekit/sframekit/symbolize"
 )
 
 func TestMain(m *testing.M) { testprog.Main(m) }
@@ -63,7 +64,11 @@ func parseStackText(t *testing.T, text string) (map[int][]string, map[int][]stri
 			} else {
 				frames[tid] = append(frames[tid], fmt.Sprintf("%#x", v))
 			}
-			fn, _, _ := strings.Cut(m[3], "+")
+			// The offset: the last "+0x" (C++ names may hold a '+').
+			fn := m[3]
+			if i := strings.LastIndex(fn, "+0x"); i > 0 {
+				fn = fn[:i]
+			}
 			funcs[tid] = append(funcs[tid], fn)
 		}
 	}
@@ -282,6 +287,114 @@ func TestStackUsage(t *testing.T) {
 		_, stderr, code := runCLI(t, c.args...)
 		if code != c.code {
 			t.Errorf("%v: exit %d, want %d (%s)", c.args, code, c.code, stderr)
+		}
+	}
+}
+
+// gdbNamedFrame is a frame line of gdb's bt for code without debug
+// information: "#N  0xADDR in NAME ()", maybe " from LIB".
+var gdbNamedFrame = regexp.MustCompile(`^#\d+\s+0x([0-9a-f]+) in (.+) \(\)(?: from \S+)?$`)
+
+// TestStackCxxNames checks C++ frames against gdb: the same PCs, and the
+// same demangled names wherever gdb names the function (its names come
+// from the same symbol tables, demangled by libiberty, as c++filt's). With
+// --no-demangle the names are the symbols themselves, which demangle to
+// the same text.
+func TestStackCxxNames(t *testing.T) {
+	testprog.NeedTool(t, "gdb")
+	exe := testprog.Build(t, "testdata/cxxprog.cc", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe")
+	p := testprog.StartWith(t, testprog.Options{Threads: 3}, exe)
+	pid := strconv.Itoa(p.PID())
+	out, stderr, code := runCLI(t, "stack", pid)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	frames, funcs, stops := parseStackText(t, out)
+	if len(stops) != 0 {
+		t.Errorf("walks stopped early: %v", stops)
+	}
+	gdb, err := exec.Command("gdb", "-nx", "-batch", "-iex", "set debug-file-directory /nonexistent",
+		"-iex", "set debuginfod enabled off", "-p", pid, "-ex", "set backtrace past-main on",
+		"-ex", "thread apply all bt").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, gdb)
+	}
+	tid, named := -1, 0
+	gpcs := map[int][]string{}
+	for _, l := range strings.Split(string(gdb), "\n") {
+		if m := gdbThreadLine.FindStringSubmatch(l); m != nil {
+			tid, _ = strconv.Atoi(m[1])
+			continue
+		}
+		m := gdbNamedFrame.FindStringSubmatch(l)
+		if m == nil || tid < 0 {
+			continue
+		}
+		v, _ := strconv.ParseUint(m[1], 16, 64)
+		i := len(gpcs[tid])
+		gpcs[tid] = append(gpcs[tid], fmt.Sprintf("%#x", v))
+		if m[2] == "??" || i >= len(funcs[tid]) {
+			continue
+		}
+		named++
+		if funcs[tid][i] != m[2] {
+			t.Errorf("thread %d frame %d: %q, gdb %q", tid, i, funcs[tid][i], m[2])
+		}
+	}
+	if len(gpcs) != 3 || len(frames) != 3 {
+		t.Fatalf("threads: ours %d, gdb %d, want 3\n%s", len(frames), len(gpcs), gdb)
+	}
+	for tid, want := range gpcs {
+		if got := frames[tid]; strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("thread %d: PCs %v, gdb %v", tid, got, want)
+		}
+	}
+	// What must be there: the virtual function with its std::string
+	// parameter, the lambda inside the template, the template itself.
+	for _, want := range []string{
+		" in shapes::Square::area(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)+0x",
+		"::{lambda(long, long)#1}",
+		" in int sortAll<long>(std::vector<long, std::allocator<long> >&)+0x",
+		" in std::thread::join()+0x",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if named < 8 {
+		t.Errorf("only %d frames named by gdb to compare", named)
+	}
+
+	raw, stderr, code := runCLI(t, "stack", "--no-demangle", pid)
+	if code != 0 {
+		t.Fatalf("--no-demangle: exit %d: %s", code, stderr)
+	}
+	_, rawFuncs, _ := parseStackText(t, raw)
+	mangled := 0
+	for tid, fs := range funcs {
+		for i, f := range fs {
+			r := rawFuncs[tid][i]
+			if strings.HasPrefix(r, "_Z") {
+				mangled++
+			}
+			if d := symbolize.Demangle(r); d != f {
+				t.Errorf("thread %d frame %d: %q demangles to %q, not %q", tid, i, r, d, f)
+			}
+		}
+	}
+	if mangled < 5 {
+		t.Errorf("--no-demangle: only %d mangled names\n%s", mangled, raw)
+	}
+
+	// JSON: the symbol as "function", its demangled form beside it,
+	// written as is (no \u003c for '<').
+	js, stderr, code := runCLI(t, "stack", "--json", pid)
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`"function": "_Z6nestedi",`, `"demangled": "nested(int)",`, `"demangled": "int sortAll<long>(std::vector<long, std::allocator<long> >&)",`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("--json: no %s in\n%s", want, js)
 		}
 	}
 }

@@ -87,13 +87,19 @@ func dirLocked(t testing.TB) string {
 }
 
 // Build compiles the C file src (relative to the test's package
-// directory) with gcc, -pthread and flags, and returns the executable's
-// path. Each source and set of flags is compiled once per test binary.
-// The executable has the source's base name without ".c", as tests check
-// the main thread's name and the module's name.
+// directory) with gcc, or the C++ file (.cc, .cpp) with g++, with -pthread
+// and flags, and returns the executable's path. Each source and set of
+// flags is compiled once per test binary. The executable has the source's
+// base name without its extension, as tests check the main thread's name
+// and the module's name.
 func Build(t testing.TB, src string, flags ...string) string {
 	t.Helper()
-	NeedTool(t, "gcc")
+	// gcc compiles C++ too, but only g++ links the C++ library.
+	cc, ext := "gcc", filepath.Ext(src)
+	if ext == ".cc" || ext == ".cpp" {
+		cc = "g++"
+	}
+	NeedTool(t, cc)
 	abs, err := filepath.Abs(src)
 	if err != nil {
 		t.Fatal(err)
@@ -109,10 +115,10 @@ func Build(t testing.TB, src string, flags ...string) string {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(sub, strings.TrimSuffix(filepath.Base(abs), ".c"))
+	exe := filepath.Join(sub, strings.TrimSuffix(filepath.Base(abs), ext))
 	args := append(append([]string{}, flags...), "-pthread", "-o", exe, abs)
-	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, out)
+	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, out)
 	}
 	builds[key] = exe
 	return exe
