@@ -30,6 +30,10 @@ type Tracer struct {
 	// Demangle makes Symbolize fill SymFrame.Demangled, as gdb and
 	// eu-stack show C++ and Rust names (NewTracer sets it).
 	Demangle bool
+	// Source makes Symbolize fill SymFrame.File and Line from the
+	// modules' DWARF line tables (or their separate debug files), which
+	// it then reads: off by default, since that costs more than the rest.
+	Source bool
 
 	mu   sync.Mutex
 	vdso bool // the vDSO image is registered with Sym
@@ -80,6 +84,11 @@ type SymFrame struct {
 	// Demangled is Func demangled (symbolize.Demangle) when Func is a
 	// mangled C++ or Rust name and the Tracer's Demangle is set, else "".
 	Demangled string
+	// File and Line are the source position of the frame's LookupPC (the
+	// call, for return addresses, as gdb shows it), when the Tracer's
+	// Source is set and the module has a line table; else "" and 0.
+	File string
+	Line int
 }
 
 // Capture unwinds every thread of t, without naming the functions: call
@@ -170,7 +179,15 @@ func (tr *Tracer) symbolize(sf *SymFrame) {
 		return
 	}
 	pc := f.LookupPC()
-	if sym, ok := tr.Sym.LookupFunc(m.File, pc-m.Bias); ok && sym.Name != "" {
+	lookup := tr.Sym.LookupFunc
+	if tr.Source && !f.Signal {
+		lookup = tr.Sym.Lookup
+	}
+	sym, ok := lookup(m.File, pc-m.Bias)
+	if ok && sym.Line > 0 {
+		sf.File, sf.Line = sym.File, sym.Line
+	}
+	if ok && sym.Name != "" {
 		sf.Func = sym.Name
 		// Versioned dynamic symbols: "__libc_start_main@@GLIBC_2.34".
 		if i := strings.IndexByte(sf.Func, '@'); i > 0 {
@@ -194,11 +211,12 @@ func moduleName(m *Module) string {
 // WriteText prints the trace the way gdb's "thread apply all bt" does:
 // per thread, a header line "Thread TID (name):" and one line per frame,
 //
-//	#N  0xADDR in func+0xoff (module) [method]
+//	#N  0xADDR in func+0xoff [at FILE:LINE] (module) [method]
 //
 // where ADDR is the current PC of frame 0 and the return address of the
 // callers, func is the demangled name when there is one (else the symbol
-// name, "??" when unknown), and method says which rules found
+// name, "??" when unknown), the source position is there when Symbolize
+// found one (Tracer.Source), and method says which rules found
 // the frame's caller (sframe, cfi, fp, signal; none for the last frame).
 // A signal trampoline prints as "<signal handler called>". A walk that
 // ended before the outermost frame ends with a line "Backtrace stopped:
@@ -245,6 +263,12 @@ func (t *Trace) WriteText(w io.Writer) error {
 				}
 			default:
 				b = append(b, "??"...)
+			}
+			if f.File != "" {
+				b = append(b, " at "...)
+				b = append(b, f.File...)
+				b = append(b, ':')
+				b = strconv.AppendInt(b, int64(f.Line), 10)
 			}
 			if f.Module != nil {
 				b = append(b, " ("...)
@@ -300,6 +324,8 @@ type (
 		Function  string `json:"function,omitempty"`
 		Demangled string `json:"demangled,omitempty"`
 		Offset    uint64 `json:"offset"`
+		File      string `json:"file,omitempty"`
+		Line      int    `json:"line,omitempty"`
 		Module    string `json:"module,omitempty"`
 		Method    string `json:"method"`
 		Signal    bool   `json:"signal,omitempty"`
@@ -320,6 +346,7 @@ func hex(v uint64) string { return fmt.Sprintf("0x%x", v) }
 // pc, sp and cfa are hexadecimal strings ("cfa" is left out when not
 // computed); function (the symbol name) is left out when unknown, and
 // offset is then 0; demangled is its demangled form, for mangled names;
+// file and line, the source position, when the Tracer looked them up;
 // module is the path the target recorded; method is "sframe", "cfi",
 // "fp", "signal" or "none" (see Method); signal marks a signal
 // trampoline frame. complete is false when the walk stopped early, with
@@ -334,7 +361,7 @@ func (t *Trace) WriteJSON(w io.Writer) error {
 		}
 		for k := range th.Frames {
 			f := &th.Frames[k]
-			jf := jsonFrame{Index: k, PC: hex(f.PC), SP: hex(f.SP), Function: f.Func, Demangled: f.Demangled, Offset: f.Offset, Method: f.Method.String(), Signal: f.Signal}
+			jf := jsonFrame{Index: k, PC: hex(f.PC), SP: hex(f.SP), Function: f.Func, Demangled: f.Demangled, Offset: f.Offset, File: f.File, Line: f.Line, Method: f.Method.String(), Signal: f.Signal}
 			if f.CFA != 0 {
 				jf.CFA = hex(f.CFA)
 			}

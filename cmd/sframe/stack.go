@@ -18,24 +18,29 @@ const stackUsage = `PID | --core CORE [--exe FILE]
 Prints one block per thread: "Thread TID (name):", then one line per
 frame, innermost first, as gdb's backtrace prints them:
 
-  #N  0xADDR in func+0xOFF (module) [method]
+  #N  0xADDR in func+0xOFF [at FILE:LINE] (module) [method]
 
 ADDR is the current PC of frame 0 and the return address of the other
 frames; method (sframe, cfi, fp, signal) says which rules found the
 frame's caller. C++ and Rust names are demangled as c++filt prints
 them, unless --no-demangle is given. A signal trampoline prints as
-<signal handler called>. When a walk ends before the outermost frame, a last line
-"Backtrace stopped: REASON" says why.
+<signal handler called>. With -s (--source), frames whose module has
+DWARF line information (or a separate debug file) show the source line
+of the PC, or of the call for return addresses, as gdb does. When a
+walk ends before the outermost frame, a last line "Backtrace stopped:
+REASON" says why.
 
 --json prints one object instead (stable; fields may be added):
   {"pid": N, "threads": [{"tid": N, "name": S, "frames": [
      {"index": N, "pc": "0x..", "sp": "0x..", "cfa": "0x..",
-      "function": S, "demangled": S, "offset": N, "module": PATH,
+      "function": S, "demangled": S, "offset": N, "file": S, "line": N,
+      "module": PATH,
       "method": "sframe|cfi|fp|signal|none", "signal": BOOL}],
    "complete": BOOL, "stop": REASON, "error": S}]}
 Addresses are hexadecimal strings; "function" is the symbol name and
-"demangled" its demangled form; "cfa", "function", "demangled",
-"module", "signal" and "error" are left out when unknown or empty.
+"demangled" its demangled form; "cfa", "function", "demangled", "file",
+"line", "module", "signal" and "error" are left out when unknown or
+empty.
 
 A live process is stopped with ptrace for the capture and detached
 afterwards, also on error or Ctrl-C.`
@@ -47,6 +52,8 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON (see above)")
 	maxDepth := fs.Int("max-depth", unwind.DefaultMaxDepth, "stop each walk after `N` frames")
 	noDemangle := fs.Bool("no-demangle", false, "print C++ and Rust symbol names as they are in the symbol table")
+	source := fs.Bool("source", false, "add each frame's source file and line, from DWARF (as eu-stack -s)")
+	fs.BoolVar(source, "s", false, "short for --source")
 	operands, err := parseInterspersed(fs, args)
 	if err != nil {
 		if err == errHelp {
@@ -64,6 +71,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	}
 	tr := unwind.NewTracer()
 	tr.Demangle = !*noDemangle
+	tr.Source = *source
 	var t targets.Target
 	switch {
 	case *core != "" && len(operands) == 0:

@@ -398,3 +398,66 @@ func TestStackCxxNames(t *testing.T) {
 		}
 	}
 }
+
+// gdbSourceFrame is a frame line of gdb's bt with an address and a
+// source position: "#N  0xADDR in FUNC (ARGS) at FILE:LINE".
+var gdbSourceFrame = regexp.MustCompile(`^#\d+\s+0x([0-9a-f]+) in .* at (\S+):(\d+)$`)
+
+// TestStackSource checks -s against gdb: for every frame of the program
+// (built with -g) that gdb shows with an address, the same file and line.
+func TestStackSource(t *testing.T) {
+	testprog.NeedTool(t, "gdb")
+	exe := testprog.Build(t, "../../unwind/testdata/stackprog.c", "-g", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe")
+	p := testprog.StartWith(t, testprog.Options{Threads: 7}, exe, "1", "20")
+	pid := strconv.Itoa(p.PID())
+	out, stderr, code := runCLI(t, "stack", "-s", pid)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// Ours: PC -> "FILE:LINE" of the program's frames, per thread.
+	ours := map[string]string{}
+	tid := ""
+	lineRe := regexp.MustCompile(`^#\d+ +0x([0-9a-f]{16}) in .* at (\S+:\d+) \(stackprog\) \[\w+\]$`)
+	for _, l := range strings.Split(out, "\n") {
+		if m := stackThreadRe.FindStringSubmatch(l); m != nil {
+			tid = m[1]
+		} else if m := lineRe.FindStringSubmatch(l); m != nil {
+			v, _ := strconv.ParseUint(m[1], 16, 64)
+			ours[fmt.Sprintf("%s %#x", tid, v)] = m[2]
+		}
+	}
+	gdb, err := exec.Command("gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-p", pid,
+		"-ex", "set backtrace past-main on", "-ex", "thread apply all bt").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, gdb)
+	}
+	n := 0
+	tid = ""
+	for _, l := range strings.Split(string(gdb), "\n") {
+		if m := gdbThreadLine.FindStringSubmatch(l); m != nil {
+			tid = m[1]
+			continue
+		}
+		m := gdbSourceFrame.FindStringSubmatch(l)
+		if m == nil || filepath.Base(m[2]) != "stackprog.c" {
+			continue
+		}
+		v, _ := strconv.ParseUint(m[1], 16, 64)
+		key := fmt.Sprintf("%s %#x", tid, v)
+		n++
+		if got, want := ours[key], m[2]+":"+m[3]; got != want {
+			t.Errorf("thread/pc %s: %q, gdb %q", key, got, want)
+		}
+	}
+	// Threads × frames in stackprog.c: at least block_here, recurse,
+	// worker/main, compare, do_sort, the signal handler.
+	t.Logf("%d frames compared", n)
+	if n < 30 {
+		t.Errorf("only %d frames compared\n%s", n, gdb)
+	}
+	// Without -s, no source positions (and no DWARF read).
+	plain, _, _ := runCLI(t, "stack", pid)
+	if strings.Contains(plain, " at ") {
+		t.Errorf("source positions without -s:\n%s", plain)
+	}
+}
