@@ -1,0 +1,68 @@
+package symbolize
+
+import (
+	"bytes"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/sframekit/sframekit/internal/corpus"
+)
+
+// FuzzSymbolize loads arbitrary bytes as an ELF object (the way the vDSO
+// image read from a target is loaded) and looks up functions and lines
+// in it: no input may panic. Seeds: the corpus files up to 256 KB, and a
+// small program with DWARF line tables built with gcc -g when gcc is
+// there.
+func FuzzSymbolize(f *testing.F) {
+	for _, p := range corpus.List() {
+		if st, err := os.Stat(p); err == nil && st.Size() <= 256<<10 {
+			if data, err := os.ReadFile(p); err == nil {
+				f.Add(data, uint64(0x1000))
+			}
+		}
+	}
+	if gcc, err := exec.LookPath("gcc"); err == nil {
+		dir := f.TempDir()
+		src, exe := filepath.Join(dir, "p.c"), filepath.Join(dir, "p")
+		if os.WriteFile(src, []byte(progSource), 0o644) == nil &&
+			exec.Command(gcc, "-g", "-O1", "-o", exe, src).Run() == nil {
+			if data, err := os.ReadFile(exe); err == nil {
+				f.Add(data, uint64(0x1139))
+			}
+		}
+	}
+	f.Add([]byte("\x7fELF"), uint64(0))
+	f.Fuzz(func(t *testing.T, data []byte, addr uint64) {
+		s := New()
+		s.DebugDirs = nil // only the input: no separate debug files
+		defer s.Close()
+		if s.Register("[fuzz]", bytes.NewReader(data)) != nil {
+			return
+		}
+		addrs := []uint64{addr, addr + 1, addr - 1}
+		// Addresses inside the object's code, where symbols and lines are.
+		if ef, err := elf.NewFile(bytes.NewReader(data)); err == nil {
+			for i, sec := range ef.Sections {
+				if i >= 8 {
+					break
+				}
+				if sec.Flags&elf.SHF_EXECINSTR != 0 {
+					addrs = append(addrs, sec.Addr, sec.Addr+addr%(sec.Size+1))
+				}
+			}
+		}
+		for _, a := range addrs {
+			if sym, ok := s.Lookup("[fuzz]", a); ok {
+				_ = Demangle(sym.Name)
+				_ = sym.String()
+			}
+		}
+		_ = s.Err("[fuzz]")
+		if len(data) > 0 && len(data) < 4096 {
+			_ = Demangle("_Z" + string(data))
+		}
+	})
+}
