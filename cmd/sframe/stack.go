@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
+	"github.com/sframekit/sframekit/stackprof"
 	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
 )
@@ -42,7 +45,14 @@ Addresses are hexadecimal strings; "function" is the symbol name and
 "line", "module", "signal" and "error" are left out when unknown or
 empty.
 
-A live process is stopped with ptrace for the capture and detached
+--pprof FILE writes the stacks as a pprof profile instead (go tool pprof
+FILE): one sample per thread, labeled with the thread id ("thread") and
+name ("thread_name"), functions named as above. With --count N it
+captures a live process N times, --interval apart (default 10ms), into
+one profile: a sampling profile of where the threads are, running or
+blocked.
+
+A live process is stopped with ptrace for each capture and detached
 afterwards, also on error or Ctrl-C.`
 
 func runStack(args []string, stdout, stderr io.Writer) int {
@@ -54,6 +64,9 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	noDemangle := fs.Bool("no-demangle", false, "print C++ and Rust symbol names as they are in the symbol table")
 	source := fs.Bool("source", false, "add each frame's source file and line, from DWARF (as eu-stack -s)")
 	fs.BoolVar(source, "s", false, "short for --source")
+	pprofOut := fs.String("pprof", "", "write the stacks as a pprof profile to `FILE` instead of printing them")
+	count := fs.Int("count", 1, "with --pprof: capture a live process `N` times")
+	interval := fs.Duration("interval", 10*time.Millisecond, "with --count: the pause `D` between captures")
 	operands, err := parseInterspersed(fs, args)
 	if err != nil {
 		if err == errHelp {
@@ -61,26 +74,38 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if *maxDepth <= 0 {
+	switch {
+	case *maxDepth <= 0:
 		fmt.Fprintln(stderr, "sframe stack: --max-depth must be positive")
 		return 2
-	}
-	if *exe != "" && *core == "" {
+	case *exe != "" && *core == "":
 		fmt.Fprintln(stderr, "sframe stack: --exe needs --core")
+		return 2
+	case *count < 1 || *interval < 0:
+		fmt.Fprintln(stderr, "sframe stack: --count must be positive and --interval not negative")
+		return 2
+	case *count > 1 && (*pprofOut == "" || *core != ""):
+		fmt.Fprintln(stderr, "sframe stack: --count needs --pprof and a live process")
+		return 2
+	case *pprofOut != "" && *asJSON:
+		fmt.Fprintln(stderr, "sframe stack: --pprof and --json exclude each other")
 		return 2
 	}
 	tr := unwind.NewTracer()
 	tr.Demangle = !*noDemangle
 	tr.Source = *source
-	var t targets.Target
+	tr.MaxDepth = *maxDepth
+	var capture func() (*unwind.Trace, error)
 	switch {
 	case *core != "" && len(operands) == 0:
-		c, err := targets.OpenCore(*core, *exe)
-		if err != nil {
-			fmt.Fprintf(stderr, "sframe stack: %v\n", err)
-			return 1
+		capture = func() (*unwind.Trace, error) {
+			c, err := targets.OpenCore(*core, *exe)
+			if err != nil {
+				return nil, err
+			}
+			defer c.Close()
+			return tr.Capture(c)
 		}
-		t = c
 	case *core == "" && len(operands) == 1:
 		pid, err := strconv.Atoi(operands[0])
 		if err != nil || pid <= 0 {
@@ -91,23 +116,26 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		if files, err := targets.MappedFiles(pid); err == nil {
 			tr.Prefetch(files)
 		}
-		p, err := targets.AttachProcess(pid)
-		if err != nil {
-			fmt.Fprintf(stderr, "sframe stack: %v\n", err)
-			return 1
+		capture = func() (*unwind.Trace, error) {
+			p, err := targets.AttachProcess(pid)
+			if err != nil {
+				return nil, err
+			}
+			stop := targets.CloseOnSignal(p)
+			defer stop()
+			// Detach before naming functions and printing: the
+			// process need not wait for those.
+			defer p.Close()
+			return tr.Capture(p)
 		}
-		stop := targets.CloseOnSignal(p)
-		defer stop()
-		t = p
 	default:
 		fs.Usage()
 		return 2
 	}
-	tr.MaxDepth = *maxDepth
-	trace, err := tr.Capture(t)
-	// Detach before naming functions and printing: the process need not
-	// wait for those.
-	t.Close()
+	if *pprofOut != "" {
+		return stackProfile(tr, capture, *count, *interval, *pprofOut, stderr)
+	}
+	trace, err := capture()
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
 		return 1
@@ -117,6 +145,37 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		err = trace.WriteJSON(stdout)
 	} else {
 		err = trace.WriteText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// stackProfile captures count times, interval apart, and writes the
+// stacks as one pprof profile to path.
+func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), count int, interval time.Duration, path string, stderr io.Writer) int {
+	b := stackprof.NewBuilder()
+	for i := 0; i < count; i++ {
+		if i > 0 {
+			time.Sleep(interval)
+		}
+		trace, err := capture()
+		if err != nil {
+			fmt.Fprintf(stderr, "sframe stack: capture %d: %v\n", i+1, err)
+			return 1
+		}
+		tr.Symbolize(trace)
+		b.Add(trace)
+	}
+	p, err := b.Profile()
+	var buf bytes.Buffer
+	if err == nil {
+		err = p.Write(&buf) // gzipped protobuf, what pprof reads
+	}
+	if err == nil {
+		err = writeAtomic(path, buf.Bytes(), "")
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)

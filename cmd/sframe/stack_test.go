@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/symbolize"
 )
@@ -459,5 +461,68 @@ func TestStackSource(t *testing.T) {
 	plain, _, _ := runCLI(t, "stack", pid)
 	if strings.Contains(plain, " at ") {
 		t.Errorf("source positions without -s:\n%s", plain)
+	}
+}
+
+// TestStackPprof captures the blocked program three times into a pprof
+// profile and reads it back with pprof's parser: a sample per thread per
+// capture, each with the functions the text output names for that thread,
+// and the executable as the first mapping.
+func TestStackPprof(t *testing.T) {
+	p, exe := startStackProg(t)
+	pid := strconv.Itoa(p.PID())
+	text, stderr, code := runCLI(t, "stack", pid)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, funcs, _ := parseStackText(t, text)
+	out := filepath.Join(t.TempDir(), "stack.pb.gz")
+	if _, stderr, code := runCLI(t, "stack", "--pprof", out, "--count", "3", "--interval", "1ms", pid); code != 0 {
+		t.Fatalf("--pprof: exit %d: %s", code, stderr)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	prof, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prof.Sample) != 3*len(funcs) {
+		t.Fatalf("%d samples, want 3 x %d threads", len(prof.Sample), len(funcs))
+	}
+	if len(prof.Mapping) == 0 || prof.Mapping[0].File != exe {
+		t.Errorf("first mapping %v, want the executable %s", prof.Mapping[0], exe)
+	}
+	perThread := map[int64]int{}
+	for _, s := range prof.Sample {
+		tid := s.NumLabel["thread"][0]
+		perThread[tid]++
+		var got []string
+		for _, l := range s.Location {
+			switch {
+			case len(l.Line) == 0:
+				got = append(got, "??")
+			case l.Line[0].Function.Name == "<signal handler called>":
+				got = append(got, "<signal handler called>")
+			default:
+				got = append(got, l.Line[0].Function.Name)
+			}
+		}
+		if want := funcs[int(tid)]; strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("thread %d: profile %v\ntext %v", tid, got, want)
+		}
+	}
+	for tid, n := range perThread {
+		if n != 3 {
+			t.Errorf("thread %d: %d samples, want 3", tid, n)
+		}
+	}
+	// Flags that do not go together.
+	for _, args := range [][]string{{"--count", "2", pid}, {"--pprof", out, "--json", pid}, {"--pprof", out, "--count", "0", pid}} {
+		if _, _, code := runCLI(t, append([]string{"stack"}, args...)...); code != 2 {
+			t.Errorf("stack %v: exit %d, want 2", args, code)
+		}
 	}
 }

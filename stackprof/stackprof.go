@@ -1,0 +1,156 @@
+// Package stackprof turns stack captures (unwind.Trace) into pprof
+// profiles, so that go tool pprof, and the tools that read its format,
+// show where a program's threads are: one sample per thread per capture,
+// taken as often as the captures were (the "poor man's profiler", with
+// SFrame keeping each stop of the target short).
+//
+// Frames keep the names and source positions the Tracer found; the
+// profile's mappings say so (HasFunctions, and HasFilenames when source
+// positions were looked up), so pprof does not symbolize the addresses
+// again.
+package stackprof
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/sframekit/sframekit/unwind"
+)
+
+// Builder accumulates traces into one profile.
+type Builder struct {
+	p        *profile.Profile
+	mappings map[*unwind.Module]*profile.Mapping
+	byPath   map[string]*profile.Mapping
+	locs     map[locKey]*profile.Location
+	funcs    map[funcKey]*profile.Function
+}
+
+type locKey struct {
+	addr uint64
+	name string // frames that pprof must not merge: signal trampolines
+}
+
+type funcKey struct{ name, file string }
+
+// NewBuilder returns a Builder for a profile of samples of type
+// "samples"/"count".
+func NewBuilder() *Builder {
+	return &Builder{
+		p: &profile.Profile{
+			SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+			PeriodType: &profile.ValueType{Type: "samples", Unit: "count"},
+			Period:     1,
+		},
+		mappings: map[*unwind.Module]*profile.Mapping{},
+		byPath:   map[string]*profile.Mapping{},
+		locs:     map[locKey]*profile.Location{},
+		funcs:    map[funcKey]*profile.Function{},
+	}
+}
+
+// Add adds one sample per thread of t, its frames innermost first, with
+// the labels "thread" (the thread id) and "thread_name". Frames that
+// unwinding did not reach are not invented: a walk that stopped early
+// gives a shorter stack.
+func (b *Builder) Add(t *unwind.Trace) {
+	for i := range t.Threads {
+		th := &t.Threads[i]
+		if len(th.Frames) == 0 {
+			continue
+		}
+		s := &profile.Sample{Value: []int64{1}, Label: map[string][]string{}, NumLabel: map[string][]int64{}}
+		s.NumLabel["thread"] = []int64{int64(th.TID)}
+		if th.Name != "" {
+			s.Label["thread_name"] = []string{th.Name}
+		}
+		for j := range th.Frames {
+			s.Location = append(s.Location, b.location(&th.Frames[j]))
+		}
+		b.p.Sample = append(b.p.Sample, s)
+	}
+}
+
+// Profile returns the profile built so far. It is checked (CheckValid)
+// and owned by the Builder: later calls to Add change it.
+func (b *Builder) Profile() (*profile.Profile, error) {
+	// pprof takes the first mapping for the main binary: the lowest, which
+	// is the executable's for PIE and non-PIE programs alike.
+	slices.SortFunc(b.p.Mapping, func(x, y *profile.Mapping) int { return cmp.Compare(x.Start, y.Start) })
+	for i, m := range b.p.Mapping {
+		m.ID = uint64(i + 1)
+	}
+	if err := b.p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("stackprof: %w", err)
+	}
+	return b.p, nil
+}
+
+func (b *Builder) location(f *unwind.SymFrame) *profile.Location {
+	name := f.Func
+	if f.Demangled != "" {
+		name = f.Demangled
+	}
+	if f.Signal {
+		name = "<signal handler called>"
+	}
+	k := locKey{addr: f.PC}
+	if f.Signal {
+		k.name = name
+	}
+	if l := b.locs[k]; l != nil {
+		return l
+	}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: f.PC, Mapping: b.mapping(f.Module)}
+	if name != "" {
+		l.Line = []profile.Line{{Function: b.function(name, f.Func, f.File), Line: int64(f.Line)}}
+	}
+	if f.File != "" && l.Mapping != nil {
+		l.Mapping.HasFilenames = true
+	}
+	b.locs[k] = l
+	b.p.Location = append(b.p.Location, l)
+	return l
+}
+
+func (b *Builder) function(name, system, file string) *profile.Function {
+	k := funcKey{name, file}
+	if fn := b.funcs[k]; fn != nil {
+		return fn
+	}
+	if system == "" {
+		system = name
+	}
+	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: system, Filename: file}
+	b.funcs[k] = fn
+	b.p.Function = append(b.p.Function, fn)
+	return fn
+}
+
+func (b *Builder) mapping(m *unwind.Module) *profile.Mapping {
+	if m == nil {
+		return nil
+	}
+	if pm := b.mappings[m]; pm != nil {
+		return pm
+	}
+	// The same file in another capture comes as another *Module.
+	key := fmt.Sprintf("%s@%#x", m.Name, m.Start)
+	if pm := b.byPath[key]; pm != nil {
+		b.mappings[m] = pm
+		return pm
+	}
+	pm := &profile.Mapping{
+		ID:           uint64(len(b.p.Mapping) + 1),
+		Start:        m.Start,
+		Limit:        m.End,
+		File:         m.Name,
+		HasFunctions: true,
+	}
+	b.mappings[m], b.byPath[key] = pm, pm
+	b.p.Mapping = append(b.p.Mapping, pm)
+	return pm
+}
