@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ianlancetaylor/demangle"
+
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -61,4 +63,21 @@ func TestDemangleMatchesCxxfilt(t *testing.T) {
 		}
 	}
 	t.Logf("%d names from %s, %d differ", len(names), lib, bad)
+}
+
+// TestDemangleBounded: a name that expands far beyond its size (each of
+// 8,000 parameters is a two-byte substitution for a 30-character class
+// name) comes back as it is rather than as a quarter megabyte of text.
+func TestDemangleBounded(t *testing.T) {
+	const class = "AVeryLongClassNameForTheTestXY" // 30 bytes
+	name := "_Z1f30" + class + strings.Repeat("S_", 8000)
+	if full := demangle.Filter(name, demangle.Verbose); len(full) < 200_000 {
+		t.Fatalf("the test name expands to only %d bytes", len(full))
+	}
+	if got := Demangle(name); got != name {
+		t.Errorf("demangled to %d bytes", len(got))
+	}
+	if got := Demangle("_Z4deepi"); got != "deep(int)" {
+		t.Errorf("Demangle(_Z4deepi) = %q", got)
+	}
 }
