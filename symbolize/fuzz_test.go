@@ -12,8 +12,8 @@ import (
 )
 
 // FuzzSymbolize loads arbitrary bytes as an ELF object (the way the vDSO
-// image read from a target is loaded) and looks up functions and lines
-// in it: no input may panic. Seeds: the corpus files up to 256 KB, and a
+// image read from a target is loaded) and looks up functions, lines and
+// inlined calls in it: no input may panic. Seeds: the corpus files up to 256 KB, and a
 // small program with DWARF line tables built with gcc -g when gcc is
 // there.
 func FuzzSymbolize(f *testing.F) {
@@ -58,6 +58,9 @@ func FuzzSymbolize(f *testing.F) {
 			if sym, ok := s.Lookup("[fuzz]", a); ok {
 				_ = Demangle(sym.Name)
 				_ = sym.String()
+			}
+			if len(s.Inlines("[fuzz]", a)) > maxInlineDepth {
+				t.Fatalf("more than %d inlined levels", maxInlineDepth)
 			}
 		}
 		_ = s.Err("[fuzz]")

@@ -98,6 +98,8 @@ type module struct {
 	linesOnce sync.Once
 	lines     []lineRow
 	files     []string
+	dw        *dwarf.Data // kept after the line index, for Inlines
+	inlMu     sync.Mutex  // Inlines' readers are not safe for concurrent use
 	linesErr  error
 }
 
@@ -504,6 +506,7 @@ func (m *module) buildLines() {
 		m.linesErr = fmt.Errorf("symbolize: reading DWARF: %w", err)
 		return
 	}
+	m.dw = dw
 	files := map[string]uint32{}
 	var rows []lineRow
 	r := dw.Reader()
@@ -543,6 +546,12 @@ func (m *module) buildLines() {
 				keep = m.inExec(le.Address)
 			}
 			if keep {
+				// Rows the sequence ends at once cover nothing (a
+				// function's last row at its end address): drop them, or
+				// they would outlive the end in the sorted table.
+				for le.EndSequence && len(rows) > 0 && !rows[len(rows)-1].end && rows[len(rows)-1].addr == le.Address {
+					rows = rows[:len(rows)-1]
+				}
 				row := lineRow{addr: le.Address, line: int32(le.Line), end: le.EndSequence}
 				if !le.EndSequence && le.File != nil {
 					id, ok := files[le.File.Name]

@@ -34,6 +34,9 @@ type Tracer struct {
 	// modules' DWARF line tables (or their separate debug files), which
 	// it then reads: off by default, since that costs more than the rest.
 	Source bool
+	// Inlines makes Symbolize fill SymFrame.Inlined from the modules'
+	// DWARF (and File and Line, as Source does).
+	Inlines bool
 
 	mu   sync.Mutex
 	vdso bool // the vDSO image is registered with Sym
@@ -89,6 +92,12 @@ type SymFrame struct {
 	// Source is set and the module has a line table; else "" and 0.
 	File string
 	Line int
+	// Inlined are the calls the compiler inlined at the frame's
+	// LookupPC, innermost first, when the Tracer's Inlines is set: gdb
+	// shows each as a frame of its own. File and Line are then the
+	// position in the innermost inlined function, and each Inline's
+	// File and Line its call site in the next one out.
+	Inlined []symbolize.Inline
 }
 
 // Capture unwinds every thread of t, without naming the functions: call
@@ -180,8 +189,11 @@ func (tr *Tracer) symbolize(sf *SymFrame) {
 	}
 	pc := f.LookupPC()
 	lookup := tr.Sym.LookupFunc
-	if tr.Source && !f.Signal {
+	if (tr.Source || tr.Inlines) && !f.Signal {
 		lookup = tr.Sym.Lookup
+	}
+	if tr.Inlines && !f.Signal {
+		sf.Inlined = tr.Sym.Inlines(m.File, pc-m.Bias)
 	}
 	sym, ok := lookup(m.File, pc-m.Bias)
 	if ok && sym.Line > 0 {
@@ -218,6 +230,9 @@ func moduleName(m *Module) string {
 // name, "??" when unknown), the source position is there when Symbolize
 // found one (Tracer.Source), and method says which rules found
 // the frame's caller (sframe, cfi, fp, signal; none for the last frame).
+// Calls inlined at a frame's PC (Tracer.Inlines) come before it, numbered
+// as frames as gdb numbers them, with the same ADDR, the inlined
+// function's name without offset, and the method "inline".
 // A signal trampoline prints as "<signal handler called>". A walk that
 // ended before the outermost frame ends with a line "Backtrace stopped:
 // REASON". Threads are separated by blank lines.
@@ -237,17 +252,29 @@ func (t *Trace) WriteText(w io.Writer) error {
 			b = append(b, ')')
 		}
 		b = append(b, ":\n"...)
+		n := 0 // frame number, inlined calls counted as gdb counts them
 		for j := range th.Frames {
 			f := &th.Frames[j]
-			mark := len(b)
-			b = append(b, '#')
-			b = strconv.AppendInt(b, int64(j), 10)
-			for len(b)-mark < 3 {
-				b = append(b, ' ')
+			// Inlined calls first, innermost first, each at the
+			// position in it: the PC's for the innermost, then the
+			// call site of the one inside.
+			file, line := f.File, f.Line
+			for k := range f.Inlined {
+				in := &f.Inlined[k]
+				b = appendFrameStart(b, n, f.PC)
+				n++
+				if in.Name != "" {
+					b = append(b, in.Name...)
+				} else {
+					b = append(b, "??"...)
+				}
+				b = appendSource(b, file, line)
+				b = appendModule(b, f.Module)
+				b = append(b, " [inline]\n"...)
+				file, line = in.File, in.Line
 			}
-			b = append(b, " 0x"...)
-			b = textfmt.AppendHex(b, f.PC, 8)
-			b = append(b, " in "...)
+			b = appendFrameStart(b, n, f.PC)
+			n++
 			switch {
 			case f.Signal:
 				b = append(b, "<signal handler called>"...)
@@ -264,17 +291,8 @@ func (t *Trace) WriteText(w io.Writer) error {
 			default:
 				b = append(b, "??"...)
 			}
-			if f.File != "" {
-				b = append(b, " at "...)
-				b = append(b, f.File...)
-				b = append(b, ':')
-				b = strconv.AppendInt(b, int64(f.Line), 10)
-			}
-			if f.Module != nil {
-				b = append(b, " ("...)
-				b = append(b, moduleName(f.Module)...)
-				b = append(b, ')')
-			}
+			b = appendSource(b, file, line)
+			b = appendModule(b, f.Module)
 			b = append(b, " ["...)
 			b = append(b, f.Method.String()...)
 			b = append(b, "]\n"...)
@@ -299,6 +317,40 @@ func (t *Trace) WriteText(w io.Writer) error {
 	return err
 }
 
+// appendFrameStart appends "#N  0xADDR in ".
+func appendFrameStart(b []byte, n int, pc uint64) []byte {
+	mark := len(b)
+	b = append(b, '#')
+	b = strconv.AppendInt(b, int64(n), 10)
+	for len(b)-mark < 3 {
+		b = append(b, ' ')
+	}
+	b = append(b, " 0x"...)
+	b = textfmt.AppendHex(b, pc, 8)
+	return append(b, " in "...)
+}
+
+// appendSource appends " at FILE:LINE" when the position is known.
+func appendSource(b []byte, file string, line int) []byte {
+	if file == "" {
+		return b
+	}
+	b = append(b, " at "...)
+	b = append(b, file...)
+	b = append(b, ':')
+	return strconv.AppendInt(b, int64(line), 10)
+}
+
+// appendModule appends " (module)" when the module is known.
+func appendModule(b []byte, m *Module) []byte {
+	if m == nil {
+		return b
+	}
+	b = append(b, " ("...)
+	b = append(b, moduleName(m)...)
+	return append(b, ')')
+}
+
 // The JSON form of a Trace (WriteJSON). Addresses are strings of
 // hexadecimal digits with a 0x prefix, since 64-bit values do not survive
 // JSON numbers in every reader. Fields may be added; none will change
@@ -316,19 +368,25 @@ type (
 		Stop     string      `json:"stop"`
 		Error    string      `json:"error,omitempty"`
 	}
+	jsonInline struct {
+		Function string `json:"function,omitempty"`
+		File     string `json:"file,omitempty"`
+		Line     int    `json:"line,omitempty"`
+	}
 	jsonFrame struct {
-		Index     int    `json:"index"`
-		PC        string `json:"pc"`
-		SP        string `json:"sp"`
-		CFA       string `json:"cfa,omitempty"`
-		Function  string `json:"function,omitempty"`
-		Demangled string `json:"demangled,omitempty"`
-		Offset    uint64 `json:"offset"`
-		File      string `json:"file,omitempty"`
-		Line      int    `json:"line,omitempty"`
-		Module    string `json:"module,omitempty"`
-		Method    string `json:"method"`
-		Signal    bool   `json:"signal,omitempty"`
+		Index     int          `json:"index"`
+		PC        string       `json:"pc"`
+		SP        string       `json:"sp"`
+		CFA       string       `json:"cfa,omitempty"`
+		Function  string       `json:"function,omitempty"`
+		Demangled string       `json:"demangled,omitempty"`
+		Offset    uint64       `json:"offset"`
+		File      string       `json:"file,omitempty"`
+		Line      int          `json:"line,omitempty"`
+		Inlined   []jsonInline `json:"inlined,omitempty"`
+		Module    string       `json:"module,omitempty"`
+		Method    string       `json:"method"`
+		Signal    bool         `json:"signal,omitempty"`
 	}
 )
 
@@ -347,6 +405,8 @@ func hex(v uint64) string { return fmt.Sprintf("0x%x", v) }
 // computed); function (the symbol name) is left out when unknown, and
 // offset is then 0; demangled is its demangled form, for mangled names;
 // file and line, the source position, when the Tracer looked them up;
+// inlined, the calls inlined there, innermost first, each with the
+// function and its call site (Tracer.Inlines);
 // module is the path the target recorded; method is "sframe", "cfi",
 // "fp", "signal" or "none" (see Method); signal marks a signal
 // trampoline frame. complete is false when the walk stopped early, with
@@ -364,6 +424,9 @@ func (t *Trace) WriteJSON(w io.Writer) error {
 			jf := jsonFrame{Index: k, PC: hex(f.PC), SP: hex(f.SP), Function: f.Func, Demangled: f.Demangled, Offset: f.Offset, File: f.File, Line: f.Line, Method: f.Method.String(), Signal: f.Signal}
 			if f.CFA != 0 {
 				jf.CFA = hex(f.CFA)
+			}
+			for _, in := range f.Inlined {
+				jf.Inlined = append(jf.Inlined, jsonInline{Function: in.Name, File: in.File, Line: in.Line})
 			}
 			if f.Module != nil {
 				jf.Module = f.Module.Name

@@ -29,7 +29,10 @@ frame's caller. C++ and Rust names are demangled as c++filt prints
 them, unless --no-demangle is given. A signal trampoline prints as
 <signal handler called>. With -s (--source), frames whose module has
 DWARF line information (or a separate debug file) show the source line
-of the PC, or of the call for return addresses, as gdb does. When a
+of the PC, or of the call for return addresses, as gdb does. With -i
+(--inlines), the calls the compiler inlined at a frame come before it as
+frames of their own, as in gdb: same ADDR, the inlined function's name,
+the position in it, and [inline]. When a
 walk ends before the outermost frame, a last line "Backtrace stopped:
 REASON" says why.
 
@@ -37,7 +40,7 @@ REASON" says why.
   {"pid": N, "threads": [{"tid": N, "name": S, "frames": [
      {"index": N, "pc": "0x..", "sp": "0x..", "cfa": "0x..",
       "function": S, "demangled": S, "offset": N, "file": S, "line": N,
-      "module": PATH,
+      "inlined": [{"function": S, "file": S, "line": N}], "module": PATH,
       "method": "sframe|cfi|fp|signal|none", "signal": BOOL}],
    "complete": BOOL, "stop": REASON, "error": S}]}
 Addresses are hexadecimal strings; "function" is the symbol name and
@@ -64,6 +67,8 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	noDemangle := fs.Bool("no-demangle", false, "print C++ and Rust symbol names as they are in the symbol table")
 	source := fs.Bool("source", false, "add each frame's source file and line, from DWARF (as eu-stack -s)")
 	fs.BoolVar(source, "s", false, "short for --source")
+	inlines := fs.Bool("inlines", false, "add the calls inlined at each frame, from DWARF, as frames of their own (as eu-stack -i; implies -s)")
+	fs.BoolVar(inlines, "i", false, "short for --inlines")
 	pprofOut := fs.String("pprof", "", "write the stacks as a pprof profile to `FILE` instead of printing them")
 	count := fs.Int("count", 1, "with --pprof: capture a live process `N` times")
 	interval := fs.Duration("interval", 10*time.Millisecond, "with --count: the pause `D` between captures")
@@ -94,6 +99,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	tr := unwind.NewTracer()
 	tr.Demangle = !*noDemangle
 	tr.Source = *source
+	tr.Inlines = *inlines
 	tr.MaxDepth = *maxDepth
 	var capture func() (*unwind.Trace, error)
 	switch {

@@ -526,3 +526,125 @@ func TestStackPprof(t *testing.T) {
 		}
 	}
 }
+
+// TestStackInlines checks -i against gdb, which shows the calls inlined
+// at a PC as frames of their own: on every physical frame for which we
+// report inlined calls (the C library's merge sort inlines itself, seen
+// through libc's separate debug file), gdb shows the same number of
+// frames at that address, with the same source positions, and the same
+// names for the inlined ones. (gdb also rebuilds tail-call frames from
+// DWARF call-site information, which we do not: those are not compared.)
+func TestStackInlines(t *testing.T) {
+	testprog.NeedTool(t, "gdb")
+	exe := testprog.Build(t, "../../unwind/testdata/stackprog.c", "-g", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe")
+	p := testprog.StartWith(t, testprog.Options{Threads: 7}, exe, "1", "20")
+	pid := strconv.Itoa(p.PID())
+	out, stderr, code := runCLI(t, "stack", "-i", pid)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// A group is the frames shown at one physical frame: its inlined
+	// calls, then itself. Lines are "name@file:line"; the physical
+	// frame's name is left out (our symbol names and gdb's DWARF names
+	// of out-of-line copies differ: msort_with_tmp.part.0).
+	type group struct {
+		addr  string
+		lines []string
+	}
+	ours := map[string][]group{}
+	tid, open := "", false
+	ourRe := regexp.MustCompile(`^#\d+ +0x([0-9a-f]{16}) in (.+?)(?: at (\S+:\d+))?(?: \([^)]+\))? \[(\w+)\]$`)
+	for _, l := range strings.Split(out, "\n") {
+		if m := stackThreadRe.FindStringSubmatch(l); m != nil {
+			tid, open = m[1], false
+			continue
+		}
+		m := ourRe.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.ParseUint(m[1], 16, 64)
+		if !open {
+			ours[tid] = append(ours[tid], group{addr: fmt.Sprintf("%#x", v)})
+		}
+		g := &ours[tid][len(ours[tid])-1]
+		name := ""
+		if open = m[4] == "inline"; open {
+			name = m[2]
+		}
+		g.lines = append(g.lines, name+"@"+m[3])
+	}
+	gdb, err := exec.Command("gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-p", pid,
+		"-ex", "set backtrace past-main on", "-ex", "thread apply all bt").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, gdb)
+	}
+	theirs := map[string][]group{}
+	gdbRe := regexp.MustCompile(`^#\d+\s+(?:0x([0-9a-f]+) in )?(\S+) \(.*\)(?: at (\S+):(\d+))?(?: from \S+)?$`)
+	tid = ""
+	for _, l := range strings.Split(string(gdb), "\n") {
+		if m := gdbThreadLine.FindStringSubmatch(l); m != nil {
+			tid = m[1]
+			continue
+		}
+		m := gdbRe.FindStringSubmatch(l)
+		if m == nil || tid == "" {
+			continue
+		}
+		pos := ""
+		if m[3] != "" {
+			pos = filepath.Clean(m[3]) + ":" + m[4]
+		}
+		switch {
+		case m[1] != "":
+			v, _ := strconv.ParseUint(m[1], 16, 64)
+			theirs[tid] = append(theirs[tid], group{addr: fmt.Sprintf("%#x", v)})
+		case len(theirs[tid]) == 0:
+			// gdb leaves out frame 0's address when the PC starts a
+			// line.
+			theirs[tid] = append(theirs[tid], group{addr: "frame 0"})
+		}
+		g := &theirs[tid][len(theirs[tid])-1]
+		g.lines = append(g.lines, m[2]+"@"+pos)
+	}
+	compared := 0
+	for tid, gs := range ours {
+		next := 0 // gdb's groups are matched in order; tail-call ones are skipped
+		for i, g := range gs {
+			if len(g.lines) < 2 {
+				continue
+			}
+			var want *group
+			for ; next < len(theirs[tid]); next++ {
+				if a := theirs[tid][next].addr; a == g.addr || (a == "frame 0" && i == 0) {
+					want = &theirs[tid][next]
+					next++
+					break
+				}
+			}
+			if want == nil {
+				t.Errorf("thread %s: no gdb frame at %s for %v", tid, g.addr, g.lines)
+				continue
+			}
+			compared++
+			if len(want.lines) != len(g.lines) {
+				t.Errorf("thread %s at %s: %v, gdb %v", tid, g.addr, g.lines, want.lines)
+				continue
+			}
+			for k := range g.lines {
+				got, exp := g.lines[k], want.lines[k]
+				if k == len(g.lines)-1 { // the physical frame: position only
+					_, exp, _ = strings.Cut(exp, "@")
+					exp = "@" + exp
+				}
+				if got != exp {
+					t.Errorf("thread %s at %s, line %d: %q, gdb %q", tid, g.addr, k, got, exp)
+				}
+			}
+		}
+	}
+	t.Logf("%d frames with inlined calls compared", compared)
+	if compared < 5 {
+		t.Errorf("only %d frames with inlined calls (libc6-dbg installed?)\n%s", compared, out)
+	}
+}

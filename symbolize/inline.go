@@ -1,0 +1,138 @@
+package symbolize
+
+import (
+	"debug/dwarf"
+)
+
+// Inline is one level of inlining at an address: the function inlined,
+// and where it was inlined into its caller.
+type Inline struct {
+	// Name is the inlined function's name (demangled from its linkage
+	// name for C++), "" if DWARF does not say.
+	Name string
+	// File and Line are the call site, in the caller, that the compiler
+	// replaced by the function's body; "" and 0 when unknown.
+	File string
+	Line int
+}
+
+// maxInlineDepth bounds the nesting followed, against cyclic or absurd
+// DWARF; real code nests a few levels.
+const maxInlineDepth = 64
+
+// Inlines returns the calls inlined at addr (an address in the object's
+// own address space) of the object at path, innermost first, from the
+// DWARF of the object or its separate debug file: the functions gdb and
+// eu-stack -i show as frames of their own. It returns nil when addr is in
+// no inlined call or there is no DWARF.
+func (s *Symbolizer) Inlines(path string, addr uint64) []Inline {
+	m := s.get(path, nil)
+	if m.err != nil {
+		return nil
+	}
+	m.linesOnce.Do(m.buildLines)
+	if m.dw == nil {
+		return nil
+	}
+	m.inlMu.Lock()
+	defer m.inlMu.Unlock()
+	return m.inlines(addr)
+}
+
+func (m *module) inlines(addr uint64) []Inline {
+	dw := m.dw
+	r := dw.Reader()
+	cu, err := r.SeekPC(addr)
+	if err != nil || cu == nil || !cu.Children {
+		return nil
+	}
+	var files []*dwarf.LineFile
+	if lr, err := dw.LineReader(cu); err == nil && lr != nil {
+		files = lr.Files()
+	}
+	// Walk down the DIEs containing addr: a subprogram, then lexical
+	// blocks and inlined subroutines, recording the latter outermost
+	// first. Entries that do not contain addr are skipped whole.
+	var chain []Inline
+	for len(chain) < maxInlineDepth {
+		e, err := r.Next()
+		// The end of a sibling list: of the unit, or of the children of
+		// the innermost entry containing addr. Either way, done.
+		if err != nil || e == nil || e.Tag == 0 {
+			break
+		}
+		switch e.Tag {
+		case dwarf.TagSubprogram, dwarf.TagLexDwarfBlock, dwarf.TagInlinedSubroutine:
+		default:
+			if e.Children {
+				r.SkipChildren()
+			}
+			continue
+		}
+		if !contains(dw, e, addr) {
+			if e.Children {
+				r.SkipChildren()
+			}
+			continue
+		}
+		if e.Tag == dwarf.TagInlinedSubroutine {
+			in := Inline{Name: m.originName(e, 0)}
+			if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && f < int64(len(files)) && files[f] != nil {
+				in.File = files[f].Name
+			}
+			if l, ok := e.Val(dwarf.AttrCallLine).(int64); ok && l > 0 {
+				in.Line = int(l)
+			}
+			chain = append(chain, in)
+		}
+		if !e.Children {
+			break // the innermost entry containing addr
+		}
+	}
+	// Innermost first.
+	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
+		chain[i], chain[j] = chain[j], chain[i]
+	}
+	return chain
+}
+
+// contains reports whether e's address ranges hold addr.
+func contains(dw *dwarf.Data, e *dwarf.Entry, addr uint64) bool {
+	rs, err := dw.Ranges(e)
+	if err != nil {
+		return false
+	}
+	for _, r := range rs {
+		if addr >= r[0] && addr < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// originName is the name of e, or of the entry its abstract origin or
+// specification points to: inlined subroutines carry no name of their
+// own.
+func (m *module) originName(e *dwarf.Entry, hops int) string {
+	if n, ok := e.Val(dwarf.AttrLinkageName).(string); ok && n != "" {
+		return Demangle(n)
+	}
+	if n, ok := e.Val(dwarf.AttrName).(string); ok && n != "" {
+		return n
+	}
+	if hops >= 8 {
+		return ""
+	}
+	for _, a := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
+		off, ok := e.Val(a).(dwarf.Offset)
+		if !ok {
+			continue
+		}
+		r := m.dw.Reader()
+		r.Seek(off)
+		if o, err := r.Next(); err == nil && o != nil {
+			return m.originName(o, hops+1)
+		}
+	}
+	return ""
+}

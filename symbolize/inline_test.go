@@ -1,0 +1,196 @@
+package symbolize
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sframekit/sframekit/internal/testprog"
+)
+
+// inlineSource nests always-inlined calls three deep in an out-of-line
+// function, so that its code holds one, two and three levels of inlining.
+const inlineSource = `
+static volatile int sink;
+static inline __attribute__((always_inline)) int leaf(int x) {
+	sink += x;
+	return x * 3;
+}
+static inline __attribute__((always_inline)) int middle(int x) {
+	int r = leaf(x + 1);
+	sink += r;
+	return leaf(r) + 1;
+}
+static inline __attribute__((always_inline)) int outer(int x) {
+	int r = middle(x);
+	sink -= r;
+	return middle(r * 2);
+}
+__attribute__((noinline)) int entry(int x) {
+	int s = 0;
+	for (int i = 0; i < x; i++)
+		s += outer(i);
+	return s;
+}
+int main(int argc, char **argv) { (void)argv; return entry(argc); }
+`
+
+// addr2lineInlines runs addr2line -a -f -i: per address, the inlined
+// calls innermost first, each "name@file:line", then the function itself.
+func addr2lineInlines(t *testing.T, file string, addrs []uint64) [][]string {
+	t.Helper()
+	testprog.NeedTool(t, "addr2line")
+	args := []string{"-a", "-f", "-i", "-e", file}
+	for _, a := range addrs {
+		args = append(args, fmt.Sprintf("%#x", a))
+	}
+	out := strings.Split(strings.TrimSpace(run(t, "addr2line", args...)), "\n")
+	var groups [][]string
+	for i := 0; i < len(out); i++ {
+		if strings.HasPrefix(out[i], "0x") {
+			groups = append(groups, nil)
+			continue
+		}
+		if len(groups) == 0 || i+1 >= len(out) {
+			t.Fatalf("addr2line output out of step at line %d", i)
+		}
+		pos := out[i+1]
+		if j := strings.Index(pos, " (discriminator"); j >= 0 {
+			pos = pos[:j]
+		}
+		if strings.HasPrefix(pos, "??") || strings.HasSuffix(pos, ":?") || strings.HasSuffix(pos, ":0") {
+			pos = ""
+		} else {
+			pos = filepath.Base(pos)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], out[i]+"@"+pos)
+		i++
+	}
+	if len(groups) != len(addrs) {
+		t.Fatalf("addr2line gave %d groups for %d addresses", len(groups), len(addrs))
+	}
+	return groups
+}
+
+// checkInlines compares Inlines and Lookup with addr2line -i at addrs:
+// the same number of levels, the same positions at each, and the same
+// names of the inlined functions (the function itself is named from the
+// symbol table by Lookup, and addr2line from DWARF: not compared).
+// Positions are compared by file base name and line: in -i mode,
+// binutils 2.40's addr2line joins DWARF 5 directories twice
+// ("./libio/./libio/libioP.h" for what it prints as "libio/libioP.h"
+// without -i, which TestLookupAgainstNMAndAddr2line compares whole).
+func checkInlines(t *testing.T, s *Symbolizer, path, dwarfFile string, addrs []uint64) (withInlines int) {
+	t.Helper()
+	want := addr2lineInlines(t, dwarfFile, addrs)
+	bad := 0
+	for i, a := range addrs {
+		sym, _ := s.Lookup(path, a)
+		pos := func(file string, line int) string {
+			if line <= 0 || file == "" {
+				return ""
+			}
+			return fmt.Sprintf("%s:%d", filepath.Base(file), line)
+		}
+		var got []string
+		p := pos(sym.File, sym.Line)
+		for _, in := range s.Inlines(path, a) {
+			got = append(got, in.Name+"@"+p)
+			p = pos(in.File, in.Line)
+		}
+		if len(got) > 0 {
+			withInlines++
+		}
+		w := slices.Clone(want[i])
+		ok := len(w) == len(got)+1
+		if ok {
+			// The PC's own position: the line only (addr2line -i names
+			// the file of the function instead of the line table's for
+			// code from included files: strfromf128.c for lines of
+			// strfrom-skeleton.c).
+			first := func(e string) string {
+				if k := strings.LastIndexByte(e, ':'); k >= 0 {
+					n, _, _ := strings.Cut(e, "@")
+					return n + "@" + e[k:]
+				}
+				return e
+			}
+			if len(got) > 0 {
+				got[0], w[0] = first(got[0]), first(w[0])
+			}
+			_, wp, _ := strings.Cut(w[len(w)-1], "@")
+			if len(got) == 0 {
+				p, wp = first("@" + p)[1:], first("@" + wp)[1:]
+			}
+			ok = wp == p && strings.Join(w[:len(got)], " ") == strings.Join(got, " ")
+		}
+		if !ok {
+			bad++
+			if bad <= 10 {
+				t.Errorf("%s %#x: %v then @%s; addr2line %v", filepath.Base(path), a, got, p, w)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d addresses differ from addr2line -i", filepath.Base(path), bad, len(addrs))
+	}
+	return withInlines
+}
+
+// TestInlinesMatchAddr2line compares Inlines with addr2line -i at every
+// address of a program with three levels of inlining, and at addresses
+// spread over the C library (through its separate debug file, when
+// installed).
+func TestInlinesMatchAddr2line(t *testing.T) {
+	testprog.NeedTool(t, "gcc")
+	dir := t.TempDir()
+	src, exe := filepath.Join(dir, "inl.c"), filepath.Join(dir, "inl")
+	if err := os.WriteFile(src, []byte(inlineSource), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("gcc", "-g", "-O2", "-o", exe, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	s := New()
+	text := func(file string) (lo, hi uint64) {
+		f, err := elf.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		sec := f.Section(".text")
+		if sec == nil {
+			t.Fatalf("%s: no .text", file)
+		}
+		return sec.Addr, sec.Addr + sec.Size
+	}
+	lo, hi := text(exe)
+	var addrs []uint64
+	for a := lo; a < hi; a++ {
+		addrs = append(addrs, a)
+	}
+	n := checkInlines(t, s, exe, exe, addrs)
+	t.Logf("inl: %d addresses, %d in inlined calls", len(addrs), n)
+	if n < 10 {
+		t.Errorf("only %d addresses in inlined calls", n)
+	}
+
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	dbg := s.DebugFile(libc)
+	if dbg == "" {
+		t.Logf("no debug file for %s: C library part skipped", libc)
+		return
+	}
+	lo, hi = text(libc)
+	addrs = addrs[:0]
+	for a := lo; a < hi && len(addrs) < 4000; a += 251 {
+		addrs = append(addrs, a)
+	}
+	n = checkInlines(t, s, libc, dbg, addrs)
+	t.Logf("libc: %d addresses, %d in inlined calls", len(addrs), n)
+}
