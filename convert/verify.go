@@ -123,7 +123,6 @@ type verifier struct {
 	abi    sframe.ABI
 	c      *converter
 	s      *sframe.Section
-	fixRA  int64
 	report *Report
 	names  func(uint64) string
 	rel    bool     // match functions by order and size (relocatable objects)

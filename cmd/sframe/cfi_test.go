@@ -60,7 +60,7 @@ func TestCFIErrors(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.elf")
 	notELF := filepath.Join(t.TempDir(), "text.txt")
 	os.WriteFile(notELF, []byte("hello"), 0o644)
-	out, errs, code = runCFICLI(missing, good, notELF, "--section", ".debug_frame")
+	_, errs, code = runCFICLI(missing, good, notELF, "--section", ".debug_frame")
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
