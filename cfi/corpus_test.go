@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -80,20 +81,10 @@ func firstDiff(got, want string) string {
 			wl = w[i]
 		}
 		if gl != wl {
-			return "line " + itoa(i+1) + ":\n got: " + strings.ReplaceAll(gl, " ", "·") + "\nwant: " + strings.ReplaceAll(wl, " ", "·")
+			return "line " + strconv.Itoa(i+1) + ":\n got: " + strings.ReplaceAll(gl, " ", "·") + "\nwant: " + strings.ReplaceAll(wl, " ", "·")
 		}
 	}
 	return "(same lines, different bytes)"
-}
-
-func itoa(i int) string { return string(appendSignedNoPlus(nil, int64(i))) }
-
-func appendSignedNoPlus(b []byte, v int64) []byte {
-	s := appendSigned(b, v)
-	if len(s) > 0 && s[0] == '+' {
-		return s[1:]
-	}
-	return s
 }
 
 // TestCorpusLookup checks the lookup path against the streamed rows: for

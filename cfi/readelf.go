@@ -105,10 +105,10 @@ func (c *compat) badReg(u *interp, op Op, col Reg, s slot) bool {
 	switch op {
 	case OpOffset, OpOffsetExtended, OpOffsetExtendedSF, OpGNUNegativeOffsetExtended:
 		b = append(b, " at cfa"...)
-		b = appendSigned(b, ru.Offset)
+		b = textfmt.AppendSigned(b, ru.Offset)
 	case OpValOffset, OpValOffsetSF:
 		b = append(b, " is cfa"...)
-		b = appendSigned(b, ru.Offset)
+		b = textfmt.AppendSigned(b, ru.Offset)
 	case OpRegister:
 		b = append(b, " in "...)
 		b = append(b, c.arch.RegNameLong(ru.Reg)...)
@@ -174,10 +174,6 @@ func appendCHex(b []byte, v uint64) []byte {
 	b = append(b, "0x"...)
 	return strconv.AppendUint(b, v, 16)
 }
-
-func appendSigned(b []byte, v int64) []byte { return textfmt.AppendSigned(b, v) }
-
-func padTo(b []byte, start, width int) []byte { return textfmt.PadTo(b, start, width) }
 
 // readelfEnc describes an encoding as readelf's decode_eh_encoding does
 // (which has no name for the absptr format).
@@ -601,7 +597,7 @@ func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []Reg, ptrSize int) {
 			header = false
 			start := len(p.out)
 			p.out = append(p.out, "   LOC"...)
-			p.out = padTo(p.out, start, 2*ptrSize)
+			p.out = textfmt.PadTo(p.out, start, 2*ptrSize)
 			p.out = append(p.out, " CFA      "...)
 			for _, r := range cols {
 				start := len(p.out)
@@ -610,7 +606,7 @@ func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []Reg, ptrSize int) {
 				} else {
 					p.out = append(p.out, p.arch.RegName(r)...)
 				}
-				p.out = padTo(p.out, start, 5)
+				p.out = textfmt.PadTo(p.out, start, 5)
 				p.out = append(p.out, ' ')
 			}
 			p.out = append(p.out, '\n')
@@ -624,13 +620,13 @@ func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []Reg, ptrSize int) {
 		} else {
 			p.out = append(p.out, p.arch.RegName(row.CFA.Reg)...)
 			if row.CFA.signed {
-				p.out = appendSigned(p.out, row.CFA.Offset)
+				p.out = textfmt.AppendSigned(p.out, row.CFA.Offset)
 			} else {
 				p.out = append(p.out, '+')
 				p.out = strconv.AppendUint(p.out, uint64(row.CFA.Offset), 10)
 			}
 		}
-		p.out = padTo(p.out, start, 8)
+		p.out = textfmt.PadTo(p.out, start, 8)
 		p.out = append(p.out, ' ')
 		// Columns and rules are both sorted by register: walk them together.
 		j := 0
@@ -651,10 +647,10 @@ func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []Reg, ptrSize int) {
 				p.out = append(p.out, 's')
 			case RuleOffset:
 				p.out = append(p.out, 'c')
-				p.out = appendSigned(p.out, val)
+				p.out = textfmt.AppendSigned(p.out, val)
 			case RuleValOffset:
 				p.out = append(p.out, 'v')
-				p.out = appendSigned(p.out, val)
+				p.out = textfmt.AppendSigned(p.out, val)
 			case RuleRegister:
 				p.out = append(p.out, p.arch.RegNameLong(Reg(val))...)
 			case RuleExpression:
@@ -662,7 +658,7 @@ func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []Reg, ptrSize int) {
 			case RuleValExpression:
 				p.out = append(p.out, "vexp"...)
 			}
-			p.out = padTo(p.out, start, 5)
+			p.out = textfmt.PadTo(p.out, start, 5)
 			p.out = append(p.out, ' ')
 		}
 		p.out = append(p.out, '\n')

@@ -182,13 +182,6 @@ func (p *printer) function(i int) error {
 	return it.Err()
 }
 
-// pad appends spaces until the field that started at mark is n wide.
-func (p *printer) pad(mark, n int) {
-	for len(p.buf)-mark < n {
-		p.buf = append(p.buf, ' ')
-	}
-}
-
 func (p *printer) row(f *sframe.Func, e *sframe.FRE, flex bool) error {
 	r, err := p.s.Rules(f, e)
 	if err != nil {
@@ -208,11 +201,11 @@ func (p *printer) row(f *sframe.Func, e *sframe.FRE, flex bool) error {
 		p.buf = append(p.buf, '+')
 		p.buf = strconv.AppendInt(p.buf, int64(int32(r.CFA.Offset)), 10)
 	}
-	p.pad(m, 10)
+	p.buf = textfmt.PadTo(p.buf, m, 10)
 	// FP
 	m = len(p.buf)
 	p.saved(r.FP, flex)
-	p.pad(m, 10)
+	p.buf = textfmt.PadTo(p.buf, m, 10)
 	// RA
 	m = len(p.buf)
 	if r.RA.Padding {
@@ -227,7 +220,7 @@ func (p *printer) row(f *sframe.Func, e *sframe.FRE, flex bool) error {
 	} else {
 		p.buf = append(p.buf, "   "...)
 	}
-	p.pad(m, 13)
+	p.buf = textfmt.PadTo(p.buf, m, 13)
 	return nil
 }
 
@@ -267,12 +260,10 @@ func (p *printer) disp(r sframe.Rule) {
 	}
 }
 
+// appendSigned appends an offset as objdump prints it: truncated to
+// 32 bits, its sign always written.
 func appendSigned(b []byte, v int64) []byte {
-	v = int64(int32(v))
-	if v >= 0 {
-		b = append(b, '+')
-	}
-	return strconv.AppendInt(b, v, 10)
+	return textfmt.AppendSigned(b, int64(int32(v)))
 }
 
 func (p *printer) regName(r sframe.Reg) string {
@@ -299,7 +290,7 @@ func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
 		p.buf = append(p.buf, "fp+"...)
 	}
 	p.buf = strconv.AppendInt(p.buf, int64(cfa), 10)
-	p.pad(m, 10)
+	p.buf = textfmt.PadTo(p.buf, m, 10)
 	fpIdx, raIdx := 2, 1
 	if s.HasFixedRA() {
 		fpIdx = 1
@@ -314,7 +305,7 @@ func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
 	}
 	m = len(p.buf)
 	p.buf = append(p.buf, temp...)
-	p.pad(m, 10)
+	p.buf = textfmt.PadTo(p.buf, m, 10)
 	if s.HasFixedRA() {
 		temp = []byte{'u'}
 	} else if v, ok := word(raIdx); ok {
@@ -327,5 +318,5 @@ func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
 	} else {
 		p.buf = append(p.buf, "   "...)
 	}
-	p.pad(m, 13)
+	p.buf = textfmt.PadTo(p.buf, m, 13)
 }

@@ -322,9 +322,7 @@ func appendFrameStart(b []byte, n int, pc uint64) []byte {
 	mark := len(b)
 	b = append(b, '#')
 	b = strconv.AppendInt(b, int64(n), 10)
-	for len(b)-mark < 3 {
-		b = append(b, ' ')
-	}
+	b = textfmt.PadTo(b, mark, 3)
 	b = append(b, " 0x"...)
 	b = textfmt.AppendHex(b, pc, 8)
 	return append(b, " in "...)
