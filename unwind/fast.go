@@ -4,8 +4,10 @@ package unwind
 type walkState struct {
 	pc, sp, fp uint64
 	fpOK       bool
-	top        bool // every register is the thread's own
-	exact      bool // pc is not a return address
+	// top: every register is the thread's own (frame 0, or the frame a
+	// signal interrupted, restored from the signal context), and pc is
+	// the address of an instruction, not a return address.
+	top        bool
 	noProgress bool // the last frame's caller SP did not move up
 	depth      int
 }
@@ -60,8 +62,16 @@ func (in *modInfo) rule(pc uint64) *fastRule {
 // read misses it and goes through the wordReader.
 var emptyFlat FlatMemory
 
-// fastWalk takes steps while the frames are callers (not the top frame nor
-// one a signal interrupted) that follow SFrame rows of the common shape
+// slowWord reads the word at addr through the wordReader: the fast
+// path's reads outside its stack copy.
+func (u *Unwinder) slowWord(addr uint64) (uint64, bool) {
+	v, err := u.mem.word(addr)
+	return v, err == nil
+}
+
+// fastWalk takes steps while the frames are callers (Unwind calls it only
+// when st.top is false: not the top frame nor one a signal interrupted)
+// that follow SFrame rows of the common shape
 // (CFA = SP or FP + offset, RA and FP saved at CFA + offsets): the bulk of
 // a stack. It returns at the first frame that needs the general machinery,
 // at the depth limit, when the frame buffer is full, at PC 0, or when the
@@ -72,9 +82,6 @@ var emptyFlat FlatMemory
 // the top-frame cases, the buffer growth and the module and index state in
 // locals, the compiler spilled and reloaded most of them at every frame.
 func (u *Unwinder) fastWalk(frames []Frame, st *walkState, max int) []Frame {
-	if st.top || st.exact {
-		return frames
-	}
 	pc, sp, fp, fpOK := st.pc, st.sp, st.fp, st.fpOK
 	n0 := len(frames)
 	// The frames up to the depth limit or the buffer's capacity, written
@@ -111,18 +118,20 @@ func (u *Unwinder) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 			cfa = fp
 		}
 		cfa += uint64(int64(r.cfaOff))
-		ra, ok := mem.word(cfa + uint64(int64(r.raOff)))
+		// mem.word is inlined; the slow read is a call, off the
+		// common path.
+		a := cfa + uint64(int64(r.raOff))
+		ra, ok := mem.word(a)
 		if !ok {
-			var err error
-			if ra, err = u.mem.word(cfa + uint64(int64(r.raOff))); err != nil {
+			if ra, ok = u.slowWord(a); !ok {
 				break
 			}
 		}
 		if fl&fastFP != 0 {
-			v, ok := mem.word(cfa + uint64(int64(r.fpOff)))
+			a := cfa + uint64(int64(r.fpOff))
+			v, ok := mem.word(a)
 			if !ok {
-				var err error
-				if v, err = u.mem.word(cfa + uint64(int64(r.fpOff))); err != nil {
+				if v, ok = u.slowWord(a); !ok {
 					break
 				}
 			}

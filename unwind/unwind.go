@@ -294,18 +294,14 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 	// common shape they are all a step needs, so the fast path (fastWalk)
 	// keeps only them and leaves cur stale (inRegs false) until a frame
 	// needs the general machinery.
-	var st walkState
+	st := walkState{top: true}
+	var spOK bool
 	st.pc, _ = get(cur, u.pcReg)
-	sp, spOK := get(cur, u.spReg)
-	st.sp = sp
+	st.sp, spOK = get(cur, u.spReg)
 	st.fp, st.fpOK = get(cur, u.fpReg)
 	inRegs := true
-	// top: every register of cur is the thread's own (frame 0, or the
-	// frame a signal interrupted, restored from the signal context).
-	// exact: cur's PC is not a return address.
-	st.top, st.exact = true, true
 	for ; ; st.depth++ {
-		for spOK && !u.noFast && !st.top && !st.exact {
+		for spOK && !u.noFast && !st.top {
 			// The fast path writes frames in place: give it room, as
 			// append would.
 			if room := limit - st.depth; room > 0 && len(frames) == cap(frames) {
@@ -324,7 +320,8 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 				break // stopped for a reason other than a full buffer
 			}
 		}
-		pc, sp, top, exact := st.pc, st.sp, st.top, st.exact
+		// A top frame's PC is exact: not a return address.
+		pc, sp, top := st.pc, st.sp, st.top
 		if pc == 0 && !top {
 			return frames, StopEnd, nil
 		}
@@ -333,14 +330,14 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 		}
 		mi := u.moduleIndex(pc)
 		if mi < 0 {
-			frames = append(frames, Frame{PC: pc, SP: sp, Exact: exact})
+			frames = append(frames, Frame{PC: pc, SP: sp, Exact: top})
 			return frames, StopNoModule, nil
 		}
 		m := u.modules[mi]
 		// Caller frames hold return addresses, which may point past the
 		// end of the call's function (noreturn calls): look up PC-1.
 		lookup := pc
-		if !exact {
+		if !top {
 			lookup--
 		}
 		if !inRegs {
@@ -353,7 +350,7 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 			}
 		}
 		method, err := u.step(mi, pc, lookup, cur, next, top)
-		frames = append(frames, Frame{PC: pc, SP: sp, CFA: u.cfa, Module: m, Method: method, Signal: u.sig, Exact: exact || u.sig})
+		frames = append(frames, Frame{PC: pc, SP: sp, CFA: u.cfa, Module: m, Method: method, Signal: u.sig, Exact: top || u.sig})
 		if err != nil {
 			switch err {
 			case errEnd:
@@ -367,7 +364,6 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 		if !u.sig && (nsp < sp || (nsp == sp && !top)) {
 			return frames, StopNoProgress, nil
 		}
-		st.exact = u.sig
 		st.top = u.sig
 		cur, next = next, cur
 		st.pc, _ = get(cur, u.pcReg)
