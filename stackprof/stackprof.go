@@ -23,8 +23,7 @@ import (
 // Builder accumulates traces into one profile.
 type Builder struct {
 	p        *profile.Profile
-	mappings map[*unwind.Module]*profile.Mapping
-	byPath   map[string]*profile.Mapping
+	mappings map[mapKey]*profile.Mapping
 	locs     map[locKey]*profile.Location
 	funcs    map[funcKey]*profile.Function
 }
@@ -36,6 +35,13 @@ type locKey struct {
 
 type funcKey struct{ name, file string }
 
+// mapKey names a module across captures, each of which has its own
+// *unwind.Module values.
+type mapKey struct {
+	file  string
+	start uint64
+}
+
 // NewBuilder returns a Builder for a profile of samples of type
 // "samples"/"count".
 func NewBuilder() *Builder {
@@ -45,8 +51,7 @@ func NewBuilder() *Builder {
 			PeriodType: &profile.ValueType{Type: "samples", Unit: "count"},
 			Period:     1,
 		},
-		mappings: map[*unwind.Module]*profile.Mapping{},
-		byPath:   map[string]*profile.Mapping{},
+		mappings: map[mapKey]*profile.Mapping{},
 		locs:     map[locKey]*profile.Location{},
 		funcs:    map[funcKey]*profile.Function{},
 	}
@@ -134,13 +139,8 @@ func (b *Builder) mapping(m *unwind.Module) *profile.Mapping {
 	if m == nil {
 		return nil
 	}
-	if pm := b.mappings[m]; pm != nil {
-		return pm
-	}
-	// The same file in another capture comes as another *Module.
-	key := fmt.Sprintf("%s@%#x", m.Name, m.Start)
-	if pm := b.byPath[key]; pm != nil {
-		b.mappings[m] = pm
+	k := mapKey{m.Name, m.Start}
+	if pm := b.mappings[k]; pm != nil {
 		return pm
 	}
 	pm := &profile.Mapping{
@@ -150,7 +150,7 @@ func (b *Builder) mapping(m *unwind.Module) *profile.Mapping {
 		File:         m.Name,
 		HasFunctions: true,
 	}
-	b.mappings[m], b.byPath[key] = pm, pm
+	b.mappings[k] = pm
 	b.p.Mapping = append(b.p.Mapping, pm)
 	return pm
 }
