@@ -82,18 +82,14 @@ func parse64(src []byte) (*elf64Layout, error) {
 	if l.phoff > n || (n-l.phoff)/phdrSize64 < uint64(l.phnum) || l.shoff > n || (n-l.shoff)/shdrSize64 < uint64(l.shnum) {
 		return nil, errors.New("header tables run past the end of the file")
 	}
+	// The tables as debug/elf's structs, whose layout is the file's.
 	l.phdrs = make([]elf.Prog64, l.phnum)
-	for i := range l.phdrs {
-		b := src[l.phoff+uint64(i)*phdrSize64:]
-		l.phdrs[i] = elf.Prog64{Type: o.Uint32(b), Flags: o.Uint32(b[4:]), Off: o.Uint64(b[8:]), Vaddr: o.Uint64(b[16:]),
-			Paddr: o.Uint64(b[24:]), Filesz: o.Uint64(b[32:]), Memsz: o.Uint64(b[40:]), Align: o.Uint64(b[48:])}
-	}
 	l.shdrs = make([]elf.Section64, l.shnum)
-	for i := range l.shdrs {
-		b := src[l.shoff+uint64(i)*shdrSize64:]
-		l.shdrs[i] = elf.Section64{Name: o.Uint32(b), Type: o.Uint32(b[4:]), Flags: o.Uint64(b[8:]), Addr: o.Uint64(b[16:]),
-			Off: o.Uint64(b[24:]), Size: o.Uint64(b[32:]), Link: o.Uint32(b[40:]), Info: o.Uint32(b[44:]),
-			Addralign: o.Uint64(b[48:]), Entsize: o.Uint64(b[56:])}
+	if _, err := binary.Decode(src[l.phoff:l.phoff+uint64(l.phnum)*phdrSize64], o, l.phdrs); err != nil {
+		return nil, fmt.Errorf("program headers: %w", err)
+	}
+	if _, err := binary.Decode(src[l.shoff:l.shoff+uint64(l.shnum)*shdrSize64], o, l.shdrs); err != nil {
+		return nil, fmt.Errorf("section headers: %w", err)
 	}
 	ss := l.shdrs[l.shstrndx]
 	if ss.Off > n || ss.Size > n-ss.Off {
@@ -288,30 +284,12 @@ func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error
 	}
 	out = append(out, make([]byte, alignUp(uint64(len(out)), 8)-uint64(len(out)))...)
 	shoff := uint64(len(out))
-	for _, sh := range shdrs {
-		var b [shdrSize64]byte
-		o.PutUint32(b[0:], sh.Name)
-		o.PutUint32(b[4:], sh.Type)
-		o.PutUint64(b[8:], sh.Flags)
-		o.PutUint64(b[16:], sh.Addr)
-		o.PutUint64(b[24:], sh.Off)
-		o.PutUint64(b[32:], sh.Size)
-		o.PutUint32(b[40:], sh.Link)
-		o.PutUint32(b[44:], sh.Info)
-		o.PutUint64(b[48:], sh.Addralign)
-		o.PutUint64(b[56:], sh.Entsize)
-		out = append(out, b[:]...)
+	out, err := binary.Append(out, o, shdrs)
+	if err == nil {
+		_, err = binary.Encode(out[phTabOff:], o, phdrs)
 	}
-	for i, ph := range phdrs {
-		b := out[phTabOff+uint64(i)*phdrSize64:]
-		o.PutUint32(b[0:], ph.Type)
-		o.PutUint32(b[4:], ph.Flags)
-		o.PutUint64(b[8:], ph.Off)
-		o.PutUint64(b[16:], ph.Vaddr)
-		o.PutUint64(b[24:], ph.Paddr)
-		o.PutUint64(b[32:], ph.Filesz)
-		o.PutUint64(b[40:], ph.Memsz)
-		o.PutUint64(b[48:], ph.Align)
+	if err != nil {
+		return nil, fmt.Errorf("elffile: writing headers: %w", err)
 	}
 	o.PutUint64(out[32:], phTabOff)
 	o.PutUint64(out[40:], shoff)
