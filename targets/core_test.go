@@ -3,7 +3,6 @@
 package targets
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
@@ -17,7 +16,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sframekit/sframekit/internal/testprog"
 )
@@ -394,16 +392,8 @@ func TestOpenKernelCore(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command("sh", "-c", "ulimit -c unlimited && exec "+exe)
 	cmd.Dir = dir
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	c := &child{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout), pid: cmd.Process.Pid}
-	if l, err := readLineTimeout(c.out, 5*time.Second); l != "ready" {
-		t.Fatalf("%q %v", l, err)
-	}
+	tp := testprog.StartCmd(t, cmd)
+	c := &child{cmd: cmd, stdin: tp.Stdin, out: tp.Out, pid: tp.PID()}
 	waitAllSleeping(t, c.pid)
 	p, err := AttachProcess(c.pid)
 	if err != nil {

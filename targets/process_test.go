@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sframekit/sframekit/internal/testprog"
 )
 
 func TestAttachProcess(t *testing.T) {
@@ -331,17 +333,8 @@ func TestAttachThreadChurn(t *testing.T) {
 	if out, err := exec.Command("gcc", "-O1", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	cmd := exec.Command(exe)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	c := &child{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout), pid: cmd.Process.Pid}
-	if l, err := readLineTimeout(c.out, 5*time.Second); l != "ready" {
-		t.Fatalf("churn: %q %v", l, err)
-	}
+	tp := testprog.StartCmd(t, exec.Command(exe))
+	c := &child{cmd: tp.Cmd, stdin: tp.Stdin, out: tp.Out, pid: tp.PID()}
 	created := func() int {
 		fmt.Fprintln(c.stdin, "n")
 		l, err := readLineTimeout(c.out, 5*time.Second)

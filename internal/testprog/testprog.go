@@ -172,7 +172,20 @@ func StartWith(t testing.TB, opts Options, exe string, args ...string) *Proc {
 	if opts.Env != nil {
 		cmd.Env = append(os.Environ(), opts.Env...)
 	}
-	cmd.Stderr = os.Stderr
+	p := StartCmd(t, cmd)
+	WaitBlocked(t, p.PID(), opts.Threads)
+	return p
+}
+
+// StartCmd starts cmd, a test program prepared by the caller (its own
+// directory or shell wrapper), with pipes to its stdin and stdout, and
+// waits for its "ready" line, but not for its threads to block. The
+// program is killed when the test ends.
+func StartCmd(t testing.TB, cmd *exec.Cmd) *Proc {
+	t.Helper()
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +205,6 @@ func StartWith(t testing.TB, opts Options, exe string, args ...string) *Proc {
 	if line, err := ReadLine(p.Out, readyTimeout); err != nil || line != "ready" {
 		t.Fatalf("test program said %q, %v; want ready", line, err)
 	}
-	WaitBlocked(t, p.PID(), opts.Threads)
 	return p
 }
 
