@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"debug/elf"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -24,12 +22,9 @@ func runCFI(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("cfi", "FILE...", stderr)
 	section := fs.String("section", "", "print only this section: .eh_frame, .debug_frame or .eh_frame_hdr (default: all, in file order)")
 	asJSON := fs.Bool("json", false, "print the tables as JSON (see package cfi, WriteJSON)")
-	files, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	files, code, ok := parseOperands(fs, args)
+	if !ok {
+		return code
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "sframe cfi: no input files")

@@ -24,12 +24,9 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	base := fs.String("base", "0", "with --raw: the section's load `ADDR`ess")
 	section := fs.String("section", "", "convert the SFrame section `NAME` (default .sframe or the SHT_GNU_SFRAME section)")
 	drop := fs.Bool("drop-unrepresentable", false, "drop the functions the target version cannot express instead of failing")
-	files, err := parseInterspersed(fs, args)
-	if err != nil {
-		if err == errHelp {
-			return 0
-		}
-		return 2
+	files, code, ok := parseOperands(fs, args)
+	if !ok {
+		return code
 	}
 	if len(files) != 1 || *output == "" || (*toVersion != 2 && *toVersion != 3) {
 		fmt.Fprintln(stderr, "sframe convert: need --to-version 2|3, --output OUT and exactly one input file")

@@ -18,12 +18,9 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 	raw := fs.Bool("raw", false, "read each FILE as a bare SFrame section, not an ELF file")
 	base := fs.String("base", "0", "with --raw: the section's load `ADDR`ess")
 	asJSON := fs.Bool("json", false, "print one JSON object per file")
-	files, err := parseInterspersed(fs, args)
-	if err != nil {
-		if err == errHelp {
-			return 0
-		}
-		return 2
+	files, code, ok := parseOperands(fs, args)
+	if !ok {
+		return code
 	}
 	if len(files) == 0 {
 		fs.Usage()

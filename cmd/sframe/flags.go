@@ -6,8 +6,19 @@ import (
 	"strings"
 )
 
-// errHelp is returned by parseInterspersed after -h printed the usage.
-var errHelp = flag.ErrHelp
+// parseOperands is parseInterspersed as every subcommand uses it: when ok
+// is false the subcommand returns code at once, 0 after -h printed the
+// usage, 2 after a bad flag (the flag package printed why, and the usage).
+func parseOperands(fs *flag.FlagSet, args []string) (operands []string, code int, ok bool) {
+	operands, err := parseInterspersed(fs, args)
+	switch {
+	case err == flag.ErrHelp:
+		return nil, 0, false
+	case err != nil:
+		return nil, 2, false
+	}
+	return operands, 0, true
+}
 
 // parseInterspersed parses flags that may come before or after the file
 // names, as binutils tools accept them. A lone "--" ends flag parsing.

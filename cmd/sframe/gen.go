@@ -26,12 +26,9 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	base := fs.String("base", "", "with --raw: lay the section out as loaded at `ADDR` (default: the address the loadable copy would use)")
 	cfiSec := fs.String("cfi", "", "read CFI from `SECTION` (.eh_frame or .debug_frame; default .eh_frame if present)")
 	stats := fs.Bool("stats", false, "print how many functions and bytes of code are covered, and why the rest is not")
-	files, err := parseInterspersed(fs, args)
-	if err != nil {
-		if err == errHelp {
-			return 0
-		}
-		return 2
+	files, code, ok := parseOperands(fs, args)
+	if !ok {
+		return code
 	}
 	if len(files) != 1 || *output == "" || (*toVersion != 2 && *toVersion != 3) || (*base != "" && !*raw) {
 		fmt.Fprintln(stderr, "sframe gen: need --output OUT and exactly one input file; --to-version is 2 or 3; --base needs --raw")

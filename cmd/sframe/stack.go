@@ -72,12 +72,9 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	pprofOut := fs.String("pprof", "", "write the stacks as a pprof profile to `FILE` instead of printing them")
 	count := fs.Int("count", 1, "with --pprof: capture a live process `N` times")
 	interval := fs.Duration("interval", 10*time.Millisecond, "with --count: the pause `D` between captures")
-	operands, err := parseInterspersed(fs, args)
-	if err != nil {
-		if err == errHelp {
-			return 0
-		}
-		return 2
+	operands, code, ok := parseOperands(fs, args)
+	if !ok {
+		return code
 	}
 	switch {
 	case *maxDepth <= 0:

@@ -19,12 +19,9 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	section := fs.String("section", "", "verify the SFrame section `NAME` (default .sframe or the SHT_GNU_SFRAME section)")
 	cfiSec := fs.String("cfi", "", "compare with CFI `SECTION` (.eh_frame or .debug_frame; default .eh_frame if present)")
 	strict := fs.Bool("strict", false, "also fail on known toolchain deviations")
-	files, err := parseInterspersed(fs, args)
-	if err != nil {
-		if err == errHelp {
-			return 0
-		}
-		return 2
+	files, code, ok := parseOperands(fs, args)
+	if !ok {
+		return code
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "sframe verify: need at least one file")
