@@ -7,8 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/sframekit/sframekit/internal/corpus"
@@ -58,7 +56,7 @@ func TestCorpusReadelf(t *testing.T) {
 		}
 		f.Close()
 		if !bytes.Equal(got.Bytes(), want) {
-			t.Errorf("%s: output differs from readelf:\n%s", rel(t, p), firstDiff(got.String(), string(want)))
+			t.Errorf("%s: output differs from readelf:\n%s", rel(t, p), corpus.FirstDiff(got.String(), string(want)))
 		}
 	}
 	for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64, elf.EM_S390} {
@@ -67,24 +65,6 @@ func TestCorpusReadelf(t *testing.T) {
 		}
 	}
 	t.Logf("compared %d files", len(files))
-}
-
-// firstDiff shows the first differing line with some context.
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			return "line " + strconv.Itoa(i+1) + ":\n got: " + strings.ReplaceAll(gl, " ", "·") + "\nwant: " + strings.ReplaceAll(wl, " ", "·")
-		}
-	}
-	return "(same lines, different bytes)"
 }
 
 // TestCorpusLookup checks the lookup path against the streamed rows: for
@@ -242,7 +222,7 @@ func compareWithReadelf(t *testing.T, readelf, path string) {
 		t.Errorf("%s: %v", path, err)
 	}
 	if !bytes.Equal(got.Bytes(), out) {
-		t.Errorf("%s: output differs from installed readelf:\n%s", path, firstDiff(got.String(), string(out)))
+		t.Errorf("%s: output differs from installed readelf:\n%s", path, corpus.FirstDiff(got.String(), string(out)))
 	}
 }
 

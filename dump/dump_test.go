@@ -36,33 +36,10 @@ func TestCorpusObjdumpIdentical(t *testing.T) {
 		}
 		got := render(t, path)
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s: dump differs from objdump --sframe:\n%s", path, firstDiff(got, want))
+			t.Errorf("%s: dump differs from objdump --sframe:\n%s", path, corpus.FirstDiff(string(got), string(want)))
 		}
 	}
 	t.Logf("%d files compared", len(files))
-}
-
-func firstDiff(got, want []byte) string {
-	g := strings.Split(string(got), "\n")
-	w := strings.Split(string(want), "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var a, b string
-		if i < len(g) {
-			a = g[i]
-		}
-		if i < len(w) {
-			b = w[i]
-		}
-		if a != b {
-			return "line " + itoa(i+1) + ":\n got: " + strings.ReplaceAll(a, " ", "·") + "\nwant: " + strings.ReplaceAll(b, " ", "·")
-		}
-	}
-	return "(same lines)"
-}
-
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
 }
 
 // TestCorpusValidates checks that every corpus section passes Validate,

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -76,4 +77,24 @@ func list(d string) []string {
 	})
 	sort.Strings(out)
 	return out
+}
+
+// FirstDiff describes the first line where got and want, texts compared
+// with a reference dump, differ, with spaces shown as "·" since column
+// padding is what usually differs.
+func FirstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return "line " + strconv.Itoa(i+1) + ":\n got: " + strings.ReplaceAll(gl, " ", "·") + "\nwant: " + strings.ReplaceAll(wl, " ", "·")
+		}
+	}
+	return "(same lines, different bytes)"
 }
