@@ -29,6 +29,13 @@ func corpusFiles(t *testing.T) (paths []string, versions []sframe.Version) {
 // gasFuncs decodes the .sframe that gas and ld wrote into encoder form.
 func gasFuncs(t *testing.T, f *elf.File) []sframe.EncFunc {
 	t.Helper()
+	_, funcs := extractSFrame(t, f)
+	return funcs
+}
+
+// extractSFrame decodes f's SFrame section back into encoder input.
+func extractSFrame(t *testing.T, f *elf.File) (sframe.EncodeOptions, []sframe.EncFunc) {
+	t.Helper()
 	sec := elffile.FindSFrame(f, "")
 	if sec == nil {
 		t.Fatal("no .sframe")
@@ -41,11 +48,11 @@ func gasFuncs(t *testing.T, f *elf.File) []sframe.EncFunc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, funcs, err := sframe.Extract(s)
+	opts, funcs, err := sframe.Extract(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return funcs
+	return opts, funcs
 }
 
 // sectionOf names the section holding addr in a linked file.

@@ -70,19 +70,7 @@ func corrupt(t *testing.T, rel, sym string, mutate func(f *sframe.EncFunc) uint6
 	if addr == 0 {
 		t.Fatalf("%s: no symbol %s", rel, sym)
 	}
-	sec := elffile.FindSFrame(f, "")
-	data, err := elffile.Data(f, sec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sframe.Parse(data, sec.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, funcs, err := sframe.Extract(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts, funcs := extractSFrame(t, f)
 	var pc uint64
 	for i := range funcs {
 		if funcs[i].Start == addr {
@@ -96,7 +84,7 @@ func corrupt(t *testing.T, rel, sym string, mutate func(f *sframe.EncFunc) uint6
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := sframe.Parse(out, sec.Addr)
+	s2, err := sframe.Parse(out, elffile.FindSFrame(f, "").Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
