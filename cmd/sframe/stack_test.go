@@ -77,6 +77,23 @@ func parseStackText(t *testing.T, text string) (map[int][]string, map[int][]stri
 	return frames, funcs, stops
 }
 
+// gdbAllBT returns gdb's "thread apply all bt" of pid, past main, with
+// separate debug files (the C library's) when debugFiles is set.
+func gdbAllBT(t *testing.T, pid string, debugFiles bool) string {
+	t.Helper()
+	testprog.NeedTool(t, "gdb")
+	a := []string{"-nx", "-batch", "-iex", "set debuginfod enabled off"}
+	if !debugFiles {
+		a = append(a, "-iex", "set debug-file-directory /nonexistent")
+	}
+	a = append(a, "-p", pid, "-ex", "set backtrace past-main on", "-ex", "thread apply all bt")
+	out, err := exec.Command("gdb", a...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
 func gdbBT(t *testing.T, args ...string) map[int][]string {
 	t.Helper()
 	testprog.NeedTool(t, "gdb")
@@ -315,15 +332,10 @@ func TestStackCxxNames(t *testing.T) {
 	if len(stops) != 0 {
 		t.Errorf("walks stopped early: %v", stops)
 	}
-	gdb, err := exec.Command("gdb", "-nx", "-batch", "-iex", "set debug-file-directory /nonexistent",
-		"-iex", "set debuginfod enabled off", "-p", pid, "-ex", "set backtrace past-main on",
-		"-ex", "thread apply all bt").CombinedOutput()
-	if err != nil {
-		t.Fatalf("gdb: %v\n%s", err, gdb)
-	}
+	gdb := gdbAllBT(t, pid, false)
 	tid, named := -1, 0
 	gpcs := map[int][]string{}
-	for _, l := range strings.Split(string(gdb), "\n") {
+	for _, l := range strings.Split(gdb, "\n") {
 		if m := gdbThreadLine.FindStringSubmatch(l); m != nil {
 			tid, _ = strconv.Atoi(m[1])
 			continue
@@ -428,14 +440,10 @@ func TestStackSource(t *testing.T) {
 			ours[fmt.Sprintf("%s %#x", tid, v)] = m[2]
 		}
 	}
-	gdb, err := exec.Command("gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-p", pid,
-		"-ex", "set backtrace past-main on", "-ex", "thread apply all bt").CombinedOutput()
-	if err != nil {
-		t.Fatalf("gdb: %v\n%s", err, gdb)
-	}
+	gdb := gdbAllBT(t, pid, true)
 	n := 0
 	tid = ""
-	for _, l := range strings.Split(string(gdb), "\n") {
+	for _, l := range strings.Split(gdb, "\n") {
 		if m := gdbThreadLine.FindStringSubmatch(l); m != nil {
 			tid = m[1]
 			continue
@@ -582,15 +590,11 @@ func TestStackInlines(t *testing.T) {
 		}
 		g.lines = append(g.lines, name+"@"+m[3])
 	}
-	gdb, err := exec.Command("gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-p", pid,
-		"-ex", "set backtrace past-main on", "-ex", "thread apply all bt").CombinedOutput()
-	if err != nil {
-		t.Fatalf("gdb: %v\n%s", err, gdb)
-	}
+	gdb := gdbAllBT(t, pid, true)
 	theirs := map[string][]group{}
 	gdbRe := regexp.MustCompile(`^#\d+\s+(?:0x([0-9a-f]+) in )?(\S+) \(.*\)(?: at (\S+):(\d+))?(?: from \S+)?$`)
 	tid = ""
-	for _, l := range strings.Split(string(gdb), "\n") {
+	for _, l := range strings.Split(gdb, "\n") {
 		if m := gdbThreadLine.FindStringSubmatch(l); m != nil {
 			tid = m[1]
 			continue
