@@ -29,16 +29,19 @@ func (e *TruncatedError) Error() string {
 // MaxStreamSize bounds what ReadStream reads into memory: 1 GiB.
 const MaxStreamSize = 1 << 30
 
+// maxStream is MaxStreamSize, smaller in tests.
+var maxStream int64 = MaxStreamSize
+
 // ReadStream reads all of r (standard input, a pipe), which debug/elf
 // cannot read in place since it seeks, refusing more than MaxStreamSize
 // bytes.
 func ReadStream(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxStreamSize+1))
+	data, err := io.ReadAll(io.LimitReader(r, maxStream+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxStreamSize {
-		return nil, fmt.Errorf("input larger than %d MiB; give it as a file", MaxStreamSize>>20)
+	if int64(len(data)) > maxStream {
+		return nil, fmt.Errorf("input larger than %d bytes; give it as a file", maxStream)
 	}
 	return data, nil
 }

@@ -136,3 +136,26 @@ func FuzzNewFile(f *testing.F) {
 		}
 	})
 }
+
+// TestReadStreamLimit checks that a stream longer than the limit is
+// refused, not read on.
+func TestReadStreamLimit(t *testing.T) {
+	defer func(n int64) { maxStream = n }(maxStream)
+	maxStream = 100
+	if b, err := ReadStream(bytes.NewReader(make([]byte, 100))); err != nil || len(b) != 100 {
+		t.Errorf("100 bytes: %d, %v", len(b), err)
+	}
+	r := &countingZeros{}
+	if _, err := ReadStream(r); err == nil || r.n > 4096 {
+		t.Errorf("endless stream: error %v after reading %d bytes", err, r.n)
+	}
+}
+
+// countingZeros is an endless stream of zeros that counts what is read.
+type countingZeros struct{ n int }
+
+func (z *countingZeros) Read(b []byte) (int, error) {
+	clear(b)
+	z.n += len(b)
+	return len(b), nil
+}
