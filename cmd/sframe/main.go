@@ -42,9 +42,10 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "'sframe --version' for the version. A FILE of - is standard input.")
 }
 
-// version is the module version the binary was built from, or for a
-// build from a clone, "devel" and the commit (with "+dirty" when the
-// tree had changes), as runtime/debug records them.
+// version is the module version the binary was built from, as
+// runtime/debug records it: a release, or for a build from a clone the
+// pseudo-version Go derives from the commit; when Go recorded none,
+// "devel" and the commit (with "+dirty" when the tree had changes).
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
