@@ -207,5 +207,6 @@ func WriteJSON(w io.Writer, f *elf.File, name, section string) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", " ")
+	enc.SetEscapeHTML(false) // names as they are: <stdin>
 	return enc.Encode(out)
 }

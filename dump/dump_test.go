@@ -3,6 +3,7 @@ package dump
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +75,10 @@ func TestCorpusValidates(t *testing.T) {
 }
 
 // TestCorpusJSON checks that the JSON form holds the same functions and
-// rows as the objdump text.
+// rows as the objdump text, with the functions' addresses as objdump
+// prints them ("pc = 0x1020"), written as "0x..." strings; and that a
+// reader that holds numbers as doubles (jq, JavaScript) finds no number
+// above 2^53 (checkDoubles).
 func TestCorpusJSON(t *testing.T) {
 	for _, path := range corpus.ELFs(t) {
 		in, err := LoadELF(path, "")
@@ -89,24 +93,84 @@ func TestCorpusJSON(t *testing.T) {
 		if err := json.Unmarshal(b.Bytes(), &j); err != nil {
 			t.Fatalf("%s: invalid JSON: %v", path, err)
 		}
+		checkDoubles(t, path, b.Bytes())
 		text, _ := os.ReadFile(path + ".sframe.txt")
-		funcs, rows := 0, 0
+		var pcs []string
+		rows := 0
 		for _, line := range strings.Split(string(text), "\n") {
 			switch {
 			case strings.HasPrefix(line, "    func idx ["):
-				funcs++
+				pc, _, _ := strings.Cut(line[strings.Index(line, "pc = ")+5:], ",")
+				pcs = append(pcs, pc)
 			case len(line) > 20 && strings.HasPrefix(line, "    ") && isHex(line[4:20]):
 				rows++
 			}
 		}
 		jrows := 0
-		for _, f := range j.Functions {
+		for i, f := range j.Functions {
 			jrows += len(f.Rows)
+			if i < len(pcs) && fmt.Sprintf("%#x", uint64(f.Start)) != pcs[i] {
+				t.Errorf("%s: function %d starts at %#x in JSON, %s in objdump's text", path, i, uint64(f.Start), pcs[i])
+			}
 		}
-		if len(j.Functions) != funcs || jrows != rows || int(j.Header.NumFREs) != rows {
-			t.Errorf("%s: JSON has %d functions, %d rows; text has %d, %d", path, len(j.Functions), jrows, funcs, rows)
+		if len(j.Functions) != len(pcs) || jrows != rows || int(j.Header.NumFREs) != rows {
+			t.Errorf("%s: JSON has %d functions, %d rows; text has %d, %d", path, len(j.Functions), jrows, len(pcs), rows)
 		}
 	}
+}
+
+// TestJSONKernelAddresses checks that addresses above 2^53, as the
+// kernel's, come out exactly as strings a reader of doubles keeps.
+func TestJSONKernelAddresses(t *testing.T) {
+	in, err := LoadELF("../testdata/drap-O2.elf", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = 0xffffffff81000000
+	data := in.SFrame.Data()
+	k, err := FromRaw(data, "kernel", base, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := JSON(&b, k); err != nil {
+		t.Fatal(err)
+	}
+	checkDoubles(t, "kernel", b.Bytes())
+	f, _ := k.SFrame.Func(0)
+	want := fmt.Sprintf(`"address":"0x%x"`, uint64(base))
+	wantStart := fmt.Sprintf(`"functions":[{"index":0,"start":"0x%x",`, f.Start)
+	if f.Start < 1<<53 || !strings.Contains(b.String(), want) || !strings.Contains(b.String(), wantStart) {
+		t.Errorf("want %s and %s in:\n%.400s", want, wantStart, b.String())
+	}
+}
+
+// checkDoubles decodes JSON as jq and JavaScript do, numbers as float64,
+// and fails on any number a double does not hold exactly.
+func checkDoubles(t *testing.T, name string, b []byte) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case float64:
+			if v > 1<<53 || v < -(1<<53) {
+				t.Errorf("%s: number %v is past 2^53", name, v)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
 }
 
 func isHex(s string) bool {

@@ -9,15 +9,41 @@ import (
 	"github.com/sframekit/sframekit/sframe"
 )
 
-// The JSON form of a dump. Field names are stable; addresses are
-// numbers (JSON consumers in most languages handle 53-bit integers, and
-// user-space addresses fit), offsets are signed numbers.
+// The JSON form of a dump. Field names are stable. Addresses are
+// strings "0x..." (Addr), since readers that hold numbers as doubles
+// (jq, JavaScript) lose the low bits of 64-bit addresses such as the
+// kernel's; counts, sizes, indices and offsets are numbers, offsets
+// signed.
 //
 //	{"file": "a.out", "format": "elf64-x86-64", "section": ".sframe",
-//	 "header": {...}, "functions": [{"index": 0, "start": 4128, "size": 16,
-//	   "pc_type": "inc", "fde_type": "default", "fre_type": "addr1",
-//	   "rows": [{"start": 4128, "cfa": {"kind": "value", "base": "sp",
-//	     "offset": 16}, "ra": {...}, "fp": {...}}]}]}
+//	 "header": {..., "address": "0x2168"}, "functions": [{"index": 0,
+//	   "start": "0x1020", "size": 16, "pc_type": "inc",
+//	   "fde_type": "default", "fre_type": "addr1",
+//	   "rows": [{"start": "0x1020", "cfa": {"kind": "value",
+//	     "base": "sp", "offset": 16}, "ra": {...}, "fp": {...}}]}]}
+
+// Addr is an address, written to JSON as a string "0x..." and read back
+// from one.
+type Addr uint64
+
+// MarshalText writes a as "0x" and lower-case hexadecimal digits.
+func (a Addr) MarshalText() ([]byte, error) {
+	return strconv.AppendUint([]byte("0x"), uint64(a), 16), nil
+}
+
+// UnmarshalText reads an address written by MarshalText.
+func (a *Addr) UnmarshalText(b []byte) error {
+	s := string(b)
+	if len(s) < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
+		return fmt.Errorf("dump: address %q is not 0x-prefixed hexadecimal", s)
+	}
+	v, err := strconv.ParseUint(s[2:], 16, 64)
+	if err != nil {
+		return fmt.Errorf("dump: address %q: %w", s, err)
+	}
+	*a = Addr(v)
+	return nil
+}
 
 // JSONFile is the JSON form of one file's SFrame section.
 type JSONFile struct {
@@ -39,13 +65,13 @@ type JSONHeader struct {
 	AuxHeaderLen     int      `json:"aux_header_len"`
 	NumFDEs          uint32   `json:"num_fdes"`
 	NumFREs          uint32   `json:"num_fres"`
-	Address          uint64   `json:"address"`
+	Address          Addr     `json:"address"`
 }
 
 // JSONFunction is the JSON form of one function and its rows.
 type JSONFunction struct {
 	Index   int       `json:"index"`
-	Start   uint64    `json:"start"`
+	Start   Addr      `json:"start"`
 	Size    uint32    `json:"size"`
 	PCType  string    `json:"pc_type"`            // "inc" or "mask"
 	FDEType string    `json:"fde_type"`           // "default" or "flex"
@@ -57,9 +83,10 @@ type JSONFunction struct {
 }
 
 // JSONRow is one FRE. Start is an address for PC-increment functions and
-// an offset in the repeated block for PC-mask functions.
+// an offset in the repeated block for PC-mask functions (a string in
+// both cases, so that the field has one type).
 type JSONRow struct {
-	Start       uint64    `json:"start"`
+	Start       Addr      `json:"start"`
 	RAUndefined bool      `json:"ra_undefined,omitempty"`
 	CFA         *JSONRule `json:"cfa,omitempty"`
 	RA          *JSONRule `json:"ra,omitempty"`
@@ -103,13 +130,13 @@ func Build(in *Input) (*JSONFile, error) {
 		h.CFAFixedRAOffset = &v
 	}
 	h.AuxHeaderLen = int(s.AuxHdrLen)
-	h.NumFDEs, h.NumFREs, h.Address = s.NumFDEs, s.NumFREs, s.Addr()
+	h.NumFDEs, h.NumFREs, h.Address = s.NumFDEs, s.NumFREs, Addr(s.Addr())
 	for i := 0; i < s.NumFuncs(); i++ {
 		f, err := s.Func(i)
 		if err != nil {
 			return out, err
 		}
-		jf := JSONFunction{Index: i, Start: f.Start, Size: f.Size, PCType: "inc", FDEType: "default",
+		jf := JSONFunction{Index: i, Start: Addr(f.Start), Size: f.Size, PCType: "inc", FDEType: "default",
 			RepSize: int(f.RepSize), Signal: f.Signal(s.Version), PAuthB: s.ABI.IsAArch64() && f.PAuthKeyB(), Rows: []JSONRow{}}
 		if f.PCType() == sframe.PCMask {
 			jf.PCType = "mask"
@@ -125,9 +152,9 @@ func Build(in *Input) (*JSONFile, error) {
 			if err != nil {
 				return out, err
 			}
-			row := JSONRow{Start: uint64(e.StartOff), RAUndefined: r.RAUndefined, RASigned: r.RASigned}
+			row := JSONRow{Start: Addr(e.StartOff), RAUndefined: r.RAUndefined, RASigned: r.RASigned}
 			if f.PCType() != sframe.PCMask {
-				row.Start += f.Start
+				row.Start += Addr(f.Start)
 			}
 			if !r.RAUndefined {
 				row.CFA, row.RA, row.FP = jsonRule(s, r.CFA), jsonRule(s, r.RA), jsonRule(s, r.FP)
@@ -166,5 +193,6 @@ func JSON(w io.Writer, in *Input) error {
 		return err
 	}
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // names as they are: <stdin>, C++ templates
 	return enc.Encode(j)
 }

@@ -28,6 +28,12 @@ func LoadELF(path, secName string) (*Input, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return FromELF(f, path, secName)
+}
+
+// FromELF is LoadELF for an ELF file already open; path is the name to
+// print.
+func FromELF(f *elf.File, path, secName string) (*Input, error) {
 	sec := elffile.FindSFrame(f, secName)
 	if sec == nil {
 		if secName == "" {
@@ -58,6 +64,12 @@ func LoadRaw(path string, base uint64, secName string) (*Input, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FromRaw(data, path, base, secName)
+}
+
+// FromRaw is LoadRaw for a section already read; path is the name to
+// print.
+func FromRaw(data []byte, path string, base uint64, secName string) (*Input, error) {
 	s, err := sframe.Parse(data, base)
 	if err != nil {
 		return nil, err

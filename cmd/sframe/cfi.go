@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"debug/elf"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -19,23 +18,20 @@ func init() {
 // cannot be read gets a one-line error and exit status 1; the others are
 // still printed.
 func runCFI(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("cfi", "FILE...", stderr)
-	section := fs.String("section", "", "print only this section: .eh_frame, .debug_frame or .eh_frame_hdr (default: all, in file order)")
-	asJSON := fs.Bool("json", false, "print the tables as JSON (see package cfi, WriteJSON)")
-	files, code, ok := parseOperands(fs, args)
+	fs := newFlagSet("cfi", "FILE...", stdout, stderr)
+	section := fs.String("section", "", "print only `SECTION`: .eh_frame, .debug_frame or .eh_frame_hdr (default: all, in file order)")
+	asJSON := fs.Bool("json", false, "print the tables as JSON (addresses as \"0x...\" strings; see README and package cfi, WriteJSON)")
+	files, code, ok := fs.parse(args)
 	if !ok {
 		return code
 	}
 	if len(files) == 0 {
-		fmt.Fprintln(stderr, "sframe cfi: no input files")
-		fs.Usage()
-		return 2
+		return fs.noInput()
 	}
 	switch *section {
 	case "", ".eh_frame", ".debug_frame", ".eh_frame_hdr":
 	default:
-		fmt.Fprintf(stderr, "sframe cfi: unknown section %q (want .eh_frame, .debug_frame or .eh_frame_hdr)\n", *section)
-		return 2
+		return fs.fail("unknown section %q (want .eh_frame, .debug_frame or .eh_frame_hdr)", *section)
 	}
 	// The work is a burst of short-lived garbage bounded by the input
 	// sizes; collecting less often makes large files print faster.
@@ -47,7 +43,7 @@ func runCFI(args []string, stdout, stderr io.Writer) int {
 		header := len(files) > 1 && !*asJSON
 		if err := cfiFile(w, name, *section, *asJSON, header); err != nil {
 			w.Flush()
-			fmt.Fprintf(stderr, "sframe cfi: %s: %v\n", name, err)
+			fs.fileError(name, err)
 			status = 1
 		}
 	}
@@ -55,17 +51,18 @@ func runCFI(args []string, stdout, stderr io.Writer) int {
 }
 
 func cfiFile(w io.Writer, name, section string, asJSON, header bool) error {
-	f, err := elf.Open(name)
+	f, err := openELF(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	name = displayName(name)
 	if header {
 		// Like readelf with several files.
 		fmt.Fprintf(w, "\nFile: %s\n", name)
 	}
 	if asJSON {
-		return cfi.WriteJSON(w, f, name, section)
+		return cfi.WriteJSON(w, f.File, name, section)
 	}
-	return cfi.Dump(w, f, section)
+	return cfi.Dump(w, f.File, section)
 }

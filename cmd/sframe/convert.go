@@ -16,27 +16,33 @@ func init() {
 }
 
 func runConvert(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("convert", "--to-version 2|3 -o OUT IN", stderr)
+	fs := newFlagSet("convert", "--to-version 2|3 -o OUT IN", stdout, stderr)
 	toVersion := fs.Int("to-version", 0, "SFrame `VERSION` to write: 2 or 3 (required)")
 	output := fs.String("output", "", "write the result to `FILE` (required; never the input)")
-	fs.StringVar(output, "o", "", "shorthand for --output")
+	fs.alias("o", "output")
 	raw := fs.Bool("raw", false, "read IN as a bare SFrame section, not an ELF file")
-	base := fs.String("base", "0", "with --raw: the section's load `ADDR`ess")
+	base := fs.String("base", "0", "with --raw: the address `ADDR` the section is loaded at")
 	section := fs.String("section", "", "convert the SFrame section `NAME` (default .sframe or the SHT_GNU_SFRAME section)")
 	drop := fs.Bool("drop-unrepresentable", false, "drop the functions the target version cannot express instead of failing")
-	files, code, ok := parseOperands(fs, args)
+	files, code, ok := fs.parse(args)
 	if !ok {
 		return code
 	}
-	if len(files) != 1 || *output == "" || (*toVersion != 2 && *toVersion != 3) {
-		fmt.Fprintln(stderr, "sframe convert: need --to-version 2|3, --output OUT and exactly one input file")
-		fs.Usage()
-		return 2
+	switch {
+	case len(files) == 0:
+		return fs.noInput()
+	case len(files) > 1:
+		return fs.fail("one input file, not %d", len(files))
+	case *output == "":
+		return fs.fail("--output OUT is required")
+	case *toVersion != 2 && *toVersion != 3:
+		return fs.fail("--to-version 2 or 3 is required")
+	case fs.isSet("base") && !*raw:
+		return fs.fail("--base needs --raw")
 	}
 	baseAddr, err := strconv.ParseUint(*base, 0, 64)
 	if err != nil {
-		fmt.Fprintf(stderr, "sframe convert: bad --base %q\n", *base)
-		return 2
+		return fs.fail("bad --base %q", *base)
 	}
 	in := files[0]
 	if same(in, *output) {
@@ -47,6 +53,12 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe convert: %v\n", err)
 		return 1
+	}
+	if !*raw {
+		if _, err := elffile.NewFile(src); err != nil {
+			fs.fileError(in, err)
+			return 1
+		}
 	}
 	opts := elffile.ConvertOptions{Version: sframe.Version(*toVersion), Section: *section, DropUnrepresentable: *drop}
 	var res *elffile.ConvertResult

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 
@@ -13,44 +12,62 @@ func init() {
 }
 
 func runDump(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("dump", "FILE...", stderr)
+	fs := newFlagSet("dump", "FILE...", stdout, stderr)
 	section := fs.String("section", "", "dump the SFrame section `NAME` (default .sframe or the SHT_GNU_SFRAME section)")
-	raw := fs.Bool("raw", false, "read each FILE as a bare SFrame section, not an ELF file")
-	base := fs.String("base", "0", "with --raw: the section's load `ADDR`ess")
-	asJSON := fs.Bool("json", false, "print one JSON object per file")
-	files, code, ok := parseOperands(fs, args)
+	raw := fs.Bool("raw", false, "read each FILE as a bare SFrame section, not an ELF file (needs --base)")
+	base := fs.String("base", "", "with --raw: the address `ADDR` the section is loaded at")
+	asJSON := fs.Bool("json", false, "print one JSON object per file (addresses as \"0x...\" strings; see README)")
+	files, code, ok := fs.parse(args)
 	if !ok {
 		return code
 	}
-	if len(files) == 0 {
-		fs.Usage()
-		return 2
+	switch {
+	case len(files) == 0:
+		return fs.noInput()
+	case *raw && *base == "":
+		return fs.fail("--raw needs --base ADDR, the section's load address")
+	case *base != "" && !*raw:
+		return fs.fail("--base needs --raw")
 	}
-	baseAddr, err := strconv.ParseUint(*base, 0, 64)
-	if err != nil {
-		fmt.Fprintf(stderr, "sframe dump: bad --base %q\n", *base)
-		return 2
+	var baseAddr uint64
+	if *raw {
+		var err error
+		if baseAddr, err = strconv.ParseUint(*base, 0, 64); err != nil {
+			return fs.fail("bad --base %q", *base)
+		}
 	}
 	status := 0
 	for _, path := range files {
-		var in *dump.Input
-		if *raw {
-			in, err = dump.LoadRaw(path, baseAddr, *section)
-		} else {
-			in, err = dump.LoadELF(path, *section)
-		}
+		in, err := loadDump(path, *raw, baseAddr, *section)
 		if err == nil {
 			if *asJSON {
 				err = dump.JSON(stdout, in)
 			} else {
-				dump.FileHeader(stdout, path, in.Format)
+				dump.FileHeader(stdout, in.Path, in.Format)
 				err = dump.Text(stdout, in.SFrame, in.Section)
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "sframe dump: %s: %v\n", path, err)
+			fs.fileError(path, err)
 			status = 1
 		}
 	}
 	return status
+}
+
+// loadDump reads the SFrame section of path ("-" for standard input).
+func loadDump(path string, raw bool, base uint64, section string) (*dump.Input, error) {
+	if raw {
+		data, err := readInput(path)
+		if err != nil {
+			return nil, err
+		}
+		return dump.FromRaw(data, displayName(path), base, section)
+	}
+	f, err := openELF(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return dump.FromELF(f.File, displayName(path), section)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"debug/elf"
 	"fmt"
 	"io"
 	"os"
@@ -18,22 +16,29 @@ func init() {
 }
 
 func runGen(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("gen", "[--to-version 2|3] [--raw [--base ADDR]] -o OUT FILE", stderr)
+	fs := newFlagSet("gen", "[--to-version 2|3] [--raw [--base ADDR]] -o OUT FILE", stdout, stderr)
 	toVersion := fs.Int("to-version", 3, "SFrame `VERSION` to write: 2 or 3")
 	output := fs.String("output", "", "write the result to `FILE` (required; never the input)")
-	fs.StringVar(output, "o", "", "shorthand for --output")
+	fs.alias("o", "output")
 	raw := fs.Bool("raw", false, "write only the bare SFrame section")
 	base := fs.String("base", "", "with --raw: lay the section out as loaded at `ADDR` (default: the address the loadable copy would use)")
 	cfiSec := fs.String("cfi", "", "read CFI from `SECTION` (.eh_frame or .debug_frame; default .eh_frame if present)")
 	stats := fs.Bool("stats", false, "print how many functions and bytes of code are covered, and why the rest is not")
-	files, code, ok := parseOperands(fs, args)
+	files, code, ok := fs.parse(args)
 	if !ok {
 		return code
 	}
-	if len(files) != 1 || *output == "" || (*toVersion != 2 && *toVersion != 3) || (*base != "" && !*raw) {
-		fmt.Fprintln(stderr, "sframe gen: need --output OUT and exactly one input file; --to-version is 2 or 3; --base needs --raw")
-		fs.Usage()
-		return 2
+	switch {
+	case len(files) == 0:
+		return fs.noInput()
+	case len(files) > 1:
+		return fs.fail("one input file, not %d", len(files))
+	case *output == "":
+		return fs.fail("--output OUT is required")
+	case *toVersion != 2 && *toVersion != 3:
+		return fs.fail("--to-version must be 2 or 3")
+	case *base != "" && !*raw:
+		return fs.fail("--base needs --raw")
 	}
 	in := files[0]
 	if same(in, *output) {
@@ -49,7 +54,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sframe gen: %s: %v; nothing written\n", in, err)
 		return 1
 	}
-	f, err := elf.NewFile(bytes.NewReader(src))
+	f, err := elffile.NewFile(src)
 	if err != nil {
 		return fail(err)
 	}
@@ -68,8 +73,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if *raw {
 		if *base != "" {
 			if addr, err = strconv.ParseUint(*base, 0, 64); err != nil {
-				fmt.Fprintf(stderr, "sframe gen: bad --base %q\n", *base)
-				return 2
+				return fs.fail("bad --base %q", *base)
 			}
 		} else {
 			addr = plan.Addr

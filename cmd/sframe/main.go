@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 )
 
 // command is one subcommand: its one-line summary and its entry point.
@@ -37,7 +38,40 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'sframe COMMAND -h' for the flags of a command.")
+	fmt.Fprintln(w, "\nRun 'sframe help COMMAND' (or 'sframe COMMAND -h') for the flags of a command,")
+	fmt.Fprintln(w, "'sframe --version' for the version. A FILE of - is standard input.")
+}
+
+// version is the module version the binary was built from, as
+// runtime/debug records it: a release, or for a build from a clone the
+// pseudo-version Go derives from the commit; when Go recorded none,
+// "devel" and the commit (with "+dirty" when the tree had changes).
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	return versionOf(bi)
+}
+
+// versionOf is version for the build information bi.
+func versionOf(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	v, dirty := "devel", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if dirty {
+		v += "+dirty"
+	}
+	return v
 }
 
 func main() {
@@ -55,14 +89,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		usage(stdout)
+		return 0
+	case "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return 0
+		}
+		if c, ok := commands[args[1]]; ok && len(args) == 2 {
+			return c.run([]string{"-h"}, stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "sframe help: unknown command %q (see 'sframe help')\n", strings.Join(args[1:], " "))
+		return 2
+	case "--version", "-version", "version":
+		fmt.Fprintf(stdout, "sframe %s\n", version())
 		return 0
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "sframe: unknown command %q\n", args[0])
-		usage(stderr)
+		fmt.Fprintf(stderr, "sframe: unknown command %q (see 'sframe help')\n", args[0])
 		return 2
 	}
 	return c.run(args[1:], stdout, stderr)

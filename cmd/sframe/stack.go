@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/stackprof"
 	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
@@ -43,9 +44,15 @@ REASON" says why.
       "inlined": [{"function": S, "file": S, "line": N}], "module": PATH,
       "method": "sframe|cfi|fp|signal|none", "signal": BOOL}],
    "complete": BOOL, "stop": REASON, "error": S}]}
-Addresses are hexadecimal strings; "function" is the symbol name and
-"demangled" its demangled form; "cfa", "function", "demangled", "file",
-"line", "module", "signal" and "error" are left out when unknown or
+Addresses (pc, sp, cfa) are "0x..." strings, so that 64-bit values
+survive readers that hold numbers as doubles (jq, JavaScript); indices,
+ids, offsets and lines are numbers. "function" is the symbol name and
+"demangled" its demangled form. With inlined calls, a frame's "file" and
+"line" are the position in the innermost inlined function (inlined[0]),
+not in "function"; each inlined entry's "file" and "line" are its call
+site, in the next function out (inlined[k+1], or the frame's "function"
+for the last). "cfa", "function", "demangled", "file", "line",
+"inlined", "module", "signal" and "error" are left out when unknown or
 empty.
 
 --pprof FILE writes the stacks as a pprof profile instead (go tool pprof
@@ -59,39 +66,51 @@ A live process is stopped with ptrace for each capture and detached
 afterwards, also on error or Ctrl-C.`
 
 func runStack(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("stack", stackUsage, stderr)
+	fs := newFlagSet("stack", stackUsage, stdout, stderr)
 	core := fs.String("core", "", "read the threads from core file `CORE` instead of a live process")
 	exe := fs.String("exe", "", "with --core: the executable's `FILE`, if it moved since the core was written")
 	asJSON := fs.Bool("json", false, "print JSON (see above)")
 	maxDepth := fs.Int("max-depth", unwind.DefaultMaxDepth, "stop each walk after `N` frames")
 	noDemangle := fs.Bool("no-demangle", false, "print C++ and Rust symbol names as they are in the symbol table")
 	source := fs.Bool("source", false, "add each frame's source file and line, from DWARF (as eu-stack -s)")
-	fs.BoolVar(source, "s", false, "short for --source")
+	fs.alias("s", "source")
 	inlines := fs.Bool("inlines", false, "add the calls inlined at each frame, from DWARF, as frames of their own (as eu-stack -i; implies -s)")
-	fs.BoolVar(inlines, "i", false, "short for --inlines")
+	fs.alias("i", "inlines")
 	pprofOut := fs.String("pprof", "", "write the stacks as a pprof profile to `FILE` instead of printing them")
 	count := fs.Int("count", 1, "with --pprof: capture a live process `N` times")
 	interval := fs.Duration("interval", 10*time.Millisecond, "with --count: the pause `D` between captures")
-	operands, code, ok := parseOperands(fs, args)
+	operands, code, ok := fs.parse(args)
 	if !ok {
 		return code
 	}
 	switch {
+	case len(operands) == 0 && *core == "":
+		return fs.noInput()
 	case *maxDepth <= 0:
-		fmt.Fprintln(stderr, "sframe stack: --max-depth must be positive")
-		return 2
+		return fs.fail("--max-depth must be positive")
 	case *exe != "" && *core == "":
-		fmt.Fprintln(stderr, "sframe stack: --exe needs --core")
-		return 2
+		return fs.fail("--exe needs --core")
 	case *count < 1 || *interval < 0:
-		fmt.Fprintln(stderr, "sframe stack: --count must be positive and --interval not negative")
-		return 2
+		return fs.fail("--count must be positive and --interval not negative")
+	case fs.isSet("interval") && !fs.isSet("count"):
+		return fs.fail("--interval needs --count")
 	case *count > 1 && (*pprofOut == "" || *core != ""):
-		fmt.Fprintln(stderr, "sframe stack: --count needs --pprof and a live process")
-		return 2
+		return fs.fail("--count needs --pprof and a live process")
 	case *pprofOut != "" && *asJSON:
-		fmt.Fprintln(stderr, "sframe stack: --pprof and --json exclude each other")
-		return 2
+		return fs.fail("--pprof and --json exclude each other")
+	}
+	// A core or executable that is not a whole ELF file is named as such
+	// before any work.
+	for _, path := range []string{*core, *exe} {
+		if path == "" {
+			continue
+		}
+		f, err := elffile.Open(path)
+		if err != nil {
+			fs.fileError(path, err)
+			return 1
+		}
+		f.Close()
 	}
 	tr := unwind.NewTracer()
 	tr.Demangle = !*noDemangle
@@ -112,8 +131,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	case *core == "" && len(operands) == 1:
 		pid, err := strconv.Atoi(operands[0])
 		if err != nil || pid <= 0 {
-			fmt.Fprintf(stderr, "sframe stack: bad PID %q\n", operands[0])
-			return 2
+			return fs.fail("bad PID %q", operands[0])
 		}
 		// Read the process's files while attaching to it.
 		if files, err := targets.MappedFiles(pid); err == nil {
@@ -132,8 +150,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 			return tr.Capture(p)
 		}
 	default:
-		fs.Usage()
-		return 2
+		return fs.fail("one PID, or --core CORE without a PID")
 	}
 	if *pprofOut != "" {
 		return stackProfile(tr, capture, *count, *interval, *pprofOut, stderr)

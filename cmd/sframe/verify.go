@@ -1,7 +1,6 @@
 package main
 
 import (
-	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,29 +13,28 @@ func init() {
 }
 
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("verify", "FILE...", stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object per file")
+	fs := newFlagSet("verify", "FILE...", stdout, stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object per file (addresses as \"0x...\" strings; see README)")
 	section := fs.String("section", "", "verify the SFrame section `NAME` (default .sframe or the SHT_GNU_SFRAME section)")
 	cfiSec := fs.String("cfi", "", "compare with CFI `SECTION` (.eh_frame or .debug_frame; default .eh_frame if present)")
 	strict := fs.Bool("strict", false, "also fail on known toolchain deviations")
-	files, code, ok := parseOperands(fs, args)
+	files, code, ok := fs.parse(args)
 	if !ok {
 		return code
 	}
 	if len(files) == 0 {
-		fmt.Fprintln(stderr, "sframe verify: need at least one file")
-		fs.Usage()
-		return 2
+		return fs.noInput()
 	}
 	status := 0
 	for _, path := range files {
-		f, err := elf.Open(path)
+		f, err := openELF(path)
 		if err != nil {
-			fmt.Fprintf(stderr, "sframe verify: %v\n", err)
+			fs.fileError(path, err)
 			status = max(status, 2)
 			continue
 		}
-		rep, err := convert.VerifyELF(f, *section, *cfiSec)
+		path = displayName(path)
+		rep, err := convert.VerifyELF(f.File, *section, *cfiSec)
 		f.Close()
 		if err != nil {
 			fmt.Fprintf(stderr, "sframe verify: %s: %v\n", path, err)
@@ -48,12 +46,13 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			status = max(status, 1)
 		}
 		if *asJSON {
-			b, _ := json.Marshal(struct {
+			enc := json.NewEncoder(stdout)
+			enc.SetEscapeHTML(false) // names as they are: <stdin>, C++ templates
+			enc.Encode(struct {
 				File string `json:"file"`
 				OK   bool   `json:"ok"`
 				*convert.Report
 			}{path, !failed, rep})
-			fmt.Fprintf(stdout, "%s\n", b)
 			continue
 		}
 		for _, d := range rep.Disagreements {

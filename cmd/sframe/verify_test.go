@@ -99,7 +99,7 @@ func TestVerifyCommand(t *testing.T) {
 		OK            bool `json:"ok"`
 		Disagreements []struct {
 			Func string `json:"func"`
-			PC   uint64 `json:"pc"`
+			PC   string `json:"pc"`
 			What string `json:"what"`
 		} `json:"disagreements"`
 	}
@@ -108,7 +108,7 @@ func TestVerifyCommand(t *testing.T) {
 	}
 	found := false
 	for _, d := range rep.Disagreements {
-		found = found || (d.Func == "main" && d.PC == pc && d.What == "CFA")
+		found = found || (d.Func == "main" && d.PC == fmt.Sprintf("%#x", pc) && d.What == "CFA")
 	}
 	if rc != 1 || rep.OK || !found {
 		t.Errorf("verify --json: exit %d, ok %v, %+v", rc, rep.OK, rep.Disagreements)

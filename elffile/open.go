@@ -1,0 +1,178 @@
+package elffile
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ErrNotELF is the error of Open and NewFile for input that does not
+// start with the ELF magic number (including empty input).
+var ErrNotELF = errors.New("not an ELF file")
+
+// TruncatedError is the error of Open and NewFile for an ELF file that
+// ends before the headers, sections or segments its header describes: a
+// short copy, a core cut off by a size limit.
+type TruncatedError struct {
+	Size int64  // bytes present
+	Want uint64 // bytes the headers need
+}
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("truncated ELF file (%d of %d bytes)", e.Size, e.Want)
+}
+
+// MaxStreamSize bounds what ReadStream reads into memory: 1 GiB.
+const MaxStreamSize = 1 << 30
+
+// maxStream is MaxStreamSize, smaller in tests.
+var maxStream int64 = MaxStreamSize
+
+// ReadStream reads all of r (standard input, a pipe), which debug/elf
+// cannot read in place since it seeks, refusing more than MaxStreamSize
+// bytes.
+func ReadStream(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxStream+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > maxStream {
+		return nil, fmt.Errorf("input larger than %d bytes; give it as a file", maxStream)
+	}
+	return data, nil
+}
+
+// File is an ELF file opened by Open; Close releases what it reads from.
+type File struct {
+	*elf.File
+	closer io.Closer
+}
+
+// Close closes the underlying file.
+func (f *File) Close() error {
+	if f.closer == nil {
+		return nil
+	}
+	return f.closer.Close()
+}
+
+// Open opens the ELF file at path as elf.Open does, but says what is
+// wrong with input that is not a whole ELF file in words a user can act
+// on: ErrNotELF, or a *TruncatedError with the sizes. A path that is not
+// a regular file (a pipe, /dev/stdin) is read into memory first, as
+// ReadStream does. File system errors are returned as they are.
+func Open(path string) (*File, error) {
+	osf, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := osf.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		data, err := ReadStream(osf)
+		osf.Close()
+		if err != nil {
+			return nil, err
+		}
+		ef, err := NewFile(data)
+		if err != nil {
+			return nil, err
+		}
+		return &File{File: ef}, nil
+	}
+	if err == nil {
+		var ef *elf.File
+		if ef, err = newFile(osf, st.Size()); err == nil {
+			return &File{File: ef, closer: osf}, nil
+		}
+	}
+	osf.Close()
+	return nil, err
+}
+
+// NewFile parses the ELF file held in data, with the errors of Open.
+func NewFile(data []byte) (*elf.File, error) {
+	return newFile(bytes.NewReader(data), int64(len(data)))
+}
+
+func newFile(r io.ReaderAt, size int64) (*elf.File, error) {
+	if err := checkHeader(r, size); err != nil {
+		return nil, err
+	}
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return nil, err
+	}
+	// The header fits; the contents it describes must too.
+	var want uint64
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOBITS {
+			want = maxEnd(want, s.Offset, s.FileSize)
+		}
+	}
+	for _, p := range f.Progs {
+		want = maxEnd(want, p.Off, p.Filesz)
+	}
+	if want > uint64(size) {
+		return nil, &TruncatedError{size, want}
+	}
+	return f, nil
+}
+
+// maxEnd is max(want, off+n), ignoring an end past 2^63, which no
+// truncation explains (debug/elf reports such headers when read).
+func maxEnd(want, off, n uint64) uint64 {
+	end := off + n
+	if end < off || end > 1<<63 {
+		return want
+	}
+	return max(want, end)
+}
+
+// checkHeader returns ErrNotELF or a *TruncatedError when the file header
+// or the header tables it points to do not fit in size bytes. Other
+// defects are left to debug/elf.
+func checkHeader(r io.ReaderAt, size int64) error {
+	var h [64]byte
+	n, _ := r.ReadAt(h[:min(int64(len(h)), size)], 0)
+	if n < 4 || string(h[:4]) != elf.ELFMAG {
+		return ErrNotELF
+	}
+	is64 := n <= int(elf.EI_CLASS) || elf.Class(h[elf.EI_CLASS]) != elf.ELFCLASS32
+	hdrSize := 52
+	if is64 {
+		hdrSize = 64
+	}
+	if n < hdrSize {
+		return &TruncatedError{int64(n), uint64(hdrSize)}
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	if elf.Data(h[elf.EI_DATA]) == elf.ELFDATA2MSB {
+		bo = binary.BigEndian
+	}
+	var phoff, shoff uint64
+	var phent, phnum, shent, shnum uint16
+	if is64 {
+		phoff, shoff = bo.Uint64(h[32:]), bo.Uint64(h[40:])
+		phent, phnum, shent, shnum = bo.Uint16(h[54:]), bo.Uint16(h[56:]), bo.Uint16(h[58:]), bo.Uint16(h[60:])
+	} else {
+		phoff, shoff = uint64(bo.Uint32(h[28:])), uint64(bo.Uint32(h[32:]))
+		phent, phnum, shent, shnum = bo.Uint16(h[42:]), bo.Uint16(h[44:]), bo.Uint16(h[46:]), bo.Uint16(h[48:])
+	}
+	want := uint64(hdrSize)
+	if phnum > 0 {
+		want = maxEnd(want, phoff, uint64(phent)*uint64(phnum))
+	}
+	if shoff != 0 {
+		// shnum 0 with an offset: the count is in section 0 (extended
+		// numbering), which must be there.
+		want = maxEnd(want, shoff, uint64(shent)*uint64(max(shnum, 1)))
+	}
+	if want > uint64(size) {
+		return &TruncatedError{size, want}
+	}
+	return nil
+}
