@@ -27,10 +27,9 @@ type Skip struct {
 	Start, End uint64
 	// FDEOffset is the offset of the FDE in the CFI section.
 	FDEOffset uint64
-	// Reason is a short, stable description of what SFrame cannot
-	// express (used to group skips in Stats); Detail adds the specifics
-	// (register, expression, PC).
-	Reason string
+	// Reason says what SFrame cannot express (Stats groups skips by
+	// it); Detail adds the specifics (register, expression, PC).
+	Reason Reason
 	Detail string
 }
 
@@ -196,25 +195,55 @@ func (r *Result) dedupe() {
 	}
 }
 
-// Reasons for leaving a function out. Each names what SFrame (or the
-// chosen version) cannot express; Skip.Detail gives the specifics.
+// Reason says why a function was left out: what SFrame (or the chosen
+// version) cannot express. It is a small enum, so that Stats can group
+// skips by it; String gives the text gen prints.
+type Reason uint8
+
+// Reasons for leaving a function out; Skip.Detail gives the specifics.
 const (
-	ReasonCFAReg    = "CFA based on a register other than SP/FP (needs a v3 flexible FDE; AMD64 and s390x only)"
-	ReasonCFAExpr   = "CFA computed by a DWARF expression"
-	ReasonNoCFA     = "no CFA rule"
-	ReasonRAColumn  = "return-address column is not the ABI's"
-	ReasonRA        = "return address rule not expressible"
-	ReasonRAFlex    = "return address in a register or unusual slot (needs a v3 flexible FDE; AMD64 and s390x only)"
-	ReasonFP        = "frame pointer rule not expressible"
-	ReasonFPFlex    = "frame pointer in a register or register-relative slot (needs a v3 flexible FDE; AMD64 and s390x only)"
-	ReasonSP        = "stack pointer restored by an explicit rule"
-	ReasonEncode    = "rows the SFrame encoding cannot hold"
-	ReasonCFIError  = "malformed CFI program"
-	ReasonEmpty     = "empty address range"
-	ReasonTooLarge  = "function larger than 4 GiB"
-	ReasonPLTAlign  = "PLT block not aligned to its entry size"
-	ReasonDuplicate = "another FDE starts at the same address"
+	ReasonCFAReg    Reason = iota + 1 // CFA based on a register other than SP/FP
+	ReasonCFAExpr                     // CFA computed by a DWARF expression
+	ReasonNoCFA                       // no CFA rule
+	ReasonRAColumn                    // the CIE's return-address column is not the ABI's
+	ReasonRA                          // return address rule not expressible
+	ReasonRAFlex                      // RA needs a flexible FDE the version or ABI lacks
+	ReasonFP                          // frame pointer rule not expressible
+	ReasonFPFlex                      // FP needs a flexible FDE the version or ABI lacks
+	ReasonSP                          // SP restored by an explicit rule
+	ReasonEncode                      // rows the SFrame encoding cannot hold
+	ReasonCFIError                    // malformed CFI program
+	ReasonEmpty                       // empty address range
+	ReasonTooLarge                    // function larger than 4 GiB
+	ReasonPLTAlign                    // PLT block not aligned to its entry size
+	ReasonDuplicate                   // another FDE starts at the same address
 )
+
+var reasonText = [...]string{
+	ReasonCFAReg:    "CFA based on a register other than SP/FP (needs a v3 flexible FDE; AMD64 and s390x only)",
+	ReasonCFAExpr:   "CFA computed by a DWARF expression",
+	ReasonNoCFA:     "no CFA rule",
+	ReasonRAColumn:  "return-address column is not the ABI's",
+	ReasonRA:        "return address rule not expressible",
+	ReasonRAFlex:    "return address in a register or unusual slot (needs a v3 flexible FDE; AMD64 and s390x only)",
+	ReasonFP:        "frame pointer rule not expressible",
+	ReasonFPFlex:    "frame pointer in a register or register-relative slot (needs a v3 flexible FDE; AMD64 and s390x only)",
+	ReasonSP:        "stack pointer restored by an explicit rule",
+	ReasonEncode:    "rows the SFrame encoding cannot hold",
+	ReasonCFIError:  "malformed CFI program",
+	ReasonEmpty:     "empty address range",
+	ReasonTooLarge:  "function larger than 4 GiB",
+	ReasonPLTAlign:  "PLT block not aligned to its entry size",
+	ReasonDuplicate: "another FDE starts at the same address",
+}
+
+// String describes the reason in one short, stable sentence.
+func (r Reason) String() string {
+	if int(r) < len(reasonText) && reasonText[r] != "" {
+		return reasonText[r]
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
 
 // converter holds the per-ABI facts.
 type converter struct {
@@ -248,13 +277,14 @@ func newConverter(abi sframe.ABI, v sframe.Version) *converter {
 
 // rowError says why a CFI row cannot be converted.
 type rowError struct {
-	reason, detail string
+	reason Reason
+	detail string
 }
 
 // mapped is one CFI row in SFrame terms.
 type mapped struct {
 	row     sframe.Row
-	flex    string // non-empty: the row needs a flexible FDE, for this reason
+	flex    Reason // non-zero: the row needs a flexible FDE, for this reason
 	flexWhy string // detail for flex
 	plt     *pltPattern
 	start   uint64
@@ -400,7 +430,7 @@ type segment struct {
 
 // convertFDE converts one FDE into SFrame functions, or says why not.
 func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncFunc, *Skip) {
-	skip := func(reason, detail string) *Skip {
+	skip := func(reason Reason, detail string) *Skip {
 		return &Skip{Start: fde.PCBegin, End: fde.PCEnd, FDEOffset: fde.Offset, Reason: reason, Detail: detail}
 	}
 	if fde.PCEnd <= fde.PCBegin {
@@ -411,7 +441,7 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 	}
 	cie := fde.CIE
 	signal := cie != nil && cie.SignalFrame
-	fail := func(reason, detail string) ([]sframe.EncFunc, *Skip) {
+	fail := func(reason Reason, detail string) ([]sframe.EncFunc, *Skip) {
 		if signal && c.v == sframe.Version3 {
 			// v3: a signal frame whose CFI cannot be translated is still
 			// announced, with no rows, so that unwinders know to stop or
@@ -492,23 +522,23 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 				{StartOff: uint32(p.thresh), Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: p.cfaAt(p.thresh)}, RA: c.fixed}},
 			}
 		} else {
-			flex, why := "", ""
+			flex, why := Reason(0), ""
 			for _, r := range s.rows {
-				if r.flex != "" {
+				if r.flex != 0 {
 					flex, why = r.flex, r.flexWhy
 					break
 				}
 			}
-			if flex != "" && !c.flexOK {
+			if flex != 0 && !c.flexOK {
 				return fail(flex, why)
 			}
-			if flex != "" {
+			if flex != 0 {
 				f.Type = sframe.FDEFlex
 			}
 			f.Rows = make([]sframe.EncRow, 0, len(s.rows))
 			for _, r := range s.rows {
 				row := r.row
-				c.adjust(&row, flex != "")
+				c.adjust(&row, flex != 0)
 				if n := len(f.Rows); n > 0 && f.Rows[n-1].Row == row && !r.dup {
 					continue
 				}
