@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/sframekit/sframekit/cfi"
@@ -285,10 +286,9 @@ type rowError struct {
 type mapped struct {
 	row     sframe.Row
 	flex    Reason // non-zero: the row needs a flexible FDE, for this reason
-	flexWhy string // detail for flex
-	plt     *pltPattern
-	start   uint64
-	dup     bool // kept although equal to the previous row (gas's last FRE)
+	flexWhy string // detail for flex (only when mapRow was asked for it)
+	plt     pltPattern
+	isPLT   bool // the CFA is the PLT expression plt
 }
 
 func regName(r cfi.Reg) string { return fmt.Sprintf("r%d", r) }
@@ -301,9 +301,11 @@ func sfReg(r uint64) (sframe.Reg, bool) {
 	return sframe.Reg(r), true
 }
 
-// mapRow converts the CFA, RA and FP rules of one CFI row.
-func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
-	*m = mapped{start: cr.Start}
+// mapRow converts the CFA, RA and FP rules of one CFI row. With detail
+// set it also says why the row needs a flexible FDE (m.flexWhy); without,
+// it formats nothing, so that long runs of such rows cost no allocation.
+func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped, detail bool) *rowError {
+	*m = mapped{}
 	m.row.RASigned = cr.RASigned && c.abi.IsAArch64()
 	// SP: SFrame always recovers it from the CFA.
 	if sp := cr.Rule(c.sp); sp.Kind == cfi.RuleValOffset && sp.Offset != c.spValOff {
@@ -324,7 +326,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 		}
 		m.row.CFA = sframe.Rule{Kind: sframe.RuleValue, Base: reg, Offset: cr.CFA.Offset}
 		if cr.CFA.Reg != c.sp && cr.CFA.Reg != c.fp {
-			m.flex, m.flexWhy = ReasonCFAReg, fmt.Sprintf("CFA = %s%+d at %#x", regName(cr.CFA.Reg), cr.CFA.Offset, cr.Start)
+			m.flex = ReasonCFAReg
+			if detail {
+				m.flexWhy = fmt.Sprintf("CFA = %s%+d at %#x", regName(cr.CFA.Reg), cr.CFA.Offset, cr.Start)
+			}
 		}
 	case cfi.CFAExpression:
 		if r, off, ok := derefRegPlusOffset(cr.CFA.Expr); ok {
@@ -333,12 +338,15 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 				return &rowError{ReasonCFAExpr, fmt.Sprintf("register %d at %#x", r, cr.Start)}
 			}
 			m.row.CFA = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
-			m.flex, m.flexWhy = ReasonCFAReg, fmt.Sprintf("CFA = *(r%d%+d) at %#x", r, off, cr.Start)
+			m.flex = ReasonCFAReg
+			if detail {
+				m.flexWhy = fmt.Sprintf("CFA = *(r%d%+d) at %#x", r, off, cr.Start)
+			}
 			break
 		}
 		if c.abi == sframe.ABIAMD64LE {
 			if p, ok := matchPLT(cr.CFA.Expr, uint64(c.sp), uint64(c.pc)); ok {
-				m.plt = &p
+				m.plt, m.isPLT = p, true
 				return nil
 			}
 		}
@@ -359,7 +367,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 			if ra.Offset == int64(c.fixed.Offset) {
 				m.row.RA = c.fixed
 			} else {
-				m.flex, m.flexWhy = ReasonRAFlex, fmt.Sprintf("RA at CFA%+d at %#x", ra.Offset, cr.Start)
+				m.flex = ReasonRAFlex
+				if detail {
+					m.flexWhy = fmt.Sprintf("RA at CFA%+d at %#x", ra.Offset, cr.Start)
+				}
 			}
 		}
 	case cfi.RuleRegister:
@@ -369,7 +380,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 		}
 		m.row.RA = sframe.Rule{Kind: sframe.RuleValue, Base: reg}
 		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
-			m.flex, m.flexWhy = ReasonRAFlex, fmt.Sprintf("RA in %s at %#x", regName(ra.Reg), cr.Start)
+			m.flex = ReasonRAFlex
+			if detail {
+				m.flexWhy = fmt.Sprintf("RA in %s at %#x", regName(ra.Reg), cr.Start)
+			}
 		}
 	case cfi.RuleExpression:
 		r, off, ok := regPlusOffset(ra.Expr)
@@ -378,7 +392,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 			return &rowError{ReasonRA, fmt.Sprintf("RA at %s at %#x", cfi.ExprString(ra.Expr, archOf(c.abi)), cr.Start)}
 		}
 		m.row.RA = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
-		m.flex, m.flexWhy = ReasonRAFlex, fmt.Sprintf("RA at (r%d%+d) at %#x", r, off, cr.Start)
+		m.flex = ReasonRAFlex
+		if detail {
+			m.flexWhy = fmt.Sprintf("RA at (r%d%+d) at %#x", r, off, cr.Start)
+		}
 	default:
 		return &rowError{ReasonRA, fmt.Sprintf("RA %s at %#x", ra.Kind, cr.Start)}
 	}
@@ -395,7 +412,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 		}
 		m.row.FP = sframe.Rule{Kind: sframe.RuleValue, Base: reg}
 		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
-			m.flex, m.flexWhy = ReasonFPFlex, fmt.Sprintf("FP in %s at %#x", regName(fp.Reg), cr.Start)
+			m.flex = ReasonFPFlex
+			if detail {
+				m.flexWhy = fmt.Sprintf("FP in %s at %#x", regName(fp.Reg), cr.Start)
+			}
 		}
 	case cfi.RuleExpression:
 		r, off, ok := regPlusOffset(fp.Expr)
@@ -404,7 +424,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 			return &rowError{ReasonFP, fmt.Sprintf("FP at %s at %#x", cfi.ExprString(fp.Expr, archOf(c.abi)), cr.Start)}
 		}
 		m.row.FP = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
-		m.flex, m.flexWhy = ReasonFPFlex, fmt.Sprintf("FP at (r%d%+d) at %#x", r, off, cr.Start)
+		m.flex = ReasonFPFlex
+		if detail {
+			m.flexWhy = fmt.Sprintf("FP at (r%d%+d) at %#x", r, off, cr.Start)
+		}
 	default:
 		return &rowError{ReasonFP, fmt.Sprintf("FP %s at %#x", fp.Kind, cr.Start)}
 	}
@@ -424,11 +447,25 @@ func archOf(abi sframe.ABI) cfi.Arch {
 // segment is a run of rows that becomes one SFrame function.
 type segment struct {
 	start uint64
-	plt   *pltPattern
-	rows  []mapped
+	plt   pltPattern
+	isPLT bool
+	// rows are the rows kept (at most maxRows of them), n counts every
+	// row kept or not, and last is the last one.
+	rows []sframe.EncRow
+	n    int
+	last sframe.Row
+	// flex is the reason the first row needing a flexible FDE needs it,
+	// flexWhy the detail.
+	flex    Reason
+	flexWhy string
 }
 
 // convertFDE converts one FDE into SFrame functions, or says why not.
+//
+// The FDE's rows are streamed from ut, never held as CFI rows: memory
+// grows only with the SFrame rows written, and a function with more rows
+// than the version allows (65535 in v3) costs no more than that many,
+// however long its CFI program.
 func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncFunc, *Skip) {
 	skip := func(reason Reason, detail string) *Skip {
 		return &Skip{Start: fde.PCBegin, End: fde.PCEnd, FDEOffset: fde.Offset, Reason: reason, Detail: detail}
@@ -459,6 +496,10 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 	if raCol != c.ra {
 		return fail(ReasonRAColumn, fmt.Sprintf("column %d", raCol))
 	}
+	maxRows := math.MaxUint32
+	if c.v == sframe.Version3 {
+		maxRows = math.MaxUint16
+	}
 	var segs []segment
 	var m mapped
 	for ut.Next() {
@@ -466,31 +507,41 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 		if cr.Start >= fde.PCEnd {
 			break
 		}
-		if e := c.mapRow(cr, raCol, &m); e != nil {
+		// Only the first row needing a flexible FDE in a segment is
+		// described (mapped again below if it starts a new segment).
+		detail := len(segs) == 0 || segs[len(segs)-1].flex == 0
+		if e := c.mapRow(cr, raCol, &m, detail); e != nil {
 			return fail(e.reason, e.detail)
 		}
 		var cur *segment
 		if n := len(segs); n > 0 {
 			cur = &segs[n-1]
 		}
-		switch {
-		case cur == nil || (m.plt == nil) != (cur.plt == nil) || (m.plt != nil && *m.plt != *cur.plt):
-			segs = append(segs, segment{start: cr.Start, plt: m.plt})
+		if cur == nil || m.isPLT != cur.isPLT || m.plt != cur.plt {
+			segs = append(segs, segment{start: cr.Start, plt: m.plt, isPLT: m.isPLT})
 			cur = &segs[len(segs)-1]
 		}
-		if cur.plt != nil {
+		if cur.isPLT {
 			continue
 		}
-		if n := len(cur.rows); n > 0 && cur.rows[n-1].row == m.row && cur.rows[n-1].flex == m.flex {
-			// Same CFA, RA and FP recovery: gas does not start a new
-			// FRE, except for the row of the FDE's last advance, which
-			// it always links in (see the package documentation).
-			if cr.End < fde.PCEnd {
-				continue
-			}
-			m.dup = true
+		// Same CFA, RA and FP recovery: gas does not start a new FRE,
+		// except for the row of the FDE's last advance, which it always
+		// links in (see the package documentation). Whether a row needs
+		// a flexible FDE depends on its rules alone, so equal rows agree.
+		if cur.n > 0 && cur.last == m.row && cr.End < fde.PCEnd {
+			continue
 		}
-		cur.rows = append(cur.rows, m)
+		if m.flex != 0 && cur.flex == 0 {
+			if !detail {
+				c.mapRow(cr, raCol, &m, true)
+			}
+			cur.flex, cur.flexWhy = m.flex, m.flexWhy
+		}
+		cur.n++
+		cur.last = m.row
+		if cur.n <= maxRows {
+			cur.rows = append(cur.rows, sframe.EncRow{StartOff: uint32(cr.Start - cur.start), Row: m.row})
+		}
 	}
 	if err := ut.Err(); err != nil {
 		return fail(ReasonCFIError, err.Error())
@@ -509,8 +560,8 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 		if c.v == sframe.Version3 {
 			f.Signal = signal
 		}
-		if s.plt != nil {
-			p := s.plt
+		if s.isPLT {
+			p := &s.plt
 			rep := p.mask + 1
 			if s.start%rep != 0 {
 				return fail(ReasonPLTAlign, fmt.Sprintf("block at %#x, entry size %d", s.start, rep))
@@ -522,28 +573,26 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 				{StartOff: uint32(p.thresh), Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: p.cfaAt(p.thresh)}, RA: c.fixed}},
 			}
 		} else {
-			flex, why := Reason(0), ""
-			for _, r := range s.rows {
-				if r.flex != 0 {
-					flex, why = r.flex, r.flexWhy
-					break
+			if s.flex != 0 && !c.flexOK {
+				return fail(s.flex, s.flexWhy)
+			}
+			if s.n > maxRows {
+				// What sframe's Check says, without holding the rows.
+				msg := "too many rows"
+				if c.v == sframe.Version3 {
+					msg = fmt.Sprintf("%d rows; version 3 allows at most 65535 per function", s.n)
 				}
+				return fail(ReasonEncode, msg)
 			}
-			if flex != 0 && !c.flexOK {
-				return fail(flex, why)
-			}
-			if flex != 0 {
+			if s.flex != 0 {
 				f.Type = sframe.FDEFlex
 			}
-			f.Rows = make([]sframe.EncRow, 0, len(s.rows))
-			for _, r := range s.rows {
-				row := r.row
-				c.adjust(&row, flex != 0)
-				if n := len(f.Rows); n > 0 && f.Rows[n-1].Row == row && !r.dup {
-					continue
-				}
-				f.Rows = append(f.Rows, sframe.EncRow{StartOff: uint32(r.start - s.start), Row: row})
+			// adjust keeps distinct rows distinct (mapRow never writes
+			// padding or not-saved rules), so no rows merge here.
+			for j := range s.rows {
+				c.adjust(&s.rows[j].Row, s.flex != 0)
 			}
+			f.Rows = s.rows
 		}
 		if err := c.encOpts.Check(&f); err != nil {
 			var ee *sframe.EncodeError

@@ -1,0 +1,149 @@
+package convert
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/sframekit/sframekit/elffile"
+)
+
+// Addresses of the crafted file's sections.
+const (
+	craftSFrame = 0x4000
+	craftEH     = 0x8000
+	craftText   = 0x10000
+)
+
+// craftEHFrame returns an x86-64 .eh_frame, loaded at addr, with one CIE
+// (CFA rsp+8, RA at CFA-8) and one FDE for the function at text whose
+// program has n advances of one byte, each setting the CFA to rsp+16 or
+// rsp+24 in turn: 3 bytes of CFI per row, n+1 rows.
+func craftEHFrame(addr, text uint64, n int) []byte {
+	le := binary.LittleEndian
+	// length, CIE id, version 1, "zR", code align 1, data align -8, RA
+	// column 16, augmentation: pcrel sdata4; def_cfa rsp+8, offset r16
+	// at cfa-8, padding.
+	out := []byte{0, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x1b, 0x0c, 7, 8, 0x90, 1, 0, 0}
+	le.PutUint32(out, uint32(len(out)-4))
+	fde := len(out)
+	// length, CIE pointer, PC begin, PC range, no augmentation data.
+	out = append(out, make([]byte, 17)...)
+	for i := range n {
+		out = append(out, 0x41, 0x0e, byte(16+8*(i%2))) // advance_loc 1; def_cfa_offset
+	}
+	for (len(out)-fde)%8 != 0 {
+		out = append(out, 0)
+	}
+	le.PutUint32(out[fde:], uint32(len(out)-fde-4))
+	le.PutUint32(out[fde+4:], uint32(fde+4))
+	le.PutUint32(out[fde+8:], uint32(text-(addr+uint64(fde)+8)))
+	le.PutUint32(out[fde+12:], uint32(n+1))
+	return append(out, 0, 0, 0, 0) // terminator
+}
+
+// craftELF writes a minimal x86-64 shared object holding .text (NOBITS,
+// size textSize), the given .eh_frame and, when sf is not nil, .sframe.
+func craftELF(t *testing.T, textSize uint64, eh, sf []byte) string {
+	t.Helper()
+	le := binary.LittleEndian
+	shstr := []byte("\x00.text\x00.eh_frame\x00.sframe\x00.shstrtab\x00")
+	type sec struct {
+		name uint32
+		typ  elf.SectionType
+		addr uint64
+		data []byte
+		size uint64
+	}
+	secs := []sec{
+		{1, elf.SHT_NOBITS, craftText, nil, textSize},
+		{7, elf.SHT_PROGBITS, craftEH, eh, 0},
+		{26, elf.SHT_STRTAB, 0, shstr, 0},
+	}
+	if sf != nil {
+		secs = append(secs, sec{17, elffile.SHT_GNU_SFRAME, craftSFrame, sf, 0})
+	}
+	var body bytes.Buffer
+	body.Write(make([]byte, 64))
+	shdrs := []elf.Section64{{}}
+	for _, s := range secs {
+		for body.Len()%8 != 0 {
+			body.WriteByte(0)
+		}
+		h := elf.Section64{Name: s.name, Type: uint32(s.typ), Addr: s.addr, Off: uint64(body.Len()), Size: s.size, Addralign: 8}
+		if s.typ != elf.SHT_STRTAB {
+			h.Flags = uint64(elf.SHF_ALLOC)
+		}
+		if s.typ == elf.SHT_NOBITS {
+			h.Flags |= uint64(elf.SHF_EXECINSTR)
+		} else {
+			h.Size = uint64(len(s.data))
+			body.Write(s.data)
+		}
+		shdrs = append(shdrs, h)
+	}
+	for body.Len()%8 != 0 {
+		body.WriteByte(0)
+	}
+	hdr := elf.Header64{Type: uint16(elf.ET_DYN), Machine: uint16(elf.EM_X86_64), Version: 1,
+		Shoff: uint64(body.Len()), Ehsize: 64, Shentsize: 64, Shnum: uint16(len(shdrs)), Shstrndx: 3}
+	copy(hdr.Ident[:], elf.ELFMAG)
+	hdr.Ident[elf.EI_CLASS], hdr.Ident[elf.EI_DATA], hdr.Ident[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), 1
+	binary.Write(&body, le, shdrs)
+	out := body.Bytes()
+	var h bytes.Buffer
+	binary.Write(&h, le, hdr)
+	copy(out, h.Bytes())
+	p := filepath.Join(t.TempDir(), "long-fde.so")
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// allocated returns the bytes the heap allocated while f ran. Tests of
+// this package do not run in parallel, so nothing else allocates much
+// meanwhile.
+func allocated(f func()) uint64 {
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	f()
+	runtime.ReadMemStats(&m1)
+	return m1.TotalAlloc - m0.TotalAlloc
+}
+
+// longFDERows is the size of the crafted FDE: a million rows, 3 MB of CFI.
+const longFDERows = 1_000_000
+
+// TestLongFDEGen converts a crafted file whose one FDE has a million rows,
+// too many for a v3 function. The function is left out, with the count,
+// and the conversion streams the rows: it allocates a bounded amount
+// (65535 SFrame rows at most), not hundreds of bytes per CFI row (it
+// allocated 862 MB before).
+func TestLongFDEGen(t *testing.T) {
+	p := craftELF(t, longFDERows+1, craftEHFrame(craftEH, craftText, longFDERows), nil)
+	f, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var r *Result
+	n := allocated(func() { r, err = FromELF(f, Options{}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Skip{Start: craftText, End: craftText + longFDERows + 1, FDEOffset: 0x18, Reason: ReasonEncode,
+		Detail: "1000001 rows; version 3 allows at most 65535 per function"}
+	if len(r.Funcs) != 0 || len(r.Skipped) != 1 || r.Skipped[0] != want {
+		t.Errorf("%d functions, skipped %v; want the function left out: %v", len(r.Funcs), r.Skipped, want)
+	}
+	const limit = 128 << 20
+	if n > limit {
+		t.Errorf("FromELF allocated %d MB for a %d-row FDE, more than %d MB", n>>20, longFDERows, limit>>20)
+	}
+	t.Logf("FromELF allocated %d MB", n>>20)
+}
