@@ -18,7 +18,8 @@ type Options struct {
 	// sframe.Version3 (the default when 0).
 	Version sframe.Version
 	// Section is the CFI section to read: ".eh_frame", ".debug_frame", or
-	// "" for .eh_frame when present and .debug_frame otherwise.
+	// "" for .eh_frame when the file has one with data and .debug_frame
+	// otherwise.
 	Section string
 }
 
@@ -102,7 +103,11 @@ func FromELF(f *elf.File, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := cfi.FromELF(f, opts.Section)
+	name, err := cfiSection(f, opts.Section)
+	if err != nil {
+		return nil, err
+	}
+	t, err := cfi.FromELF(f, name)
 	if err != nil {
 		return nil, err
 	}

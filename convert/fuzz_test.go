@@ -65,7 +65,7 @@ func FuzzConvert(f *testing.F) {
 			t.Fatalf("generated section does not validate: %v", err)
 		}
 		tab2, _ := cfi.New(data, cfi.Options{Addr: addr, ByteOrder: order, AddrSize: 8, Arch: archOf(abi)})
-		if _, err := Verify(tab2, s, false, nil); err != nil {
+		if _, err := Verify(tab2, s, VerifyOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	})

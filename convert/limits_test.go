@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/sframe"
 )
 
 // Addresses of the crafted file's sections.
@@ -47,7 +48,7 @@ func craftEHFrame(addr, text uint64, n int) []byte {
 }
 
 // craftELF writes a minimal x86-64 shared object holding .text (NOBITS,
-// size textSize), the given .eh_frame and, when sf is not nil, .sframe.
+// size textSize) and, when not nil, the given .eh_frame and .sframe.
 func craftELF(t *testing.T, textSize uint64, eh, sf []byte) string {
 	t.Helper()
 	le := binary.LittleEndian
@@ -60,9 +61,11 @@ func craftELF(t *testing.T, textSize uint64, eh, sf []byte) string {
 		size uint64
 	}
 	secs := []sec{
-		{1, elf.SHT_NOBITS, craftText, nil, textSize},
-		{7, elf.SHT_PROGBITS, craftEH, eh, 0},
 		{26, elf.SHT_STRTAB, 0, shstr, 0},
+		{1, elf.SHT_NOBITS, craftText, nil, textSize},
+	}
+	if eh != nil {
+		secs = append(secs, sec{7, elf.SHT_PROGBITS, craftEH, eh, 0})
 	}
 	if sf != nil {
 		secs = append(secs, sec{17, elffile.SHT_GNU_SFRAME, craftSFrame, sf, 0})
@@ -90,7 +93,7 @@ func craftELF(t *testing.T, textSize uint64, eh, sf []byte) string {
 		body.WriteByte(0)
 	}
 	hdr := elf.Header64{Type: uint16(elf.ET_DYN), Machine: uint16(elf.EM_X86_64), Version: 1,
-		Shoff: uint64(body.Len()), Ehsize: 64, Shentsize: 64, Shnum: uint16(len(shdrs)), Shstrndx: 3}
+		Shoff: uint64(body.Len()), Ehsize: 64, Shentsize: 64, Shnum: uint16(len(shdrs)), Shstrndx: 1}
 	copy(hdr.Ident[:], elf.ELFMAG)
 	hdr.Ident[elf.EI_CLASS], hdr.Ident[elf.EI_DATA], hdr.Ident[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), 1
 	binary.Write(&body, le, shdrs)
@@ -98,7 +101,7 @@ func craftELF(t *testing.T, textSize uint64, eh, sf []byte) string {
 	var h bytes.Buffer
 	binary.Write(&h, le, hdr)
 	copy(out, h.Bytes())
-	p := filepath.Join(t.TempDir(), "long-fde.so")
+	p := filepath.Join(t.TempDir(), "crafted.so")
 	if err := os.WriteFile(p, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -146,4 +149,46 @@ func TestLongFDEGen(t *testing.T) {
 		t.Errorf("FromELF allocated %d MB for a %d-row FDE, more than %d MB", n>>20, longFDERows, limit>>20)
 	}
 	t.Logf("FromELF allocated %d MB", n>>20)
+}
+
+// TestLongFDEVerify verifies an SFrame function against the crafted
+// million-row FDE. Verify streams the CFI rows: it allocates a bounded
+// amount, not a copy of every row (1.4 GB before). The check itself
+// still happens: the SFrame rows (CFA sp+16 then sp+24) disagree with
+// every other CFI row, and 64 of those disagreements are listed.
+func TestLongFDEVerify(t *testing.T) {
+	size := uint32(longFDERows + 1)
+	ra := sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: -8, Fixed: true}
+	sp := sframe.Reg(7)
+	fn := sframe.EncFunc{Start: craftText, Size: size, Rows: []sframe.EncRow{
+		{StartOff: 0, Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: 8}, RA: ra}},
+		{StartOff: 1, Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: 24}, RA: ra}},
+	}}
+	sf, err := sframe.Encode(sframe.EncodeOptions{Version: sframe.Version3, ABI: sframe.ABIAMD64LE, Addr: craftSFrame}, []sframe.EncFunc{fn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := craftELF(t, uint64(size), craftEHFrame(craftEH, craftText, longFDERows), sf)
+	f, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rep *Report
+	n := allocated(func() { rep, err = VerifyELF(f, VerifyELFOptions{}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows 1, 3, 5 ... (CFA rsp+16) disagree with the SFrame's rsp+24.
+	if rep.Funcs != 1 || rep.PCs != longFDERows+1 || len(rep.Disagreements) != maxPerFunc ||
+		rep.MoreDisagreements != longFDERows/2-maxPerFunc || rep.Disagreements[0].PC != craftText+1 {
+		t.Errorf("%d functions, %d PCs, %d+%d disagreements (first %v); want 1, %d, %d+%d at %#x",
+			rep.Funcs, rep.PCs, len(rep.Disagreements), rep.MoreDisagreements, rep.Disagreements[:1],
+			longFDERows+1, maxPerFunc, longFDERows/2-maxPerFunc, craftText+1)
+	}
+	const limit = 64 << 20
+	if n > limit {
+		t.Errorf("VerifyELF allocated %d MB for a %d-row FDE, more than %d MB", n>>20, longFDERows, limit>>20)
+	}
+	t.Logf("VerifyELF allocated %d MB", n>>20)
 }
