@@ -131,6 +131,12 @@ func FromELF(f *elf.File, opts Options) (*Result, error) {
 // FromTable converts every FDE of a CFI table for the given ABI. The
 // result keeps the FDE order; functions sharing a start address are kept
 // (see Result.KeepOrder); FromELF removes duplicates in linked files.
+//
+// Limits: each FDE's rows are streamed from the table, never held as CFI
+// rows. Memory grows with the SFrame rows kept (about 90 bytes each),
+// and rows beyond what the version allows in one function (65535 in v3;
+// v2 has no such bound) are only counted, the function being left out:
+// a long CFI program costs time in proportion to its length, not memory.
 func FromTable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
 	v := opts.Version
 	if v == 0 {
