@@ -460,11 +460,11 @@ type segment struct {
 	start uint64
 	plt   pltPattern
 	isPLT bool
-	// rows are the rows kept (at most maxRows of them), n counts every
-	// row kept or not, and last is the last one.
-	rows []sframe.EncRow
-	n    int
-	last sframe.Row
+	// The segment's rows kept (at most maxRows) start at slab[first]; n
+	// counts every row kept or not, and last is the last one.
+	first int
+	n     int
+	last  sframe.Row
 	// flex is the reason the first row needing a flexible FDE needs it,
 	// flexWhy the detail.
 	flex    Reason
@@ -511,6 +511,12 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 	if c.v == sframe.Version3 {
 		maxRows = math.MaxUint16
 	}
+	// The rows of all segments go into one slab, in order, sized for the
+	// most rows the program can give, so that it does not grow by copying
+	// (which cost four times the rows for long programs): after the CIE's
+	// row, each row kept needs an advance and a rule change, two bytes at
+	// least, but the last, kept even when equal, needs only the advance.
+	slab := make([]sframe.EncRow, 0, min(len(fde.Instructions)/2+2, maxRows+1))
 	var segs []segment
 	var m mapped
 	for ut.Next() {
@@ -529,7 +535,7 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 			cur = &segs[n-1]
 		}
 		if cur == nil || m.isPLT != cur.isPLT || m.plt != cur.plt {
-			segs = append(segs, segment{start: cr.Start, plt: m.plt, isPLT: m.isPLT})
+			segs = append(segs, segment{start: cr.Start, plt: m.plt, isPLT: m.isPLT, first: len(slab)})
 			cur = &segs[len(segs)-1]
 		}
 		if cur.isPLT {
@@ -551,7 +557,7 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 		cur.n++
 		cur.last = m.row
 		if cur.n <= maxRows {
-			cur.rows = append(cur.rows, sframe.EncRow{StartOff: uint32(cr.Start - cur.start), Row: m.row})
+			slab = append(slab, sframe.EncRow{StartOff: uint32(cr.Start - cur.start), Row: m.row})
 		}
 	}
 	if err := ut.Err(); err != nil {
@@ -600,10 +606,11 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 			}
 			// adjust keeps distinct rows distinct (mapRow never writes
 			// padding or not-saved rules), so no rows merge here.
-			for j := range s.rows {
-				c.adjust(&s.rows[j].Row, s.flex != 0)
+			rows := slab[s.first : s.first+s.n : s.first+s.n]
+			for j := range rows {
+				c.adjust(&rows[j].Row, s.flex != 0)
 			}
-			f.Rows = s.rows
+			f.Rows = rows
 		}
 		if err := c.encOpts.Check(&f); err != nil {
 			var ee *sframe.EncodeError
