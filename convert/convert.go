@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/sframekit/sframekit/cfi"
@@ -17,7 +18,8 @@ type Options struct {
 	// sframe.Version3 (the default when 0).
 	Version sframe.Version
 	// Section is the CFI section to read: ".eh_frame", ".debug_frame", or
-	// "" for .eh_frame when present and .debug_frame otherwise.
+	// "" for .eh_frame when the file has one with data and .debug_frame
+	// otherwise.
 	Section string
 }
 
@@ -27,10 +29,9 @@ type Skip struct {
 	Start, End uint64
 	// FDEOffset is the offset of the FDE in the CFI section.
 	FDEOffset uint64
-	// Reason is a short, stable description of what SFrame cannot
-	// express (used to group skips in Stats); Detail adds the specifics
-	// (register, expression, PC).
-	Reason string
+	// Reason says what SFrame cannot express (Stats groups skips by
+	// it); Detail adds the specifics (register, expression, PC).
+	Reason Reason
 	Detail string
 }
 
@@ -102,7 +103,11 @@ func FromELF(f *elf.File, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := cfi.FromELF(f, opts.Section)
+	name, err := cfiSection(f, opts.Section)
+	if err != nil {
+		return nil, err
+	}
+	t, err := cfi.FromELF(f, name)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +131,12 @@ func FromELF(f *elf.File, opts Options) (*Result, error) {
 // FromTable converts every FDE of a CFI table for the given ABI. The
 // result keeps the FDE order; functions sharing a start address are kept
 // (see Result.KeepOrder); FromELF removes duplicates in linked files.
+//
+// Limits: each FDE's rows are streamed from the table, never held as CFI
+// rows. Memory grows with the SFrame rows kept (about 90 bytes each),
+// and rows beyond what the version allows in one function (65535 in v3;
+// v2 has no such bound) are only counted, the function being left out:
+// a long CFI program costs time in proportion to its length, not memory.
 func FromTable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
 	v := opts.Version
 	if v == 0 {
@@ -196,25 +207,55 @@ func (r *Result) dedupe() {
 	}
 }
 
-// Reasons for leaving a function out. Each names what SFrame (or the
-// chosen version) cannot express; Skip.Detail gives the specifics.
+// Reason says why a function was left out: what SFrame (or the chosen
+// version) cannot express. It is a small enum, so that Stats can group
+// skips by it; String gives the text gen prints.
+type Reason uint8
+
+// Reasons for leaving a function out; Skip.Detail gives the specifics.
 const (
-	ReasonCFAReg    = "CFA based on a register other than SP/FP (needs a v3 flexible FDE; AMD64 and s390x only)"
-	ReasonCFAExpr   = "CFA computed by a DWARF expression"
-	ReasonNoCFA     = "no CFA rule"
-	ReasonRAColumn  = "return-address column is not the ABI's"
-	ReasonRA        = "return address rule not expressible"
-	ReasonRAFlex    = "return address in a register or unusual slot (needs a v3 flexible FDE; AMD64 and s390x only)"
-	ReasonFP        = "frame pointer rule not expressible"
-	ReasonFPFlex    = "frame pointer in a register or register-relative slot (needs a v3 flexible FDE; AMD64 and s390x only)"
-	ReasonSP        = "stack pointer restored by an explicit rule"
-	ReasonEncode    = "rows the SFrame encoding cannot hold"
-	ReasonCFIError  = "malformed CFI program"
-	ReasonEmpty     = "empty address range"
-	ReasonTooLarge  = "function larger than 4 GiB"
-	ReasonPLTAlign  = "PLT block not aligned to its entry size"
-	ReasonDuplicate = "another FDE starts at the same address"
+	ReasonCFAReg    Reason = iota + 1 // CFA based on a register other than SP/FP
+	ReasonCFAExpr                     // CFA computed by a DWARF expression
+	ReasonNoCFA                       // no CFA rule
+	ReasonRAColumn                    // the CIE's return-address column is not the ABI's
+	ReasonRA                          // return address rule not expressible
+	ReasonRAFlex                      // RA needs a flexible FDE the version or ABI lacks
+	ReasonFP                          // frame pointer rule not expressible
+	ReasonFPFlex                      // FP needs a flexible FDE the version or ABI lacks
+	ReasonSP                          // SP restored by an explicit rule
+	ReasonEncode                      // rows the SFrame encoding cannot hold
+	ReasonCFIError                    // malformed CFI program
+	ReasonEmpty                       // empty address range
+	ReasonTooLarge                    // function larger than 4 GiB
+	ReasonPLTAlign                    // PLT block not aligned to its entry size
+	ReasonDuplicate                   // another FDE starts at the same address
 )
+
+var reasonText = [...]string{
+	ReasonCFAReg:    "CFA based on a register other than SP/FP (needs a v3 flexible FDE; AMD64 and s390x only)",
+	ReasonCFAExpr:   "CFA computed by a DWARF expression",
+	ReasonNoCFA:     "no CFA rule",
+	ReasonRAColumn:  "return-address column is not the ABI's",
+	ReasonRA:        "return address rule not expressible",
+	ReasonRAFlex:    "return address in a register or unusual slot (needs a v3 flexible FDE; AMD64 and s390x only)",
+	ReasonFP:        "frame pointer rule not expressible",
+	ReasonFPFlex:    "frame pointer in a register or register-relative slot (needs a v3 flexible FDE; AMD64 and s390x only)",
+	ReasonSP:        "stack pointer restored by an explicit rule",
+	ReasonEncode:    "rows the SFrame encoding cannot hold",
+	ReasonCFIError:  "malformed CFI program",
+	ReasonEmpty:     "empty address range",
+	ReasonTooLarge:  "function larger than 4 GiB",
+	ReasonPLTAlign:  "PLT block not aligned to its entry size",
+	ReasonDuplicate: "another FDE starts at the same address",
+}
+
+// String describes the reason in one short, stable sentence.
+func (r Reason) String() string {
+	if int(r) < len(reasonText) && reasonText[r] != "" {
+		return reasonText[r]
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
 
 // converter holds the per-ABI facts.
 type converter struct {
@@ -248,17 +289,17 @@ func newConverter(abi sframe.ABI, v sframe.Version) *converter {
 
 // rowError says why a CFI row cannot be converted.
 type rowError struct {
-	reason, detail string
+	reason Reason
+	detail string
 }
 
 // mapped is one CFI row in SFrame terms.
 type mapped struct {
 	row     sframe.Row
-	flex    string // non-empty: the row needs a flexible FDE, for this reason
-	flexWhy string // detail for flex
-	plt     *pltPattern
-	start   uint64
-	dup     bool // kept although equal to the previous row (gas's last FRE)
+	flex    Reason // non-zero: the row needs a flexible FDE, for this reason
+	flexWhy string // detail for flex (only when mapRow was asked for it)
+	plt     pltPattern
+	isPLT   bool // the CFA is the PLT expression plt
 }
 
 func regName(r cfi.Reg) string { return fmt.Sprintf("r%d", r) }
@@ -271,9 +312,11 @@ func sfReg(r uint64) (sframe.Reg, bool) {
 	return sframe.Reg(r), true
 }
 
-// mapRow converts the CFA, RA and FP rules of one CFI row.
-func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
-	*m = mapped{start: cr.Start}
+// mapRow converts the CFA, RA and FP rules of one CFI row. With detail
+// set it also says why the row needs a flexible FDE (m.flexWhy); without,
+// it formats nothing, so that long runs of such rows cost no allocation.
+func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped, detail bool) *rowError {
+	*m = mapped{}
 	m.row.RASigned = cr.RASigned && c.abi.IsAArch64()
 	// SP: SFrame always recovers it from the CFA.
 	if sp := cr.Rule(c.sp); sp.Kind == cfi.RuleValOffset && sp.Offset != c.spValOff {
@@ -294,7 +337,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 		}
 		m.row.CFA = sframe.Rule{Kind: sframe.RuleValue, Base: reg, Offset: cr.CFA.Offset}
 		if cr.CFA.Reg != c.sp && cr.CFA.Reg != c.fp {
-			m.flex, m.flexWhy = ReasonCFAReg, fmt.Sprintf("CFA = %s%+d at %#x", regName(cr.CFA.Reg), cr.CFA.Offset, cr.Start)
+			m.flex = ReasonCFAReg
+			if detail {
+				m.flexWhy = fmt.Sprintf("CFA = %s%+d at %#x", regName(cr.CFA.Reg), cr.CFA.Offset, cr.Start)
+			}
 		}
 	case cfi.CFAExpression:
 		if r, off, ok := derefRegPlusOffset(cr.CFA.Expr); ok {
@@ -303,12 +349,15 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 				return &rowError{ReasonCFAExpr, fmt.Sprintf("register %d at %#x", r, cr.Start)}
 			}
 			m.row.CFA = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
-			m.flex, m.flexWhy = ReasonCFAReg, fmt.Sprintf("CFA = *(r%d%+d) at %#x", r, off, cr.Start)
+			m.flex = ReasonCFAReg
+			if detail {
+				m.flexWhy = fmt.Sprintf("CFA = *(r%d%+d) at %#x", r, off, cr.Start)
+			}
 			break
 		}
 		if c.abi == sframe.ABIAMD64LE {
 			if p, ok := matchPLT(cr.CFA.Expr, uint64(c.sp), uint64(c.pc)); ok {
-				m.plt = &p
+				m.plt, m.isPLT = p, true
 				return nil
 			}
 		}
@@ -329,7 +378,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 			if ra.Offset == int64(c.fixed.Offset) {
 				m.row.RA = c.fixed
 			} else {
-				m.flex, m.flexWhy = ReasonRAFlex, fmt.Sprintf("RA at CFA%+d at %#x", ra.Offset, cr.Start)
+				m.flex = ReasonRAFlex
+				if detail {
+					m.flexWhy = fmt.Sprintf("RA at CFA%+d at %#x", ra.Offset, cr.Start)
+				}
 			}
 		}
 	case cfi.RuleRegister:
@@ -339,7 +391,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 		}
 		m.row.RA = sframe.Rule{Kind: sframe.RuleValue, Base: reg}
 		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
-			m.flex, m.flexWhy = ReasonRAFlex, fmt.Sprintf("RA in %s at %#x", regName(ra.Reg), cr.Start)
+			m.flex = ReasonRAFlex
+			if detail {
+				m.flexWhy = fmt.Sprintf("RA in %s at %#x", regName(ra.Reg), cr.Start)
+			}
 		}
 	case cfi.RuleExpression:
 		r, off, ok := regPlusOffset(ra.Expr)
@@ -348,7 +403,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 			return &rowError{ReasonRA, fmt.Sprintf("RA at %s at %#x", cfi.ExprString(ra.Expr, archOf(c.abi)), cr.Start)}
 		}
 		m.row.RA = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
-		m.flex, m.flexWhy = ReasonRAFlex, fmt.Sprintf("RA at (r%d%+d) at %#x", r, off, cr.Start)
+		m.flex = ReasonRAFlex
+		if detail {
+			m.flexWhy = fmt.Sprintf("RA at (r%d%+d) at %#x", r, off, cr.Start)
+		}
 	default:
 		return &rowError{ReasonRA, fmt.Sprintf("RA %s at %#x", ra.Kind, cr.Start)}
 	}
@@ -365,7 +423,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 		}
 		m.row.FP = sframe.Rule{Kind: sframe.RuleValue, Base: reg}
 		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
-			m.flex, m.flexWhy = ReasonFPFlex, fmt.Sprintf("FP in %s at %#x", regName(fp.Reg), cr.Start)
+			m.flex = ReasonFPFlex
+			if detail {
+				m.flexWhy = fmt.Sprintf("FP in %s at %#x", regName(fp.Reg), cr.Start)
+			}
 		}
 	case cfi.RuleExpression:
 		r, off, ok := regPlusOffset(fp.Expr)
@@ -374,7 +435,10 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped) *rowError {
 			return &rowError{ReasonFP, fmt.Sprintf("FP at %s at %#x", cfi.ExprString(fp.Expr, archOf(c.abi)), cr.Start)}
 		}
 		m.row.FP = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
-		m.flex, m.flexWhy = ReasonFPFlex, fmt.Sprintf("FP at (r%d%+d) at %#x", r, off, cr.Start)
+		m.flex = ReasonFPFlex
+		if detail {
+			m.flexWhy = fmt.Sprintf("FP at (r%d%+d) at %#x", r, off, cr.Start)
+		}
 	default:
 		return &rowError{ReasonFP, fmt.Sprintf("FP %s at %#x", fp.Kind, cr.Start)}
 	}
@@ -394,13 +458,27 @@ func archOf(abi sframe.ABI) cfi.Arch {
 // segment is a run of rows that becomes one SFrame function.
 type segment struct {
 	start uint64
-	plt   *pltPattern
-	rows  []mapped
+	plt   pltPattern
+	isPLT bool
+	// The segment's rows kept (at most maxRows) start at slab[first]; n
+	// counts every row kept or not, and last is the last one.
+	first int
+	n     int
+	last  sframe.Row
+	// flex is the reason the first row needing a flexible FDE needs it,
+	// flexWhy the detail.
+	flex    Reason
+	flexWhy string
 }
 
 // convertFDE converts one FDE into SFrame functions, or says why not.
+//
+// The FDE's rows are streamed from ut, never held as CFI rows: memory
+// grows only with the SFrame rows written, and a function with more rows
+// than the version allows (65535 in v3) costs no more than that many,
+// however long its CFI program.
 func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncFunc, *Skip) {
-	skip := func(reason, detail string) *Skip {
+	skip := func(reason Reason, detail string) *Skip {
 		return &Skip{Start: fde.PCBegin, End: fde.PCEnd, FDEOffset: fde.Offset, Reason: reason, Detail: detail}
 	}
 	if fde.PCEnd <= fde.PCBegin {
@@ -411,7 +489,7 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 	}
 	cie := fde.CIE
 	signal := cie != nil && cie.SignalFrame
-	fail := func(reason, detail string) ([]sframe.EncFunc, *Skip) {
+	fail := func(reason Reason, detail string) ([]sframe.EncFunc, *Skip) {
 		if signal && c.v == sframe.Version3 {
 			// v3: a signal frame whose CFI cannot be translated is still
 			// announced, with no rows, so that unwinders know to stop or
@@ -429,6 +507,16 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 	if raCol != c.ra {
 		return fail(ReasonRAColumn, fmt.Sprintf("column %d", raCol))
 	}
+	maxRows := math.MaxUint32
+	if c.v == sframe.Version3 {
+		maxRows = math.MaxUint16
+	}
+	// The rows of all segments go into one slab, in order, sized for the
+	// most rows the program can give, so that it does not grow by copying
+	// (which cost four times the rows for long programs): after the CIE's
+	// row, each row kept needs an advance and a rule change, two bytes at
+	// least, but the last, kept even when equal, needs only the advance.
+	slab := make([]sframe.EncRow, 0, min(len(fde.Instructions)/2+2, maxRows+1))
 	var segs []segment
 	var m mapped
 	for ut.Next() {
@@ -436,31 +524,41 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 		if cr.Start >= fde.PCEnd {
 			break
 		}
-		if e := c.mapRow(cr, raCol, &m); e != nil {
+		// Only the first row needing a flexible FDE in a segment is
+		// described (mapped again below if it starts a new segment).
+		detail := len(segs) == 0 || segs[len(segs)-1].flex == 0
+		if e := c.mapRow(cr, raCol, &m, detail); e != nil {
 			return fail(e.reason, e.detail)
 		}
 		var cur *segment
 		if n := len(segs); n > 0 {
 			cur = &segs[n-1]
 		}
-		switch {
-		case cur == nil || (m.plt == nil) != (cur.plt == nil) || (m.plt != nil && *m.plt != *cur.plt):
-			segs = append(segs, segment{start: cr.Start, plt: m.plt})
+		if cur == nil || m.isPLT != cur.isPLT || m.plt != cur.plt {
+			segs = append(segs, segment{start: cr.Start, plt: m.plt, isPLT: m.isPLT, first: len(slab)})
 			cur = &segs[len(segs)-1]
 		}
-		if cur.plt != nil {
+		if cur.isPLT {
 			continue
 		}
-		if n := len(cur.rows); n > 0 && cur.rows[n-1].row == m.row && cur.rows[n-1].flex == m.flex {
-			// Same CFA, RA and FP recovery: gas does not start a new
-			// FRE, except for the row of the FDE's last advance, which
-			// it always links in (see the package documentation).
-			if cr.End < fde.PCEnd {
-				continue
-			}
-			m.dup = true
+		// Same CFA, RA and FP recovery: gas does not start a new FRE,
+		// except for the row of the FDE's last advance, which it always
+		// links in (see the package documentation). Whether a row needs
+		// a flexible FDE depends on its rules alone, so equal rows agree.
+		if cur.n > 0 && cur.last == m.row && cr.End < fde.PCEnd {
+			continue
 		}
-		cur.rows = append(cur.rows, m)
+		if m.flex != 0 && cur.flex == 0 {
+			if !detail {
+				c.mapRow(cr, raCol, &m, true)
+			}
+			cur.flex, cur.flexWhy = m.flex, m.flexWhy
+		}
+		cur.n++
+		cur.last = m.row
+		if cur.n <= maxRows {
+			slab = append(slab, sframe.EncRow{StartOff: uint32(cr.Start - cur.start), Row: m.row})
+		}
 	}
 	if err := ut.Err(); err != nil {
 		return fail(ReasonCFIError, err.Error())
@@ -479,8 +577,8 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 		if c.v == sframe.Version3 {
 			f.Signal = signal
 		}
-		if s.plt != nil {
-			p := s.plt
+		if s.isPLT {
+			p := &s.plt
 			rep := p.mask + 1
 			if s.start%rep != 0 {
 				return fail(ReasonPLTAlign, fmt.Sprintf("block at %#x, entry size %d", s.start, rep))
@@ -492,28 +590,27 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 				{StartOff: uint32(p.thresh), Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: p.cfaAt(p.thresh)}, RA: c.fixed}},
 			}
 		} else {
-			flex, why := "", ""
-			for _, r := range s.rows {
-				if r.flex != "" {
-					flex, why = r.flex, r.flexWhy
-					break
+			if s.flex != 0 && !c.flexOK {
+				return fail(s.flex, s.flexWhy)
+			}
+			if s.n > maxRows {
+				// What sframe's Check says, without holding the rows.
+				msg := "too many rows"
+				if c.v == sframe.Version3 {
+					msg = fmt.Sprintf("%d rows; version 3 allows at most 65535 per function", s.n)
 				}
+				return fail(ReasonEncode, msg)
 			}
-			if flex != "" && !c.flexOK {
-				return fail(flex, why)
-			}
-			if flex != "" {
+			if s.flex != 0 {
 				f.Type = sframe.FDEFlex
 			}
-			f.Rows = make([]sframe.EncRow, 0, len(s.rows))
-			for _, r := range s.rows {
-				row := r.row
-				c.adjust(&row, flex != "")
-				if n := len(f.Rows); n > 0 && f.Rows[n-1].Row == row && !r.dup {
-					continue
-				}
-				f.Rows = append(f.Rows, sframe.EncRow{StartOff: uint32(r.start - s.start), Row: row})
+			// adjust keeps distinct rows distinct (mapRow never writes
+			// padding or not-saved rules), so no rows merge here.
+			rows := slab[s.first : s.first+s.n : s.first+s.n]
+			for j := range rows {
+				c.adjust(&rows[j].Row, s.flex != 0)
 			}
+			f.Rows = rows
 		}
 		if err := c.encOpts.Check(&f); err != nil {
 			var ee *sframe.EncodeError

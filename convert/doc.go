@@ -47,7 +47,7 @@
 //     and FP rules do not matter and are not required to be expressible.
 //
 // What SFrame (or the chosen version) cannot express is left out per
-// function, as gas does, with a reason (the Reason* constants) and the
+// function, as gas does, with a Reason (a small enum) and the
 // register, expression or PC in question. Result.Stats counts the
 // functions and bytes of code covered and groups the rest by reason.
 //
@@ -94,5 +94,9 @@
 // offset in the header an absent RA means the fixed slot. Where both sides
 // say the RA is undefined the trace ends and nothing else is compared.
 // The PLT expression is evaluated at each PC. CFI functions with no
-// SFrame rows are listed as left out, not failed.
+// SFrame rows are listed as left out, not failed; but a check that
+// compared no function at all fails, and an SFrame section that does
+// not validate is an error, not a report. In relocatable objects
+// functions are named by the STT_FUNC symbol of the section the FDE's
+// relocation points into, at the FDE's section offset.
 package convert

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/corpus"
 	"github.com/sframekit/sframekit/sframe"
 )
@@ -65,8 +66,46 @@ func FuzzConvert(f *testing.F) {
 			t.Fatalf("generated section does not validate: %v", err)
 		}
 		tab2, _ := cfi.New(data, cfi.Options{Addr: addr, ByteOrder: order, AddrSize: 8, Arch: archOf(abi)})
-		if _, err := Verify(tab2, s, false, nil); err != nil {
+		if _, err := Verify(tab2, s, VerifyOptions{}); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzVerify checks arbitrary SFrame bytes against the CFI of corpus
+// files, seeded with their own .sframe sections. Verify must not panic:
+// a section that does not validate is an error, anything else a report.
+func FuzzVerify(f *testing.F) {
+	d, ok := corpus.Find()
+	if !ok {
+		f.Skip("no corpus")
+	}
+	var tabs []*cfi.Table
+	for _, name := range []string{"x86_64/v3/basic-O2.elf", "aarch64/v3/basic-pacb.elf", "s390x/v3/drap-O2.elf", "x86_64/v2/basic-pic.so"} {
+		ef, err := elf.Open(filepath.Join(d, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		tab, err := cfi.FromELF(ef, "")
+		if err != nil {
+			f.Fatal(err)
+		}
+		tabs = append(tabs, tab)
+		if s := elffile.FindSFrame(ef, ""); s != nil {
+			if data, err := s.Data(); err == nil {
+				f.Add(data, s.Addr, byte(len(tabs)-1))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, addr uint64, which byte) {
+		s, err := sframe.Parse(data, addr)
+		if err != nil {
+			return
+		}
+		tab := tabs[int(which)%len(tabs)].Clone()
+		rep, err := Verify(tab, s, VerifyOptions{Relocatable: which&0x80 != 0})
+		if err == nil && (rep.Disagreements == nil || rep.LeftOut == nil) {
+			t.Fatal("nil lists in a report")
 		}
 	})
 }

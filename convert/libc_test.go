@@ -40,7 +40,7 @@ func TestLibc(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Verify(tab, s, false, nil)
+		rep, err := Verify(tab, s, VerifyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

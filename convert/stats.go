@@ -41,7 +41,7 @@ type Stats struct {
 
 // ReasonCount is the number of functions and bytes left out for a reason.
 type ReasonCount struct {
-	Reason string
+	Reason Reason
 	Funcs  int
 	Bytes  uint64
 }
@@ -69,7 +69,7 @@ func (r *Result) computeStats() {
 		}
 	}
 	s.SkippedFuncs, s.SkippedBytes = len(r.Skipped), 0
-	idx := map[string]int{}
+	idx := map[Reason]int{}
 	s.Reasons = s.Reasons[:0]
 	for _, k := range r.Skipped {
 		n := k.End - k.Start
@@ -91,7 +91,7 @@ func (r *Result) computeStats() {
 		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Reason, b.Reason)
+		return cmp.Compare(a.Reason.String(), b.Reason.String())
 	})
 }
 

@@ -59,25 +59,42 @@ type Report struct {
 	// row boundaries checked.
 	Funcs int `json:"funcs"`
 	PCs   int `json:"pcs"`
-	// Disagreements lists every differing rule, in address order.
+	// Disagreements lists every differing rule, in address order, known
+	// toolchain deviations included (see Disagreement.Known); never nil,
+	// so that JSON shows an empty list, not null.
 	Disagreements []Disagreement `json:"disagreements"`
 	// MoreDisagreements counts disagreements beyond the first 64 of a
 	// function, which are not listed.
 	MoreDisagreements int `json:"more_disagreements,omitempty"`
-	// LeftOut lists the CFI functions SFrame does not describe.
+	// LeftOut lists the CFI functions SFrame does not describe; never nil.
 	LeftOut []LeftOut `json:"left_out"`
 	// CFIErrors counts CFI entries or programs that could not be read.
 	CFIErrors int `json:"cfi_errors"`
 }
 
-// Failed reports whether any disagreement is not a known deviation.
+// Failed reports whether the check failed: a disagreement that is not a
+// known deviation, or no function compared at all (a check of nothing
+// proves nothing, whatever the reason: no CFI, no SFrame rows, or an
+// SFrame section describing other code).
 func (r *Report) Failed() bool {
+	return r.Funcs == 0 || r.Unknown() > 0
+}
+
+// Unknown counts the disagreements that are not known deviations, those
+// not listed (MoreDisagreements) included.
+func (r *Report) Unknown() int {
+	n := r.MoreDisagreements
 	for _, d := range r.Disagreements {
 		if d.Known == "" {
-			return true
+			n++
 		}
 	}
-	return r.MoreDisagreements > 0
+	return n
+}
+
+// Known counts the disagreements that are known toolchain deviations.
+func (r *Report) Known() int {
+	return len(r.Disagreements) + r.MoreDisagreements - r.Unknown()
 }
 
 // Recovery kinds of a canonical rule.
@@ -124,11 +141,15 @@ type verifier struct {
 	c      *converter
 	s      *sframe.Section
 	report *Report
-	names  func(uint64) string
+	names  func(*cfi.FDE) string
 	rel    bool     // match functions by order and size (relocatable objects)
 	next   int      // rel: the next SFrame function to match
 	starts []uint64 // the SFrame function starts
-	inFunc int      // disagreements found in the current function
+	// inFunc counts the disagreements found in the current function,
+	// pending holds the first maxPerFunc of them and more the rest.
+	inFunc  int
+	pending []Disagreement
+	more    int
 }
 
 // canonCFI converts CFI rules to canonical form; pc is needed for the PLT
@@ -216,10 +237,14 @@ func (v *verifier) sfFP(r sframe.Row) loc {
 	return sfLoc(r.FP)
 }
 
-// cfiRow is a copy of what Verify needs from one CFI row.
-type cfiRow struct {
-	start uint64
-	row   cfi.Row
+// VerifyOptions control Verify.
+type VerifyOptions struct {
+	// Relocatable matches SFrame functions to FDEs by order and size, for
+	// relocatable objects: their text sections all start at address 0,
+	// and gas writes the SFrame functions in CFI order.
+	Relocatable bool
+	// Names, when not nil, names the function an FDE describes.
+	Names func(fde *cfi.FDE) string
 }
 
 // Verify compares an SFrame section with the CFI it should describe: for
@@ -227,14 +252,25 @@ type cfiRow struct {
 // boundary inside it, the CFA, RA and FP recovery must agree. CFI
 // functions SFrame does not describe are listed, not failed.
 //
-// In a relocatable object (rel set), whose text sections all start at
-// address 0, SFrame functions are matched to FDEs by order and size, as
-// gas writes them in CFI order. names, when not nil, names functions.
-func Verify(t *cfi.Table, s *sframe.Section, rel bool, names func(pc uint64) string) (*Report, error) {
+// A section that does not validate (sframe.Section.Validate) is an
+// error, not a report.
+//
+// Limits: CFI rows are streamed, never held, so memory grows with the
+// SFrame rows of the functions matched to one FDE (at most 65535 per
+// function in v3, and bounded by the section size in any version), not
+// with the length of a CFI program. At most 65536 PCs are checked per
+// PC-mask function (whose rows repeat once per entry) beyond the CFI row
+// boundaries, and at most 64 disagreements are listed per function (see
+// Report.MoreDisagreements).
+func Verify(t *cfi.Table, s *sframe.Section, opts VerifyOptions) (*Report, error) {
 	if s.ABI < sframe.ABIAArch64BE || s.ABI > sframe.ABIS390XBE {
 		return nil, fmt.Errorf("convert: unknown %s", s.ABI)
 	}
-	v := &verifier{abi: s.ABI, c: newConverter(s.ABI, sframe.Version3), s: s, report: &Report{}, names: names, rel: rel}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	v := &verifier{abi: s.ABI, c: newConverter(s.ABI, sframe.Version3), s: s, names: opts.Names, rel: opts.Relocatable,
+		report: &Report{Disagreements: []Disagreement{}, LeftOut: []LeftOut{}}}
 	for i := 0; i < s.NumFuncs(); i++ {
 		if f, err := s.Func(i); err == nil {
 			v.starts = append(v.starts, f.Start)
@@ -242,10 +278,9 @@ func Verify(t *cfi.Table, s *sframe.Section, rel bool, names func(pc uint64) str
 	}
 	sort.Slice(v.starts, func(i, j int) bool { return v.starts[i] < v.starts[j] })
 	if v.names == nil {
-		v.names = func(uint64) string { return "" }
+		v.names = func(*cfi.FDE) string { return "" }
 	}
 	it := t.Entries()
-	var rows []cfiRow
 	for it.Next() {
 		e := it.Entry()
 		if e.Kind != cfi.KindFDE {
@@ -259,21 +294,7 @@ func Verify(t *cfi.Table, s *sframe.Section, rel bool, names func(pc uint64) str
 		if fde.PCEnd <= fde.PCBegin {
 			continue
 		}
-		rows = rows[:0]
-		ut := t.NewUnwindTable(&fde)
-		for ut.Next() {
-			r := ut.Row()
-			if r.Start >= fde.PCEnd {
-				break
-			}
-			rows = append(rows, cfiRow{start: r.Start})
-			rows[len(rows)-1].row = *r
-		}
-		if ut.Err() != nil || len(rows) == 0 {
-			v.report.CFIErrors++
-			continue
-		}
-		v.verifyFunc(&fde, rows)
+		v.verifyFDE(t.NewUnwindTable(&fde), &fde)
 	}
 	if it.Err() != nil {
 		v.report.CFIErrors++
@@ -284,8 +305,8 @@ func Verify(t *cfi.Table, s *sframe.Section, rel bool, names func(pc uint64) str
 	return v.report, nil
 }
 
-// maxPoints bounds the PCs checked per function (PC-mask functions
-// repeat their rows once per entry).
+// maxPoints bounds the PCs checked per function beyond the CFI row
+// boundaries: PC-mask functions repeat their rows once per entry.
 const maxPoints = 1 << 16
 
 // maxPerFunc bounds the disagreements recorded per function; the rest
@@ -371,54 +392,22 @@ func (v *verifier) matchFuncs(fde *cfi.FDE) []sfFunc {
 	return out
 }
 
-func (v *verifier) verifyFunc(fde *cfi.FDE, rows []cfiRow) {
-	name := v.names(fde.PCBegin)
+// verifyFDE compares one CFI function with the SFrame functions covering
+// it, in one pass over its rows. What it finds is kept aside until the
+// CFI program has been read to its end: a function whose CFI turns out
+// malformed counts as a CFI error only.
+func (v *verifier) verifyFDE(ut *cfi.UnwindTable, fde *cfi.FDE) {
+	name := v.names(fde)
+	next := v.next
 	funcs := v.matchFuncs(fde)
-	withRows := 0
+	withRows := false
 	for i := range funcs {
-		if len(funcs[i].rows) > 0 {
-			withRows++
-		}
+		withRows = withRows || len(funcs[i].rows) > 0
 	}
-	if withRows == 0 {
-		v.report.LeftOut = append(v.report.LeftOut, LeftOut{Func: name, Start: fde.PCBegin, End: fde.PCEnd, NoRows: len(funcs) > 0})
-		return
-	}
-	v.report.Funcs++
-	v.inFunc = 0
-	// Points: CFI row starts and SFrame FRE starts.
-	pts := make([]uint64, 0, len(rows)+8)
-	for _, r := range rows {
-		pts = append(pts, r.start)
-	}
-	for i := range funcs {
-		g := &funcs[i]
-		if g.f.PCType() == sframe.PCMask && g.f.RepSize > 0 {
-			for b := g.start; b < g.end() && len(pts) < maxPoints; b += uint64(g.f.RepSize) {
-				for _, r := range g.rows {
-					if pc := b + uint64(r.StartOff); pc < g.end() && pc >= fde.PCBegin && pc < fde.PCEnd {
-						pts = append(pts, pc)
-					}
-				}
-			}
-			continue
-		}
-		for _, r := range g.rows {
-			if pc := g.start + uint64(r.StartOff); pc >= fde.PCBegin && pc < fde.PCEnd {
-				pts = append(pts, pc)
-			}
-		}
-	}
-	sort.Slice(pts, func(i, j int) bool { return pts[i] < pts[j] })
-	for k, pc := range pts {
-		if k > 0 && pc == pts[k-1] {
-			continue
-		}
-		v.report.PCs++
-		j := sort.Search(len(rows), func(i int) bool { return rows[i].start > pc }) - 1
-		if j < 0 {
-			continue
-		}
+	v.inFunc, v.pending, v.more = 0, v.pending[:0], 0
+	pcs, maskPts, nrows := 0, 0, 0
+	check := func(pc uint64, cr *cfi.Row) {
+		pcs++
 		var sr sframe.Row
 		found := false
 		for i := range funcs {
@@ -427,22 +416,80 @@ func (v *verifier) verifyFunc(fde *cfi.FDE, rows []cfiRow) {
 				break
 			}
 		}
-		v.compare(fde, name, pc, &rows[j].row, sr, found)
+		v.compare(fde, name, pc, cr, sr, found)
 	}
+	for ut.Next() {
+		cr := ut.Row()
+		if cr.Start >= fde.PCEnd {
+			break
+		}
+		nrows++
+		if !withRows {
+			continue // read on only to tell a malformed program
+		}
+		// The row's start, then the SFrame row boundaries inside it.
+		check(cr.Start, cr)
+		end := min(cr.End, fde.PCEnd)
+		for i := range funcs {
+			g := &funcs[i]
+			lo, hi := max(cr.Start+1, g.start), min(end, g.end())
+			if lo >= hi {
+				continue
+			}
+			if g.f.PCType() != sframe.PCMask {
+				j := sort.Search(len(g.rows), func(k int) bool { return g.start+uint64(g.rows[k].StartOff) >= lo })
+				for ; j < len(g.rows) && g.start+uint64(g.rows[j].StartOff) < hi; j++ {
+					check(g.start+uint64(g.rows[j].StartOff), cr)
+				}
+				continue
+			}
+			rep := uint64(g.f.RepSize)
+			if rep == 0 {
+				continue
+			}
+			for b := g.start + (lo-g.start)/rep*rep; b < hi && maskPts < maxPoints; b += rep {
+				for _, r := range g.rows {
+					if pc := b + uint64(r.StartOff); pc >= lo && pc < hi && maskPts < maxPoints {
+						maskPts++
+						check(pc, cr)
+					}
+				}
+			}
+		}
+	}
+	if ut.Err() != nil || nrows == 0 {
+		v.report.CFIErrors++
+		v.next = next // the SFrame function may belong to the next FDE
+		return
+	}
+	if !withRows {
+		v.report.LeftOut = append(v.report.LeftOut, LeftOut{Func: name, Start: fde.PCBegin, End: fde.PCEnd, NoRows: len(funcs) > 0})
+		return
+	}
+	v.report.Funcs++
+	v.report.PCs += pcs
+	v.report.Disagreements = append(v.report.Disagreements, v.pending...)
+	v.report.MoreDisagreements += v.more
 }
 
 func (v *verifier) compare(fde *cfi.FDE, name string, pc uint64, cr *cfi.Row, sr sframe.Row, found bool) {
-	d := Disagreement{Func: name, FuncStart: fde.PCBegin, FuncEnd: fde.PCEnd, PC: pc}
-	add := func(what string, sf, c string) {
+	// keep counts a disagreement and says whether to list it: only the
+	// first maxPerFunc of a function are formatted and kept.
+	keep := func() bool {
 		if v.inFunc++; v.inFunc > maxPerFunc {
-			v.report.MoreDisagreements++
-			return
+			v.more++
+			return false
 		}
-		d.What, d.SFrame, d.CFI = what, sf, c
-		v.report.Disagreements = append(v.report.Disagreements, d)
+		return true
+	}
+	add := func(what string, sf, c string) {
+		v.pending = append(v.pending, Disagreement{Func: name, FuncStart: fde.PCBegin, FuncEnd: fde.PCEnd, PC: pc,
+			What: what, SFrame: sf, CFI: c})
 	}
 	if !found {
-		add("row", "none", fmt.Sprintf("row at %#x", cr.Start))
+		if keep() {
+			add("row", "none", fmt.Sprintf("row at %#x", cr.Start))
+		}
 		return
 	}
 	raCol := v.c.ra
@@ -456,19 +503,19 @@ func (v *verifier) compare(fde *cfi.FDE, name string, pc uint64, cr *cfi.Row, sr
 	} else {
 		sra = v.sfRA(sr)
 	}
-	if cra != sra {
+	if cra != sra && keep() {
 		add("RA", sra.String(), cra.String())
 	}
 	if cra.kind == locUndef || sr.RAUndefined {
 		return // the trace ends here: CFA and FP do not matter
 	}
-	if c, s := v.cfaCFI(cr, pc), sfLoc(sr.CFA); c != s {
+	if c, s := v.cfaCFI(cr, pc), sfLoc(sr.CFA); c != s && keep() {
 		add("CFA", s.String(), c.String())
 	}
-	if c, s := v.ruleCFI(cr.Rule(v.c.fp), v.c.fp, false), v.sfFP(sr); c != s {
+	if c, s := v.ruleCFI(cr.Rule(v.c.fp), v.c.fp, false), v.sfFP(sr); c != s && keep() {
 		add("FP", s.String(), c.String())
 	}
-	if v.abi.IsAArch64() && cr.RASigned != sr.RASigned {
+	if v.abi.IsAArch64() && cr.RASigned != sr.RASigned && keep() {
 		add("RA signed", fmt.Sprint(sr.RASigned), fmt.Sprint(cr.RASigned))
 	}
 }
@@ -488,13 +535,27 @@ const (
 	KnownOldGasRARegister  = "binutils 2.41-2.44 gas ignores .cfi_register for the AMD64 return address"
 )
 
-// VerifyELF verifies the SFrame section (secName, or the default) of an
-// ELF file against its CFI (cfiSection, or the default), naming
-// functions by their symbols and marking known linker deviations.
-func VerifyELF(f *elf.File, secName, cfiSection string) (*Report, error) {
-	sec := elffile.FindSFrame(f, secName)
+// VerifyELFOptions select the sections VerifyELF compares.
+type VerifyELFOptions struct {
+	// SFrameSection names the SFrame section; "" means .sframe or the
+	// section of type SHT_GNU_SFRAME.
+	SFrameSection string
+	// CFISection is ".eh_frame" or ".debug_frame"; "" means .eh_frame when
+	// the file has one with data, .debug_frame otherwise.
+	CFISection string
+}
+
+// VerifyELF verifies the SFrame section of an ELF file against its CFI
+// (see Verify), naming functions by their symbols and marking known
+// toolchain deviations (MarkKnown). A missing section, or one that does
+// not parse or validate, is an error.
+func VerifyELF(f *elf.File, opts VerifyELFOptions) (*Report, error) {
+	sec := elffile.FindSFrame(f, opts.SFrameSection)
 	if sec == nil {
-		return nil, errors.New("convert: no SFrame section")
+		if opts.SFrameSection != "" {
+			return nil, fmt.Errorf("convert: no SFrame section %s", opts.SFrameSection)
+		}
+		return nil, errors.New("convert: no SFrame section (neither .sframe nor a section of type SHT_GNU_SFRAME)")
 	}
 	data, err := elffile.Data(f, sec)
 	if err != nil {
@@ -502,14 +563,20 @@ func VerifyELF(f *elf.File, secName, cfiSection string) (*Report, error) {
 	}
 	s, err := sframe.Parse(data, sec.Addr)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
-	t, err := cfi.FromELF(f, cfiSection)
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	cfiName, err := cfiSection(f, opts.CFISection)
 	if err != nil {
 		return nil, err
 	}
-	names := symbolNames(f)
-	rep, err := Verify(t, s, f.Type == elf.ET_REL, names)
+	t, err := cfi.FromELF(f, cfiName)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := Verify(t, s, VerifyOptions{Relocatable: f.Type == elf.ET_REL, Names: fdeNames(f, cfiName)})
 	if err != nil {
 		return nil, err
 	}
@@ -555,12 +622,12 @@ func sectionName(f *elf.File, addr uint64) string {
 }
 
 // symbolNames returns a lookup of function symbols by start address,
-// or of the section name when no symbol starts there.
+// or of the section name when no symbol starts there, for linked files.
 func symbolNames(f *elf.File) func(uint64) string {
 	m := map[uint64]string{}
 	add := func(syms []elf.Symbol) {
 		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Name != "" && f.Type != elf.ET_REL {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Name != "" {
 				if _, ok := m[s.Value]; !ok {
 					m[s.Value] = s.Name
 				}
@@ -577,11 +644,117 @@ func symbolNames(f *elf.File) func(uint64) string {
 		if n, ok := m[pc]; ok {
 			return n
 		}
-		if f.Type != elf.ET_REL {
-			if sn := sectionName(f, pc); sn != "" && sn != ".text" {
-				return sn
-			}
+		if sn := sectionName(f, pc); sn != "" && sn != ".text" {
+			return sn
 		}
 		return ""
 	}
+}
+
+// fdeNames returns the names of the functions the FDEs of the CFI
+// section cfiName describe. In a linked file, the symbol at the FDE's
+// start. In a relocatable object, where every text section starts at 0
+// and STT_FUNC symbols hold offsets in their own section, the FDE's
+// relocated start is such an offset: the relocation of its PC-begin
+// field says in which section, and the name is that of the function
+// symbol of that section at that offset.
+func fdeNames(f *elf.File, cfiName string) func(*cfi.FDE) string {
+	if f.Type != elf.ET_REL {
+		names := symbolNames(f)
+		return func(fde *cfi.FDE) string { return names(fde.PCBegin) }
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return func(*cfi.FDE) string { return "" }
+	}
+	type key struct {
+		sec elf.SectionIndex
+		off uint64
+	}
+	names := map[key]string{}
+	for _, s := range syms {
+		k := key{s.Section, s.Value}
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Name != "" && names[k] == "" {
+			names[k] = s.Name
+		}
+	}
+	targets := relocTargets(f, f.Section(cfiName), syms)
+	return func(fde *cfi.FDE) string {
+		// The PC-begin field follows the length and the CIE pointer (and
+		// a DWARF 4 segment selector).
+		off := fde.Offset + 8
+		if fde.Format64 {
+			off = fde.Offset + 20
+		}
+		if fde.CIE != nil {
+			off += uint64(fde.CIE.SegmentSize)
+		}
+		sec, ok := targets[off]
+		if !ok {
+			return ""
+		}
+		return names[key{sec, fde.PCBegin}]
+	}
+}
+
+// relocTargets maps the offsets in sec that relocations patch to the
+// section of the symbol each relocation refers to. It reads what it can
+// and ignores the rest (names are a convenience).
+func relocTargets(f *elf.File, sec *elf.Section, syms []elf.Symbol) map[uint64]elf.SectionIndex {
+	out := map[uint64]elf.SectionIndex{}
+	idx := -1
+	for i, s := range f.Sections {
+		if s == sec {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return out
+	}
+	for _, rs := range f.Sections {
+		if (rs.Type != elf.SHT_RELA && rs.Type != elf.SHT_REL) || int(rs.Info) != idx {
+			continue
+		}
+		data, err := rs.Data()
+		if err != nil {
+			continue
+		}
+		// Entry sizes: offset and info words, plus an addend in RELA.
+		word := 4
+		if f.Class == elf.ELFCLASS64 {
+			word = 8
+		}
+		ent := 2 * word
+		if rs.Type == elf.SHT_RELA {
+			ent = 3 * word
+		}
+		for p := 0; p+ent <= len(data); p += ent {
+			var off, sym uint64
+			if word == 8 {
+				off, sym = f.ByteOrder.Uint64(data[p:]), f.ByteOrder.Uint64(data[p+8:])>>32
+			} else {
+				off, sym = uint64(f.ByteOrder.Uint32(data[p:])), uint64(f.ByteOrder.Uint32(data[p+4:])>>8)
+			}
+			// debug/elf leaves out the null symbol: symbol i is syms[i-1].
+			if sym > 0 && sym <= uint64(len(syms)) {
+				out[off] = syms[sym-1].Section
+			}
+		}
+	}
+	return out
+}
+
+// cfiSection resolves the CFI section to read: name when given, else
+// .eh_frame when the file has one with data, else .debug_frame. A file
+// with neither is an error that says so.
+func cfiSection(f *elf.File, name string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	for _, n := range []string{".eh_frame", ".debug_frame"} {
+		if s := f.Section(n); s != nil && s.Type != elf.SHT_NOBITS {
+			return n, nil
+		}
+	}
+	return "", errors.New("convert: no CFI (neither .eh_frame nor .debug_frame)")
 }

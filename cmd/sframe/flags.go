@@ -22,6 +22,9 @@ type flagSet struct {
 	stderr   io.Writer
 	short    map[string]string // long name -> one-letter alias
 	isShort  map[string]bool
+	// epilogue, when set, is printed after the flags in the help (exit
+	// statuses and the like).
+	epilogue string
 }
 
 // newFlagSet makes the flag set of subcommand name; operands is the rest
@@ -77,6 +80,9 @@ func (f *flagSet) help(w io.Writer) {
 		fmt.Fprintf(w, "%s\n        %s\n", line, strings.ReplaceAll(text, "\n", "\n        "))
 	})
 	fmt.Fprintf(w, "  -h, --help\n        print this help\n")
+	if f.epilogue != "" {
+		fmt.Fprintf(w, "\n%s", f.epilogue)
+	}
 }
 
 // flagErrors are the flag package's messages, rewritten for users.

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -239,4 +241,25 @@ func TestGenRaw(t *testing.T) {
 		t.Errorf("raw section (%d bytes, %q) differs from the loadable copy's .sframe at %#x (%d bytes)", len(got), msg, sec.Addr, len(want))
 	}
 	readelfClean(t, out+".so")
+}
+
+// TestGenNoCFI runs gen and verify on a copy of a corpus executable
+// without .eh_frame, .eh_frame_hdr and .debug_frame (removed by objcopy):
+// both say the file has no CFI, naming it (gen said "no .debug_frame
+// section"), and exit 1.
+func TestGenNoCFI(t *testing.T) {
+	testprog.NeedTool(t, "objcopy")
+	p := filepath.Join(t.TempDir(), "nocfi.elf")
+	if _, errs, rc := runCmd(t, nil, "objcopy", "-R", ".eh_frame", "-R", ".eh_frame_hdr", "-R", ".debug_frame",
+		filepath.Join(corpus.Dir(t), "x86_64/v3/basic-O2.elf"), p); rc != 0 {
+		t.Fatalf("objcopy: exit %d: %s", rc, errs)
+	}
+	_, errs, rc := runCLI(t, "gen", "-o", p+".out", p)
+	if want := "sframe gen: " + p + ": convert: no CFI (neither .eh_frame nor .debug_frame); nothing written\n"; rc != 1 || errs != want {
+		t.Errorf("gen: exit %d, %q; want exit 1, %q", rc, errs, want)
+	}
+	_, errs, rc = runCLI(t, "verify", p)
+	if want := "sframe verify: " + p + ": convert: no CFI (neither .eh_frame nor .debug_frame)\n"; rc != 1 || errs != want {
+		t.Errorf("verify: exit %d, %q; want exit 1, %q", rc, errs, want)
+	}
 }
