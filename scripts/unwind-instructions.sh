@@ -33,7 +33,7 @@ for t in /proc/$pid/task/*; do
 done
 gcore -o core "$pid" >/dev/null 2>&1
 export UNWIND_BENCH_CORE="$work/core.$pid,$work/stackprog,$tid"
-export GODEBUG=asyncpreemptoff=1 # callgrind cannot follow Go's preemption signals
+export GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off # callgrind cannot follow Go's preemption signals, nor execute RDTSCP (valgrind 3.19)
 
 total() { # benchmark iterations -> instructions of the whole run
 	valgrind --tool=callgrind --toggle-collect='*Unwinder).Unwind' --callgrind-out-file="$work/cg.out" \

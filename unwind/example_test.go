@@ -46,12 +46,12 @@ func ExampleUnwinder() {
 	)
 	mem := &unwind.FlatMemory{Addr: regs.SP(), Data: stack}
 	cache := unwind.NewCache()
-	u, err := unwind.New(regs.Arch, cache.Modules(mods, mem), mem)
+	u, err := unwind.New(regs.Arch, cache.Modules(mods, mem))
 	if err != nil {
 		return
 	}
 	buf := make([]unwind.Frame, 0, 128) // reused: a walk then allocates nothing
-	frames, stop, _ := u.Unwind(&regs, buf)
+	frames, stop, _ := u.Unwind(nil, &regs, mem, buf)
 	for _, f := range frames {
 		fmt.Printf("%#x %v\n", f.PC, f.Method)
 	}

@@ -380,19 +380,20 @@ func runSynth(t *testing.T, arch elf.Machine, mods []*Module, frames []synthFram
 		p.order = binary.BigEndian
 	}
 	regs, wants := p.plant(frames, p.lo+0x1000)
-	var next targets.Memory
+	var next Memory
 	if code != nil {
 		next = code
 	}
 	mem := &FlatMemory{Addr: p.lo, Data: p.stack, Next: next}
-	u, err := New(arch, mods, mem)
+	u, err := New(arch, mods)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stop, err := unwindBothWays(t, u, &regs)
+	got, stop, err := unwindBothWays(t, u, &regs, mem)
 	if stop != wantStop {
 		t.Errorf("stop = %v (%v), want %v", stop, err, wantStop)
 	}
+	checkStackCopies(t, u, &regs, p.lo, p.stack, next, got, stop)
 	if len(got) != len(wants) {
 		t.Errorf("%d frames, want %d", len(got), len(wants))
 	}
@@ -493,11 +494,11 @@ func TestSynthS390XFlexNotTop(t *testing.T) {
 	cfa := regs.SP() + 320
 	p.put(cfa-48, libBias+0x22+1)
 	regs.Set(16, 0x1234) // a stale value the unwinder must not use
-	u, err := New(elf.EM_S390, []*Module{exe, edge}, &FlatMemory{Addr: p.lo, Data: p.stack})
+	u, err := New(elf.EM_S390, []*Module{exe, edge})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stop, _ := unwindBothWays(t, u, &regs)
+	got, stop, _ := unwindBothWays(t, u, &regs, &FlatMemory{Addr: p.lo, Data: p.stack})
 	if stop != StopNoRule || len(got) != 2 || got[1].PC != libBias+0x23 {
 		t.Fatalf("stop %v after %d frames (%+v), want StopNoRule after 2", stop, len(got), got)
 	}
@@ -604,11 +605,11 @@ func TestSynthAMD64FlexNotTop(t *testing.T) {
 	// (RA in r11).
 	p.put(regs.SP()+8, libBias+0x83)
 	regs.Set(11, libBias+0x1) // must not be used
-	u, err := New(elf.EM_X86_64, []*Module{edge}, &FlatMemory{Addr: p.lo, Data: p.stack})
+	u, err := New(elf.EM_X86_64, []*Module{edge})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stop, _ := unwindBothWays(t, u, &regs)
+	got, stop, _ := unwindBothWays(t, u, &regs, &FlatMemory{Addr: p.lo, Data: p.stack})
 	if stop != StopNoRule || len(got) != 2 {
 		t.Fatalf("stop %v after %d frames, want StopNoRule after 2", stop, len(got))
 	}
