@@ -12,6 +12,14 @@
 // SP is CFA-160, signed AArch64 return addresses are stripped, and rules
 // based on registers other than SP and FP are trusted only in the topmost
 // frame, where those registers are still live.
+//
+// An Unwinder holds the modules of one address space, and nothing else:
+// every walk of that process, of any thread or sample, in parallel if need
+// be, uses it. Each walk brings the registers, the memory (a live process,
+// a core file, or a sample's copy of the stack: StackMemory) and a
+// Context, the scratch space the walk changes, which a goroutine reuses
+// from walk to walk. A Cache loads each file's tables once for every
+// process; a Tracer captures every thread of a stopped target.
 package unwind
 
 import (
@@ -320,9 +328,12 @@ func (w *Context) moduleIndex(pc uint64) int {
 // Memory is what a walk reads the target's memory through: a live process
 // or a core file (any targets.Memory), a copy of a thread's stack
 // (StackMemory, FlatMemory), or a cache in front of one (PageCache).
-// ReadAt reads len(p) bytes at addr, or returns an error: a short read is
-// an error. Copies of the stack (*StackMemory, *FlatMemory) are read
-// directly, without the interface call, which makes them the fastest.
+// ReadAt reads len(p) bytes at the runtime address uint64(addr), or
+// returns an error: a short read is an error. A Memory that walks running
+// in parallel share must be safe for concurrent use (those of targets and
+// this package are). Copies of the stack (*StackMemory, *FlatMemory) are
+// read directly, without the interface call, which makes them the
+// fastest.
 type Memory interface {
 	ReadAt(p []byte, addr int64) (n int, err error)
 }
