@@ -24,19 +24,20 @@ type CFITable struct {
 
 // Lookup implements CFI.
 func (c *CFITable) Lookup(pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
+	// No defer: its wrapper cost a CFI frame 1% more.
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	f, err := c.T.FDEForPC(pc)
-	if errors.Is(err, cfi.ErrNoFDE) {
+	if err == nil {
+		err = c.T.RowForPC(&f, pc, row)
+	}
+	c.mu.Unlock()
+	switch {
+	case err == nil: // first: errors.Is is a call
+		return f.CIE, true, nil
+	case errors.Is(err, cfi.ErrNoFDE):
 		return nil, false, nil
 	}
-	if err != nil {
-		return nil, false, err
-	}
-	if err := c.T.RowForPC(&f, pc, row); err != nil {
-		return nil, false, err
-	}
-	return f.CIE, true, nil
+	return nil, false, err
 }
 
 // Tables are the unwind tables of one ELF file, in its own address space.
