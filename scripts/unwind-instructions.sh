@@ -43,7 +43,7 @@ done
 gcore -o core "$pid" >/dev/null 2>&1
 export UNWIND_BENCH_CORE="$work/core.$pid,$work/stackprog,$tid"
 export GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off # callgrind cannot follow Go's preemption signals, nor execute RDTSCP (valgrind 3.19)
-export GOMAXPROCS=1
+export GOMAXPROCS=1 # (golang.org/x/sys/cpu reads GODEBUG too, and warns that it knows no rdtscp: harmless)
 
 go tool objdump "$work/unwind.test" >"$work/objdump.txt"
 

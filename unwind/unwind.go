@@ -239,10 +239,10 @@ func sfIndexOf(m *Module) *sfIndex {
 }
 
 // AddModule adds m, a module newly mapped (from a process's mmap, say).
-// It does not remove the modules m overlaps: a lookup finds, of the
-// modules containing an address, the one starting last (the one added
-// last, of those starting at the same address); RemoveModule what m
-// replaces. m must not change once added. Walks already running do not
+// It does not remove the modules m overlaps (call RemoveModule for those
+// it replaces): a lookup finds, of the modules containing an address, the
+// one starting last, and of those starting at the same address the one
+// added last. m must not change once added. Walks already running do not
 // see m.
 func (u *Unwinder) AddModule(m *Module) {
 	if m == nil {
