@@ -161,7 +161,7 @@ func mappingEnd(pid int, addr uint64) (uint64, error) {
 }
 
 func (s *snapshot) unwinder(tb testing.TB, mods []*Module) *Unwinder {
-	u, err := New(s.regs.Arch, mods, s.stack)
+	u, err := New(s.regs.Arch, mods)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -174,11 +174,11 @@ func (s *snapshot) unwinder(tb testing.TB, mods []*Module) *Unwinder {
 func TestSnapshot(t *testing.T) {
 	s := takeSnapshot(t)
 	us, uc := s.unwinder(t, s.mods), s.unwinder(t, s.cfi)
-	fs, stop, err := unwindBothWays(t, us, &s.regs)
+	fs, stop, err := unwindBothWays(t, us, &s.regs, s.stack)
 	if stop != StopEnd || len(fs) != snapDepth+6 {
 		t.Fatalf("sframe: %d frames, %v %v", len(fs), stop, err)
 	}
-	fc, stop, err := uc.Unwind(&s.regs, nil)
+	fc, stop, err := uc.Unwind(nil, &s.regs, s.stack, nil)
 	if stop != StopEnd || len(fc) != len(fs) {
 		t.Fatalf("cfi: %d frames, %v %v", len(fc), stop, err)
 	}
@@ -198,7 +198,8 @@ func TestSnapshot(t *testing.T) {
 		t.Errorf("only %d frames used SFrame", nsf)
 	}
 	frames := make([]Frame, 0, 2*snapDepth)
-	if n := testing.AllocsPerRun(20, func() { us.Unwind(&s.regs, frames[:0]) }); n != 0 {
+	ctx := new(Context)
+	if n := testing.AllocsPerRun(20, func() { us.Unwind(ctx, &s.regs, s.stack, frames[:0]) }); n != 0 {
 		t.Errorf("SFrame walk: %v allocations", n)
 	}
 }
@@ -211,7 +212,8 @@ func benchUnwind(b *testing.B, cfiOnly bool) {
 	}
 	u := s.unwinder(b, mods)
 	frames := make([]Frame, 0, 2*snapDepth)
-	fs, stop, err := u.Unwind(&s.regs, frames)
+	ctx := new(Context)
+	fs, stop, err := u.Unwind(ctx, &s.regs, s.stack, frames)
 	if stop != StopEnd {
 		b.Fatalf("%v %v", stop, err)
 	}
@@ -220,7 +222,7 @@ func benchUnwind(b *testing.B, cfiOnly bool) {
 	b.ResetTimer()
 	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
-		u.Unwind(&s.regs, frames[:0])
+		u.Unwind(ctx, &s.regs, s.stack, frames[:0])
 	}
 	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/frame")

@@ -1,6 +1,8 @@
 package unwind_test
 
 import (
+	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 
@@ -35,25 +37,44 @@ func ExampleTracer() {
 	}
 }
 
-// The unwinder alone, over registers and memory a profiler already has
-// (here a copy of a thread's stack), with modules whose tables are loaded
-// once and reused for every sample.
+// The unwinder alone, as a profiler uses it: one Unwinder per process,
+// made once from its modules (a Cache shares their tables between
+// processes) and kept up to date as mappings come and go; for each sample,
+// the registers and the copy of the stack from SP up that perf_event_open
+// gives, walked with a Context that the sampling goroutine reuses.
 func ExampleUnwinder() {
+	type sample struct {
+		regs  targets.Regs // the sampled thread's registers
+		stack []byte       // a copy of its stack from SP up
+	}
 	var (
-		regs  targets.Regs     // the sampled thread's registers
-		mods  []targets.Module // its process's modules
-		stack []byte           // a copy of its stack from SP up
+		mods    []targets.Module // the process's mappings
+		memory  targets.Memory   // the rest of its memory (code), if at hand
+		samples []sample
 	)
-	mem := &unwind.FlatMemory{Addr: regs.SP(), Data: stack}
-	cache := unwind.NewCache()
-	u, err := unwind.New(regs.Arch, cache.Modules(mods, mem), mem)
+	cache := unwind.NewCache() // one for every process
+	u, err := unwind.New(elf.EM_X86_64, cache.Modules(mods, memory))
 	if err != nil {
 		return
 	}
+	ctx := new(unwind.Context)          // one per goroutine
 	buf := make([]unwind.Frame, 0, 128) // reused: a walk then allocates nothing
-	frames, stop, _ := u.Unwind(&regs, buf)
-	for _, f := range frames {
-		fmt.Printf("%#x %v\n", f.PC, f.Method)
+	for _, s := range samples {
+		mem := &unwind.StackMemory{SP: s.regs.SP(), Stack: s.stack, Fallback: memory}
+		frames, stop, err := u.Unwind(ctx, &s.regs, mem, buf[:0])
+		for _, f := range frames {
+			fmt.Printf("%#x %v\n", f.PC, f.Method)
+		}
+		if errors.Is(err, unwind.ErrOutsideStackCopy) {
+			fmt.Println("stack copy too short")
+		} else {
+			fmt.Println(stop)
+		}
 	}
-	fmt.Println(stop)
+	// A new mapping (from an mmap event): walks running now do not see
+	// it, the next ones do. RemoveModule takes away what it replaces.
+	var mapped targets.Module
+	for _, m := range cache.Modules([]targets.Module{mapped}, memory) {
+		u.AddModule(m)
+	}
 }

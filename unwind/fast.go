@@ -58,14 +58,17 @@ func (in *modInfo) rule(pc uint64) *fastRule {
 	return &in.rules[i]
 }
 
+// noModule is an empty range: the fast path's "no module yet".
+var noModule modInfo
+
 // emptyFlat stands for memory the fast path cannot read directly: every
 // read misses it and goes through the wordReader.
 var emptyFlat FlatMemory
 
 // slowWord reads the word at addr through the wordReader: the fast
 // path's reads outside its stack copy.
-func (u *Unwinder) slowWord(addr uint64) (uint64, bool) {
-	v, err := u.mem.word(addr)
+func (w *Context) slowWord(addr uint64) (uint64, bool) {
+	v, err := w.mem.word(addr)
 	return v, err == nil
 }
 
@@ -81,7 +84,7 @@ func (u *Unwinder) slowWord(addr uint64) (uint64, bool) {
 // path and few live values, so that the loop keeps them in registers: with
 // the top-frame cases, the buffer growth and the module and index state in
 // locals, the compiler spilled and reloaded most of them at every frame.
-func (u *Unwinder) fastWalk(frames []Frame, st *walkState, max int) []Frame {
+func (w *Context) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 	pc, sp, fp, fpOK := st.pc, st.sp, st.fp, st.fpOK
 	n0 := len(frames)
 	// The frames up to the depth limit or the buffer's capacity, written
@@ -89,18 +92,18 @@ func (u *Unwinder) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 	// and copied, which cost more than the rest of the step.
 	buf := frames[:min(cap(frames), n0+max-st.depth)]
 	n := n0
-	in := &u.noMod
-	mem := u.mem.flat
-	if mem == nil || u.mem.be {
-		mem = &emptyFlat
+	in := &noModule
+	mem := &w.mem.flat
+	if w.be {
+		mem = &emptyFlat // the fast path reads little-endian words
 	}
 	for n < len(buf) && pc != 0 {
 		if pc-in.lo >= in.size {
-			mi := u.moduleIndex(pc)
+			mi := w.moduleIndex(pc)
 			if mi < 0 {
 				break
 			}
-			in = &u.info[mi]
+			in = &w.mods.info[mi]
 		}
 		r := in.rule(pc)
 		if r == nil {
@@ -123,7 +126,7 @@ func (u *Unwinder) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 		a := cfa + uint64(int64(r.raOff))
 		ra, ok := mem.word(a)
 		if !ok {
-			if ra, ok = u.slowWord(a); !ok {
+			if ra, ok = w.slowWord(a); !ok {
 				break
 			}
 		}
@@ -131,20 +134,20 @@ func (u *Unwinder) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 			a := cfa + uint64(int64(r.fpOff))
 			v, ok := mem.word(a)
 			if !ok {
-				if v, ok = u.slowWord(a); !ok {
+				if v, ok = w.slowWord(a); !ok {
 					break
 				}
 			}
 			fp, fpOK = v, true
 		}
 		if fl&fastRASigned != 0 {
-			ra &= u.PACMask
+			ra &= w.pacMask
 		}
 		fr := &buf[n]
 		n++
 		fr.PC, fr.SP, fr.CFA, fr.Module = pc, sp, cfa, in.m
 		fr.Method, fr.Signal, fr.Exact = MethodSFrame, false, false
-		nsp := cfa + u.spOff
+		nsp := cfa + w.spOff
 		if nsp <= sp {
 			st.noProgress = true
 			break

@@ -9,15 +9,13 @@ import (
 	"github.com/sframekit/sframekit/targets"
 )
 
-// unwindBothWays unwinds regs with u as it is and with its fast path off,
-// fails t if the two walks differ in any frame, in how they stop, or in
-// whether they fail, and returns the first walk.
-func unwindBothWays(t testing.TB, u *Unwinder, regs *targets.Regs) ([]Frame, Stop, error) {
+// unwindBothWays unwinds regs over mem with u as it is and with the fast
+// path off, fails t if the two walks differ in any frame, in how they
+// stop, or in whether they fail, and returns the first walk.
+func unwindBothWays(t testing.TB, u *Unwinder, regs *targets.Regs, mem Memory) ([]Frame, Stop, error) {
 	t.Helper()
-	fs, stop, err := u.Unwind(regs, nil)
-	u.noFast = true
-	gs, gstop, gerr := u.Unwind(regs, nil)
-	u.noFast = false
+	fs, stop, err := u.Unwind(nil, regs, mem, nil)
+	gs, gstop, gerr := u.Unwind(&Context{noFast: true}, regs, mem, nil)
 	if stop != gstop || (err == nil) != (gerr == nil) || len(fs) != len(gs) {
 		t.Fatalf("fast path: %d frames, %v %v; general path: %d frames, %v %v", len(fs), stop, err, len(gs), gstop, gerr)
 	}

@@ -2,31 +2,49 @@ package unwind
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/sframekit/sframekit/targets"
 )
 
-// wordReader reads 8-byte words through a targets.Memory without
-// allocating: the buffer lives in the (heap-allocated) Unwinder. Reads
-// inside a FlatMemory's bytes skip the interface call.
+// wordReader reads 8-byte words through a walk's Memory without
+// allocating: the buffer lives in the (heap-allocated) Context. Reads
+// inside flat, the stack copy of a FlatMemory or StackMemory, skip the
+// interface call.
 type wordReader struct {
-	m    targets.Memory
-	flat *FlatMemory
+	m    Memory
+	flat FlatMemory // Addr and Data only; empty for other memories
 	be   bool
 	buf  [8]byte
 }
 
-func (r *wordReader) word(addr uint64) (uint64, error) {
-	if f := r.flat; f != nil {
-		if off := addr - f.Addr; addr >= f.Addr && off < uint64(len(f.Data)) && uint64(len(f.Data))-off >= 8 {
-			b := f.Data[off : off+8]
-			if r.be {
-				return binary.BigEndian.Uint64(b), nil
-			}
-			return binary.LittleEndian.Uint64(b), nil
+// reset makes r read m, in big-endian words if be.
+func (r *wordReader) reset(m Memory, be bool) {
+	r.m, r.be, r.flat = m, be, FlatMemory{}
+	switch m := m.(type) {
+	case *FlatMemory:
+		if m != nil {
+			r.flat = FlatMemory{Addr: m.Addr, Data: m.Data}
 		}
+	case *StackMemory:
+		if m != nil {
+			r.flat = FlatMemory{Addr: m.SP, Data: m.Stack}
+		}
+	case nil:
+		r.m = noMemory{}
+	}
+}
+
+func (r *wordReader) word(addr uint64) (uint64, error) {
+	f := &r.flat
+	if off := addr - f.Addr; addr >= f.Addr && off < uint64(len(f.Data)) && uint64(len(f.Data))-off >= 8 {
+		b := f.Data[off : off+8]
+		if r.be {
+			return binary.BigEndian.Uint64(b), nil
+		}
+		return binary.LittleEndian.Uint64(b), nil
 	}
 	if _, err := r.m.ReadAt(r.buf[:], int64(addr)); err != nil {
 		return 0, err
@@ -40,15 +58,23 @@ func (r *wordReader) word(addr uint64) (uint64, error) {
 // ReadUint64 lets the CFI expression evaluator read through the same path.
 func (r *wordReader) ReadUint64(addr uint64) (uint64, error) { return r.word(addr) }
 
-// FlatMemory is a targets.Memory over a copy of one range of a target's
-// memory, typically a thread's stack captured from its SP up, with reads
-// outside the range passed to Next (or failing with targets.ErrUnmapped
-// when Next is nil). The unwinder reads it directly, without going through
-// the interface, which makes it the fastest memory to unwind from.
+// noMemory is the Memory of a walk given none: every read fails.
+type noMemory struct{}
+
+func (noMemory) ReadAt(p []byte, addr int64) (int, error) {
+	return 0, fmt.Errorf("unwind: reading %d bytes at %#x: no memory: %w", len(p), uint64(addr), targets.ErrUnmapped)
+}
+
+// FlatMemory is a Memory over a copy of one range of a target's memory,
+// typically a thread's stack captured from its SP up, with reads outside
+// the range passed to Next (or failing with targets.ErrUnmapped when Next
+// is nil). The unwinder reads it directly, without going through the
+// interface, which makes it the fastest memory to unwind from. Unlike
+// StackMemory, it passes Next the reads of the stack past the copy too.
 type FlatMemory struct {
 	Addr uint64 // runtime address of Data[0]
 	Data []byte
-	Next targets.Memory
+	Next Memory
 }
 
 // word reads the little-endian word at addr, if it lies in f's bytes:
@@ -62,7 +88,7 @@ func (f *FlatMemory) word(addr uint64) (uint64, bool) {
 	return 0, false
 }
 
-// ReadAt implements targets.Memory.
+// ReadAt implements Memory.
 func (f *FlatMemory) ReadAt(p []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	if a >= f.Addr && a-f.Addr < uint64(len(f.Data)) && uint64(len(f.Data))-(a-f.Addr) >= uint64(len(p)) {
@@ -74,14 +100,60 @@ func (f *FlatMemory) ReadAt(p []byte, addr int64) (int, error) {
 	return 0, fmt.Errorf("unwind: reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
 }
 
-// PageCache is a targets.Memory that keeps the pages it has read, so that
+// ErrOutsideStackCopy is wrapped by the errors of StackMemory reads of
+// the stack that its copy does not hold: a walk that needs them ends
+// there, with StopMemory and the frames found so far.
+var ErrOutsideStackCopy = errors.New("stack not in the copy")
+
+// StackMemory is the memory of a sampled thread as a profiler has it: a
+// copy of its stack from the stack pointer up (what perf_event_open's
+// PERF_SAMPLE_STACK_USER gives, with the sample's registers), and a
+// Fallback for everything else the unwinder may read: code, to recognize
+// signal trampolines, and what CFI expressions point to (the mapped
+// files' contents, or the live process).
+//
+// The stack is [SP, End), or just the copy when End is 0 (not known). A
+// read of the stack that the copy does not hold fails with an error
+// wrapping ErrOutsideStackCopy, and is never passed to Fallback, which
+// would answer it with the memory of another moment (a process that ran
+// on) or of nothing: the walk stops cleanly where the copy ends. The
+// unwinder reads the copy directly, as it reads a FlatMemory.
+type StackMemory struct {
+	SP       uint64 // the stack pointer: the address of Stack[0]
+	Stack    []byte // the copy of the stack, from SP up
+	End      uint64 // the end of the stack's mapping, 0 when not known
+	Fallback Memory // reads outside the stack; nil makes them fail
+}
+
+// ReadAt implements Memory.
+func (s *StackMemory) ReadAt(p []byte, addr int64) (int, error) {
+	a, n, size := uint64(addr), uint64(len(p)), uint64(len(s.Stack))
+	if off := a - s.SP; a >= s.SP && off <= size && size-off >= n {
+		return copy(p, s.Stack[off:]), nil
+	}
+	top := s.SP + size
+	if top < s.SP {
+		top = ^uint64(0) // a copy reaching the end of the address space
+	}
+	top = max(top, s.End)
+	// [a, a+n) overlaps [SP, top): written so that neither end overflows.
+	if a < top && (a >= s.SP || s.SP-a < n) {
+		return 0, fmt.Errorf("unwind: reading %d bytes at %#x: %w (%d bytes from SP %#x)", len(p), a, ErrOutsideStackCopy, size, s.SP)
+	}
+	if s.Fallback != nil {
+		return s.Fallback.ReadAt(p, addr)
+	}
+	return 0, fmt.Errorf("unwind: reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
+}
+
+// PageCache is a Memory that keeps the pages it has read, so that
 // walking a stack costs one read of the target per stack page instead of
 // one per word (a system call each, for a live process). It is meant to
 // live for one capture of a stopped target: it never invalidates. It is
 // safe for concurrent use.
 type PageCache struct {
 	mu    sync.Mutex
-	m     targets.Memory
+	m     Memory
 	pages map[uint64]*[pageSize]byte
 	bad   map[uint64]error
 	// Limit bounds the number of cached pages (default 4096: 16 MiB).
@@ -91,11 +163,11 @@ type PageCache struct {
 const pageSize = 4096
 
 // NewPageCache wraps m.
-func NewPageCache(m targets.Memory) *PageCache {
+func NewPageCache(m Memory) *PageCache {
 	return &PageCache{m: m, pages: map[uint64]*[pageSize]byte{}, bad: map[uint64]error{}, Limit: 4096}
 }
 
-// ReadAt implements targets.Memory.
+// ReadAt implements Memory.
 func (c *PageCache) ReadAt(p []byte, addr int64) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

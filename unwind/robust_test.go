@@ -22,7 +22,7 @@ func loadCorpusTables(t testing.TB, rel string, bias uint64) *Module {
 	tabs := LoadTables(f)
 	m := &Module{Name: rel, Start: bias, End: bias + 1<<20, Bias: bias, SFrame: tabs.SFrame, sfx: tabs.sfx}
 	if tabs.CFI != nil {
-		m.CFI = CFITable{T: tabs.CFI}
+		m.CFI = &CFITable{T: tabs.CFI}
 	}
 	return m
 }
@@ -81,11 +81,11 @@ func TestRandomStacks(t *testing.T) {
 		stops := map[Stop]int{}
 		for it := 0; it < iters; it++ {
 			mem := &FlatMemory{Addr: lo, Data: randomStack(r, lo, 4096, mods, order)}
-			var pm targets.Memory = mem
+			var pm Memory = mem
 			if it%2 == 1 {
 				pm = NewPageCache(mem) // the interface path
 			}
-			u, err := New(c.arch, mods, pm)
+			u, err := New(c.arch, mods)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func TestRandomStacks(t *testing.T) {
 			}
 			m := mods[r.Intn(len(mods))]
 			regs.Set(targets.PCReg(c.arch), m.Start+uint64(r.Intn(0x3000)))
-			frames, stop, _ := unwindBothWays(t, u, &regs)
+			frames, stop, _ := unwindBothWays(t, u, &regs, pm)
 			if len(frames) > 64 {
 				t.Fatalf("%s: %d frames past the limit", c.arch, len(frames))
 			}
@@ -129,7 +129,7 @@ func FuzzUnwind(f *testing.F) {
 		if be {
 			arch, mods = elf.EM_S390, s390
 		}
-		u, err := New(arch, mods, &FlatMemory{Addr: 0x7ff000000000, Data: stack})
+		u, err := New(arch, mods)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func FuzzUnwind(f *testing.F) {
 		regs.Set(targets.PCReg(arch), mods[0].Start+pcOff%0x4000)
 		regs.Set(targets.SPReg(arch), sp)
 		regs.Set(targets.FPReg(arch), fp)
-		if frames, _, _ := unwindBothWays(t, u, &regs); len(frames) > 32 || len(frames) == 0 {
+		if frames, _, _ := unwindBothWays(t, u, &regs, &FlatMemory{Addr: 0x7ff000000000, Data: stack}); len(frames) > 32 || len(frames) == 0 {
 			t.Fatalf("%d frames", len(frames))
 		}
 	})
@@ -149,8 +149,9 @@ func TestStops(t *testing.T) {
 	edge := loadCorpusModule(t, "x86_64/v3/edge-x86_64.o", libBias)
 	const lo = 0x7ff000000000
 	stack := make([]byte, 4096)
+	mem := &FlatMemory{Addr: lo, Data: stack}
 	newU := func(depth int) *Unwinder {
-		u, err := New(elf.EM_X86_64, []*Module{edge}, &FlatMemory{Addr: lo, Data: stack})
+		u, err := New(elf.EM_X86_64, []*Module{edge})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,16 +168,16 @@ func TestStops(t *testing.T) {
 	put := func(addr, v uint64) { binary.LittleEndian.PutUint64(stack[addr-lo:], v) }
 
 	// PC in no module.
-	if fr, stop, _ := newU(0).Unwind(regs(0x1234, lo+64, 0), nil); stop != StopNoModule || len(fr) != 1 || fr[0].Module != nil {
+	if fr, stop, _ := newU(0).Unwind(nil, regs(0x1234, lo+64, 0), mem, nil); stop != StopNoModule || len(fr) != 1 || fr[0].Module != nil {
 		t.Errorf("no module: %v, %d frames", stop, len(fr))
 	}
 	// Unreadable stack: SP outside the image.
-	if fr, stop, err := newU(0).Unwind(regs(libBias+0x19, lo+1<<20, 0), nil); stop != StopMemory || err == nil || len(fr) != 1 {
+	if fr, stop, err := newU(0).Unwind(nil, regs(libBias+0x19, lo+1<<20, 0), mem, nil); stop != StopMemory || err == nil || len(fr) != 1 {
 		t.Errorf("memory: %v %v, %d frames", stop, err, len(fr))
 	}
 	// SP not moving up: an FP-based CFA below the SP (edge function 2 at
 	// 0x20: fp+16).
-	if fr, stop, _ := newU(0).Unwind(regs(libBias+0x20, lo+512, lo+256), nil); stop != StopNoProgress || len(fr) != 1 {
+	if fr, stop, _ := newU(0).Unwind(nil, regs(libBias+0x20, lo+512, lo+256), mem, nil); stop != StopNoProgress || len(fr) != 1 {
 		t.Errorf("no progress: %v, %d frames", stop, len(fr))
 	}
 	// A return address to itself, frame after frame, until the limit:
@@ -184,7 +185,7 @@ func TestStops(t *testing.T) {
 	for off := uint64(0); off < 4096; off += 8 {
 		put(lo+off, libBias+0x44)
 	}
-	if fr, stop, _ := newU(10).Unwind(regs(libBias+0x43, lo, 0), nil); stop != StopDepth || len(fr) != 10 {
+	if fr, stop, _ := newU(10).Unwind(nil, regs(libBias+0x43, lo, 0), mem, nil); stop != StopDepth || len(fr) != 10 {
 		t.Errorf("depth: %v, %d frames", stop, len(fr))
 	} else {
 		for i := range fr {
@@ -195,10 +196,10 @@ func TestStops(t *testing.T) {
 	}
 	// Wrong architecture.
 	r := &targets.Regs{Arch: elf.EM_AARCH64}
-	if _, stop, err := newU(0).Unwind(r, nil); err == nil || stop != StopNoRule {
+	if _, stop, err := newU(0).Unwind(nil, r, mem, nil); err == nil || stop != StopNoRule {
 		t.Errorf("arch mismatch: %v %v", stop, err)
 	}
-	if _, err := New(elf.EM_386, nil, nil); err == nil {
+	if _, err := New(elf.EM_386, nil); err == nil {
 		t.Error("New accepted i386")
 	}
 }

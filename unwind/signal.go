@@ -17,9 +17,9 @@ var (
 	arm64Sigreturn = []byte{0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4}
 )
 
-func (u *Unwinder) isSigreturn(pc uint64) bool {
+func (w *Context) isSigreturn(pc uint64) bool {
 	var want []byte
-	switch u.arch {
+	switch w.arch {
 	case elf.EM_X86_64:
 		want = amd64Sigreturn
 	case elf.EM_AARCH64:
@@ -27,8 +27,8 @@ func (u *Unwinder) isSigreturn(pc uint64) bool {
 	default:
 		return false
 	}
-	b := u.code[:len(want)]
-	if _, err := u.mem.m.ReadAt(b, int64(pc)); err != nil {
+	b := w.code[:len(want)]
+	if _, err := w.mem.m.ReadAt(b, int64(pc)); err != nil {
 		return false
 	}
 	return bytes.Equal(b, want)
@@ -50,14 +50,14 @@ const (
 var amd64GregDWARF = [17]int{8, 9, 10, 11, 12, 13, 14, 15, 5, 4, 6, 3, 1, 0, 2, 7, 16}
 
 // stepSignal restores the interrupted registers from the signal frame.
-func (u *Unwinder) stepSignal(cur, next *targets.Regs) error {
+func (w *Context) stepSignal(cur, next *targets.Regs) error {
 	sp := cur.SP()
 	newFrame(cur, next)
-	switch u.arch {
+	switch w.arch {
 	case elf.EM_X86_64:
 		base := sp + amd64GregsOff
 		for i, d := range amd64GregDWARF {
-			v, err := u.mem.word(base + uint64(8*i))
+			v, err := w.mem.word(base + uint64(8*i))
 			if err != nil {
 				return err
 			}
@@ -66,7 +66,7 @@ func (u *Unwinder) stepSignal(cur, next *targets.Regs) error {
 	case elf.EM_AARCH64:
 		base := sp + arm64RegsOff
 		for i := 0; i < 33; i++ { // x0..x30, sp, pc
-			v, err := u.mem.word(base + uint64(8*i))
+			v, err := w.mem.word(base + uint64(8*i))
 			if err != nil {
 				return err
 			}
@@ -75,6 +75,6 @@ func (u *Unwinder) stepSignal(cur, next *targets.Regs) error {
 	default:
 		return errNoRule
 	}
-	u.cfa = sp
+	w.cfa = sp
 	return nil
 }

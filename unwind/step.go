@@ -25,7 +25,7 @@ func reg(cur *targets.Regs, r int) (uint64, error) {
 
 // spOffset is the caller's SP relative to the CFA: -160 on s390x (the
 // CFA is the SP at the call plus the register save area), 0 elsewhere.
-func (u *Unwinder) spOffset() uint64 { return u.spOff }
+func (w *Context) spOffset() uint64 { return w.spOff }
 
 // newFrame starts the caller's register set: same architecture, nothing
 // known yet.
@@ -37,11 +37,11 @@ func newFrame(cur, next *targets.Regs) {
 
 // strip removes the pointer-authentication code of a signed AArch64
 // return address.
-func (u *Unwinder) strip(ra uint64) uint64 { return ra & u.PACMask }
+func (w *Context) strip(ra uint64) uint64 { return ra & w.pacMask }
 
 // stepSFrame applies the SFrame row covering pc (ELF address), found
 // through the decoded index x when there is one.
-func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targets.Regs, top bool) error {
+func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targets.Regs, top bool) error {
 	s := m.SFrame
 	var r *sframe.Row
 	signal := false
@@ -58,8 +58,8 @@ func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targe
 		f, e, err := s.FindFRE(pc)
 		if err == nil {
 			signal = f.Signal(s.Version)
-			if u.srow, err = s.Rules(&f, &e); err == nil {
-				r = &u.srow
+			if w.srow, err = s.Rules(&f, &e); err == nil {
+				r = &w.srow
 			}
 		} else if i := s.FindFunc(pc); i >= 0 {
 			// A v3 signal FDE may have no rows ("the CFI could not be
@@ -69,11 +69,11 @@ func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targe
 			}
 		}
 	}
-	if signal && (u.arch == elf.EM_X86_64 || u.arch == elf.EM_AARCH64) {
+	if signal && (w.arch == elf.EM_X86_64 || w.arch == elf.EM_AARCH64) {
 		// A signal trampoline: the rules describe the trampoline's own
 		// frame, but what the caller needs is the interrupted context.
-		u.sig = true
-		return u.stepSignal(cur, next)
+		w.sig = true
+		return w.stepSignal(cur, next)
 	}
 	if r == nil {
 		// No row, or corrupt section data: let CFI or FP try.
@@ -84,11 +84,11 @@ func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targe
 	}
 	abi := s.ABI
 	// CFA.
-	cfa, err := u.ruleValue(r.CFA, abi, cur, 0, top)
+	cfa, err := w.ruleValue(r.CFA, abi, cur, 0, top)
 	if err != nil {
 		return err
 	}
-	u.cfa = cfa
+	w.cfa = cfa
 	// Return address.
 	var ra uint64
 	switch r.RA.Kind {
@@ -96,7 +96,7 @@ func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targe
 		if s.HasFixedRA() {
 			// AMD64 flexible rows with an RA padding word: the RA is
 			// at its fixed place.
-			if ra, err = u.mem.word(cfa + uint64(int64(s.CFAFixedRAOffset))); err != nil {
+			if ra, err = w.mem.word(cfa + uint64(int64(s.CFAFixedRAOffset))); err != nil {
 				return err
 			}
 			break
@@ -104,32 +104,32 @@ func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targe
 		// Still in the RA register (AArch64 x30, s390x r14): only
 		// meaningful where that register is live.
 		var ok bool
-		if ra, ok = get(cur, u.raReg); !ok {
+		if ra, ok = get(cur, w.raReg); !ok {
 			return errNoRule
 		}
 	default:
-		if ra, err = u.ruleValue(r.RA, abi, cur, cfa, top); err != nil {
+		if ra, err = w.ruleValue(r.RA, abi, cur, cfa, top); err != nil {
 			return err
 		}
 	}
 	if r.RASigned {
-		ra = u.strip(ra)
+		ra = w.strip(ra)
 	}
 	// Frame pointer: unchanged unless saved.
-	fpReg := u.fpReg
+	fpReg := w.fpReg
 	fp, fpOK := get(cur, fpReg)
 	switch r.FP.Kind {
 	case sframe.RuleUnspecified, sframe.RuleNotSaved:
 	default:
-		v, err := u.ruleValue(r.FP, abi, cur, cfa, top)
+		v, err := w.ruleValue(r.FP, abi, cur, cfa, top)
 		if err != nil {
 			return err
 		}
 		fp, fpOK = v, true
 	}
 	newFrame(cur, next)
-	set(next, u.pcReg, ra)
-	set(next, u.spReg, cfa+u.spOffset())
+	set(next, w.pcReg, ra)
+	set(next, w.spReg, cfa+w.spOffset())
 	if fpOK {
 		set(next, fpReg, fp)
 	}
@@ -139,7 +139,7 @@ func (u *Unwinder) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targe
 // ruleValue evaluates an SFrame rule. cfa is the base of CFA-relative
 // rules. Rules based on registers other than SP and FP are trusted only
 // in the topmost frame.
-func (u *Unwinder) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, cfa uint64, top bool) (uint64, error) {
+func (w *Context) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, cfa uint64, top bool) (uint64, error) {
 	var base uint64
 	switch r.Base {
 	case sframe.RegCFA:
@@ -158,35 +158,35 @@ func (u *Unwinder) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, c
 	if r.Kind != sframe.RuleDeref {
 		return addr, nil
 	}
-	return u.mem.word(addr)
+	return w.mem.word(addr)
 }
 
 // stepFP follows the frame-pointer chain: the frame record at FP holds
 // the caller's FP and the return address (AMD64 and AArch64).
-func (u *Unwinder) stepFP(cur, next *targets.Regs) error {
-	if u.arch != elf.EM_X86_64 && u.arch != elf.EM_AARCH64 {
+func (w *Context) stepFP(cur, next *targets.Regs) error {
+	if w.arch != elf.EM_X86_64 && w.arch != elf.EM_AARCH64 {
 		return errNoRule
 	}
-	fp, ok := cur.Get(targets.FPReg(u.arch))
+	fp, ok := cur.Get(targets.FPReg(w.arch))
 	if !ok || fp == 0 || fp&7 != 0 || fp < cur.SP() {
 		return errNoRule
 	}
-	callerFP, err := u.mem.word(fp)
+	callerFP, err := w.mem.word(fp)
 	if err != nil {
 		return err
 	}
-	ra, err := u.mem.word(fp + 8)
+	ra, err := w.mem.word(fp + 8)
 	if err != nil {
 		return err
 	}
-	if u.arch == elf.EM_AARCH64 {
-		ra = u.strip(ra)
+	if w.arch == elf.EM_AARCH64 {
+		ra = w.strip(ra)
 	}
-	u.cfa = fp + 16
+	w.cfa = fp + 16
 	newFrame(cur, next)
-	next.Set(targets.PCReg(u.arch), ra)
-	next.Set(targets.SPReg(u.arch), fp+16)
-	next.Set(targets.FPReg(u.arch), callerFP)
+	next.Set(targets.PCReg(w.arch), ra)
+	next.Set(targets.SPReg(w.arch), fp+16)
+	next.Set(targets.FPReg(w.arch), callerFP)
 	return nil
 }
 
@@ -209,14 +209,14 @@ type regsView struct{ r *targets.Regs }
 func (v regsView) Reg(r cfi.Reg) (uint64, bool) { return v.r.Get(int(r)) }
 
 // stepCFI applies the CFI row covering pc (ELF address).
-func (u *Unwinder) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bool) error {
-	cie, ok, err := m.CFI.Lookup(pc, &u.row)
+func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bool) error {
+	cie, ok, err := m.CFI.Lookup(pc, &w.cfi.row)
 	if err != nil || !ok {
 		return errNoRule
 	}
-	row := &u.row
-	opts := cfi.EvalOptions{Regs: regsView{cur}, Mem: &u.mem}
-	if u.mem.be {
+	row := &w.cfi.row
+	opts := cfi.EvalOptions{Regs: regsView{cur}, Mem: &w.mem}
+	if w.mem.be {
 		opts.ByteOrder = bigEndian
 	}
 	var cfa uint64
@@ -234,18 +234,18 @@ func (u *Unwinder) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bo
 	default:
 		return errNoRule
 	}
-	u.cfa = cfa
+	w.cfa = cfa
 	if cie.SignalFrame {
-		u.sig = true
+		w.sig = true
 	}
 	raCol := int(cie.RA)
 	// Registers without a rule keep their values (callee-saved in
 	// practice); those with one are recomputed.
 	*next = *cur
-	next.Invalidate(targets.PCReg(u.arch))
+	next.Invalidate(targets.PCReg(w.arch))
 	raSet := false
-	u.initial[0] = cfa
-	opts.Initial = u.initial[:]
+	w.cfi.initial[0] = cfa
+	opts.Initial = w.cfi.initial[:]
 	for i := 0; i < row.NumRules(); i++ {
 		rr := row.RuleAt(i)
 		col := int(rr.Column)
@@ -261,7 +261,7 @@ func (u *Unwinder) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bo
 		case cfi.RuleSameValue, cfi.RuleUnspecified:
 			continue
 		case cfi.RuleOffset:
-			v, err = u.mem.word(cfa + uint64(rr.Offset))
+			v, err = w.mem.word(cfa + uint64(rr.Offset))
 		case cfi.RuleValOffset:
 			v = cfa + uint64(rr.Offset)
 		case cfi.RuleRegister:
@@ -269,7 +269,7 @@ func (u *Unwinder) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bo
 		case cfi.RuleExpression:
 			var addr uint64
 			if addr, err = cfi.EvalExpression(rr.Expr, &opts); err == nil {
-				v, err = u.mem.word(addr)
+				v, err = w.mem.word(addr)
 			}
 		case cfi.RuleValExpression:
 			v, err = cfi.EvalExpression(rr.Expr, &opts)
@@ -291,20 +291,20 @@ func (u *Unwinder) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bo
 	// The return address column: x86-64 uses 16 (the PC slot of Regs);
 	// AArch64 and s390x keep it in x30 / r14 and the PC is separate.
 	var ra uint64
-	if v, ok := next.Get(raCol); ok && (raSet || raCol != targets.PCReg(u.arch)) {
+	if v, ok := next.Get(raCol); ok && (raSet || raCol != targets.PCReg(w.arch)) {
 		ra = v
 	} else {
 		return errNoRule
 	}
 	if row.RASigned {
-		ra = u.strip(ra)
+		ra = w.strip(ra)
 	}
-	next.Set(targets.PCReg(u.arch), ra)
+	next.Set(targets.PCReg(w.arch), ra)
 	// The CFA is the caller's SP unless a rule says otherwise (signal
 	// frames restore SP explicitly).
-	sp := targets.SPReg(u.arch)
+	sp := targets.SPReg(w.arch)
 	if !recovers(row.Rule(cfi.Reg(sp)).Kind) {
-		next.Set(sp, cfa+u.spOffset())
+		next.Set(sp, cfa+w.spOffset())
 	}
 	return nil
 }

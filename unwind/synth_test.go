@@ -380,19 +380,20 @@ func runSynth(t *testing.T, arch elf.Machine, mods []*Module, frames []synthFram
 		p.order = binary.BigEndian
 	}
 	regs, wants := p.plant(frames, p.lo+0x1000)
-	var next targets.Memory
+	var next Memory
 	if code != nil {
 		next = code
 	}
 	mem := &FlatMemory{Addr: p.lo, Data: p.stack, Next: next}
-	u, err := New(arch, mods, mem)
+	u, err := New(arch, mods)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stop, err := unwindBothWays(t, u, &regs)
+	got, stop, err := unwindBothWays(t, u, &regs, mem)
 	if stop != wantStop {
 		t.Errorf("stop = %v (%v), want %v", stop, err, wantStop)
 	}
+	checkStackCopies(t, u, &regs, p.lo, p.stack, next, got, stop)
 	if len(got) != len(wants) {
 		t.Errorf("%d frames, want %d", len(got), len(wants))
 	}
@@ -493,11 +494,11 @@ func TestSynthS390XFlexNotTop(t *testing.T) {
 	cfa := regs.SP() + 320
 	p.put(cfa-48, libBias+0x22+1)
 	regs.Set(16, 0x1234) // a stale value the unwinder must not use
-	u, err := New(elf.EM_S390, []*Module{exe, edge}, &FlatMemory{Addr: p.lo, Data: p.stack})
+	u, err := New(elf.EM_S390, []*Module{exe, edge})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stop, _ := unwindBothWays(t, u, &regs)
+	got, stop, _ := unwindBothWays(t, u, &regs, &FlatMemory{Addr: p.lo, Data: p.stack})
 	if stop != StopNoRule || len(got) != 2 || got[1].PC != libBias+0x23 {
 		t.Fatalf("stop %v after %d frames (%+v), want StopNoRule after 2", stop, len(got), got)
 	}
@@ -604,12 +605,88 @@ func TestSynthAMD64FlexNotTop(t *testing.T) {
 	// (RA in r11).
 	p.put(regs.SP()+8, libBias+0x83)
 	regs.Set(11, libBias+0x1) // must not be used
-	u, err := New(elf.EM_X86_64, []*Module{edge}, &FlatMemory{Addr: p.lo, Data: p.stack})
+	u, err := New(elf.EM_X86_64, []*Module{edge})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stop, _ := unwindBothWays(t, u, &regs)
+	got, stop, _ := unwindBothWays(t, u, &regs, &FlatMemory{Addr: p.lo, Data: p.stack})
 	if stop != StopNoRule || len(got) != 2 {
 		t.Fatalf("stop %v after %d frames, want StopNoRule after 2", stop, len(got))
+	}
+}
+
+// TestAddRemoveModule builds an Unwinder's modules one at a time and
+// takes them away again, walking a planted x86-64 stack (a PLT entry of
+// one module called from another) with one Context throughout: each walk
+// must use exactly the modules present.
+func TestAddRemoveModule(t *testing.T) {
+	exe := loadCorpusModule(t, "x86_64/v3/basic-O2.elf", exeBias)
+	edge := loadCorpusModule(t, "x86_64/v3/edge-x86_64.o", libBias)
+	p := &planter{t: t, arch: elf.EM_X86_64, order: binary.LittleEndian, lo: 0x7ff000000000, stack: make([]byte, 64<<10)}
+	regs, wants := p.plant([]synthFrame{
+		{mod: exe, pc: exeBias + 0x1030 + 2*16 + 0xc}, // PLT entry 2 at +0xc: sp+16
+		{mod: edge, pc: libBias + 0x20},               // fp+16, c-16
+		{mod: edge, pc: libBias + 0x1},                // RA undefined
+	}, p.lo+0x1000)
+	mem := &FlatMemory{Addr: p.lo, Data: p.stack}
+	ctx := new(Context)
+	all, err := New(elf.EM_X86_64, []*Module{edge, exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, stop, err := all.Unwind(ctx, &regs, mem, nil)
+	if stop != StopEnd || len(full) != len(wants) {
+		t.Fatalf("all modules: %d frames, %v %v; want %d", len(full), stop, err, len(wants))
+	}
+	u, err := New(elf.EM_X86_64, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk := func(what string, wantMods ...*Module) {
+		t.Helper()
+		got, gstop, err := u.Unwind(ctx, &regs, mem, nil)
+		if len(wantMods) == len(full) {
+			if gstop != StopEnd || len(got) != len(full) {
+				t.Fatalf("%s: %d frames, %v %v; want %d", what, len(got), gstop, err, len(full))
+			}
+		} else if gstop != StopNoModule || len(got) != len(wantMods)+1 || got[len(got)-1].Module != nil {
+			t.Fatalf("%s: %d frames, %v %v; want %d and StopNoModule", what, len(got), gstop, err, len(wantMods)+1)
+		}
+		for i, m := range wantMods {
+			g := got[i]
+			if g.Module != m {
+				t.Fatalf("%s: frame %d in %v, want %s", what, i, g.Module, m.Name)
+			}
+			g.Module = full[i].Module
+			if g != full[i] {
+				t.Fatalf("%s: frame %d is %+v, want %+v", what, i, got[i], full[i])
+			}
+		}
+	}
+	walk("no module")
+	u.AddModule(nil)
+	u.AddModule(edge)
+	walk("edge only") // frame 0 is in exe
+	u.AddModule(exe)
+	if mods := u.Modules(); len(mods) != 2 || mods[0] != exe || mods[1] != edge {
+		t.Fatalf("Modules: %v", mods)
+	}
+	walk("both", exe, edge, edge)
+	// A module added at the same start as another hides it.
+	shadow := *edge
+	shadow.Name = "shadow"
+	u.AddModule(&shadow)
+	if m := u.Module(libBias + 0x20); m != &shadow {
+		t.Fatalf("Module after adding a shadow: %v", m)
+	}
+	walk("shadowed", exe, &shadow, &shadow)
+	if !u.RemoveModule(&shadow) || u.RemoveModule(&shadow) || u.RemoveModule(nil) {
+		t.Fatal("RemoveModule: removed the shadow twice, or nil")
+	}
+	walk("shadow removed", exe, edge, edge)
+	u.RemoveModule(exe)
+	walk("exe removed")
+	if m := u.Module(exeBias + 0x1030); m != nil {
+		t.Fatalf("Module of a removed module: %v", m)
 	}
 }

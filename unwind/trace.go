@@ -120,7 +120,7 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 		}
 	}
 	mods := tr.Cache.Modules(tmods, mem)
-	u, err := New(t.Arch(), mods, mem)
+	u, err := New(t.Arch(), mods)
 	if err != nil {
 		return nil, err
 	}
@@ -137,10 +137,11 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 	threads := t.Threads()
 	trace := &Trace{PID: t.PID(), Threads: make([]ThreadTrace, 0, len(threads))}
 	var frames []Frame
+	ctx := new(Context)
 	for i := range threads {
 		th := &threads[i]
 		var stop Stop
-		frames, stop, err = u.Unwind(&th.Regs, frames[:0])
+		frames, stop, err = u.Unwind(ctx, &th.Regs, mem, frames[:0])
 		tt := ThreadTrace{TID: th.TID, Name: th.Name, Stop: stop, Err: err, Frames: make([]SymFrame, len(frames))}
 		for j := range frames {
 			tt.Frames[j].Frame = frames[j]

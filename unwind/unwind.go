@@ -12,6 +12,14 @@
 // SP is CFA-160, signed AArch64 return addresses are stripped, and rules
 // based on registers other than SP and FP are trusted only in the topmost
 // frame, where those registers are still live.
+//
+// An Unwinder holds the modules of one address space, and nothing else:
+// every walk of that process, of any thread or sample, in parallel if need
+// be, uses it. Each walk brings the registers, the memory (a live process,
+// a core file, or a sample's copy of the stack: StackMemory) and a
+// Context, the scratch space the walk changes, which a goroutine reuses
+// from walk to walk. A Cache loads each file's tables once for every
+// process; a Tracer captures every thread of a stopped target.
 package unwind
 
 import (
@@ -20,6 +28,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/sframe"
@@ -140,102 +150,149 @@ func (f *Frame) LookupPC() uint64 {
 	return f.PC - 1
 }
 
-// Unwinder walks stacks of one address space. It caches nothing across
-// calls that depends on the thread, so one Unwinder serves every thread
-// of a target, but not concurrently: it keeps scratch state.
+// Unwinder walks the stacks of one address space: it holds the modules
+// mapped there, and nothing of a thread or a moment, so that one Unwinder
+// serves every thread and every sample of a process. What a walk changes
+// lives in a Context, and each walk takes the registers, the memory and
+// the frame buffer it uses (see Unwind).
+//
+// Every method is safe for concurrent use: walks may run in parallel, each
+// with its own Context, while AddModule and RemoveModule change the
+// modules (a walk uses the modules as they were when it started).
+// MaxDepth and PACMask are read by every walk: set them before the
+// Unwinder is shared, and do not change them while walks run.
 type Unwinder struct {
-	arch     elf.Machine
-	abi      sframe.ABI
-	modules  []*Module
-	info     []modInfo // per module, what the fast path needs
-	noMod    modInfo   // an empty range: the fast path's "no module yet"
-	mem      wordReader
+	cfg config
+	// MaxDepth bounds walks (DefaultMaxDepth when 0).
 	MaxDepth int
 	// PACMask keeps the address bits of signed AArch64 return addresses
 	// (default: the low 48 bits, Linux user space).
 	PACMask uint64
 
-	row     cfi.Row
-	initial [1]uint64 // the CFA, pushed for register expressions
-	code    [9]byte   // instruction bytes read to recognize sigreturn
-	cfa     uint64    // CFA of the last step
-	sig     bool      // the last step went through a signal frame
-	last    int       // index of the module found last (lookup cache)
-	regs    [2]targets.Regs
+	mu   sync.Mutex                // serializes AddModule and RemoveModule
+	mods atomic.Pointer[moduleSet] // never nil after New
+}
+
+// config is what a walk needs of its Unwinder, copied into the Context
+// when the walk starts.
+type config struct {
+	arch elf.Machine
+	be   bool // s390x: words are big-endian
 	// DWARF numbers of the PC, SP, FP and RA registers (RA -1: none).
 	pcReg, spReg, fpReg, raReg int
-	spOff                      uint64     // caller's SP - CFA: -160 on s390x
-	srow                       sframe.Row // row decoded without an index
-	// noFast turns the fast path off, for tests that check it gives what
-	// the general path gives.
-	noFast bool
+	spOff                      uint64 // caller's SP - CFA: -160 on s390x
+	pacMask                    uint64 // Unwinder.PACMask
+}
+
+// moduleSet is an Unwinder's modules, sorted by start address, with what
+// the fast path needs of each. It never changes once published: AddModule
+// and RemoveModule publish a new one, so that walks read it without locks.
+type moduleSet struct {
+	modules []*Module
+	info    []modInfo // per module, what the fast path needs
 }
 
 // DefaultMaxDepth bounds walks when MaxDepth is 0.
 const DefaultMaxDepth = 1024
 
 // New makes an unwinder for arch (elf.EM_X86_64, elf.EM_AARCH64 or
-// elf.EM_S390) over mods and mem. mods need not be sorted.
-func New(arch elf.Machine, mods []*Module, mem targets.Memory) (*Unwinder, error) {
-	u := &Unwinder{arch: arch, PACMask: 1<<48 - 1}
+// elf.EM_S390) over mods, which need not be sorted (nil entries are left
+// out). Modules made by Cache.Modules carry their decoded SFrame; the
+// SFrame of others is decoded here, for this Unwinder.
+func New(arch elf.Machine, mods []*Module) (*Unwinder, error) {
+	u := &Unwinder{PACMask: 1<<48 - 1}
+	u.cfg.arch = arch
 	switch arch {
-	case elf.EM_X86_64:
-		u.abi = sframe.ABIAMD64LE
-	case elf.EM_AARCH64:
-		u.abi = sframe.ABIAArch64LE
+	case elf.EM_X86_64, elf.EM_AARCH64:
 	case elf.EM_S390:
-		u.abi = sframe.ABIS390XBE
-		u.mem.be = true
+		u.cfg.be = true
+		u.cfg.spOff = ^uint64(159) // -160
 	default:
 		return nil, fmt.Errorf("unwind: unsupported architecture %s", arch)
 	}
-	u.modules = make([]*Module, 0, len(mods))
+	u.cfg.pcReg, u.cfg.spReg, u.cfg.fpReg, u.cfg.raReg = targets.PCReg(arch), targets.SPReg(arch), targets.FPReg(arch), targets.RAReg(arch)
+	ms := &moduleSet{modules: make([]*Module, 0, len(mods))}
 	for _, m := range mods {
 		if m != nil {
-			u.modules = append(u.modules, m)
+			ms.modules = append(ms.modules, m)
 		}
 	}
-	sort.SliceStable(u.modules, func(i, j int) bool { return u.modules[i].Start < u.modules[j].Start })
-	u.info = make([]modInfo, len(u.modules))
-	for i, m := range u.modules {
-		var x *sfIndex
-		switch {
-		case m.SFrame == nil:
-		case m.sfx != nil && m.sfx.sec == m.SFrame:
-			x = m.sfx
-		default:
-			x = buildSFIndex(m.SFrame)
-		}
-		u.info[i] = newModInfo(m, x)
+	sort.SliceStable(ms.modules, func(i, j int) bool { return ms.modules[i].Start < ms.modules[j].Start })
+	ms.info = make([]modInfo, len(ms.modules))
+	for i, m := range ms.modules {
+		ms.info[i] = newModInfo(m, sfIndexOf(m))
 	}
-	u.mem.m = mem
-	u.mem.flat, _ = mem.(*FlatMemory)
-	if arch == elf.EM_S390 {
-		u.spOff = ^uint64(159) // -160
-	}
-	u.pcReg, u.spReg, u.fpReg, u.raReg = targets.PCReg(arch), targets.SPReg(arch), targets.FPReg(arch), targets.RAReg(arch)
+	u.mods.Store(ms)
 	return u, nil
 }
 
-// Modules returns the modules, sorted by start address.
-func (u *Unwinder) Modules() []*Module { return u.modules }
+// sfIndexOf returns the decoded SFrame of m: the one Cache.Modules gave
+// it, or a new one (nil if m has no SFrame or it does not decode).
+func sfIndexOf(m *Module) *sfIndex {
+	switch {
+	case m.SFrame == nil:
+		return nil
+	case m.sfx != nil && m.sfx.sec == m.SFrame:
+		return m.sfx
+	}
+	return buildSFIndex(m.SFrame)
+}
+
+// AddModule adds m, a module newly mapped (from a process's mmap, say).
+// It does not remove the modules m overlaps (call RemoveModule for those
+// it replaces): a lookup finds, of the modules containing an address, the
+// one starting last, and of those starting at the same address the one
+// added last. m must not change once added. Walks already running do not
+// see m.
+func (u *Unwinder) AddModule(m *Module) {
+	if m == nil {
+		return
+	}
+	in := newModInfo(m, sfIndexOf(m)) // outside the lock: it may decode
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	old := u.mods.Load()
+	i := sort.Search(len(old.modules), func(i int) bool { return old.modules[i].Start > m.Start })
+	u.mods.Store(&moduleSet{
+		modules: slices.Insert(slices.Clip(old.modules), i, m),
+		info:    slices.Insert(slices.Clip(old.info), i, in),
+	})
+}
+
+// RemoveModule removes m (the same pointer that New or AddModule was
+// given) and reports whether it was there. Walks already running still
+// use it; frames keep pointing to it.
+func (u *Unwinder) RemoveModule(m *Module) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	old := u.mods.Load()
+	i := slices.Index(old.modules, m)
+	if i < 0 || m == nil {
+		return false
+	}
+	u.mods.Store(&moduleSet{
+		modules: slices.Delete(slices.Clone(old.modules), i, i+1),
+		info:    slices.Delete(slices.Clone(old.info), i, i+1),
+	})
+	return true
+}
+
+// Modules returns the modules, sorted by start address. The slice is the
+// Unwinder's: do not modify it.
+func (u *Unwinder) Modules() []*Module { return u.mods.Load().modules }
 
 // Module returns the module containing the runtime address pc, or nil.
 func (u *Unwinder) Module(pc uint64) *Module {
-	if i := u.moduleIndex(pc); i >= 0 {
-		return u.modules[i]
+	ms := u.mods.Load()
+	if i := ms.find(pc); i >= 0 {
+		return ms.modules[i]
 	}
 	return nil
 }
 
-// moduleIndex returns the index of the module containing pc, or -1.
-func (u *Unwinder) moduleIndex(pc uint64) int {
-	mods := u.modules
-	if u.last < len(mods) {
-		if m := mods[u.last]; pc >= m.Start && pc < m.End {
-			return u.last
-		}
-	}
+// find returns the index of the module containing pc, or -1.
+func (s *moduleSet) find(pc uint64) int {
+	mods := s.modules
 	// The last module whose Start <= pc.
 	lo, hi := 0, len(mods)
 	for lo < hi {
@@ -247,10 +304,71 @@ func (u *Unwinder) moduleIndex(pc uint64) int {
 		}
 	}
 	if lo > 0 && pc < mods[lo-1].End {
-		u.last = lo - 1
 		return lo - 1
 	}
 	return -1
+}
+
+// moduleIndex returns the index of the module containing pc, or -1,
+// trying first the module found last.
+func (w *Context) moduleIndex(pc uint64) int {
+	mods := w.mods.modules
+	if w.last < len(mods) {
+		if m := mods[w.last]; pc >= m.Start && pc < m.End {
+			return w.last
+		}
+	}
+	i := w.mods.find(pc)
+	if i >= 0 {
+		w.last = i
+	}
+	return i
+}
+
+// Memory is what a walk reads the target's memory through: a live process
+// or a core file (any targets.Memory), a copy of a thread's stack
+// (StackMemory, FlatMemory), or a cache in front of one (PageCache).
+// ReadAt reads len(p) bytes at the runtime address uint64(addr), or
+// returns an error: a short read is an error. A Memory that walks running
+// in parallel share must be safe for concurrent use (those of targets and
+// this package are). Copies of the stack (*StackMemory, *FlatMemory) are
+// read directly, without the interface call, which makes them the
+// fastest.
+type Memory interface {
+	ReadAt(p []byte, addr int64) (n int, err error)
+}
+
+// Context is what a walk changes: the register sets of the frames it is
+// between, the rules it decodes, the module it found last. Give each
+// goroutine its own and reuse it for its walks, of any Unwinder: a walk
+// then allocates nothing. The zero Context is ready to use. A Context
+// keeps references to the memory and modules of its last walk until the
+// next one.
+type Context struct {
+	// Set when a walk starts.
+	config
+	mods *moduleSet
+	mem  wordReader
+	// Results of the last step.
+	cfa uint64 // CFA of the last step
+	sig bool   // the last step went through a signal frame
+	// Scratch kept across walks.
+	last int // index of the module found last (lookup cache)
+	regs [2]targets.Regs
+	srow sframe.Row // row decoded without an index
+	cfi  cfiScratch
+	code [9]byte // instruction bytes read to recognize sigreturn
+	// noFast turns the fast path off, for tests that check it gives what
+	// the general path gives.
+	noFast bool
+}
+
+// cfiScratch is what a CFI step writes: the row looked up and the
+// expression evaluator's initial stack. (A context for cfi's lookups,
+// once they take one, belongs here too.)
+type cfiScratch struct {
+	row     cfi.Row
+	initial [1]uint64 // the CFA, pushed for register expressions
 }
 
 // get and set access register n of r, which must be below
@@ -278,37 +396,57 @@ var errEnd = errors.New("outermost frame")
 
 // Unwind appends the frames of the stack whose innermost registers are
 // regs to frames and returns them, with the reason the walk stopped and,
-// for StopMemory and StopNoRule, the error behind it.
-func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, error) {
+// for StopMemory and StopNoRule, the error behind it. It reads the stack
+// (and, to recognize signal trampolines, code) through mem, and keeps
+// what it changes in ctx: nil makes it use a new Context, which costs an
+// allocation. regs is not modified.
+func (u *Unwinder) Unwind(ctx *Context, regs *targets.Regs, mem Memory, frames []Frame) ([]Frame, Stop, error) {
+	if ctx == nil {
+		ctx = new(Context)
+	}
 	limit := u.MaxDepth
 	if limit <= 0 {
 		limit = DefaultMaxDepth
 	}
-	if regs.Arch != u.arch {
-		return frames, StopNoRule, fmt.Errorf("unwind: registers of %s, unwinder for %s", regs.Arch, u.arch)
+	ctx.begin(u, mem)
+	return ctx.walk(regs, frames, limit)
+}
+
+// begin prepares w for a walk of u's modules over mem.
+func (w *Context) begin(u *Unwinder, mem Memory) {
+	w.config = u.cfg
+	w.pacMask = u.PACMask
+	w.mods = u.mods.Load()
+	w.mem.reset(mem, w.be)
+}
+
+// walk is Unwind, once begin has set w up.
+func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, Stop, error) {
+	if regs.Arch != w.arch {
+		return frames, StopNoRule, fmt.Errorf("unwind: registers of %s, unwinder for %s", regs.Arch, w.arch)
 	}
 	// Two register sets, swapped at each step: no copies, no allocation.
-	u.regs[0] = *regs
-	cur, next := &u.regs[0], &u.regs[1]
+	w.regs[0] = *regs
+	cur, next := &w.regs[0], &w.regs[1]
 	// st mirrors cur's PC, SP and FP. While frames follow rows of the
 	// common shape they are all a step needs, so the fast path (fastWalk)
 	// keeps only them and leaves cur stale (inRegs false) until a frame
 	// needs the general machinery.
 	st := walkState{top: true}
 	var spOK bool
-	st.pc, _ = get(cur, u.pcReg)
-	st.sp, spOK = get(cur, u.spReg)
-	st.fp, st.fpOK = get(cur, u.fpReg)
+	st.pc, _ = get(cur, w.pcReg)
+	st.sp, spOK = get(cur, w.spReg)
+	st.fp, st.fpOK = get(cur, w.fpReg)
 	inRegs := true
 	for ; ; st.depth++ {
-		for spOK && !u.noFast && !st.top {
+		for spOK && !w.noFast && !st.top {
 			// The fast path writes frames in place: give it room, as
 			// append would.
 			if room := limit - st.depth; room > 0 && len(frames) == cap(frames) {
 				frames = slices.Grow(frames, min(max(len(frames), 16), room))
 			}
 			d := st.depth
-			frames = u.fastWalk(frames, &st, limit)
+			frames = w.fastWalk(frames, &st, limit)
 			if st.noProgress {
 				return frames, StopNoProgress, nil
 			}
@@ -328,12 +466,12 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 		if st.depth >= limit {
 			return frames, StopDepth, nil
 		}
-		mi := u.moduleIndex(pc)
+		mi := w.moduleIndex(pc)
 		if mi < 0 {
 			frames = append(frames, Frame{PC: pc, SP: sp, Exact: top})
 			return frames, StopNoModule, nil
 		}
-		m := u.modules[mi]
+		m := w.mods.modules[mi]
 		// Caller frames hold return addresses, which may point past the
 		// end of the call's function (noreturn calls): look up PC-1.
 		lookup := pc
@@ -342,15 +480,15 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 		}
 		if !inRegs {
 			// Only these are known after fast steps.
-			*cur = targets.Regs{Arch: u.arch}
-			set(cur, u.pcReg, pc)
-			set(cur, u.spReg, sp)
+			*cur = targets.Regs{Arch: w.arch}
+			set(cur, w.pcReg, pc)
+			set(cur, w.spReg, sp)
 			if st.fpOK {
-				set(cur, u.fpReg, st.fp)
+				set(cur, w.fpReg, st.fp)
 			}
 		}
-		method, err := u.step(mi, pc, lookup, cur, next, top)
-		frames = append(frames, Frame{PC: pc, SP: sp, CFA: u.cfa, Module: m, Method: method, Signal: u.sig, Exact: top || u.sig})
+		method, err := w.step(mi, pc, lookup, cur, next, top)
+		frames = append(frames, Frame{PC: pc, SP: sp, CFA: w.cfa, Module: m, Method: method, Signal: w.sig, Exact: top || w.sig})
 		if err != nil {
 			switch err {
 			case errEnd:
@@ -360,52 +498,58 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 			}
 			return frames, StopMemory, err
 		}
-		nsp, _ := get(next, u.spReg)
-		if !u.sig && (nsp < sp || (nsp == sp && !top)) {
+		nsp, _ := get(next, w.spReg)
+		if !w.sig && (nsp < sp || (nsp == sp && !top)) {
 			return frames, StopNoProgress, nil
 		}
-		st.top = u.sig
+		st.top = w.sig
 		cur, next = next, cur
-		st.pc, _ = get(cur, u.pcReg)
-		st.sp, spOK = get(cur, u.spReg)
-		st.fp, st.fpOK = get(cur, u.fpReg)
+		st.pc, _ = get(cur, w.pcReg)
+		st.sp, spOK = get(cur, w.spReg)
+		st.fp, st.fpOK = get(cur, w.fpReg)
 		inRegs = true
 	}
 }
 
 // step computes the caller's registers into next, trying each method.
-func (u *Unwinder) step(mi int, pc, lookup uint64, cur, next *targets.Regs, top bool) (Method, error) {
-	u.cfa, u.sig = 0, false
-	m := u.modules[mi]
+func (w *Context) step(mi int, pc, lookup uint64, cur, next *targets.Regs, top bool) (Method, error) {
+	w.cfa, w.sig = 0, false
+	m := w.mods.modules[mi]
 	elfPC := lookup - m.Bias
 	var firstErr error
 	if m.SFrame != nil {
-		err := u.stepSFrame(m, u.info[mi].x, elfPC, cur, next, top)
+		err := w.stepSFrame(m, w.mods.info[mi].x, elfPC, cur, next, top)
 		if err == nil || err == errEnd {
-			if u.sig {
+			if w.sig {
 				return MethodSignal, err
 			}
 			return MethodSFrame, err
 		}
 		if err != errNoRule {
+			if outsideCopy(err) {
+				return MethodNone, err
+			}
 			firstErr = err
 		}
 	}
 	if m.CFI != nil {
-		err := u.stepCFI(m, elfPC, cur, next, top)
+		err := w.stepCFI(m, elfPC, cur, next, top)
 		if err == nil || errors.Is(err, errEnd) {
 			return MethodCFI, err
+		}
+		if outsideCopy(err) {
+			return MethodNone, err
 		}
 		if !errors.Is(err, errNoRule) && firstErr == nil {
 			firstErr = err
 		}
 	}
-	if u.isSigreturn(pc) {
-		u.sig = true
-		return MethodSignal, u.stepSignal(cur, next)
+	if w.isSigreturn(pc) {
+		w.sig = true
+		return MethodSignal, w.stepSignal(cur, next)
 	}
 	if !m.NoFP {
-		if err := u.stepFP(cur, next); err == nil {
+		if err := w.stepFP(cur, next); err == nil {
 			return MethodFP, nil
 		} else if !errors.Is(err, errNoRule) && firstErr == nil {
 			firstErr = err
@@ -416,3 +560,9 @@ func (u *Unwinder) step(mi int, pc, lookup uint64, cur, next *targets.Regs, top 
 	}
 	return MethodNone, errNoRule
 }
+
+// outsideCopy reports whether err is a read past a StackMemory's copy.
+// The rules of the frame apply but need what the copy does not hold: the
+// walk ends there rather than guess with the next method, whose reads
+// (the frame-pointer chain) may land inside the copy and make up frames.
+func outsideCopy(err error) bool { return errors.Is(err, ErrOutsideStackCopy) }
