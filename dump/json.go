@@ -137,11 +137,11 @@ func Build(in *Input) (*JSONFile, error) {
 			return out, err
 		}
 		jf := JSONFunction{Index: i, Start: Addr(f.Start), Size: f.Size, PCType: "inc", FDEType: "default",
-			RepSize: int(f.RepSize), Signal: f.Signal(s.Version), PAuthB: s.ABI.IsAArch64() && f.PAuthKeyB(), Rows: []JSONRow{}}
+			RepSize: int(f.RepSize), Signal: f.Signal(), PAuthB: s.ABI.IsAArch64() && f.PAuthKeyB(), Rows: []JSONRow{}}
 		if f.PCType() == sframe.PCMask {
 			jf.PCType = "mask"
 		}
-		if f.Type() == sframe.FDEFlex && s.Version == sframe.Version3 {
+		if f.FDEType() == sframe.FDEFlex {
 			jf.FDEType = "flex"
 		}
 		jf.FREType = "addr" + strconv.Itoa(f.FREType().Size())

@@ -7,10 +7,10 @@ package dump
 import (
 	"bufio"
 	"fmt"
-	"github.com/sframekit/sframekit/internal/textfmt"
 	"io"
 	"strconv"
 
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -140,18 +140,18 @@ func (p *printer) function(i int) error {
 	b = append(b, " bytes"...)
 	p.buf = b
 	w.Write(b)
-	flex := s.Version == sframe.Version3 && f.Type() == sframe.FDEFlex
-	if s.Version != sframe.Version1 {
-		attr := ""
-		if f.Signal(s.Version) || (s.Version == sframe.Version2 && f.Info&0x80 != 0) {
-			attr += "S"
+	// objdump prints attributes from v2 on; SignalBit and FDEFlex are
+	// never set before.
+	flex := f.FDEType() == sframe.FDEFlex
+	if sig := f.SignalBit(); sig || flex {
+		w.WriteString(`, attr = "`)
+		if sig {
+			w.WriteString("S")
 		}
 		if flex {
-			attr += "F"
+			w.WriteString("F")
 		}
-		if attr != "" {
-			fmt.Fprintf(w, ", attr = \"%s\"", attr)
-		}
+		w.WriteString(`"`)
 	}
 	if s.ABI.IsAArch64() && f.PAuthKeyB() {
 		w.WriteString(", pauth = B key")

@@ -945,10 +945,8 @@ func (s *Section) extractFunc(f *Func, ef *EncFunc, slab []EncRow) ([]EncRow, er
 		// PLT entries, 16 bytes each (what ld writes in v2).
 		ef.RepSize = 16
 	}
-	if s.Version == Version3 {
-		ef.Signal = f.Signal(s.Version)
-		ef.Type = f.Type()
-	}
+	ef.Signal = f.Signal()
+	ef.Type = f.FDEType()
 	startLen := len(slab)
 	it := s.FREs(f)
 	for it.Next() {

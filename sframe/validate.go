@@ -43,7 +43,7 @@ func (s *Section) validateFunc(f *Func) error {
 		return errorf(ErrBadFREType, f.StartFieldOff, f.Index, "FRE type %d", t)
 	}
 	if s.Version == Version3 {
-		if f.Type() > FDEFlex || f.Info2&^0x1f != 0 {
+		if f.FDEType() > FDEFlex || f.Info2&^0x1f != 0 {
 			return errorf(ErrBadFDEType, f.frePos-2, f.Index, "info2 %#x", f.Info2)
 		}
 	}
@@ -66,7 +66,7 @@ func (s *Section) validateFunc(f *Func) error {
 			return errorf(ErrFRERange, e.Off, f.Index, "start %#x not below %#x", e.StartOff, limit)
 		}
 		if !s.expectedWords(f, e) {
-			return errorf(ErrBadWordCount, e.Off, f.Index, "%d data words for %s %s", e.Count(), s.ABI, f.Type())
+			return errorf(ErrBadWordCount, e.Off, f.Index, "%d data words for %s %s", e.Count(), s.ABI, f.FDEType())
 		}
 		if err := s.validateRules(f, e); err != nil {
 			return err
@@ -82,7 +82,7 @@ func (s *Section) validateRules(f *Func, e *FRE) error {
 	if n == 0 {
 		return nil
 	}
-	if s.Version == Version3 && f.Type() == FDEFlex {
+	if f.FDEType() == FDEFlex {
 		if e.uword(0, s.be)&flexRegP == 0 {
 			return errorf(ErrBadRule, e.Off, f.Index, "flexible CFA rule not based on a register")
 		}
