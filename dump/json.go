@@ -107,7 +107,9 @@ type JSONRule struct {
 	Padding bool `json:"padding,omitempty"`
 }
 
-// Build converts a loaded section to its JSON form.
+// Build converts a loaded section to its JSON form. Like Text, it stops
+// with an error at a row it cannot decode or past the header's FRE count,
+// returning what it built so far.
 func Build(in *Input) (*JSONFile, error) {
 	s := in.SFrame
 	out := &JSONFile{File: in.Path, Format: in.Format, Section: in.Section, Functions: []JSONFunction{}}
@@ -131,6 +133,7 @@ func Build(in *Input) (*JSONFile, error) {
 	}
 	h.AuxHeaderLen = int(s.AuxHdrLen)
 	h.NumFDEs, h.NumFREs, h.Address = s.NumFDEs, s.NumFREs, Addr(s.Addr())
+	var rows uint64
 	for i := 0; i < s.NumFuncs(); i++ {
 		f, err := s.Func(i)
 		if err != nil {
@@ -148,6 +151,9 @@ func Build(in *Input) (*JSONFile, error) {
 		it := s.FREs(&f)
 		for it.Next() {
 			e := it.FRE()
+			if err := tooManyRows(s, &rows, i); err != nil {
+				return out, err
+			}
 			r, err := s.Rules(&f, e)
 			if err != nil {
 				return out, err

@@ -22,7 +22,9 @@ func FileHeader(w io.Writer, name, format string) error {
 
 // Text writes the SFrame section s, named secName, as objdump --sframe
 // prints it. Rows that cannot be decoded stop the dump with an error after
-// what was printed so far.
+// what was printed so far, and so does a row past the header's FRE count
+// (bounded by the section size), so that functions sharing their rows
+// cannot make a small section print gigabytes.
 func Text(w io.Writer, s *sframe.Section, secName string) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	err := text(bw, s, secName)
@@ -36,6 +38,9 @@ type printer struct {
 	w   *bufio.Writer
 	s   *sframe.Section
 	buf []byte
+	// rows counts the rows printed, which may not pass the header's
+	// count: functions of a crafted section can all claim the same rows.
+	rows uint64
 }
 
 func text(w *bufio.Writer, s *sframe.Section, secName string) error {
@@ -165,6 +170,9 @@ func (p *printer) function(i int) error {
 	it := s.FREs(&f)
 	for it.Next() {
 		e := it.FRE()
+		if err := tooManyRows(s, &p.rows, i); err != nil {
+			return err
+		}
 		pc := uint64(e.StartOff)
 		if !mask {
 			pc += start
@@ -319,4 +327,14 @@ func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
 		p.buf = append(p.buf, "   "...)
 	}
 	p.buf = textfmt.PadTo(p.buf, m, 13)
+}
+
+// tooManyRows counts one more row of function fn against the header's FRE
+// count, returning an error when it passes it.
+func tooManyRows(s *sframe.Section, rows *uint64, fn int) error {
+	if *rows++; *rows > uint64(s.NumFREs) {
+		return &sframe.Error{Off: 12, Func: fn, Kind: sframe.ErrCountMismatch,
+			Msg: fmt.Sprintf("functions hold more than the header's %d FREs", s.NumFREs)}
+	}
+	return nil
 }

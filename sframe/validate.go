@@ -8,6 +8,12 @@ package sframe
 // data words for the ABI, flexible CFA rules based on a register, and
 // the FRE total equal to the header's count. It returns the first problem
 // found as a *Error naming the function and byte offset.
+//
+// Its work is linear in the section size: once the functions seen hold
+// more FREs than the header's count (which Parse bounds by the FRE
+// sub-section size), the rows of the remaining functions, which could
+// all share the same FREs, are not walked, and the count mismatch is
+// reported.
 func (s *Section) Validate() error {
 	if unk := s.Flags &^ KnownFlags(s.Version); unk != 0 {
 		return errorf(ErrBadFlags, 3, -1, "unknown flags %#x for %s", uint8(unk), s.Version)
@@ -26,10 +32,13 @@ func (s *Section) Validate() error {
 			return errorf(ErrUnsorted, f.StartFieldOff, i, "start %#x not above the previous %#x", f.Start, prev)
 		}
 		prev = f.Start
+		total += uint64(f.NumFREs)
+		if total > uint64(s.NumFREs) {
+			continue
+		}
 		if err := s.validateFunc(&f); err != nil {
 			return err
 		}
-		total += uint64(f.NumFREs)
 	}
 	if total != uint64(s.NumFREs) {
 		return errorf(ErrCountMismatch, 12, -1, "functions hold %d FREs, header says %d", total, s.NumFREs)
