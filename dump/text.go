@@ -1,7 +1,3 @@
-// Package dump prints SFrame sections for people and programs: the text
-// of `objdump --sframe` byte for byte (the dialect of binutils 2.40 for
-// version 1 sections, which newer objdump refuses, and of 2.47 for
-// versions 2 and 3), and a stable JSON form of the same content.
 package dump
 
 import (
