@@ -112,9 +112,9 @@ type EncRow struct {
 // input slice (or -1), Row the row index (or -1).
 type EncodeError struct {
 	Func  int
-	Start uint64
+	Start uint64 // the function's start address
 	Row   int
-	Msg   string
+	Msg   string // what cannot be encoded, and why
 }
 
 // Error formats the error with the function index, start and row.

@@ -11,17 +11,24 @@ const HeaderSize = 28
 
 // Header is the decoded SFrame header.
 type Header struct {
-	Version          Version
-	Flags            Flags
-	ABI              ABI
+	Version Version
+	Flags   Flags
+	ABI     ABI
+	// CFAFixedFPOffset and CFAFixedRAOffset are the offsets from the CFA
+	// at which every row finds the saved FP and RA, or 0 (see HasFixedRA).
 	CFAFixedFPOffset int8
 	CFAFixedRAOffset int8
-	AuxHdrLen        uint8
-	NumFDEs          uint32
-	NumFREs          uint32
-	FRELen           uint32
-	FDEOff           uint32
-	FREOff           uint32
+	// AuxHdrLen is the size of the auxiliary header after this one.
+	AuxHdrLen uint8
+	// NumFDEs and NumFREs count the functions and rows, FRELen is the
+	// size of the FRE sub-section, and FDEOff and FREOff are the offsets
+	// of the function table and the FRE sub-section from the end of the
+	// headers.
+	NumFDEs uint32
+	NumFREs uint32
+	FRELen  uint32
+	FDEOff  uint32
+	FREOff  uint32
 }
 
 // HasFixedRA reports whether the return address is at a fixed offset from
@@ -276,6 +283,7 @@ func (s *Section) u64(off int) uint64 {
 // the decoded attributes whatever the version; Info and Info2 are the raw
 // bytes behind them.
 type Func struct {
+	// Index is the function's position in the function table.
 	Index int
 	// Start is the function's start address, computed from the start
 	// field, the section address and the PC-relative flag.
@@ -284,9 +292,12 @@ type Func struct {
 	// the section offset of that field.
 	StartField    int64
 	StartFieldOff int
-	Size          uint32
-	// FREOff is the raw start-FRE offset, relative to the FRE sub-section.
-	FREOff  uint32
+	// Size is the function's length in bytes.
+	Size uint32
+	// FREOff is the raw start-FRE offset, relative to the FRE sub-section
+	// (in v3, the offset of the attribute that precedes the FREs).
+	FREOff uint32
+	// NumFREs is the number of rows.
 	NumFREs uint32
 	// Info is the raw info byte and Info2 the raw v3 info2 byte (0 before
 	// v3); read them through the accessors.
@@ -419,7 +430,8 @@ type FRE struct {
 	// StartOff is the raw start address: an offset from the function
 	// start (PCInc) or within the repeated block (PCMask).
 	StartOff uint32
-	Info     uint8
+	// Info is the raw info byte; read it through the accessors.
+	Info uint8
 	// Data holds the data words, Count words of WordSize bytes each.
 	Data []byte
 	// Off is the section offset of the FRE.
