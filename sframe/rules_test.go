@@ -290,11 +290,11 @@ func TestFuncAccessorsByVersion(t *testing.T) {
 		{Version2, false, true, FDEDefault, FlagFDESorted},
 		{Version3, true, true, FDEFlex, FlagFDESorted},
 	} {
-		// A flexible v3 row needs a CFA pair (control word: register 7);
+		// A flexible v3 row needs a CFA pair (a control word naming SP);
 		// the default rows of v1 and v2 a CFA word.
 		row := testFRE{0, freInfo(true, 1, 0, false), []int32{8}}
 		if c.v == Version3 {
-			row = testFRE{0, freInfo(true, 2, 0, false), []int32{7<<3 | 1, 8}}
+			row = testFRE{0, freInfo(true, 2, 0, false), []int32{flexCtl(ABIAMD64LE.SP(), true, false), 8}}
 		}
 		ts := &testSection{version: c.v, flags: c.flags, abi: ABIAMD64LE, fixedRA: -8,
 			funcs: []testFunc{{start: 0x100, size: 16, info: 0x80, info2: 1, fres: []testFRE{row}}}}
@@ -313,7 +313,7 @@ func TestFuncAccessorsByVersion(t *testing.T) {
 					c.v, f.Version(), f.Signal(), f.SignalBit(), f.FDEType(), c.signal, c.signalBit, c.fdeType)
 			}
 		}
-		if r := rowAt(t, s, 0x104); r.CFA != value(7, 8) {
+		if r := rowAt(t, s, 0x104); r.CFA != value(ABIAMD64LE.SP(), 8) {
 			t.Errorf("%s: CFA %+v, want sp+8", c.v, r.CFA)
 		}
 	}
