@@ -2,7 +2,9 @@ package dump
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -198,5 +200,58 @@ func BenchmarkText(b *testing.B) {
 		if err := Text(&buf, in.SFrame, in.Section); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// sharedRows builds a v2 AMD64 section whose n functions all claim the
+// same k rows, which the header counts once.
+func sharedRows(n, k int) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, sframe.HeaderSize, sframe.HeaderSize+20*n+4*k)
+	le.PutUint16(b, sframe.Magic)
+	b[2], b[3], b[4], b[6] = byte(sframe.Version2), byte(sframe.FlagFDESorted), byte(sframe.ABIAMD64LE), 0xf8
+	le.PutUint32(b[8:], uint32(n))
+	le.PutUint32(b[12:], uint32(k))
+	le.PutUint32(b[16:], uint32(4*k))
+	le.PutUint32(b[24:], uint32(20*n))
+	for i := range n {
+		var fde [20]byte
+		le.PutUint32(fde[0:], uint32(i)<<16) // start
+		le.PutUint32(fde[4:], 1<<16)         // size
+		le.PutUint32(fde[12:], uint32(k))    // FREs, all at offset 0
+		fde[16] = byte(sframe.FREAddr2)
+		b = append(b, fde[:]...)
+	}
+	for i := range k {
+		b = le.AppendUint16(b, uint16(i))
+		b = append(b, 3, 8) // SP-based CFA, one 1-byte word: sp+8
+	}
+	return b
+}
+
+// TestSharedRowsBounded checks that both dump forms stop at the header's
+// row count instead of printing every function's claim to the same rows
+// (here 1000 rows printed a thousand times).
+func TestSharedRowsBounded(t *testing.T) {
+	const n, k = 1000, 1000
+	s, err := sframe.Parse(sharedRows(n, k), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e *sframe.Error
+	var b bytes.Buffer
+	err = Text(&b, s, ".sframe")
+	if !errors.As(err, &e) || e.Kind != sframe.ErrCountMismatch || e.Func != 1 {
+		t.Errorf("Text: %v, want a count mismatch in function 1", err)
+	}
+	if rows := strings.Count(b.String(), "  sp+8 "); rows != k {
+		t.Errorf("Text printed %d rows, want the header's %d", rows, k)
+	}
+	j, err := Build(&Input{Path: "shared", Format: "raw", Section: ".sframe", SFrame: s})
+	if !errors.As(err, &e) || e.Kind != sframe.ErrCountMismatch || e.Func != 1 {
+		t.Errorf("Build: %v, want a count mismatch in function 1", err)
+	}
+	if len(j.Functions) != 1 || len(j.Functions[0].Rows) != k {
+		t.Errorf("Build kept %d functions, want the first with its %d rows", len(j.Functions), k)
 	}
 }

@@ -107,7 +107,9 @@ type JSONRule struct {
 	Padding bool `json:"padding,omitempty"`
 }
 
-// Build converts a loaded section to its JSON form.
+// Build converts a loaded section to its JSON form. Like Text, it stops
+// with an error at a row it cannot decode or past the header's FRE count,
+// returning what it built so far.
 func Build(in *Input) (*JSONFile, error) {
 	s := in.SFrame
 	out := &JSONFile{File: in.Path, Format: in.Format, Section: in.Section, Functions: []JSONFunction{}}
@@ -131,23 +133,27 @@ func Build(in *Input) (*JSONFile, error) {
 	}
 	h.AuxHeaderLen = int(s.AuxHdrLen)
 	h.NumFDEs, h.NumFREs, h.Address = s.NumFDEs, s.NumFREs, Addr(s.Addr())
+	var rows uint64
 	for i := 0; i < s.NumFuncs(); i++ {
 		f, err := s.Func(i)
 		if err != nil {
 			return out, err
 		}
 		jf := JSONFunction{Index: i, Start: Addr(f.Start), Size: f.Size, PCType: "inc", FDEType: "default",
-			RepSize: int(f.RepSize), Signal: f.Signal(s.Version), PAuthB: s.ABI.IsAArch64() && f.PAuthKeyB(), Rows: []JSONRow{}}
+			RepSize: int(f.RepSize), Signal: f.Signal(), PAuthB: s.ABI.IsAArch64() && f.PAuthKeyB(), Rows: []JSONRow{}}
 		if f.PCType() == sframe.PCMask {
 			jf.PCType = "mask"
 		}
-		if f.Type() == sframe.FDEFlex && s.Version == sframe.Version3 {
+		if f.FDEType() == sframe.FDEFlex {
 			jf.FDEType = "flex"
 		}
 		jf.FREType = "addr" + strconv.Itoa(f.FREType().Size())
 		it := s.FREs(&f)
 		for it.Next() {
 			e := it.FRE()
+			if err := tooManyRows(s, &rows, i); err != nil {
+				return out, err
+			}
 			r, err := s.Rules(&f, e)
 			if err != nil {
 				return out, err

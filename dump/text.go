@@ -1,16 +1,12 @@
-// Package dump prints SFrame sections for people and programs: the text
-// of `objdump --sframe` byte for byte (the dialect of binutils 2.40 for
-// version 1 sections, which newer objdump refuses, and of 2.47 for
-// versions 2 and 3), and a stable JSON form of the same content.
 package dump
 
 import (
 	"bufio"
 	"fmt"
-	"github.com/sframekit/sframekit/internal/textfmt"
 	"io"
 	"strconv"
 
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -22,7 +18,9 @@ func FileHeader(w io.Writer, name, format string) error {
 
 // Text writes the SFrame section s, named secName, as objdump --sframe
 // prints it. Rows that cannot be decoded stop the dump with an error after
-// what was printed so far.
+// what was printed so far, and so does a row past the header's FRE count
+// (bounded by the section size), so that functions sharing their rows
+// cannot make a small section print gigabytes.
 func Text(w io.Writer, s *sframe.Section, secName string) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	err := text(bw, s, secName)
@@ -36,6 +34,9 @@ type printer struct {
 	w   *bufio.Writer
 	s   *sframe.Section
 	buf []byte
+	// rows counts the rows printed, which may not pass the header's
+	// count: functions of a crafted section can all claim the same rows.
+	rows uint64
 }
 
 func text(w *bufio.Writer, s *sframe.Section, secName string) error {
@@ -140,18 +141,18 @@ func (p *printer) function(i int) error {
 	b = append(b, " bytes"...)
 	p.buf = b
 	w.Write(b)
-	flex := s.Version == sframe.Version3 && f.Type() == sframe.FDEFlex
-	if s.Version != sframe.Version1 {
-		attr := ""
-		if f.Signal(s.Version) || (s.Version == sframe.Version2 && f.Info&0x80 != 0) {
-			attr += "S"
+	// objdump prints attributes from v2 on; SignalBit and FDEFlex are
+	// never set before.
+	flex := f.FDEType() == sframe.FDEFlex
+	if sig := f.SignalBit(); sig || flex {
+		w.WriteString(`, attr = "`)
+		if sig {
+			w.WriteString("S")
 		}
 		if flex {
-			attr += "F"
+			w.WriteString("F")
 		}
-		if attr != "" {
-			fmt.Fprintf(w, ", attr = \"%s\"", attr)
-		}
+		w.WriteString(`"`)
 	}
 	if s.ABI.IsAArch64() && f.PAuthKeyB() {
 		w.WriteString(", pauth = B key")
@@ -165,6 +166,9 @@ func (p *printer) function(i int) error {
 	it := s.FREs(&f)
 	for it.Next() {
 		e := it.FRE()
+		if err := tooManyRows(s, &p.rows, i); err != nil {
+			return err
+		}
 		pc := uint64(e.StartOff)
 		if !mask {
 			pc += start
@@ -319,4 +323,14 @@ func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
 		p.buf = append(p.buf, "   "...)
 	}
 	p.buf = textfmt.PadTo(p.buf, m, 13)
+}
+
+// tooManyRows counts one more row of function fn against the header's FRE
+// count, returning an error when it passes it.
+func tooManyRows(s *sframe.Section, rows *uint64, fn int) error {
+	if *rows++; *rows > uint64(s.NumFREs) {
+		return &sframe.Error{Off: 12, Func: fn, Kind: sframe.ErrCountMismatch,
+			Msg: fmt.Sprintf("functions hold more than the header's %d FREs", s.NumFREs)}
+	}
+	return nil
 }

@@ -112,9 +112,9 @@ type EncRow struct {
 // input slice (or -1), Row the row index (or -1).
 type EncodeError struct {
 	Func  int
-	Start uint64
+	Start uint64 // the function's start address
 	Row   int
-	Msg   string
+	Msg   string // what cannot be encoded, and why
 }
 
 // Error formats the error with the function index, start and row.
@@ -864,6 +864,10 @@ func (e *encoder) funcInfo(f *EncFunc) uint8 {
 // index order); for an unsorted section, in index order. For a version 1
 // section the options name Version1, which Encode refuses: set Version
 // to convert (v1 AMD64 PC-mask functions are given RepSize 16).
+//
+// Extract allocates one EncRow per FRE of the header's count, which
+// Parse bounds by the section size: functions that together claim more
+// FREs than the header says make it fail with ErrCountMismatch.
 func Extract(s *Section) (EncodeOptions, []EncFunc, error) {
 	opts := EncodeOptions{
 		Version:          s.Version,
@@ -886,12 +890,18 @@ func Extract(s *Section) (EncodeOptions, []EncFunc, error) {
 	opts.Align = trailingAlign(s)
 	n := s.NumFuncs()
 	fs := make([]Func, n)
-	rowsTotal := 0
+	var rowsTotal uint64
 	for i := range fs {
 		if err := s.decodeFunc(i, &fs[i]); err != nil {
 			return opts, nil, err
 		}
-		rowsTotal += int(min(fs[i].NumFREs, s.NumFREs))
+		rowsTotal += uint64(fs[i].NumFREs)
+	}
+	// Functions may share FREs: their counts, not the FRE sub-section
+	// size, bound the rows, and their total must not pass the header's
+	// (bounded by Parse) lest a small section make billions of rows.
+	if rowsTotal > uint64(s.NumFREs) {
+		return opts, nil, errorf(ErrCountMismatch, 12, -1, "functions hold %d FREs, header says %d", rowsTotal, s.NumFREs)
 	}
 	if !opts.KeepOrder {
 		slices.SortStableFunc(fs, func(a, b Func) int {
@@ -906,9 +916,8 @@ func Extract(s *Section) (EncodeOptions, []EncFunc, error) {
 			return cmpBool(a.NumFREs != 0, b.NumFREs != 0)
 		})
 	}
-	// One backing array for all rows; NumFREs is bounded by the section
-	// size (Parse checks it), per-function counts are not.
-	slab := make([]EncRow, 0, min(rowsTotal, int(s.NumFREs)))
+	// One backing array for all rows.
+	slab := make([]EncRow, 0, rowsTotal)
 	funcs := make([]EncFunc, n)
 	for i := range fs {
 		var err error
@@ -945,10 +954,8 @@ func (s *Section) extractFunc(f *Func, ef *EncFunc, slab []EncRow) ([]EncRow, er
 		// PLT entries, 16 bytes each (what ld writes in v2).
 		ef.RepSize = 16
 	}
-	if s.Version == Version3 {
-		ef.Signal = f.Signal(s.Version)
-		ef.Type = f.Type()
-	}
+	ef.Signal = f.Signal()
+	ef.Type = f.FDEType()
 	startLen := len(slab)
 	it := s.FREs(f)
 	for it.Next() {

@@ -116,6 +116,7 @@ func (x *lookupIndex) find(pc uint64) int {
 func (s *Section) funcAt(i int, f *Func) {
 	r := &s.idx.recs[i]
 	f.Index = i
+	f.ver = s.Version
 	f.Start = s.idx.base + uint64(r.start)
 	f.Size = r.size
 	f.NumFREs = r.meta & 0xffff

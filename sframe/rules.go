@@ -37,7 +37,7 @@ func (s *Section) Rules(f *Func, e *FRE) (Row, error) {
 		r.RAUndefined = true
 		return r, nil
 	}
-	if s.Version == Version3 && f.Type() == FDEFlex {
+	if f.FDEType() == FDEFlex {
 		return s.flexRules(f, e, r)
 	}
 	be := s.be
@@ -139,7 +139,7 @@ func (s *Section) expectedWords(f *Func, e *FRE) bool {
 	if n == 0 {
 		return s.Version != Version1
 	}
-	if s.Version == Version3 && f.Type() == FDEFlex {
+	if f.FDEType() == FDEFlex {
 		switch n {
 		case 2:
 			return true

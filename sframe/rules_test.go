@@ -185,7 +185,7 @@ func TestRAUndefinedAndSignal(t *testing.T) {
 		t.Errorf("got %+v, want RA undefined", got)
 	}
 	f, _ := s.Func(0)
-	if !f.Signal(s.Version) {
+	if !f.Signal() {
 		t.Errorf("signal bit not reported")
 	}
 	// Version 1 has no "RA undefined": a word-less FRE is an error.
@@ -229,8 +229,12 @@ func TestUnsortedLinearLookupAndAux(t *testing.T) {
 			{start: 0x100, size: 0x10, fres: []testFRE{{0, freInfo(true, 1, 0, false), []int32{24}}}},
 		}}
 	s := mustParse(t, ts, 0)
-	if s.HeaderLen() != HeaderSize+3 || s.FDETableOffset() != HeaderSize+3+4 {
-		t.Fatalf("header len %d, table at %d", s.HeaderLen(), s.FDETableOffset())
+	f0, err := s.Func(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.HeaderLen() != HeaderSize+3 || f0.StartFieldOff != HeaderSize+3+4 {
+		t.Fatalf("header len %d, table at %d", s.HeaderLen(), f0.StartFieldOff)
 	}
 	if got := rowAt(t, s, 0x105); got.CFA != value(7, 24) {
 		t.Errorf("unsorted lookup: %+v", got)
@@ -267,5 +271,50 @@ func TestLookupDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("lookup allocates %v times", allocs)
+	}
+}
+
+// TestFuncAccessorsByVersion checks that a Func reads its info bytes as
+// its own section's version defines them: the top info bit is the signal
+// flag in v3 only (objdump's "S" in v2 too, through SignalBit), and only
+// v3 has FDE types. The same function is decoded from the table (Func)
+// and from the lookup index (FindFRE), which must agree.
+func TestFuncAccessorsByVersion(t *testing.T) {
+	for _, c := range []struct {
+		v                 Version
+		signal, signalBit bool
+		fdeType           FDEType
+		flags             Flags
+	}{
+		{Version1, false, false, FDEDefault, FlagFDESorted},
+		{Version2, false, true, FDEDefault, FlagFDESorted},
+		{Version3, true, true, FDEFlex, FlagFDESorted},
+	} {
+		// A flexible v3 row needs a CFA pair (a control word naming SP);
+		// the default rows of v1 and v2 a CFA word.
+		row := testFRE{0, freInfo(true, 1, 0, false), []int32{8}}
+		if c.v == Version3 {
+			row = testFRE{0, freInfo(true, 2, 0, false), []int32{flexCtl(ABIAMD64LE.SP(), true, false), 8}}
+		}
+		ts := &testSection{version: c.v, flags: c.flags, abi: ABIAMD64LE, fixedRA: -8,
+			funcs: []testFunc{{start: 0x100, size: 16, info: 0x80, info2: 1, fres: []testFRE{row}}}}
+		s := mustParse(t, ts, 0)
+		byIndex, _, err := s.FindFRE(0x104)
+		if err != nil {
+			t.Fatalf("%s: FindFRE: %v", c.v, err)
+		}
+		byTable, err := s.Func(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []Func{byTable, byIndex} {
+			if f.Version() != c.v || f.Signal() != c.signal || f.SignalBit() != c.signalBit || f.FDEType() != c.fdeType {
+				t.Errorf("%s: Version %s, Signal %v, SignalBit %v, FDEType %s; want %v, %v, %s",
+					c.v, f.Version(), f.Signal(), f.SignalBit(), f.FDEType(), c.signal, c.signalBit, c.fdeType)
+			}
+		}
+		if r := rowAt(t, s, 0x104); r.CFA != value(ABIAMD64LE.SP(), 8) {
+			t.Errorf("%s: CFA %+v, want sp+8", c.v, r.CFA)
+		}
 	}
 }

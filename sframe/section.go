@@ -11,17 +11,24 @@ const HeaderSize = 28
 
 // Header is the decoded SFrame header.
 type Header struct {
-	Version          Version
-	Flags            Flags
-	ABI              ABI
+	Version Version
+	Flags   Flags
+	ABI     ABI
+	// CFAFixedFPOffset and CFAFixedRAOffset are the offsets from the CFA
+	// at which every row finds the saved FP and RA, or 0 (see HasFixedRA).
 	CFAFixedFPOffset int8
 	CFAFixedRAOffset int8
-	AuxHdrLen        uint8
-	NumFDEs          uint32
-	NumFREs          uint32
-	FRELen           uint32
-	FDEOff           uint32
-	FREOff           uint32
+	// AuxHdrLen is the size of the auxiliary header after this one.
+	AuxHdrLen uint8
+	// NumFDEs and NumFREs count the functions and rows, FRELen is the
+	// size of the FRE sub-section, and FDEOff and FREOff are the offsets
+	// of the function table and the FRE sub-section from the end of the
+	// headers.
+	NumFDEs uint32
+	NumFREs uint32
+	FRELen  uint32
+	FDEOff  uint32
+	FREOff  uint32
 }
 
 // HasFixedRA reports whether the return address is at a fixed offset from
@@ -83,7 +90,6 @@ const (
 	ErrBadFDEType
 	ErrCountMismatch
 	ErrBadRule
-	ErrNotFound
 )
 
 var errKindNames = [...]string{
@@ -102,7 +108,6 @@ var errKindNames = [...]string{
 	ErrBadFDEType:    "bad FDE type",
 	ErrCountMismatch: "FRE count mismatch",
 	ErrBadRule:       "bad rule",
-	ErrNotFound:      "no row for PC",
 }
 
 // String describes the kind of error.
@@ -248,12 +253,6 @@ func (s *Section) HeaderLen() int { return s.hdrLen }
 // AuxHeader returns the auxiliary header bytes (usually empty).
 func (s *Section) AuxHeader() []byte { return s.data[HeaderSize:s.hdrLen] }
 
-// FDETableOffset returns the section offset of the function table.
-func (s *Section) FDETableOffset() int { return s.fdeBase }
-
-// FRESubsectionOffset returns the section offset of the FRE sub-section.
-func (s *Section) FRESubsectionOffset() int { return s.freBase }
-
 // NumFuncs returns the number of functions (FDEs).
 func (s *Section) NumFuncs() int { return int(s.NumFDEs) }
 
@@ -279,8 +278,12 @@ func (s *Section) u64(off int) uint64 {
 }
 
 // Func is one function descriptor: the FDE (v1, v2) or the FDE index
-// entry and its attribute (v3).
+// entry and its attribute (v3). It knows the version of its section, so
+// that its accessors (FREType, PCType, FDEType, PAuthKeyB, Signal) give
+// the decoded attributes whatever the version; Info and Info2 are the raw
+// bytes behind them.
 type Func struct {
+	// Index is the function's position in the function table.
 	Index int
 	// Start is the function's start address, computed from the start
 	// field, the section address and the PC-relative flag.
@@ -289,18 +292,28 @@ type Func struct {
 	// the section offset of that field.
 	StartField    int64
 	StartFieldOff int
-	Size          uint32
-	// FREOff is the raw start-FRE offset, relative to the FRE sub-section.
-	FREOff  uint32
+	// Size is the function's length in bytes.
+	Size uint32
+	// FREOff is the raw start-FRE offset, relative to the FRE sub-section
+	// (in v3, the offset of the attribute that precedes the FREs).
+	FREOff uint32
+	// NumFREs is the number of rows.
 	NumFREs uint32
-	Info    uint8
-	Info2   uint8 // v3 only
+	// Info is the raw info byte and Info2 the raw v3 info2 byte (0 before
+	// v3); read them through the accessors.
+	Info  uint8
+	Info2 uint8
 	// RepSize is the repeated block size of PC-mask FDEs (v2, v3; 16
 	// for v1 PC-mask FDEs, which have no such field).
 	RepSize uint8
+	// ver is the version of the section f was decoded from.
+	ver Version
 	// frePos is the section offset of the first FRE.
 	frePos int
 }
+
+// Version returns the version of the section f was decoded from.
+func (f *Func) Version() Version { return f.ver }
 
 // FREType returns the width of the function's FRE start addresses.
 func (f *Func) FREType() FREType { return FREType(f.Info & 0xf) }
@@ -308,21 +321,33 @@ func (f *Func) FREType() FREType { return FREType(f.Info & 0xf) }
 // PCType returns whether the FREs match PCs by increment or by mask.
 func (f *Func) PCType() PCType { return PCType(f.Info >> 4 & 1) }
 
-// PAuthKeyB reports (AArch64) that return addresses are signed with the
-// B key rather than the A key.
+// PAuthKeyB reports that return addresses are signed with the B key
+// rather than the A key. The bit is defined for AArch64 only; check the
+// section's ABI before giving it a meaning.
 func (f *Func) PAuthKeyB() bool { return f.Info>>5&1 != 0 }
 
-// Signal reports (v3) that the function is a signal trampoline.
-func (f *Func) Signal(v Version) bool { return v == Version3 && f.Info>>7 != 0 }
+// Signal reports that the function is a signal trampoline, which only v3
+// can say: an unwinder takes the interrupted context from the signal
+// frame instead of applying the rows.
+func (f *Func) Signal() bool { return f.ver == Version3 && f.Info>>7 != 0 }
 
-// Type returns the FDE type (v3); earlier versions only have default FDEs.
-func (f *Func) Type() FDEType { return FDEType(f.Info2 & 0x1f) }
+// SignalBit reports the top bit of the info byte of a v2 or v3 function:
+// Signal in v3; in v2 an unused bit that objdump 2.47 nevertheless prints
+// as the signal attribute ("S"). It is for printers that mimic objdump;
+// unwinders want Signal.
+func (f *Func) SignalBit() bool { return f.ver >= Version2 && f.Info>>7 != 0 }
+
+// FDEType returns the FDE type, which says how the rows' data words are
+// read: FDEFlex exists in v3 only, earlier functions are all FDEDefault.
+func (f *Func) FDEType() FDEType {
+	if f.ver != Version3 {
+		return FDEDefault
+	}
+	return FDEType(f.Info2 & 0x1f)
+}
 
 // End returns the address just past the function.
 func (f *Func) End() uint64 { return f.Start + uint64(f.Size) }
-
-// FREsOffset returns the section offset of the function's first FRE.
-func (f *Func) FREsOffset() int { return f.frePos }
 
 // start reads the start field of function i and returns its address.
 // i must be in range.
@@ -354,6 +379,7 @@ func (s *Section) decodeFunc(i int, f *Func) error {
 	}
 	off := s.fdeBase + i*s.fdeSize
 	f.Index = i
+	f.ver = s.Version
 	f.StartFieldOff = off
 	switch s.Version {
 	case Version1, Version2:
@@ -404,7 +430,8 @@ type FRE struct {
 	// StartOff is the raw start address: an offset from the function
 	// start (PCInc) or within the repeated block (PCMask).
 	StartOff uint32
-	Info     uint8
+	// Info is the raw info byte; read it through the accessors.
+	Info uint8
 	// Data holds the data words, Count words of WordSize bytes each.
 	Data []byte
 	// Off is the section offset of the FRE.
@@ -416,9 +443,6 @@ func (e *FRE) BaseIsSP() bool { return e.Info&1 != 0 }
 
 // Count returns the number of data words.
 func (e *FRE) Count() int { return int(e.Info >> 1 & 0xf) }
-
-// WordSizeCode returns the raw 2-bit data-word size code (0, 1, 2 valid).
-func (e *FRE) WordSizeCode() int { return int(e.Info >> 5 & 3) }
 
 // WordSize returns the size of each data word in bytes (1, 2 or 4), or 0
 // for the invalid code 3.
@@ -436,9 +460,6 @@ func (e *FRE) WordSize() int {
 
 // RASigned reports the mangled-RA bit (AArch64 pointer authentication).
 func (e *FRE) RASigned() bool { return e.Info&0x80 != 0 }
-
-// Size returns the encoded size of the FRE.
-func (e *FRE) Size(t FREType) int { return t.Size() + 1 + len(e.Data) }
 
 // word returns data word i as a signed value; i must be < Count.
 func (e *FRE) word(i int, be bool) int32 {

@@ -1,17 +1,3 @@
-// Package sframe reads, validates and queries SFrame stack-trace sections
-// (versions 1, 2 and 3; AMD64, AArch64 and s390x; either byte order).
-//
-// A Section is a zero-copy view over the section bytes: parsing checks the
-// header and the bounds of the sub-sections, and everything else is decoded
-// on demand. Functions (FDEs) and their rows (FREs) are returned by value
-// and iterated without allocating, so lookups in a profiler's hot path cost
-// a binary search and a short linear scan.
-//
-// The rules of a row are returned as values (Rule), not raw data words:
-// the ABI-specific layouts, the s390x CFA scaling and register encodings,
-// flexible FDEs and the header's fixed offsets are all resolved here, so
-// that consumers (the dumper, the unwinder, the converter) share one
-// interpretation.
 package sframe
 
 import "fmt"

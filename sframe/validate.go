@@ -8,6 +8,12 @@ package sframe
 // data words for the ABI, flexible CFA rules based on a register, and
 // the FRE total equal to the header's count. It returns the first problem
 // found as a *Error naming the function and byte offset.
+//
+// Its work is linear in the section size: once the functions seen hold
+// more FREs than the header's count (which Parse bounds by the FRE
+// sub-section size), the rows of the remaining functions, which could
+// all share the same FREs, are not walked, and the count mismatch is
+// reported.
 func (s *Section) Validate() error {
 	if unk := s.Flags &^ KnownFlags(s.Version); unk != 0 {
 		return errorf(ErrBadFlags, 3, -1, "unknown flags %#x for %s", uint8(unk), s.Version)
@@ -26,10 +32,13 @@ func (s *Section) Validate() error {
 			return errorf(ErrUnsorted, f.StartFieldOff, i, "start %#x not above the previous %#x", f.Start, prev)
 		}
 		prev = f.Start
+		total += uint64(f.NumFREs)
+		if total > uint64(s.NumFREs) {
+			continue
+		}
 		if err := s.validateFunc(&f); err != nil {
 			return err
 		}
-		total += uint64(f.NumFREs)
 	}
 	if total != uint64(s.NumFREs) {
 		return errorf(ErrCountMismatch, 12, -1, "functions hold %d FREs, header says %d", total, s.NumFREs)
@@ -43,7 +52,7 @@ func (s *Section) validateFunc(f *Func) error {
 		return errorf(ErrBadFREType, f.StartFieldOff, f.Index, "FRE type %d", t)
 	}
 	if s.Version == Version3 {
-		if f.Type() > FDEFlex || f.Info2&^0x1f != 0 {
+		if f.FDEType() > FDEFlex || f.Info2&^0x1f != 0 {
 			return errorf(ErrBadFDEType, f.frePos-2, f.Index, "info2 %#x", f.Info2)
 		}
 	}
@@ -66,7 +75,7 @@ func (s *Section) validateFunc(f *Func) error {
 			return errorf(ErrFRERange, e.Off, f.Index, "start %#x not below %#x", e.StartOff, limit)
 		}
 		if !s.expectedWords(f, e) {
-			return errorf(ErrBadWordCount, e.Off, f.Index, "%d data words for %s %s", e.Count(), s.ABI, f.Type())
+			return errorf(ErrBadWordCount, e.Off, f.Index, "%d data words for %s %s", e.Count(), s.ABI, f.FDEType())
 		}
 		if err := s.validateRules(f, e); err != nil {
 			return err
@@ -82,7 +91,7 @@ func (s *Section) validateRules(f *Func, e *FRE) error {
 	if n == 0 {
 		return nil
 	}
-	if s.Version == Version3 && f.Type() == FDEFlex {
+	if f.FDEType() == FDEFlex {
 		if e.uword(0, s.be)&flexRegP == 0 {
 			return errorf(ErrBadRule, e.Off, f.Index, "flexible CFA rule not based on a register")
 		}

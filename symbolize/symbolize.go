@@ -1,18 +1,3 @@
-// Package symbolize maps addresses inside ELF objects to function names
-// (from .symtab, else .dynsym) and to source file:line (from the DWARF line
-// tables), with separate debug files found through the build ID or
-// .gnu_debuglink.
-//
-// Addresses are in the object's own virtual address space, the space of
-// symbol values: for a runtime address in a target, pass
-// runtime - Module.Bias (targets.Module.ELFAddr). For the return address of
-// a caller frame, look up address-1 so that a call at the end of a function
-// is attributed to that function and to the line of the call.
-//
-// A Symbolizer loads each object once, keyed by the path given (or the name
-// given to Register), and keeps its symbols sorted for binary search; the
-// line index is built on the first line lookup in that object. Lookups do
-// not allocate once an object is loaded. Inlined frames are not expanded.
 package symbolize
 
 import (

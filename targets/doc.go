@@ -8,8 +8,22 @@
 //     open (AttachProcess, Linux only);
 //   - a core file, as written by the kernel or by gdb's gcore (OpenCore).
 //
-// Both implement Target. Addresses are runtime (virtual) addresses of the
-// target. A module's Bias converts between the two address spaces:
+// Both implement Target: Threads (registers and stop signal of each
+// thread), Modules (sorted by address; FindModule finds the one holding
+// an address) and Memory (an io.ReaderAt-like reader of runtime
+// addresses; ReadUint64 reads a little-endian word). Their Warnings
+// method says what could not be read but did not stop the opening:
+//
+//	c, err := targets.OpenCore("core.1234", "") // or the executable's new path
+//	if err != nil { ... }
+//	defer c.Close()
+//	for _, t := range c.Threads() {
+//		m := targets.FindModule(c.Modules(), t.Regs.PC())
+//		...
+//	}
+//
+// Addresses are runtime (virtual) addresses of the target. A module's Bias
+// converts between the two address spaces:
 //
 //	runtime address = ELF (symbol, SFrame, .eh_frame) address + Module.Bias
 //

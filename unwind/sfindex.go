@@ -125,7 +125,7 @@ func buildSFIndex(s *sframe.Section) *sfIndex {
 		if err != nil {
 			return nil
 		}
-		f := sfFunc{end: fn.End(), first: uint32(len(x.rows)), signal: fn.Signal(s.Version)}
+		f := sfFunc{end: fn.End(), first: uint32(len(x.rows)), signal: fn.Signal()}
 		if fn.PCType() == sframe.PCMask {
 			f.repSize = uint32(fn.RepSize)
 			if f.repSize == 0 {

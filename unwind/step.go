@@ -57,7 +57,7 @@ func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *target
 	} else {
 		f, e, err := s.FindFRE(pc)
 		if err == nil {
-			signal = f.Signal(s.Version)
+			signal = f.Signal()
 			if w.srow, err = s.Rules(&f, &e); err == nil {
 				r = &w.srow
 			}
@@ -65,7 +65,7 @@ func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *target
 			// A v3 signal FDE may have no rows ("the CFI could not be
 			// translated"): it still says what the frame is.
 			if fn, err := s.Func(i); err == nil {
-				signal = fn.Signal(s.Version)
+				signal = fn.Signal()
 			}
 		}
 	}

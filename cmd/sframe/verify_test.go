@@ -161,7 +161,11 @@ func TestVerifyCorruptSection(t *testing.T) {
 			t.Fatal(err)
 		}
 		// v3 function entries: 8-byte start, 4-byte size, 4-byte FRE offset.
-		data[s.FDETableOffset()+13] ^= 0xff
+		f0, err := s.Func(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[f0.StartFieldOff+13] ^= 0xff
 		return data
 	})
 	if _, errs, rc := runCLI(t, "dump", p); rc != 1 || !strings.Contains(errs, "function 0: ") {
