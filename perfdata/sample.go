@@ -176,7 +176,7 @@ type Sample struct {
 	ID         uint64 // SampleID
 	StreamID   uint64 // SampleStreamID
 	CPU, Res   uint32 // SampleCPU
-	Period     uint64 // SamplePeriod
+	Period     uint64 // SamplePeriod, or the event's fixed period
 
 	Read ReadValues // SampleRead
 
@@ -233,6 +233,9 @@ const branchHWIndex = 1 << 17
 func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder) (int, string) {
 	*s = Sample{Type: a.SampleType}
 	t := a.SampleType
+	if t&SamplePeriod == 0 && a.Flags&AttrFreq == 0 {
+		s.Period = a.SamplePeriod // a fixed period is not recorded per sample
+	}
 	if t&^sampleKnown != 0 {
 		return 0, fmt.Sprintf("sample_type has unknown bits %#x", uint64(t&^sampleKnown))
 	}
@@ -400,3 +403,5 @@ func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder) (int, string
 	}
 	return -1, ""
 }
+
+func trailingZeros(m uint64) int { return bits.TrailingZeros64(m) }
