@@ -33,6 +33,16 @@ type Header struct {
 	ByteOrder binary.ByteOrder
 	// DataOffset and DataSize locate the data section (file mode).
 	DataOffset, DataSize int64
+	// Truncated is set when the file ends inside its data section, or
+	// the header's data size is 0 (perf record did not finish): the
+	// records up to the end of the file are read, then Next reports an
+	// error of kind ErrTruncated; the feature sections are missing.
+	Truncated bool
+	// FeatureErr is the error of a feature section that could not be
+	// read (past the end of the file, or malformed): the features before
+	// it are set, the records are read, and Next returns FeatureErr in
+	// place of io.EOF at the end.
+	FeatureErr error
 	// Features is the feature bitmap (file mode), or the features seen so
 	// far (pipe mode).
 	Features FeatureSet
@@ -362,8 +372,15 @@ func parseFileHeader(b []byte) (*Header, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.DataOffset, h.DataSize, err = section(40); err != nil {
-		return nil, err
+	// The data section may run past the end of a truncated file, or have
+	// size 0 if perf record was killed: read what there is.
+	h.DataOffset, h.DataSize = int64(o.Uint64(b[40:])), int64(o.Uint64(b[48:]))
+	if h.DataOffset < int64(hsize) || h.DataOffset > int64(size) || h.DataSize < 0 {
+		return nil, errorf(ErrBadHeader, 40, "data section at %#x of %#x bytes in a file of %#x", uint64(h.DataOffset), uint64(h.DataSize), size)
+	}
+	if h.DataSize > int64(size)-h.DataOffset || h.DataSize == 0 && h.DataOffset < int64(size) {
+		h.DataSize = int64(size) - h.DataOffset
+		h.Truncated = true
 	}
 	if hsize == fileHeaderSize {
 		for i := range h.Features {
@@ -417,6 +434,10 @@ func parseFileHeader(b []byte) (*Header, error) {
 
 	// Feature sections: a table of (offset, size), one per set bit in bit
 	// order, right after the data section.
+	if h.Truncated {
+		h.Features = FeatureSet{}
+		return h, nil
+	}
 	tab := h.DataOffset + h.DataSize
 	i := 0
 	for f := Feature(0); f < NumFeatureBits; f++ {
@@ -426,16 +447,19 @@ func parseFileHeader(b []byte) (*Header, error) {
 		at := tab + int64(i)*fileSectionSize
 		i++
 		if at+fileSectionSize > int64(len(b)) {
-			return nil, errorf(ErrTruncated, at, "feature table entry of %s past the end of the file", f)
+			h.FeatureErr = errorf(ErrTruncated, at, "feature table entry of %s past the end of the file", f)
+			break
 		}
 		off, sz, err := section(int(at))
 		if err != nil {
 			e := err.(*Error)
 			e.Msg = f.String() + ": " + e.Msg
-			return nil, e
+			h.FeatureErr = e
+			break
 		}
 		if err := h.parseFeature(f, b[off:off+sz], off, func() []*Attr { return h.Attrs }); err != nil {
-			return nil, err
+			h.FeatureErr = err
+			break
 		}
 	}
 	return h, nil

@@ -9,9 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
-	"sort"
 	"sync"
 	"testing"
 
@@ -303,7 +303,9 @@ func pageSize(v uint64) string {
 func perfDetails(rec *Record, arch elf.Machine) []string {
 	s := rec.Sample()
 	var out []string
-	add := func(format string, args ...any) { out = append(out, strings.TrimRight(fmt.Sprintf(format, args...), " ")) }
+	add := func(format string, args ...any) {
+		out = append(out, strings.TrimRight(fmt.Sprintf(format, args...), " "))
+	}
 	t := s.Type
 	if t&SampleCallchain != 0 {
 		add("... FP chain: nr:%d", s.Callchain.Len())
@@ -464,7 +466,6 @@ func TestAgainstPerfDump(t *testing.T) {
 		})
 	}
 }
-
 
 // TestEventNamesAgainstPerfScript checks that samples are matched to their
 // events by ID as perf matches them: the event name and time of every

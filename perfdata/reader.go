@@ -357,6 +357,10 @@ func (r *Reader) nextRaw() (raw []byte, off, doff int64, err error) {
 				return nil, 0, 0, &Error{Off: r.dOff, DecompOff: doff, Kind: ErrBadRecord, Msg: fmt.Sprintf("record size %d", size)}
 			}
 			if size <= len(rest) {
+				if _, has, _ := payloadSize(rest, r.o); has {
+					return nil, 0, 0, &Error{Off: r.dOff, DecompOff: doff, Kind: ErrBadRecord,
+						Msg: fmt.Sprintf("%s record (with data after it) inside compressed data", RecordType(r.o.Uint32(rest)))}
+				}
 				r.dpos += size
 				return rest[:size], r.dOff, doff, nil
 			}
@@ -388,6 +392,12 @@ func (r *Reader) readInput() ([]byte, int64, error) {
 	if r.in == nil {
 		off := r.pos
 		if off >= r.end {
+			if r.hdr.Truncated {
+				return nil, off, errorf(ErrTruncated, off, "the file ends inside its data section (or perf record did not finish)")
+			}
+			if r.hdr.FeatureErr != nil {
+				return nil, off, r.hdr.FeatureErr
+			}
 			return nil, off, io.EOF
 		}
 		if r.end-off < recordHeaderSize {
