@@ -245,7 +245,9 @@ func checkSynth(t *testing.T, r *Reader) {
 	var types []RecordType
 	samples, other, unknown := 0, 0, 0
 	readAll(t, r, func(rec *Record) {
-		types = append(types, rec.Type)
+		if rec.Type != RecordHeaderAttr {
+			types = append(types, rec.Type)
+		}
 		switch rec.Type {
 		case RecordSample:
 			s := rec.Sample()
