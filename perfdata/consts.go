@@ -234,8 +234,18 @@ var attrFlagNames = [...]string{
 	"text_poke", "build_id", "inherit_thread", "remove_on_exec", "sigtrap",
 }
 
-// String lists the set flags by their perf_event_attr names.
-func (f AttrFlags) String() string { return bitNames(uint64(f), attrFlagNames[:]) }
+// String lists the set flags by their perf_event_attr names, with
+// precise_ip as a number: "disabled|freq|precise_ip=3".
+func (f AttrFlags) String() string {
+	s := bitNames(uint64(f&^AttrPreciseIPMask), attrFlagNames[:])
+	if p := f.PreciseIP(); p != 0 {
+		if f&^AttrPreciseIPMask == 0 {
+			return fmt.Sprintf("precise_ip=%d", p)
+		}
+		s += fmt.Sprintf("|precise_ip=%d", p)
+	}
+	return s
+}
 
 // Has reports whether every bit of b is set in f.
 func (f AttrFlags) Has(b AttrFlags) bool { return f&b == b }
