@@ -423,13 +423,26 @@ func TestSynthetic(t *testing.T) {
 				if !pipe && (h.Hostname != "host" || h.Arch != "x86_64" || h.NrCPUsAvail != 8 || h.NrCPUsOnline != 4) {
 					t.Fatalf("features %+v", h)
 				}
-				// Streamed, the pipe format decodes the same.
+				// Streamed, the pipe format decodes the same; its header
+				// comes in records.
 				if pipe {
+					e := func() *enc { return &enc{o: o} }
+					extra := record1(o, RecordHeaderFeature, 0, append(e().u64(uint64(FeatHostname)).b, perfString(o, "pipehost")...))
+					extra = append(extra, record1(o, RecordHeaderBuildID, MiscUser|MiscBuildIDSize,
+						e().u32(1000).raw([]byte{9, 8, 7, 6, 5, 4, 3, 2}).pad(12).raw([]byte{8, 0, 0, 0}).str("/bin/prog", 16).b)...)
+					extra = append(extra, record1(o, RecordEventUpdate, 0, e().u64(2).u64(200).str("task-clock", 16).b)...)
+					b = append(b[:len(b):len(b)], extra...)
 					r, err := NewReader(bytes.NewReader(b))
 					if err != nil {
 						t.Fatal(err)
 					}
 					checkSynth(t, r)
+					h := r.Header()
+					if h.Hostname != "pipehost" || len(h.BuildIDs) != 1 || h.Attrs[1].Name != "task-clock" ||
+						!bytes.Equal(h.BuildIDs[0].ID, []byte{9, 8, 7, 6, 5, 4, 3, 2}) || h.BuildIDs[0].Filename != "/bin/prog" ||
+						h.BuildIDs[0].Pid != 1000 || !h.Features.Has(FeatHostname) {
+						t.Fatalf("pipe header: host %q, build IDs %+v, names %q", h.Hostname, h.BuildIDs, h.Attrs[1].Name)
+					}
 				}
 			})
 		}
