@@ -1,7 +1,6 @@
 package perfdata
 
 import (
-	"io"
 	"math"
 	"math/bits"
 	"slices"
@@ -25,7 +24,8 @@ type queue struct {
 	lastTS    uint64 // time of the most recently queued record
 	nextFlush uint64 // perf's next_flush
 	seq       uint64
-	final     bool
+	final     bool  // the input has ended: release everything
+	endErr    error // then return this: io.EOF, or the error that ended the input
 }
 
 type qent struct {
@@ -79,18 +79,16 @@ func (r *Reader) nextOrdered() (*Record, error) {
 		}
 		if q.final {
 			if len(q.ents) == 0 {
-				return nil, io.EOF
+				return nil, q.endErr
 			}
 			q.flush(math.MaxUint64)
 			continue
 		}
 		raw, off, doff, err := r.nextRaw()
-		if err == io.EOF {
-			q.final = true
-			continue
-		}
 		if err != nil {
-			return nil, err
+			// Deliver what is queued, then the error (or io.EOF).
+			q.final, q.endErr = true, err
+			continue
 		}
 		t := RecordType(r.o.Uint32(raw))
 		var ts uint64

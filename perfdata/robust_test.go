@@ -100,11 +100,17 @@ func TestTruncated(t *testing.T) {
 				if err != nil {
 					continue // cut inside the header or attributes
 				}
+				nFileOrder := -1
 				for _, ordered := range []bool{false, true} {
 					r, _ := NewBytes(b)
 					r.SetTimeOrder(ordered)
 					n, err := readCount(t, r)
 					r.Close()
+					if !ordered {
+						nFileOrder = n
+					} else if n != nFileOrder {
+						t.Fatalf("cut at %d: %d records in time order, %d in file order", cut, n, nFileOrder)
+					}
 					complete := 0
 					for _, e := range ends {
 						if e <= int64(cut) {
