@@ -93,7 +93,7 @@ func TestTruncated(t *testing.T) {
 			}
 			r.Close()
 			pipe := r.Header().Pipe
-			step := max(1, len(full)/300)
+			step := max(1, len(full)/150)
 			for cut := 0; cut < len(full); cut += step {
 				b := full[:cut]
 				r, err := NewBytes(b)
