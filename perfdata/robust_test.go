@@ -204,7 +204,7 @@ func fuzzSeeds(f *testing.F) {
 		return
 	}
 	for _, b := range smallRecordings(f) {
-		if len(b) < 64<<10 {
+		if len(b) < 32<<10 {
 			f.Add(b)
 		}
 	}
