@@ -284,7 +284,7 @@ type Misc uint16
 // Misc bits and CPU modes.
 const (
 	MiscCPUModeMask   Misc = 7
-	MiscCPUModeUnkown Misc = 0
+	MiscCPUModeUnknown Misc = 0
 	MiscKernel        Misc = 1
 	MiscUser          Misc = 2
 	MiscHypervisor    Misc = 3

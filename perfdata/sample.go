@@ -94,10 +94,7 @@ func (r ReadValues) TimeEnabled() (uint64, bool) {
 	if r.Format&FormatTotalTimeEnabled == 0 || r.Len() == 0 {
 		return 0, false
 	}
-	if r.Format&FormatGroup != 0 {
-		return r.At(1), true
-	}
-	return r.At(1), true
+	return r.At(1), true // after the value, or the group's count
 }
 
 // TimeRunning returns the time the event was running, if the format has
