@@ -283,13 +283,13 @@ type Misc uint16
 
 // Misc bits and CPU modes.
 const (
-	MiscCPUModeMask   Misc = 7
+	MiscCPUModeMask    Misc = 7
 	MiscCPUModeUnknown Misc = 0
-	MiscKernel        Misc = 1
-	MiscUser          Misc = 2
-	MiscHypervisor    Misc = 3
-	MiscGuestKernel   Misc = 4
-	MiscGuestUser     Misc = 5
+	MiscKernel         Misc = 1
+	MiscUser           Misc = 2
+	MiscHypervisor     Misc = 3
+	MiscGuestKernel    Misc = 4
+	MiscGuestUser      Misc = 5
 
 	// MiscProcMapParseTimeout marks synthesized MMAP records of a
 	// /proc/PID/maps that perf stopped reading.
