@@ -1,0 +1,60 @@
+// Package perfdata reads perf.data recordings, the files that perf record
+// writes (and the stream of perf record -o -), written from the format's
+// documentation (tools/perf/Documentation/perf.data-file-format.txt and
+// include/uapi/linux/perf_event.h of Linux).
+//
+// It reads both formats: the file format, mapped into memory and read
+// without copying, and the pipe format, from memory or as a stream; files
+// written by little- and big-endian machines; the event attributes, with
+// records matched to their event by sample ID when there are several; the
+// feature sections (build IDs, host, kernel release, architecture, CPU
+// counts, command line, event names, sample times, compression); the
+// sample_id trailers of non-sample records; every sample_type field;
+// COMPRESSED records (perf record -z), decompressed on the fly.
+//
+// Reader.Next returns one Record at a time, valid until the next call,
+// without allocating per record; typed accessors (Sample, Mmap, Comm, ...)
+// return decoded views. Records come in file order, or in perf's time
+// order (SetTimeOrder), the order perf report and perf script process
+// them in.
+//
+//	r, err := perfdata.Open("perf.data")
+//	if err != nil { ... }
+//	defer r.Close()
+//	r.SetTimeOrder(true)
+//	for {
+//		rec, err := r.Next()
+//		if err == io.EOF { break }
+//		if err != nil { ... }       // an *Error naming the offset
+//		if s := rec.Sample(); s != nil {
+//			sp, _ := s.RegsUser.Get(perfdata.PerfRegX86SP)
+//			stack := s.StackUser // the copy of the stack from sp up
+//			...
+//		}
+//	}
+//
+// # Untrusted input
+//
+// A recording is untrusted input. Every size and count is checked against
+// the bytes that hold it before use; nothing is allocated in proportion to
+// a count that has not been checked against the input's size; errors are
+// *Error values naming the offset, returned after the records that could
+// be read. The limits:
+//
+//   - a record is at most 64 KiB (its size field has 16 bits); the data
+//     that follows HEADER_TRACING_DATA and AUXTRACE records is skipped,
+//     and must lie within the input;
+//   - at most 65536 events; the ID sections of a file's events add up to
+//     at most the file's size;
+//   - an attribute of at most 4 KiB;
+//   - decompression: one COMPRESSED record yields at most 64 MiB (or
+//     perf's ring-buffer size, if larger, up to 1 GiB), and all of them
+//     together at most 4096 times the compressed bytes read plus 16 MiB;
+//     the zstd window is at most 64 MiB (Limits adjusts the first two);
+//   - time order holds at most 512 MiB of queued records before
+//     releasing the older half early, as perf does when its queue is full
+//     (Limits.MaxQueued).
+//
+// A mapped file must not shrink while it is read (perf maps its input the
+// same way).
+package perfdata

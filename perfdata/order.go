@@ -1,0 +1,197 @@
+package perfdata
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// queue holds timed records until perf's ordering releases them.
+//
+// It follows perf's ordered-events queue: records sorted by time (equal
+// times in arrival order); at FINISHED_ROUND, the records up to the
+// newest time seen at the previous FINISHED_ROUND are released; at the
+// end, all. Records that are views of the mapped input are kept as such;
+// others are copied into an arena, compacted when released records leave.
+type queue struct {
+	ents      []qent
+	ready     int // ents[:ready] are sorted and due
+	next      int // next index of ents[:ready] to deliver
+	arena     []byte
+	spare     []byte
+	bytes     int64
+	maxTS     uint64 // perf's max_timestamp
+	lastTS    uint64 // time of the most recently queued record
+	nextFlush uint64 // perf's next_flush
+	seq       uint64
+	final     bool  // the input has ended: release everything
+	endErr    error // then return this: io.EOF, or the error that ended the input
+}
+
+type qent struct {
+	ts, seq   uint64
+	raw       []byte // view of the mapped input, or nil
+	a0, a1    int    // else the bytes are arena[a0:a1]
+	off, doff int64
+}
+
+// timeOf returns the timestamp perf orders a kernel record by, or 0 when
+// it has none (such records are delivered at once).
+func (r *Reader) timeOf(raw []byte) uint64 {
+	t := RecordType(r.o.Uint32(raw))
+	a, msg := r.attrOf(raw, t)
+	if a == nil || msg != "" || a.SampleType&SampleTime == 0 {
+		return 0
+	}
+	body := raw[recordHeaderSize:]
+	var at int
+	if t == RecordSample {
+		at = 8 * bits.OnesCount64(uint64(a.SampleType&(SampleIdentifier|SampleIP|SampleTID)))
+	} else {
+		if !a.SampleIDAll() || len(body) < a.trailerSize {
+			return 0
+		}
+		at = len(body) - a.trailerSize + 8*bits.OnesCount64(uint64(a.SampleType&SampleTID))
+	}
+	if at+8 > len(body) {
+		return 0
+	}
+	return r.o.Uint64(body[at:])
+}
+
+func (r *Reader) nextOrdered() (*Record, error) {
+	q := &r.q
+	for {
+		if q.next < q.ready {
+			e := &q.ents[q.next]
+			q.next++
+			raw := e.raw
+			if raw == nil {
+				raw = q.arena[e.a0:e.a1]
+			}
+			if err := r.setRecord(raw, e.off, e.doff); err != nil {
+				return nil, err
+			}
+			return &r.rec, nil
+		}
+		if q.ready > 0 {
+			q.compact()
+		}
+		if q.final {
+			if len(q.ents) == 0 {
+				return nil, q.endErr
+			}
+			q.flush(math.MaxUint64)
+			continue
+		}
+		raw, off, doff, err := r.nextRaw()
+		if err != nil {
+			// Deliver what is queued, then the error (or io.EOF).
+			q.final, q.endErr = true, err
+			continue
+		}
+		t := RecordType(r.o.Uint32(raw))
+		var ts uint64
+		if t < RecordUserTypeStart {
+			ts = r.timeOf(raw)
+		}
+		if ts == 0 || ts == math.MaxUint64 {
+			if err := r.setRecord(raw, off, doff); err != nil {
+				return nil, err
+			}
+			if t == RecordFinishedRound {
+				q.flushRound()
+			}
+			return &r.rec, nil
+		}
+		q.push(raw, off, doff, ts, r.in == nil && doff < 0)
+		if q.bytes > r.lim.MaxQueued {
+			q.flushHalf()
+		}
+	}
+}
+
+func (q *queue) push(raw []byte, off, doff int64, ts uint64, stable bool) {
+	e := qent{ts: ts, seq: q.seq, off: off, doff: doff}
+	q.seq++
+	if stable {
+		e.raw = raw
+	} else {
+		e.a0 = len(q.arena)
+		q.arena = append(q.arena, raw...)
+		e.a1 = len(q.arena)
+	}
+	if len(q.ents) == 0 || ts >= q.maxTS {
+		q.maxTS = ts
+	}
+	q.lastTS = ts
+	q.ents = append(q.ents, e)
+	q.bytes += int64(len(raw))
+}
+
+// flush marks the records with time <= limit as due, in time order.
+func (q *queue) flush(limit uint64) {
+	if limit == 0 || len(q.ents) == 0 {
+		return
+	}
+	slices.SortStableFunc(q.ents, func(a, b qent) int {
+		switch {
+		case a.ts < b.ts:
+			return -1
+		case a.ts > b.ts:
+			return 1
+		}
+		return 0
+	})
+	q.ready, _ = slices.BinarySearchFunc(q.ents, limit, func(e qent, l uint64) int {
+		if e.ts <= l {
+			return -1
+		}
+		return 1
+	})
+	q.next = 0
+}
+
+// flushRound is perf's round flush: release up to the limit set at the
+// previous round, then set the limit to the newest time queued.
+func (q *queue) flushRound() {
+	if len(q.ents) == 0 {
+		return
+	}
+	q.flush(q.nextFlush)
+	q.nextFlush = q.maxTS
+}
+
+// flushHalf releases the older half of the queued time span, as perf does
+// when its queue is full.
+func (q *queue) flushHalf() {
+	first := q.ents[0].ts
+	for _, e := range q.ents {
+		first = min(first, e.ts)
+	}
+	q.nextFlush = first + (q.lastTS-first)/2
+	q.flush(q.nextFlush)
+}
+
+// compact drops the delivered records and moves the rest's bytes to the
+// front of a fresh arena.
+func (q *queue) compact() {
+	rest := q.ents[q.ready:]
+	q.spare = q.spare[:0]
+	q.bytes = 0
+	for i := range rest {
+		e := &rest[i]
+		if e.raw == nil {
+			a0 := len(q.spare)
+			q.spare = append(q.spare, q.arena[e.a0:e.a1]...)
+			e.a0, e.a1 = a0, len(q.spare)
+			q.bytes += int64(e.a1 - e.a0)
+		} else {
+			q.bytes += int64(len(e.raw))
+		}
+	}
+	q.arena, q.spare = q.spare, q.arena
+	n := copy(q.ents, rest)
+	q.ents = q.ents[:n]
+	q.ready, q.next = 0, 0
+}

@@ -1,0 +1,632 @@
+package perfdata
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// maxAttrs bounds the events of a recording (perf records a handful; a
+// file claiming more is rejected).
+const maxAttrs = 1 << 16
+
+// Limits bound the work and memory that a recording can cost. The zero
+// value of a field means its default.
+type Limits struct {
+	// MaxDecompressedRecord bounds what one COMPRESSED record may
+	// decompress to. Default: 64 MiB, or the recording's ring-buffer size
+	// (Compression.MmapLen) plus 64 KiB if larger, at most 1 GiB.
+	MaxDecompressedRecord int64
+	// MaxDecompressRatio bounds the total decompressed size to this many
+	// times the compressed bytes read so far, plus 16 MiB, so that a small
+	// file cannot cost minutes of decompression. Default: 4096 (perf's own
+	// recordings of sampled stacks compress about 100 to 1).
+	MaxDecompressRatio int64
+	// MaxQueued bounds the bytes of records the time-ordering queue holds;
+	// beyond it the older half is delivered early, as perf does when its
+	// queue is full. Default: 512 MiB.
+	MaxQueued int64
+}
+
+func (l Limits) withDefaults(h *Header) Limits {
+	if l.MaxDecompressedRecord <= 0 {
+		l.MaxDecompressedRecord = 64 << 20
+		if m := int64(h.Compression.MmapLen) + 64<<10; m > l.MaxDecompressedRecord {
+			l.MaxDecompressedRecord = min(m, 1<<30)
+		}
+	}
+	if l.MaxDecompressRatio <= 0 {
+		l.MaxDecompressRatio = 4096
+	}
+	if l.MaxQueued <= 0 {
+		l.MaxQueued = 512 << 20
+	}
+	return l
+}
+
+// Reader reads the records of a perf.data recording, one at a time,
+// without allocating per record: the Record that Next returns, and every
+// slice in it, is valid until the next call to Next.
+//
+// By default records come in file order. SetTimeOrder(true) delivers them
+// as perf report and perf script do: records with a timestamp are queued
+// and released, sorted by time, at each FINISHED_ROUND for the timestamps
+// of the round before (perf record guarantees no reordering across two
+// rounds), and all at the end; records without a timestamp and perf's own
+// records pass immediately.
+//
+// COMPRESSED records (perf record -z) are not returned: the records they
+// hold are, decompressed. HEADER_ATTR, HEADER_FEATURE, HEADER_BUILD_ID and
+// EVENT_UPDATE records are returned and also update Header.
+//
+// A Reader is not safe for concurrent use. Call Close when done.
+type Reader struct {
+	hdr *Header
+	o   binary.ByteOrder
+	lim Limits
+
+	// Input in memory (a mapped file or caller's bytes): records are
+	// views of mem from pos up to end.
+	mem      []byte
+	pos, end int64
+	release  func() error
+
+	// Streamed input: records are read into sbuf.
+	in    *bufio.Reader
+	inOff int64
+	sbuf  []byte
+	close io.Closer
+
+	// Compressed data: d[dpos:] are decompressed bytes not yet returned;
+	// dBase is the decompressed-stream offset of d[0] and dOff the offset
+	// of the COMPRESSED record that last fed d.
+	z       *zstream
+	d       []byte
+	dpos    int
+	dBase   int64
+	dOff    int64
+	compIn  int64
+	compOut int64
+
+	byID         map[uint64]*Attr
+	idPos, isPos int
+	posErr       string
+
+	ordered bool
+	started bool
+	q       queue
+
+	rec Record
+	err error
+}
+
+// Open opens a perf.data file. A regular file is mapped into memory and
+// read without copying; anything else (a FIFO, /dev/stdin) is streamed and
+// must be in the pipe format.
+func Open(name string) (*Reader, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		r, err := NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		r.close = f
+		return r, nil
+	}
+	b, release, err := mapFile(f, st.Size())
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewBytes(b)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	r.release = release
+	return r, nil
+}
+
+// NewBytes reads a recording held in b, in either format, without copying
+// it. b must not change while the Reader is in use.
+func NewBytes(b []byte) (*Reader, error) {
+	h, err := parseFileHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{hdr: h, o: h.ByteOrder, mem: b}
+	if h.Pipe {
+		r.pos, r.end = pipeHeaderSize, int64(len(b))
+	} else {
+		r.pos, r.end = h.DataOffset, h.DataOffset+h.DataSize
+	}
+	r.init()
+	return r, nil
+}
+
+// NewReader reads a pipe-format recording (perf record -o -) from rd as
+// it arrives. A file-mode recording needs random access: an *os.File of a
+// regular file is mapped as Open does, anything else is refused with an
+// error of kind ErrNeedSeek.
+func NewReader(rd io.Reader) (*Reader, error) {
+	if f, ok := rd.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			if off, err := f.Seek(0, io.SeekCurrent); err == nil && off == 0 {
+				b, release, err := mapFile(f, st.Size())
+				if err != nil {
+					return nil, err
+				}
+				r, err := NewBytes(b)
+				if err != nil {
+					release()
+					return nil, err
+				}
+				r.release = release
+				return r, nil
+			}
+		}
+	}
+	br := bufio.NewReaderSize(rd, 64<<10)
+	var hb [pipeHeaderSize]byte
+	if n, err := io.ReadFull(br, hb[:]); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, errorf(ErrTruncated, 0, "%d bytes, too short for a perf.data header", n)
+		}
+		return nil, &Error{Off: 0, DecompOff: -1, Kind: ErrIO, Err: err}
+	}
+	h, err := parseFileHeader(hb[:])
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Kind == ErrTruncated {
+			return nil, errorf(ErrNeedSeek, 0, "file-mode perf.data needs random access (use Open or NewBytes)")
+		}
+		return nil, err
+	}
+	r := &Reader{hdr: h, o: h.ByteOrder, in: br, inOff: pipeHeaderSize, sbuf: make([]byte, 1<<16)}
+	r.init()
+	return r, nil
+}
+
+func (r *Reader) init() {
+	r.rec.o = r.o
+	r.byID = make(map[uint64]*Attr)
+	r.attrsChanged()
+}
+
+// Header returns what the recording says about itself. In pipe mode it
+// fills in as records are read; it must not be modified.
+func (r *Reader) Header() *Header { return r.hdr }
+
+// SetTimeOrder selects perf's time order (true) or file order (false,
+// the default). It must be called before the first Next.
+func (r *Reader) SetTimeOrder(on bool) {
+	if !r.started {
+		r.ordered = on
+	}
+}
+
+// SetLimits replaces the limits (see Limits for the defaults). It must be
+// called before the first Next.
+func (r *Reader) SetLimits(l Limits) {
+	if !r.started {
+		r.lim = l
+	}
+}
+
+// Close releases the mapping or closes the file Open opened, and stops
+// the decompressor.
+func (r *Reader) Close() error {
+	r.z.close()
+	r.z = nil
+	var err error
+	if r.release != nil {
+		err = r.release()
+		r.release = nil
+		r.mem = nil
+	}
+	if r.close != nil {
+		if e := r.close.Close(); err == nil {
+			err = e
+		}
+		r.close = nil
+	}
+	if r.err == nil {
+		r.err = errors.New("perfdata: reader closed")
+	}
+	return err
+}
+
+// attrsChanged rebuilds the ID index after attributes were added, and
+// checks, as perf does, that events agree on where a record's ID is.
+func (r *Reader) attrsChanged() {
+	attrs := r.hdr.Attrs
+	for _, a := range attrs {
+		for _, id := range a.IDs {
+			r.byID[id] = a
+		}
+	}
+	r.posErr = ""
+	if len(attrs) < 2 {
+		return
+	}
+	r.idPos, r.isPos = attrs[0].idPos, attrs[0].isPos
+	if r.idPos < 0 || r.isPos < 0 {
+		r.posErr = "several events without sample IDs: records cannot be matched to events"
+		return
+	}
+	for _, a := range attrs[1:] {
+		if a.idPos != r.idPos || a.isPos != r.isPos {
+			r.posErr = fmt.Sprintf("events %d and 0 disagree on the position of the sample ID", a.Index)
+			return
+		}
+	}
+}
+
+// attrOf finds the event of a kernel record, as perf does: the only event;
+// the first one for records without a trailer, or with ID 0
+// (synthesized); else the one owning the record's ID, or nil.
+func (r *Reader) attrOf(raw []byte, t RecordType) (*Attr, string) {
+	attrs := r.hdr.Attrs
+	switch {
+	case len(attrs) == 0:
+		return nil, ""
+	case len(attrs) == 1:
+		return attrs[0], ""
+	case t != RecordSample && !attrs[0].SampleIDAll():
+		return attrs[0], ""
+	case r.posErr != "":
+		return nil, r.posErr
+	}
+	n := (len(raw) - recordHeaderSize) / 8
+	var at int
+	if t == RecordSample {
+		if r.idPos >= n {
+			return nil, ""
+		}
+		at = r.idPos
+	} else {
+		if r.isPos > n {
+			return nil, ""
+		}
+		at = n - r.isPos
+	}
+	id := r.o.Uint64(raw[recordHeaderSize+8*at:])
+	if id == 0 {
+		return attrs[0], ""
+	}
+	return r.byID[id], ""
+}
+
+// Next returns the next record, or io.EOF after the last. Any other error
+// is an *Error naming the offset; it is final: later calls return it
+// again. The records before it were read normally.
+func (r *Reader) Next() (*Record, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if !r.started {
+		r.started = true
+		r.lim = r.lim.withDefaults(r.hdr)
+	}
+	var rec *Record
+	var err error
+	if r.ordered {
+		rec, err = r.nextOrdered()
+	} else {
+		rec, err = r.nextInFileOrder()
+	}
+	if err != nil {
+		r.err = err
+		return nil, err
+	}
+	return rec, nil
+}
+
+func (r *Reader) nextInFileOrder() (*Record, error) {
+	raw, off, doff, err := r.nextRaw()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.setRecord(raw, off, doff); err != nil {
+		return nil, err
+	}
+	return &r.rec, nil
+}
+
+// nextRaw returns the bytes of the next record, from decompressed data or
+// the input, with its offsets (doff -1 outside compressed data). It
+// decompresses COMPRESSED records on the way.
+func (r *Reader) nextRaw() (raw []byte, off, doff int64, err error) {
+	for {
+		if rest := r.d[r.dpos:]; len(rest) >= recordHeaderSize {
+			size := int(r.o.Uint16(rest[6:]))
+			doff := r.dBase + int64(r.dpos)
+			if size < recordHeaderSize {
+				return nil, 0, 0, &Error{Off: r.dOff, DecompOff: doff, Kind: ErrBadRecord, Msg: fmt.Sprintf("record size %d", size)}
+			}
+			if size <= len(rest) {
+				if _, has, _ := payloadSize(rest, r.o); has {
+					return nil, 0, 0, &Error{Off: r.dOff, DecompOff: doff, Kind: ErrBadRecord,
+						Msg: fmt.Sprintf("%s record (with data after it) inside compressed data", RecordType(r.o.Uint32(rest)))}
+				}
+				r.dpos += size
+				return rest[:size], r.dOff, doff, nil
+			}
+		}
+		raw, off, err := r.readInput()
+		if err == io.EOF && r.dpos < len(r.d) {
+			return nil, 0, 0, &Error{Off: r.dOff, DecompOff: r.dBase + int64(r.dpos), Kind: ErrTruncated,
+				Msg: fmt.Sprintf("compressed data ends inside a record (%d bytes left over)", len(r.d)-r.dpos)}
+		}
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		t := RecordType(r.o.Uint32(raw))
+		if t == RecordCompressed || t == RecordCompressed2 {
+			if err := r.decompress(raw, off); err != nil {
+				return nil, 0, 0, err
+			}
+			continue
+		}
+		if err := r.skipPayload(raw, off); err != nil {
+			return nil, 0, 0, err
+		}
+		return raw, off, -1, nil
+	}
+}
+
+// readInput returns the next record of the input itself.
+func (r *Reader) readInput() ([]byte, int64, error) {
+	if r.in == nil {
+		off := r.pos
+		if off >= r.end {
+			if r.hdr.Truncated {
+				return nil, off, errorf(ErrTruncated, off, "the file ends inside its data section (or perf record did not finish)")
+			}
+			if r.hdr.FeatureErr != nil {
+				return nil, off, r.hdr.FeatureErr
+			}
+			return nil, off, io.EOF
+		}
+		if r.end-off < recordHeaderSize {
+			return nil, off, errorf(ErrTruncated, off, "%d bytes left, less than a record header", r.end-off)
+		}
+		size := int64(r.o.Uint16(r.mem[off+6:]))
+		if size < recordHeaderSize {
+			return nil, off, errorf(ErrBadRecord, off, "record size %d", size)
+		}
+		if size > r.end-off {
+			return nil, off, errorf(ErrTruncated, off, "record of %d bytes, %d left", size, r.end-off)
+		}
+		r.pos += size
+		return r.mem[off : off+size], off, nil
+	}
+	off := r.inOff
+	n, err := io.ReadFull(r.in, r.sbuf[:recordHeaderSize])
+	r.inOff += int64(n)
+	if err != nil {
+		if err == io.EOF {
+			return nil, off, io.EOF
+		}
+		if err == io.ErrUnexpectedEOF {
+			return nil, off, errorf(ErrTruncated, off, "input ends inside a record header")
+		}
+		return nil, off, &Error{Off: off, DecompOff: -1, Kind: ErrIO, Err: err}
+	}
+	size := int(r.o.Uint16(r.sbuf[6:]))
+	if size < recordHeaderSize {
+		return nil, off, errorf(ErrBadRecord, off, "record size %d", size)
+	}
+	n, err = io.ReadFull(r.in, r.sbuf[recordHeaderSize:size])
+	r.inOff += int64(n)
+	if err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, off, errorf(ErrTruncated, off, "record of %d bytes, input ends after %d", size, n+recordHeaderSize)
+		}
+		return nil, off, &Error{Off: off, DecompOff: -1, Kind: ErrIO, Err: err}
+	}
+	return r.sbuf[:size], off, nil
+}
+
+// payloadSize returns the size of the data that follows a record outside
+// of it (tracing data, AUX trace), and whether the record is of a type
+// that has such data.
+func payloadSize(raw []byte, o binary.ByteOrder) (uint64, bool, bool) {
+	switch RecordType(o.Uint32(raw)) {
+	case RecordTracingData:
+		if len(raw) < 12 {
+			return 0, true, false
+		}
+		return uint64(o.Uint32(raw[8:])), true, true
+	case RecordAuxtrace:
+		if len(raw) < 16 {
+			return 0, true, false
+		}
+		return o.Uint64(raw[8:]), true, true
+	}
+	return 0, false, true
+}
+
+// skipPayload skips the data that follows a tracing-data or AUX-trace
+// record in the input.
+func (r *Reader) skipPayload(raw []byte, off int64) error {
+	n, has, ok := payloadSize(raw, r.o)
+	if !has {
+		return nil
+	}
+	if !ok {
+		return errorf(ErrBadRecord, off, "%s record of %d bytes", RecordType(r.o.Uint32(raw)), len(raw))
+	}
+	if r.in == nil {
+		if n > uint64(r.end-r.pos) {
+			return errorf(ErrTruncated, off, "%d bytes of payload after the record, %d left", n, r.end-r.pos)
+		}
+		r.pos += int64(n)
+		return nil
+	}
+	if n > 1<<62 {
+		return errorf(ErrTruncated, off, "payload of %d bytes", n)
+	}
+	m, err := r.in.Discard(int(min(n, 1<<62)))
+	r.inOff += int64(m)
+	if err != nil {
+		return errorf(ErrTruncated, off, "%d bytes of payload after the record, input ends after %d", n, m)
+	}
+	return nil
+}
+
+// decompress feeds one COMPRESSED record to the decoder and appends its
+// data to d.
+func (r *Reader) decompress(raw []byte, off int64) error {
+	comp := raw[recordHeaderSize:]
+	if RecordType(r.o.Uint32(raw)) == RecordCompressed2 {
+		if len(raw) < 16 {
+			return errorf(ErrBadRecord, off, "COMPRESSED2 record of %d bytes", len(raw))
+		}
+		n := r.o.Uint64(raw[8:])
+		comp = raw[16:]
+		if n > uint64(len(comp)) {
+			return errorf(ErrBadRecord, off, "COMPRESSED2 data size %d in a record of %d bytes", n, len(raw))
+		}
+		comp = comp[:n]
+	}
+	if r.z == nil {
+		r.z = newZstream()
+		attachZstream(r, r.z)
+	}
+	// Keep the unread rest (a record that this one completes) at the front.
+	if r.dpos > 0 {
+		n := copy(r.d, r.d[r.dpos:])
+		r.dBase += int64(r.dpos)
+		r.d = r.d[:n]
+		r.dpos = 0
+	}
+	before := len(r.d)
+	r.compIn += int64(len(comp))
+	d, err := r.z.feed(comp, r.d, r.lim.MaxDecompressedRecord)
+	r.d = d
+	r.dOff = off
+	r.compOut += int64(len(d) - before)
+	if err != nil {
+		return &Error{Off: off, DecompOff: r.dBase + int64(len(d)), Kind: ErrCompressed, Err: err}
+	}
+	if r.compOut > r.lim.MaxDecompressRatio*r.compIn+16<<20 {
+		return &Error{Off: off, DecompOff: r.dBase + int64(len(d)), Kind: ErrLimit,
+			Msg: fmt.Sprintf("%d compressed bytes decompress to %d (limit: ratio %d)", r.compIn, r.compOut, r.lim.MaxDecompressRatio)}
+	}
+	return nil
+}
+
+// setRecord fills r.rec from a record's bytes: header, event, typed body;
+// perf's own records that describe the recording update the header.
+func (r *Reader) setRecord(raw []byte, off, doff int64) error {
+	rec := &r.rec
+	rec.Type = RecordType(r.o.Uint32(raw))
+	rec.Misc = Misc(r.o.Uint16(raw[4:]))
+	rec.Raw = raw
+	rec.Offset = off
+	rec.DecompOffset = doff
+	rec.Attr = nil
+	rec.PayloadSize = 0
+	fail := func(kind ErrKind, at int, msg string) error {
+		e := &Error{Off: off, DecompOff: doff, Kind: kind, Msg: rec.Type.String() + ": " + msg}
+		if doff < 0 {
+			e.Off += int64(at)
+		} else {
+			e.DecompOff += int64(at)
+		}
+		return e
+	}
+	if rec.Type < RecordUserTypeStart {
+		a, msg := r.attrOf(raw, rec.Type)
+		if msg != "" {
+			return fail(ErrBadAttr, 0, msg)
+		}
+		rec.Attr = a
+	} else if err := r.userRecord(raw, off, doff); err != nil {
+		return err
+	}
+	if n, has, _ := payloadSize(raw, r.o); has {
+		rec.PayloadSize = n
+	}
+	if at, msg := rec.decodeBody(); at >= 0 {
+		return fail(ErrBadRecord, at, msg)
+	}
+	return nil
+}
+
+// userRecord applies perf's records that carry header information.
+func (r *Reader) userRecord(raw []byte, off, doff int64) error {
+	o := r.o
+	t := RecordType(o.Uint32(raw))
+	body := raw[recordHeaderSize:]
+	bad := func(format string, args ...any) error {
+		return &Error{Off: off, DecompOff: doff, Kind: ErrBadRecord, Msg: t.String() + ": " + fmt.Sprintf(format, args...)}
+	}
+	switch t {
+	case RecordHeaderAttr:
+		if len(r.hdr.Attrs) >= maxAttrs {
+			return &Error{Off: off, DecompOff: doff, Kind: ErrLimit, Msg: fmt.Sprintf("more than %d events", maxAttrs)}
+		}
+		a, err := parseAttr(body, o, off+recordHeaderSize)
+		if err != nil {
+			e := err.(*Error)
+			e.DecompOff = doff
+			return e
+		}
+		ids := body[a.Size:]
+		if len(ids)%8 != 0 {
+			return bad("%d bytes of IDs", len(ids))
+		}
+		a.IDs = make([]uint64, len(ids)/8)
+		for i := range a.IDs {
+			a.IDs[i] = o.Uint64(ids[8*i:])
+		}
+		a.Index = len(r.hdr.Attrs)
+		r.hdr.Attrs = append(r.hdr.Attrs, a)
+		r.attrsChanged()
+	case RecordHeaderFeature:
+		if len(body) < 8 {
+			return bad("%d-byte body", len(body))
+		}
+		f := o.Uint64(body)
+		if f == 0 || f >= NumFeatureBits {
+			return nil // perf ignores features it does not know
+		}
+		data := append([]byte(nil), body[8:]...)
+		if err := r.hdr.parseFeature(Feature(f), data, off+16, func() []*Attr { return r.hdr.Attrs }); err != nil {
+			e := err.(*Error)
+			e.DecompOff = doff
+			return e
+		}
+	case RecordHeaderBuildID:
+		bid, err := parseBuildID(o, Misc(o.Uint16(raw[4:])), body)
+		if err != nil {
+			return bad("%s", err.Msg)
+		}
+		r.hdr.BuildIDs = append(r.hdr.BuildIDs, bid)
+	case RecordEventUpdate:
+		// type (2 is the event's name), ID, then the data.
+		if len(body) < 16 {
+			return bad("%d-byte body", len(body))
+		}
+		if o.Uint64(body) == 2 {
+			if a := r.byID[o.Uint64(body[8:])]; a != nil {
+				a.Name = cstring(body[16:])
+			}
+		}
+	}
+	return nil
+}
