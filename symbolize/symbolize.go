@@ -216,7 +216,8 @@ func (s *Symbolizer) LookupFunc(path string, addr uint64) (Symbol, bool) {
 
 // lookupFunc picks the function symbol with the greatest start <= addr
 // whose size covers addr; a symbol without size covers everything up to
-// the next symbol.
+// the next symbol, inside its own section (as gdb and eu-addr2line: _fini,
+// the last symbol, does not name every address above it).
 func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 	syms := m.syms
 	lo, hi := 0, len(syms)
@@ -233,7 +234,11 @@ func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 		return Symbol{}, false
 	}
 	pick := -1
-	if syms[i].size == 0 || addr-syms[i].start < syms[i].size {
+	if syms[i].size == 0 {
+		if m.sameSection(syms[i].start, addr) {
+			pick = i
+		}
+	} else if addr-syms[i].start < syms[i].size {
 		pick = i
 	} else {
 		// An enclosing function before a sized symbol that ends early
@@ -250,6 +255,20 @@ func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 	}
 	s := &syms[pick]
 	return Symbol{Name: s.name, Start: s.start, Size: s.size, Offset: addr - s.start}, true
+}
+
+// sameSection reports whether addr lies in the executable section holding
+// start; true when the file has no section headers to tell.
+func (m *module) sameSection(start, addr uint64) bool {
+	if len(m.execs) == 0 {
+		return true
+	}
+	for _, r := range m.execs {
+		if start >= r[0] && start < r[1] {
+			return addr < r[1]
+		}
+	}
+	return false
 }
 
 // lookupLine finds the line-table row covering addr.

@@ -433,3 +433,56 @@ func BenchmarkLoadLibc(b *testing.B) {
 		s.Close()
 	}
 }
+
+// TestSizelessSymbolEndsWithSection checks that a symbol without size
+// (_fini, frame_dummy) names addresses up to the next symbol only inside
+// its own section, as eu-addr2line does: past .fini, between sections and
+// past the last one, eu-addr2line finds no function, and neither may we.
+func TestSizelessSymbolEndsWithSection(t *testing.T) {
+	testprog.NeedTool(t, "eu-addr2line")
+	exe := filepath.Join("..", "testdata", "drap-O2.elf")
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Every 4th address from the first executable section to 0x200 past
+	// the last one, through the gaps between sections.
+	var lo, hi uint64 = ^uint64(0), 0
+	for _, sec := range f.Sections {
+		if sec.Flags&elf.SHF_EXECINSTR != 0 {
+			lo, hi = min(lo, sec.Addr), max(hi, sec.Addr+sec.Size)
+		}
+	}
+	var addrs []uint64
+	args := []string{"-f", "-e", exe}
+	for a := lo; a < hi+0x200; a += 4 {
+		addrs = append(addrs, a)
+		args = append(args, fmt.Sprintf("%#x", a))
+	}
+	out := strings.Split(strings.TrimSpace(run(t, "eu-addr2line", args...)), "\n")
+	if len(out) != 2*len(addrs) {
+		t.Fatalf("eu-addr2line printed %d lines for %d addresses", len(out), len(addrs))
+	}
+	s := New()
+	defer s.Close()
+	bad := 0
+	for i, a := range addrs {
+		want := out[2*i]
+		if want == "??" {
+			want = ""
+		}
+		got := ""
+		if sym, ok := s.LookupFunc(exe, a); ok {
+			got = sym.Name
+		}
+		if got != want {
+			if bad++; bad <= 10 {
+				t.Errorf("%#x: got %q, eu-addr2line %q", a, got, want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d addresses differ from eu-addr2line", bad, len(addrs))
+	}
+}
