@@ -129,6 +129,22 @@ func parse64(src []byte) (*elf64Layout, error) {
 	if _, err := binary.Decode(src[l.phoff:l.phoff+uint64(l.phnum)*phdrSize64], o, l.phdrs); err != nil {
 		return nil, fmt.Errorf("program headers: %w", err)
 	}
+	// Everything the planner compares lies in the file and in the
+	// address space, so that no sum wraps.
+	for i := range l.shdrs {
+		sh := &l.shdrs[i]
+		if hasFileBytes(sh) && (sh.Off > n || sh.Size > n-sh.Off) {
+			return nil, fmt.Errorf("section %d lies outside the file", i)
+		}
+		if sh.Addr+sh.Size < sh.Addr {
+			return nil, fmt.Errorf("section %d wraps around the address space", i)
+		}
+	}
+	for i, ph := range l.phdrs {
+		if ph.Off > n || ph.Filesz > n-ph.Off || ph.Vaddr+ph.Memsz < ph.Vaddr || ph.Paddr+ph.Memsz < ph.Paddr {
+			return nil, fmt.Errorf("program header %d: segment outside the file or wrapping around the address space", i)
+		}
+	}
 	ss := l.shdrs[l.shstrndx]
 	if ss.Off > n || ss.Size > n-ss.Off {
 		return nil, errors.New("section name table outside the file")
@@ -191,9 +207,6 @@ func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 		switch elf.ProgType(ph.Type) {
 		case elf.PT_LOAD:
 			p.lastLoad = i
-			if ph.Vaddr+ph.Memsz < ph.Vaddr || ph.Off+ph.Filesz < ph.Off {
-				return nil, fmt.Errorf("program header %d: segment wraps around", i)
-			}
 			vend = max(vend, ph.Vaddr+ph.Memsz)
 			if ph.Filesz != 0 {
 				fileEnd = max(fileEnd, ph.Off+ph.Filesz)
@@ -460,9 +473,8 @@ func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error
 		case elf.ProgType(ph.Type) == elf.PT_PHDR:
 			ph = phdr
 		case elf.ProgType(ph.Type) != elf.PT_LOAD && inMoved(ph.Off, ph.Filesz):
-			lma := ph.Paddr - ph.Vaddr
 			ph.Off, ph.Vaddr = movedAt(ph.Off)
-			ph.Paddr = ph.Vaddr + lma
+			ph.Paddr = ph.Vaddr
 		}
 		phdrs = append(phdrs, ph)
 		if i == plan.lastLoad {

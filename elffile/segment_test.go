@@ -3,6 +3,9 @@ package elffile_test
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
 	"os"
 	"os/exec"
 	"strings"
@@ -263,5 +266,98 @@ func TestPlanRejects(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// TestExtendedPhdrNumbering crafts an executable with 65,534 program
+// headers (the corpus's own, then PT_NULL entries, in a table at the end
+// of the file) and adds an SFrame segment: the table outgrows e_phnum's
+// 16 bits, so the output uses extended numbering (e_phnum PN_XNUM, the
+// count in section 0's sh_info), which readelf and PlanSFrameSegment
+// read back, with every original header in place.
+func TestExtendedPhdrNumbering(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(corpus.Dir(t), "x86_64", "v3", "basic-O2.elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 65534
+	o := binary.LittleEndian
+	phoff := alignUp(uint64(len(src)), 8)
+	crafted := append(bytes.Clone(src), make([]byte, phoff-uint64(len(src))+n*56)...)
+	copy(crafted[phoff:], src[o.Uint64(src[32:]):][:len(f.Progs)*56])
+	o.PutUint64(crafted[32:], phoff)
+	o.PutUint16(crafted[56:], n)
+	plan, err := elffile.PlanSFrameSegment(crafted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.MovePHDRs || plan.NumPHDRs <= 0xffff {
+		t.Fatalf("plan: table moves %v, %d headers", plan.MovePHDRs, plan.NumPHDRs)
+	}
+	r, err := convert.FromELF(f, convert.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := r.Encode(plan.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := elffile.AddSFrameSegment(crafted, plan, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shoff := o.Uint64(out[40:])
+	if got, info := o.Uint16(out[56:]), o.Uint32(out[shoff+44:]); got != 0xffff || int(info) != plan.NumPHDRs {
+		t.Errorf("e_phnum %#x, section 0 sh_info %d; want 0xffff and %d", got, info, plan.NumPHDRs)
+	}
+	tab := out[o.Uint64(out[32:]):]
+	// Every original header, in order, is in the output's table (the
+	// PT_PHDR describing the new table).
+	var want []elf.Prog64
+	for _, ph := range f.Progs {
+		if ph.Type == elffile.PT_GNU_SFRAME {
+			continue // reused for the new section
+		}
+		want = append(want, elf.Prog64{Type: uint32(ph.Type), Flags: uint32(ph.Flags), Off: ph.Off, Vaddr: ph.Vaddr, Paddr: ph.Paddr, Filesz: ph.Filesz, Memsz: ph.Memsz, Align: ph.Align})
+	}
+	got := make([]elf.Prog64, plan.NumPHDRs)
+	if _, err := binary.Decode(tab[:plan.NumPHDRs*56], o, got); err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	for _, g := range got {
+		if k < len(want) && (g == want[k] || elf.ProgType(g.Type) == elf.PT_PHDR && elf.ProgType(want[k].Type) == elf.PT_PHDR) {
+			k++
+		}
+	}
+	if k != len(want) {
+		t.Errorf("%d of the %d original headers found in order; missing %+v", k, len(want), want[k])
+	}
+	// Reading the output back: its headers, plus a PT_LOAD for a new
+	// section and one for the table (PT_GNU_SFRAME and PT_PHDR exist).
+	again, err := elffile.PlanSFrameSegment(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.NumPHDRs != plan.NumPHDRs+2 {
+		t.Errorf("reading back: %d headers planned, want %d", again.NumPHDRs, plan.NumPHDRs+2)
+	}
+	if _, err := exec.LookPath("readelf"); err == nil {
+		tmp := filepath.Join(t.TempDir(), "out")
+		os.WriteFile(tmp, out, 0o644)
+		hdr, err := exec.Command("readelf", "-h", tmp).Output()
+		if want := fmt.Sprintf("65535 (%d)", plan.NumPHDRs); err != nil || !strings.Contains(string(hdr), want) {
+			t.Errorf("readelf -h: %v, no %q in\n%s", err, want, hdr)
+		}
+	}
+	// A count past the end of the file is an error, not an allocation.
+	bad := bytes.Clone(out)
+	o.PutUint32(bad[shoff+44:], 1<<31)
+	if _, err := elffile.PlanSFrameSegment(bad); err == nil {
+		t.Error("a program header count past the end of the file was accepted")
 	}
 }
