@@ -5,9 +5,9 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"path/filepath"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
