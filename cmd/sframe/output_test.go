@@ -97,10 +97,21 @@ func TestOutputNonRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan []byte, 1)
+	// The reader opens the FIFO before anything is written, while the
+	// holder keeps it from waiting, and reads to the end.
+	opened := make(chan bool)
 	go func() {
-		b, _ := os.ReadFile(fifo)
+		r, err := os.Open(fifo)
+		opened <- true
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer r.Close()
+		b, _ := io.ReadAll(r)
 		got <- b
 	}()
+	<-opened
 	_, errs, rc := runCLI(t, "gen", "-o", fifo, in)
 	holder.Close()
 	if rc != 0 {

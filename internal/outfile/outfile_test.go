@@ -122,10 +122,21 @@ func TestFIFOAndPipes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan string, 1)
+	// The reader opens the FIFO before anything is written, while the
+	// holder keeps it from waiting, and reads to the end.
+	opened := make(chan bool)
 	go func() {
-		b, _ := os.ReadFile(fifo)
+		r, err := os.Open(fifo)
+		opened <- true
+		if err != nil {
+			got <- ""
+			return
+		}
+		defer r.Close()
+		b, _ := io.ReadAll(r)
 		got <- string(b)
 	}()
+	<-opened
 	err = Write(fifo, []byte("through the fifo"), 0o644, nil)
 	holder.Close()
 	if err != nil {
