@@ -95,6 +95,14 @@ func (r *Result) computeStats() {
 	})
 }
 
+// noun returns word for a count of n: singular for one, else plural.
+func noun[T int | uint64](n T, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
 func pct(a, b uint64) float64 {
 	if b == 0 {
 		return 0
@@ -110,19 +118,19 @@ func (s *Stats) Write(w io.Writer) error {
 			_, err = fmt.Fprintf(w, format, args...)
 		}
 	}
-	p("CFI functions:      %d (%d bytes of code)\n", s.CFIFuncs, s.CFIBytes)
-	p("SFrame functions:   %d written, %d rows (%d flexible, %d PC-mask, %d signal)\n", s.Funcs, s.Rows, s.Flex, s.PCMask, s.Signal)
-	p("covered:            %d bytes = %.2f%% of the code with CFI", s.CoveredBytes, pct(s.CoveredBytes, s.CFIBytes))
+	p("CFI functions:      %d (%d %s of code)\n", s.CFIFuncs, s.CFIBytes, noun(s.CFIBytes, "byte"))
+	p("SFrame functions:   %d written, %d %s (%d flexible, %d PC-mask, %d signal)\n", s.Funcs, s.Rows, noun(s.Rows, "row"), s.Flex, s.PCMask, s.Signal)
+	p("covered:            %d %s = %.2f%% of the code with CFI", s.CoveredBytes, noun(s.CoveredBytes, "byte"), pct(s.CoveredBytes, s.CFIBytes))
 	if s.TextBytes > 0 {
-		p(", %.2f%% of %d bytes of executable sections", pct(s.CoveredBytes, s.TextBytes), s.TextBytes)
+		p(", %.2f%% of %d %s of executable sections", pct(s.CoveredBytes, s.TextBytes), s.TextBytes, noun(s.TextBytes, "byte"))
 	}
 	p("\n")
-	p("left out:           %d functions, %d bytes\n", s.SkippedFuncs, s.SkippedBytes)
+	p("left out:           %d %s, %d %s\n", s.SkippedFuncs, noun(s.SkippedFuncs, "function"), s.SkippedBytes, noun(s.SkippedBytes, "byte"))
 	for _, r := range s.Reasons {
-		p("  %6d functions %9d bytes  %s\n", r.Funcs, r.Bytes, r.Reason)
+		p("  %6d %-9s %9d %-5s  %s\n", r.Funcs, noun(r.Funcs, "function"), r.Bytes, noun(r.Bytes, "byte"), r.Reason)
 	}
 	if s.SignalNoRows > 0 {
-		p("  %6d signal frames written without rows (their CFI cannot be expressed)\n", s.SignalNoRows)
+		p("  %6d signal %s written without rows (their CFI cannot be expressed)\n", s.SignalNoRows, noun(s.SignalNoRows, "frame"))
 	}
 	if s.BadEntries > 0 {
 		p("CFI entries that could not be decoded: %d %s\n", s.BadEntries, s.WalkError)

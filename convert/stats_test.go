@@ -33,8 +33,8 @@ func TestReasonText(t *testing.T) {
 		b.WriteString("  left out " + k.String() + "\n")
 	}
 	want := `left out:           2 functions, 51 bytes
-       1 functions        46 bytes  CFA based on a register other than SP/FP (needs a v3 flexible FDE; AMD64 and s390x only)
-       1 functions         5 bytes  return address in a register or unusual slot (needs a v3 flexible FDE; AMD64 and s390x only)
+       1 function         46 bytes  CFA based on a register other than SP/FP (needs a v3 flexible FDE; AMD64 and s390x only)
+       1 function          5 bytes  return address in a register or unusual slot (needs a v3 flexible FDE; AMD64 and s390x only)
   left out [0x52,0x80) FDE@0xd8: CFA based on a register other than SP/FP (needs a v3 flexible FDE; AMD64 and s390x only) (CFA = r10+0 at 0x57)
   left out [0x80,0x85) FDE@0x104: return address in a register or unusual slot (needs a v3 flexible FDE; AMD64 and s390x only) (RA in r11 at 0x82)
 `
@@ -55,5 +55,23 @@ func TestReasonText(t *testing.T) {
 	}
 	if s := Reason(200).String(); s != "Reason(200)" {
 		t.Errorf("unknown reason prints %q", s)
+	}
+}
+
+// TestStatsWriteSingular: counts of one are written in the singular,
+// others in the plural.
+func TestStatsWriteSingular(t *testing.T) {
+	s := Stats{CFIFuncs: 1, CFIBytes: 1, Funcs: 1, Rows: 1, CoveredBytes: 1, SkippedFuncs: 1, SkippedBytes: 2,
+		SignalNoRows: 1, Reasons: []ReasonCount{{Reason: ReasonCFAReg, Funcs: 1, Bytes: 1}, {Reason: ReasonRAFlex, Funcs: 2, Bytes: 0}}}
+	var b strings.Builder
+	if err := s.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{"(1 byte of code)", "1 written, 1 row ", "covered:            1 byte =", "left out:           1 function, 2 bytes",
+		"     1 function          1 byte   " + ReasonCFAReg.String() + "\n", "     2 functions         0 bytes  " + ReasonRAFlex.String() + "\n", "1 signal frame written"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
 	}
 }

@@ -140,7 +140,9 @@ func (l *elfLayout) writeShdr(dst []byte, i int, h shdr) {
 // (aligned to its sh_addralign) and its header pointed there, which is
 // allowed only for sections that are not loaded (not SHF_ALLOC) or in
 // relocatable objects. When a PT_GNU_SFRAME segment starts at a section
-// that shrinks, the segment's sizes become the section's.
+// that shrinks, the segment's sizes become the section's; a section
+// rewritten with contents of the same size leaves the file as it was but
+// for those contents.
 func RewriteSections(src []byte, updates []SectionUpdate) ([]byte, error) {
 	l, err := parseLayout(src)
 	if err != nil {
@@ -166,7 +168,9 @@ func RewriteSections(src []byte, updates []SectionUpdate) ([]byte, error) {
 		if newSize <= h.size {
 			copy(out[h.offset:], u.Data)
 			clear(out[h.offset+newSize : h.offset+h.size])
-			l.shrinkSegment(out, h, newSize)
+			if newSize < h.size {
+				l.shrinkSegment(out, h, newSize)
+			}
 		} else {
 			if h.flags&uint64(elf.SHF_ALLOC) != 0 && l.typ != elf.ET_REL {
 				return nil, fmt.Errorf("section %d grows from %d to %d bytes, and a loaded section of a linked file cannot move", u.Index, h.size, newSize)

@@ -47,6 +47,10 @@ type ConvertResult struct {
 	Funcs int
 	// Dropped lists the functions left out (DropUnrepresentable).
 	Dropped []DroppedFunc
+	// Segment, when not nil, says the converted section of a linked file
+	// did not fit in the place of the old one and went to a new loadable
+	// segment, as AddSFrameSegment puts it.
+	Segment *SegmentPlan
 }
 
 // UnrepresentableError reports the functions a conversion would lose.
@@ -80,8 +84,12 @@ func (e *UnrepresentableError) Error() string {
 
 // outputOptions turns the options that reproduce an input section into
 // those of the converted one: the target version, PC-relative starts
-// with their flag (what binutils writes since 2.45).
+// with their flag (what binutils writes since 2.45). A section converted
+// to its own version keeps its encoding, and so its bytes.
 func outputOptions(in sframe.EncodeOptions, v sframe.Version) sframe.EncodeOptions {
+	if in.Version == v {
+		return in
+	}
 	out := in
 	out.Version = v
 	out.Start = sframe.StartPCRel
@@ -123,8 +131,9 @@ func checkTarget(v sframe.Version) error {
 }
 
 // convertSection converts a decoded, self-contained section (no
-// relocations): a bare section or the .sframe of a linked file.
-func convertSection(s *sframe.Section, opts ConvertOptions, name func(i int) string) ([]byte, []DroppedFunc, int, error) {
+// relocations): a bare section or the .sframe of a linked file. The
+// result is laid out for the address addr.
+func convertSection(s *sframe.Section, opts ConvertOptions, name func(i int) string, addr uint64) ([]byte, []DroppedFunc, int, error) {
 	if err := s.Validate(); err != nil {
 		return nil, nil, 0, fmt.Errorf("input section: %w", err)
 	}
@@ -133,6 +142,7 @@ func convertSection(s *sframe.Section, opts ConvertOptions, name func(i int) str
 		return nil, nil, 0, fmt.Errorf("input section: %w", err)
 	}
 	eo := outputOptions(in, opts.Version)
+	eo.Addr = addr
 	// Extract orders functions by FRE layout; map them back to the index
 	// for messages.
 	index := make([]int, len(funcs))
@@ -164,7 +174,7 @@ func ConvertRaw(data []byte, base uint64, opts ConvertOptions) (*ConvertResult, 
 	if err != nil {
 		return nil, err
 	}
-	out, dropped, n, err := convertSection(s, opts, nil)
+	out, dropped, n, err := convertSection(s, opts, nil, base)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +193,12 @@ func ConvertRaw(data []byte, base uint64, opts ConvertOptions) (*ConvertResult, 
 //
 // In an executable or shared library the section is rewritten in place
 // when the converted one fits in its file and memory space (the rest is
-// zeroed, the section and PT_GNU_SFRAME sizes shrink); otherwise the
-// conversion fails, since loaded sections cannot move.
+// zeroed, the section and PT_GNU_SFRAME sizes shrink). Otherwise it goes
+// to a new loadable segment, as AddSFrameSegment puts it, and the
+// result's Segment says where; the old bytes stay, unused.
+//
+// Converting to the version the section has keeps its encoding (start
+// fields, flags, order, section type): the file comes out unchanged.
 func ConvertSFrame(src []byte, opts ConvertOptions) (*ConvertResult, error) {
 	if err := checkTarget(opts.Version); err != nil {
 		return nil, err
@@ -221,20 +235,37 @@ func ConvertSFrame(src []byte, opts ConvertOptions) (*ConvertResult, error) {
 		}
 		return names[symKey{addr: fn.Start}]
 	}
-	out, dropped, n, err := convertSection(s, opts, name)
+	out, dropped, n, err := convertSection(s, opts, name, sec.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
-	if uint64(len(out)) > sec.Size {
-		return nil, fmt.Errorf("section %s: the %s section takes %d bytes but the existing one holds %d; "+
-			"sections of a linked file cannot move, so it must be converted at link time (or converted to a smaller version)",
-			sec.Name, opts.Version, len(out), sec.Size)
+	typ := SHT_GNU_SFRAME
+	if s.Version == opts.Version {
+		typ = 0 // unchanged
 	}
-	img, err := RewriteSections(src, []SectionUpdate{{Index: secIdx, Data: out, Type: SHT_GNU_SFRAME}})
+	res := &ConvertResult{From: s.Version, Funcs: n, Dropped: dropped}
+	if uint64(len(out)) <= sec.Size {
+		res.Data, err = RewriteSections(src, []SectionUpdate{{Index: secIdx, Data: out, Type: typ}})
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	// Loaded sections cannot move: the new one goes to a new segment,
+	// laid out for its address there.
+	plan, err := PlanSFrameSegment(src)
 	if err != nil {
+		return nil, fmt.Errorf("section %s: the %s section (%d bytes) does not fit in the %d of the old one, and no segment can be added: %w",
+			sec.Name, opts.Version, len(out), sec.Size, err)
+	}
+	if out, _, _, err = convertSection(s, opts, name, plan.Addr); err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	if res.Data, err = AddSFrameSegment(src, plan, out); err != nil {
 		return nil, err
 	}
-	return &ConvertResult{Data: img, From: s.Version, Funcs: n, Dropped: dropped}, nil
+	res.Segment = plan
+	return res, nil
 }
 
 func sectionIndex(f *elf.File, sec *elf.Section) int {
@@ -429,7 +460,11 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts Conv
 		order.PutUint64(e[8:], elf.R_INFO(r.sym, newType))
 		order.PutUint64(e[16:], uint64(r.addend))
 	}
-	updates := []SectionUpdate{{Index: secIdx, Data: out, Type: SHT_GNU_SFRAME}}
+	typ := SHT_GNU_SFRAME
+	if s.Version == opts.Version {
+		typ = 0 // unchanged
+	}
+	updates := []SectionUpdate{{Index: secIdx, Data: out, Type: typ}}
 	if rs != nil {
 		updates = append(updates, SectionUpdate{Index: sectionIndex(f, rs), Data: rela})
 	} else if len(rela) != 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/stackprof"
 	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
@@ -195,7 +196,7 @@ func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), coun
 		err = p.Write(&buf) // gzipped protobuf, what pprof reads
 	}
 	if err == nil {
-		err = writeAtomic(path, buf.Bytes(), "")
+		err = outfile.Write(path, buf.Bytes(), 0o644, nil) // nil: - is os.Stdout
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
