@@ -329,11 +329,16 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 			return frames, StopDepth, nil
 		}
 		mi := u.moduleIndex(pc)
-		if mi < 0 {
+		// A signal trampoline may lie outside every module (qemu-user's
+		// page of them): step() recognizes it by its code.
+		if mi < 0 && !u.isSigreturn(pc) {
 			frames = append(frames, Frame{PC: pc, SP: sp, Exact: top})
 			return frames, StopNoModule, nil
 		}
-		m := u.modules[mi]
+		var m *Module
+		if mi >= 0 {
+			m = u.modules[mi]
+		}
 		// Caller frames hold return addresses, which may point past the
 		// end of the call's function (noreturn calls): look up PC-1.
 		lookup := pc
@@ -376,6 +381,11 @@ func (u *Unwinder) Unwind(regs *targets.Regs, frames []Frame) ([]Frame, Stop, er
 // step computes the caller's registers into next, trying each method.
 func (u *Unwinder) step(mi int, pc, lookup uint64, cur, next *targets.Regs, top bool) (Method, error) {
 	u.cfa, u.sig = 0, false
+	if mi < 0 {
+		// Unwind checked: a sigreturn trampoline in no module.
+		u.sig = true
+		return MethodSignal, u.stepSignal(cur, next)
+	}
 	m := u.modules[mi]
 	elfPC := lookup - m.Bias
 	var firstErr error
