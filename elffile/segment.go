@@ -163,6 +163,9 @@ func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 	// The address is congruent to the offset modulo the alignment, on a
 	// page of its own after every existing segment.
 	p.SegAddr = alignUp(vend, p.Align) + p.SegOffset%p.Align
+	if p.MovePHDRs {
+		p.linearPHDRs(vend)
+	}
 	p.Offset, p.Addr = p.SegOffset, p.SegAddr
 	if p.MovePHDRs {
 		d := alignUp(uint64(p.NumPHDRs)*phdrSize64, 8)
@@ -170,6 +173,41 @@ func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 		p.Addr += d
 	}
 	return p, nil
+}
+
+// maxLinearPad bounds the zero bytes linearPHDRs may add to the file.
+const maxLinearPad = 16 << 20
+
+// linearPHDRs places a new segment that will hold the program header
+// table where loaders that compute AT_PHDR as the first PT_LOAD's
+// address minus its offset plus e_phoff expect it: Linux before 5.18
+// and qemu-user (7.2 at least) do, ignoring where PT_PHDR or the
+// segments say the table is, and a static program, which finds its TLS
+// segment through AT_PHDR, crashes when the table is elsewhere. The
+// segment goes at that address if it is above every segment; else the
+// file is padded (by at most maxLinearPad bytes) until it is.
+func (p *SegmentPlan) linearPHDRs(vend uint64) {
+	first := -1
+	for i, ph := range p.l.phdrs {
+		if elf.ProgType(ph.Type) == elf.PT_LOAD && (first < 0 || ph.Vaddr < p.l.phdrs[first].Vaddr) {
+			first = i
+		}
+	}
+	ph := p.l.phdrs[first]
+	if ph.Off > ph.Vaddr {
+		return
+	}
+	base := ph.Vaddr - ph.Off
+	lo := alignUp(vend, p.Align)
+	off := p.SegOffset
+	if base+off < lo {
+		// Whole alignment units keep the offset's congruence.
+		off += alignUp(lo-(base+off), p.Align)
+	}
+	if off-p.SegOffset > maxLinearPad || base+off < base {
+		return
+	}
+	p.SegOffset, p.SegAddr = off, base+off
 }
 
 // phdrSlack reports whether the program header table can grow to n

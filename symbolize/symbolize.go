@@ -91,6 +91,7 @@ type module struct {
 
 	src    func() (*elf.File, error) // opens the object (Register or path)
 	syms   []sym
+	labels []sym       // untyped code labels (readTextLabels)
 	debug  string      // separate debug file used, if any
 	dwFile *elf.File   // file whose DWARF the line index is built from; closed after
 	execs  [][2]uint64 // executable section ranges, for line sequences
@@ -245,7 +246,7 @@ func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 	}
 	i := lo - 1
 	if i < 0 {
-		return Symbol{}, false
+		return m.lookupLabel(addr, 0)
 	}
 	pick := -1
 	if syms[i].size == 0 || addr-syms[i].start < syms[i].size {
@@ -261,7 +262,7 @@ func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 		}
 	}
 	if pick < 0 {
-		return Symbol{}, false
+		return m.lookupLabel(addr, syms[i].start+syms[i].size)
 	}
 	s := &syms[pick]
 	return Symbol{Name: s.name, Start: s.start, Size: s.size, Offset: addr - s.start}, true
@@ -314,6 +315,9 @@ func (m *module) load(name string, debugDirs []string) error {
 	}
 	if len(cs) == 0 {
 		cs = readFuncSyms(f, elf.SHT_SYMTAB)
+		m.labels = readTextLabels(f)
+	} else {
+		m.labels = readTextLabels(dbg)
 	}
 	if len(cs) == 0 {
 		cs = readFuncSyms(f, elf.SHT_DYNSYM)
