@@ -162,8 +162,12 @@ func (u *Unwinder) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, c
 }
 
 // stepFP follows the frame-pointer chain: the frame record at FP holds
-// the caller's FP and the return address (AMD64 and AArch64).
+// the caller's FP and the return address (AMD64 and AArch64); on s390x,
+// the back chain.
 func (u *Unwinder) stepFP(cur, next *targets.Regs) error {
+	if u.arch == elf.EM_S390 {
+		return u.stepBackchain(cur, next) // backchain.go
+	}
 	if u.arch != elf.EM_X86_64 && u.arch != elf.EM_AARCH64 {
 		return errNoRule
 	}
@@ -179,13 +183,19 @@ func (u *Unwinder) stepFP(cur, next *targets.Regs) error {
 	if err != nil {
 		return err
 	}
+	cfa := fp + 16
 	if u.arch == elf.EM_AARCH64 {
 		ra = u.strip(ra)
+		// The record may lie anywhere in the frame: the prologue says
+		// where (arm64prologue.go).
+		if c, ok := u.arm64CFA(cur.PC(), fp); ok {
+			cfa = c
+		}
 	}
-	u.cfa = fp + 16
+	u.cfa = cfa
 	newFrame(cur, next)
 	next.Set(targets.PCReg(u.arch), ra)
-	next.Set(targets.SPReg(u.arch), fp+16)
+	next.Set(targets.SPReg(u.arch), cfa)
 	next.Set(targets.FPReg(u.arch), callerFP)
 	return nil
 }
