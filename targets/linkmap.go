@@ -94,7 +94,21 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 		c.warnings = append(c.warnings, fmt.Errorf("executable %s does not match the core: %w", o.Exe, err))
 		return
 	}
-	objs := []loadedObject{{name: o.Exe, file: o.Exe, bias: bias}}
+	place := func(obj loadedObject) {
+		m, files, err := c.placeObject(obj, pageSize)
+		if err != nil {
+			c.warnings = append(c.warnings, err)
+		}
+		if m.End > m.Start {
+			c.modules = append(c.modules, m)
+			c.mem.files = append(c.mem.files, files...)
+			sort.Slice(c.mem.files, func(i, j int) bool { return c.mem.files[i].start < c.mem.files[j].start })
+		}
+	}
+	// The executable first: the link_map names may lie in its text
+	// (the interpreter's is its PT_INTERP string), which only its file
+	// holds.
+	place(loadedObject{name: o.Exe, file: o.Exe, bias: bias})
 	mem := orderedMem{c.mem, bo}
 	libs, err := linkMap(ef, bias, mem)
 	if err != nil {
@@ -107,26 +121,20 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 			libs = append(libs, loadedObject{name: interp, bias: base})
 		}
 	}
+	seen := map[string]bool{}
 	for _, l := range libs {
+		if seen[l.name] {
+			continue // a corrupt list naming a file many times is read once
+		}
+		seen[l.name] = true
 		if f, err := libraryFile(l.name, o.Sysroot, c.arch); err == nil {
 			l.file = f
 		} else {
 			c.warnings = append(c.warnings, err)
 		}
-		objs = append(objs, l)
-	}
-	for _, obj := range objs {
-		m, files, err := c.placeObject(obj, pageSize)
-		if err != nil {
-			c.warnings = append(c.warnings, err)
-		}
-		if m.End > m.Start {
-			c.modules = append(c.modules, m)
-			c.mem.files = append(c.mem.files, files...)
-		}
+		place(l)
 	}
 	sort.Slice(c.modules, func(i, j int) bool { return c.modules[i].Start < c.modules[j].Start })
-	sort.Slice(c.mem.files, func(i, j int) bool { return c.mem.files[i].start < c.mem.files[j].start })
 }
 
 // hasBias reports whether an object of objs is loaded with bias b.
