@@ -96,6 +96,22 @@ func TestAddSFrameSegmentCorpus(t *testing.T) {
 				phdrOK = ph.Off == phoff && ph.Filesz == uint64(len(g.Progs))*56
 			}
 		}
+		// Loaders that compute AT_PHDR as the first PT_LOAD's address
+		// minus its offset plus e_phoff (qemu-user, Linux before 5.18)
+		// must find the table there.
+		var first *elf.Prog
+		for _, ph := range g.Progs {
+			if ph.Type == elf.PT_LOAD && (first == nil || ph.Vaddr < first.Vaddr) {
+				first = ph
+			}
+		}
+		for _, ph := range g.Progs {
+			if ph.Type == elf.PT_LOAD && ph.Off <= phoff && phoff < ph.Off+ph.Filesz {
+				if at := ph.Vaddr + phoff - ph.Off; at != first.Vaddr-first.Off+phoff {
+					t.Errorf("%s: program headers at %#x, where old loaders look: %#x", p, at, first.Vaddr-first.Off+phoff)
+				}
+			}
+		}
 		if !sfOK || !loadOK || (hasPhdr && !phdrOK) {
 			t.Errorf("%s: PT_GNU_SFRAME %v, PT_LOAD %v, PT_PHDR present %v ok %v", p, sfOK, loadOK, hasPhdr, phdrOK)
 		}
