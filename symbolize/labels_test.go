@@ -10,8 +10,8 @@ import (
 
 // TestTextLabels checks that code after a sized function, under an
 // untyped label of hand-written assembly (glibc's s390x thread_start),
-// is named by that label as gdb names it, while the function keeps its
-// own addresses and a mapping-symbol-like label ($x) names nothing.
+// is named by that label as gdb names it, while the functions keep their
+// own addresses.
 func TestTextLabels(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		if os.Getenv("CI") != "" {

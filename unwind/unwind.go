@@ -8,8 +8,10 @@
 // live. The unwinder follows the stack-trace algorithm of the SFrame
 // specification for default and flexible FDEs: "RA undefined" ends the
 // stack, signal trampolines restore the interrupted registers from the
-// signal context (AMD64, AArch64), PC-mask FDEs cover PLTs, s390x callers'
-// SP is CFA-160, signed AArch64 return addresses are stripped, and rules
+// signal context (AMD64, AArch64, s390x), PC-mask FDEs cover PLTs, s390x
+// callers' SP is CFA-160, signed AArch64 return addresses are stripped,
+// the frame-pointer fallback reads AArch64 frame records (sized by the
+// prologue) and the s390x back chain, and rules
 // based on registers other than SP and FP are trusted only in the topmost
 // frame, where those registers are still live.
 package unwind

@@ -17,7 +17,7 @@ func init() {
 	register("stack", "print the stack of every thread of a process or core file", runStack)
 }
 
-const stackUsage = `PID | --core CORE [--exe FILE]
+const stackUsage = `PID | --core CORE [--exe FILE] [--sysroot DIR]
 
 Prints one block per thread: "Thread TID (name):", then one line per
 frame, innermost first, as gdb's backtrace prints them:
@@ -63,7 +63,13 @@ one profile: a sampling profile of where the threads are, running or
 blocked.
 
 A live process is stopped with ptrace for each capture and detached
-afterwards, also on error or Ctrl-C.`
+afterwards, also on error or Ctrl-C.
+
+Cores of x86-64, AArch64 and s390x programs are read on any machine.
+A core without a list of mapped files (qemu-user's) needs --exe: the
+shared libraries are then found through the dynamic linker's list in
+the core, and looked up under --sysroot (the directory given to qemu's
+-L), as gdb's "set sysroot" does.`
 
 func runStack(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("stack", stackUsage, stdout, stderr)
