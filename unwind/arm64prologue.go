@@ -1,5 +1,7 @@
 package unwind
 
+import "encoding/binary"
+
 // AArch64 frame records do not say how large a frame is: x29 points at
 // the record {caller's x29, x30}, which compilers place anywhere in the
 // frame (at its bottom with "stp x29, x30, [sp, #-N]!; mov x29, sp", in
@@ -43,16 +45,14 @@ const (
 	arm64MaxPrologue = 64
 )
 
-// arm64Insn reads the instruction at addr.
+// arm64Insn reads the instruction at addr (into the scratch buffer u.code,
+// without allocating).
 func (u *Unwinder) arm64Insn(addr uint64) (uint32, bool) {
-	w, err := u.mem.word(addr &^ 7)
-	if err != nil {
+	b := u.code[:4]
+	if _, err := u.mem.m.ReadAt(b, int64(addr)); err != nil {
 		return 0, false
 	}
-	if addr&4 != 0 {
-		return uint32(w >> 32), true
-	}
-	return uint32(w), true
+	return binary.LittleEndian.Uint32(b), true
 }
 
 // arm64Entry reports whether insn marks the entry of a function or the

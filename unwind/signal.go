@@ -77,7 +77,10 @@ func (u *Unwinder) stepSignal(cur, next *targets.Regs) error {
 			next.Set(i, v)
 		}
 	case elf.EM_S390:
-		// isSigreturn has just read the instruction.
+		// Which of the two trampolines: their frames differ.
+		if _, err := u.mem.m.ReadAt(u.code[:2], int64(cur.PC())); err != nil {
+			return err
+		}
 		_, rt := s390xSigreturn(u.code[:2])
 		return u.stepSignalS390X(cur, next, rt)
 	default:
