@@ -110,7 +110,12 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 	// holds.
 	place(loadedObject{name: o.Exe, file: o.Exe, bias: bias})
 	mem := orderedMem{c.mem, bo}
-	libs, err := linkMap(ef, bias, mem)
+	var libs []loadedObject
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_DYNAMIC {
+			libs, err = linkMap(p.Vaddr+bias, p.Memsz, mem)
+		}
+	}
 	if err != nil {
 		c.warnings = append(c.warnings, fmt.Errorf("shared libraries: %w", err))
 	}
@@ -206,23 +211,15 @@ func interpreter(ef *elf.File) string {
 }
 
 // linkMap reads the dynamic linker's list of loaded objects from mem:
-// the executable's dynamic section (at bias) holds in DT_DEBUG the address
-// of r_debug, whose r_map starts the link_map list. The executable's own
-// entry (empty name) is left out; so is the vDSO (a name without '/'),
-// which the auxiliary vector gives. A static executable has no list.
-func linkMap(ef *elf.File, bias uint64, mem orderedMem) ([]loadedObject, error) {
-	var dyn *elf.Prog
-	for _, p := range ef.Progs {
-		if p.Type == elf.PT_DYNAMIC {
-			dyn = p
-		}
-	}
-	if dyn == nil {
-		return nil, nil
-	}
-	size := min(dyn.Memsz, maxDynamic) &^ 15
+// the executable's dynamic section (dynSize bytes at dynAddr) holds in
+// DT_DEBUG the address of r_debug, whose r_map starts the link_map list.
+// The executable's own entry (empty name) is left out; so is the vDSO (a
+// name without '/'), which the auxiliary vector gives. At most
+// maxDynamic bytes of dynamic section and maxLinkMap entries are read.
+func linkMap(dynAddr, dynSize uint64, mem orderedMem) ([]loadedObject, error) {
+	size := min(dynSize, maxDynamic) &^ 15
 	buf := make([]byte, size)
-	if _, err := mem.m.ReadAt(buf, int64(dyn.Vaddr+bias)); err != nil {
+	if _, err := mem.m.ReadAt(buf, int64(dynAddr)); err != nil {
 		return nil, fmt.Errorf("reading the executable's dynamic section: %w", err)
 	}
 	rdebug := uint64(0)
