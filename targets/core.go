@@ -474,8 +474,9 @@ func (c *Core) Exe() string { return c.exe }
 // Args returns the start of the command line recorded in NT_PRPSINFO.
 func (c *Core) Args() string { return c.args }
 
-// Threads returns the threads in note order; in a kernel-written core the
-// first is the thread that received the fatal signal.
+// Threads returns the threads in note order; in a core written by the
+// kernel or qemu-user the first is the thread that received the fatal
+// signal.
 func (c *Core) Threads() []Thread { return c.threads }
 
 // Modules returns the ELF modules, sorted by Start.
