@@ -138,3 +138,33 @@ func parseGDBRegs(t *testing.T, out string) gdbRegs {
 	}
 	return regs
 }
+
+// TestCrossCoreWrongExe opens a qemu core with executables that are not
+// its own: another architecture's, and another build (whose entry point
+// differs from the core's AT_ENTRY). Neither may be placed: a warning
+// says why, and there is no module.
+func TestCrossCoreWrongExe(t *testing.T) {
+	exe := testprog.BuildCross(t, testprog.S390X, "-O2")
+	crash := testprog.CrashCore(t, testprog.S390X, exe)
+	for _, other := range []string{
+		testprog.BuildCross(t, testprog.AArch64, "-O2"),
+		testprog.BuildCross(t, testprog.S390X, "-O0", "-static"),
+	} {
+		c, err := OpenCoreWith(crash.Core, CoreOptions{Exe: other, Sysroot: testprog.S390X.Sysroot})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Modules()) != 0 || len(c.Warnings()) != 1 || !strings.Contains(c.Warnings()[0].Error(), "not its executable") && !strings.Contains(c.Warnings()[0].Error(), "does not match the core") {
+			t.Errorf("%s: modules %v, warnings %v", other, c.Modules(), c.Warnings())
+		}
+		c.Close()
+	}
+	c, err := OpenCoreWith(crash.Core, CoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if len(c.Modules()) != 0 || len(c.Warnings()) != 1 || !strings.Contains(c.Warnings()[0].Error(), "--exe") {
+		t.Errorf("no exe: modules %v, warnings %v", c.Modules(), c.Warnings())
+	}
+}
