@@ -261,6 +261,8 @@ func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 		if !p.hasPhdr {
 			p.NumPHDRs++
 		}
+		// Where old loaders compute the table's address (linearPHDRs).
+		segOff, segAddr = p.linearPHDRs(segOff, segAddr)
 		// strip packs the table's segment right after the last file
 		// contents: an address congruent to that end keeps the table's
 		// segment where strip puts it valid.
@@ -297,6 +299,45 @@ func tableLoad(l *elf64Layout, n int) int {
 		}
 	}
 	return -1
+}
+
+// maxLinearPad bounds the zero bytes linearPHDRs may add to the file.
+const maxLinearPad = 16 << 20
+
+// linearPHDRs moves the new segments, which will hold the program header
+// table, from file offset off and address addr to where loaders that
+// compute AT_PHDR as the first PT_LOAD's address minus its offset plus
+// e_phoff expect the table: Linux before 5.18 and qemu-user (7.2 at
+// least) do, ignoring where PT_PHDR or the segments say the table is,
+// and a static program, which finds its TLS segment through AT_PHDR,
+// crashes when the table is elsewhere. The file is padded (by at most
+// maxLinearPad bytes, whole alignment units) until that address is at or
+// above addr, the first free page; off and addr come back unchanged when
+// that is not possible.
+func (p *SegmentPlan) linearPHDRs(off, addr uint64) (uint64, uint64) {
+	first := -1
+	for i, ph := range p.l.phdrs {
+		if elf.ProgType(ph.Type) == elf.PT_LOAD && (first < 0 || ph.Vaddr < p.l.phdrs[first].Vaddr) {
+			first = i
+		}
+	}
+	if first < 0 {
+		return off, addr
+	}
+	ph := p.l.phdrs[first]
+	if ph.Off > ph.Vaddr {
+		return off, addr
+	}
+	base := ph.Vaddr - ph.Off
+	o := off
+	if base+o < addr {
+		// Whole alignment units keep the offset's congruence.
+		o += alignUp(addr-(base+o), p.Align)
+	}
+	if o-off > maxLinearPad || base+o < base {
+		return off, addr
+	}
+	return o, base + o
 }
 
 // phdrSlack reports whether the program header table can grow to n

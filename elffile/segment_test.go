@@ -58,6 +58,7 @@ func TestAddSFrameSegmentCorpus(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		checkAdded(t, p, src, out, plan, data)
+		checkOldLoaderPHDRs(t, p, out)
 		if haveReadelf == nil {
 			tmp := t.TempDir() + "/out"
 			os.WriteFile(tmp, out, 0o644)
@@ -359,5 +360,33 @@ func TestExtendedPhdrNumbering(t *testing.T) {
 	o.PutUint32(bad[shoff+44:], 1<<31)
 	if _, err := elffile.PlanSFrameSegment(bad); err == nil {
 		t.Error("a program header count past the end of the file was accepted")
+	}
+}
+
+// checkOldLoaderPHDRs checks that loaders computing AT_PHDR as the first
+// PT_LOAD's address minus its offset plus e_phoff (qemu-user, Linux
+// before 5.18) find the program header table where a PT_LOAD maps it.
+func checkOldLoaderPHDRs(t *testing.T, name string, out []byte) {
+	t.Helper()
+	g, err := elf.NewFile(bytes.NewReader(out))
+	if err != nil {
+		t.Fatalf("%s: output does not parse: %v", name, err)
+	}
+	if g.Class != elf.ELFCLASS64 {
+		return
+	}
+	phoff := g.ByteOrder.Uint64(out[32:])
+	var first *elf.Prog
+	for _, ph := range g.Progs {
+		if ph.Type == elf.PT_LOAD && (first == nil || ph.Vaddr < first.Vaddr) {
+			first = ph
+		}
+	}
+	for _, ph := range g.Progs {
+		if ph.Type == elf.PT_LOAD && ph.Off <= phoff && phoff < ph.Off+ph.Filesz {
+			if at := ph.Vaddr + phoff - ph.Off; at != first.Vaddr-first.Off+phoff {
+				t.Errorf("%s: program headers at %#x, where old loaders look: %#x", name, at, first.Vaddr-first.Off+phoff)
+			}
+		}
 	}
 }

@@ -76,6 +76,7 @@ type module struct {
 
 	src    func() (*elf.File, error) // opens the object (Register or path)
 	syms   []sym
+	labels []sym       // untyped code labels (readTextLabels)
 	debug  string      // separate debug file used, if any
 	dwFile *elf.File   // file whose DWARF the line index is built from; closed after
 	execs  [][2]uint64 // executable section ranges, for line sequences
@@ -231,7 +232,7 @@ func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 	}
 	i := lo - 1
 	if i < 0 {
-		return Symbol{}, false
+		return m.lookupLabel(addr, 0)
 	}
 	pick := -1
 	if syms[i].size == 0 {
@@ -251,7 +252,7 @@ func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 		}
 	}
 	if pick < 0 {
-		return Symbol{}, false
+		return m.lookupLabel(addr, syms[i].start+syms[i].size)
 	}
 	s := &syms[pick]
 	return Symbol{Name: s.name, Start: s.start, Size: s.size, Offset: addr - s.start}, true
@@ -318,6 +319,9 @@ func (m *module) load(name string, debugDirs []string) error {
 	}
 	if len(cs) == 0 {
 		cs = readFuncSyms(f, elf.SHT_SYMTAB)
+		m.labels = readTextLabels(f)
+	} else {
+		m.labels = readTextLabels(dbg)
 	}
 	if len(cs) == 0 {
 		cs = readFuncSyms(f, elf.SHT_DYNSYM)

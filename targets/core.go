@@ -101,31 +101,22 @@ func (n *coreNotes) parse(data []byte, machine elf.Machine, bo binary.ByteOrder)
 func (n *coreNotes) parseNote(typ uint32, desc []byte, machine elf.Machine, bo binary.ByteOrder) error {
 	switch typ {
 	case ntPRSTATUS:
-		nregs := amd64NumUser
-		if machine == elf.EM_AARCH64 {
-			nregs = arm64NumUser
-		}
-		if len(desc) < prstatusReg+8*nregs {
-			return fmt.Errorf("NT_PRSTATUS: %d bytes, want at least %d", len(desc), prstatusReg+8*nregs)
+		regs, err := prstatusRegs(machine, desc, bo)
+		if err != nil {
+			return err
 		}
 		t := coreThread{
-			tid: int(int32(bo.Uint32(desc[prstatusPid:]))),
-			sig: int(int16(bo.Uint16(desc[prstatusCursig:]))),
-		}
-		if machine == elf.EM_AARCH64 {
-			var u [arm64NumUser]uint64
-			for i := range u {
-				u[i] = bo.Uint64(desc[prstatusReg+8*i:])
-			}
-			t.regs = arm64FromUser(&u)
-		} else {
-			var u [amd64NumUser]uint64
-			for i := range u {
-				u[i] = bo.Uint64(desc[prstatusReg+8*i:])
-			}
-			t.regs = amd64FromUser(&u)
+			tid:  int(int32(bo.Uint32(desc[prstatusPid:]))),
+			sig:  int(int16(bo.Uint16(desc[prstatusCursig:]))),
+			regs: regs,
 		}
 		n.threads = append(n.threads, t)
+	case ntPRFPREG:
+		// The floating-point registers of the thread of the last
+		// NT_PRSTATUS; only s390x keeps some in Regs.
+		if machine == elf.EM_S390 && len(n.threads) > 0 {
+			return addS390XFPRs(&n.threads[len(n.threads)-1].regs, desc, bo)
+		}
 	case ntPRPSINFO:
 		if len(desc) < prpsinfoSize {
 			return fmt.Errorf("NT_PRPSINFO: %d bytes, want %d", len(desc), prpsinfoSize)
@@ -215,8 +206,9 @@ type Core struct {
 	mem      *coreMem
 }
 
-// OpenCore opens the core file corePath (ET_CORE, 64-bit, x86-64 or
-// AArch64, written by the kernel or by gdb's gcore).
+// OpenCore opens the core file corePath (ET_CORE, 64-bit, x86-64,
+// AArch64 or s390x, written by the kernel, by gdb's gcore or by
+// qemu-user).
 //
 // Threads come from the NT_PRSTATUS notes, the main thread's name from
 // NT_PRPSINFO, modules from NT_FILE (and the vDSO from the auxiliary
@@ -224,13 +216,21 @@ type Core struct {
 // core did not dump (gdb and the kernel leave out unmodified text), from the
 // mapped files themselves. exePath, if not empty, replaces the recorded
 // path of the main executable (found through AT_ENTRY), for a binary that
-// has moved since the core was written.
+// has moved since the core was written. OpenCoreWith takes more options.
 func OpenCore(corePath, exePath string) (*Core, error) {
+	return OpenCoreWith(corePath, CoreOptions{Exe: exePath})
+}
+
+// OpenCoreWith is OpenCore with options: the executable, and a sysroot
+// for the shared libraries of a core from another machine or
+// architecture. Cores without NT_FILE (qemu-user's) need o.Exe to find
+// their modules; see CoreOptions.
+func OpenCoreWith(corePath string, o CoreOptions) (*Core, error) {
 	f, err := os.Open(corePath)
 	if err != nil {
 		return nil, fmt.Errorf("targets: opening core: %w", err)
 	}
-	c, err := openCore(f, corePath, exePath)
+	c, err := openCoreWith(f, corePath, o)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("targets: core %s: %w", corePath, err)
@@ -241,6 +241,12 @@ func OpenCore(corePath, exePath string) (*Core, error) {
 
 // openCore reads a core from r.
 func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
+	return openCoreWith(r, corePath, CoreOptions{Exe: exePath})
+}
+
+// openCoreWith reads a core from r.
+func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err error) {
+	exePath := o.Exe
 	size, err := readerSize(r)
 	if err != nil {
 		return nil, err
@@ -255,7 +261,7 @@ func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
 	if ef.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("%v cores are not supported", ef.Class)
 	}
-	if ef.Machine != elf.EM_X86_64 && ef.Machine != elf.EM_AARCH64 {
+	if ef.Machine != elf.EM_X86_64 && ef.Machine != elf.EM_AARCH64 && ef.Machine != elf.EM_S390 {
 		return nil, fmt.Errorf("unsupported machine %v", ef.Machine)
 	}
 	c = &Core{path: corePath, arch: ef.Machine}
@@ -325,8 +331,13 @@ func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
 			c.exe = exePath
 		}
 	} else if exePath != "" {
-		c.warnings = append(c.warnings, errors.New("main executable not found in NT_FILE; exe path override unused"))
+		if len(notes.files) > 0 {
+			c.warnings = append(c.warnings, errors.New("main executable not found in NT_FILE; exe path override unused"))
+		}
 		c.exe = exePath
+	}
+	if o.Sysroot != "" {
+		sysrootFiles(notes.files, c.exe, o.Sysroot)
 	}
 
 	c.mem = &coreMem{r: r, segs: segs, files: append([]ntFileEntry(nil), notes.files...), open: map[string]*os.File{}}
@@ -346,6 +357,11 @@ func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
 	}
 
 	c.modules = c.buildModules(&notes)
+	if len(notes.files) == 0 {
+		// qemu-user writes no NT_FILE: find the modules from the
+		// executable and the dynamic linker's list.
+		c.addLoadedModules(&notes, o, ef.ByteOrder)
+	}
 	return c, nil
 }
 
@@ -458,8 +474,9 @@ func (c *Core) Exe() string { return c.exe }
 // Args returns the start of the command line recorded in NT_PRPSINFO.
 func (c *Core) Args() string { return c.args }
 
-// Threads returns the threads in note order; in a kernel-written core the
-// first is the thread that received the fatal signal.
+// Threads returns the threads in note order; in a core written by the
+// kernel or qemu-user the first is the thread that received the fatal
+// signal.
 func (c *Core) Threads() []Thread { return c.threads }
 
 // Modules returns the ELF modules, sorted by Start.

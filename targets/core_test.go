@@ -344,9 +344,13 @@ func FuzzCoreNotes(f *testing.F) {
 	f.Add(synthNotes(elf.EM_AARCH64, binary.LittleEndian))
 	f.Add(synthNotes(elf.EM_X86_64, binary.LittleEndian))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64} {
+		for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64, elf.EM_S390} {
 			var n coreNotes
-			if err := n.parse(data, m, binary.LittleEndian); err != nil {
+			var bo binary.ByteOrder = binary.LittleEndian
+			if m == elf.EM_S390 {
+				bo = binary.BigEndian
+			}
+			if err := n.parse(data, m, bo); err != nil {
 				continue
 			}
 			if len(n.threads) > len(data)/300 {

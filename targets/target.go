@@ -15,7 +15,8 @@ import (
 // returned by Threads and Modules are snapshots taken when the target was
 // opened; callers must not modify them.
 type Target interface {
-	// Arch returns elf.EM_X86_64 or elf.EM_AARCH64.
+	// Arch returns elf.EM_X86_64, elf.EM_AARCH64 or elf.EM_S390 (cores
+	// only).
 	Arch() elf.Machine
 	// PID returns the process id (of the live process, or recorded in the
 	// core).

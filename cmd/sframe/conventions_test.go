@@ -54,7 +54,7 @@ func TestHelp(t *testing.T) {
 		"gen":     {"--base ADDR", "--cfi SECTION", "-o, --output FILE", "--raw", "--stats", "--to-version VERSION"},
 		"verify":  {"--cfi SECTION", "--json", "--section NAME", "--strict"},
 		"stack": {"--core CORE", "--count N", "--exe FILE", "-i, --inlines", "--interval D", "--json", "--max-depth N",
-			"--no-demangle", "--pprof FILE", "-s, --source"},
+			"--no-demangle", "--pprof FILE", "-s, --source", "--sysroot DIR"},
 	}
 	flagLine := regexp.MustCompile(`^(?:  -[a-z], |      )(--[a-z-]+(?: [A-Z]+)?)$`)
 	for _, cmd := range subcommands {

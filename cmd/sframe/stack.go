@@ -18,7 +18,7 @@ func init() {
 	register("stack", "print the stack of every thread of a process or core file", runStack)
 }
 
-const stackUsage = `PID | --core CORE [--exe FILE]
+const stackUsage = `PID | --core CORE [--exe FILE] [--sysroot DIR]
 
 Prints one block per thread: "Thread TID (name):", then one line per
 frame, innermost first, as gdb's backtrace prints them:
@@ -64,12 +64,19 @@ one profile: a sampling profile of where the threads are, running or
 blocked.
 
 A live process is stopped with ptrace for each capture and detached
-afterwards, also on error or Ctrl-C.`
+afterwards, also on error or Ctrl-C.
+
+Cores of x86-64, AArch64 and s390x programs are read on any machine.
+A core without a list of mapped files (qemu-user's) needs --exe: the
+shared libraries are then found through the dynamic linker's list in
+the core, and looked up under --sysroot (the directory given to qemu's
+-L), as gdb's "set sysroot" does.`
 
 func runStack(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("stack", stackUsage, stdout, stderr)
 	core := fs.String("core", "", "read the threads from core file `CORE` instead of a live process")
-	exe := fs.String("exe", "", "with --core: the executable's `FILE`, if it moved since the core was written")
+	exe := fs.String("exe", "", "with --core: the executable's `FILE`, if it moved since the core was written (needed for cores without NT_FILE, such as qemu-user's)")
+	sysroot := fs.String("sysroot", "", "with --core: look up shared libraries under `DIR`, as gdb's set sysroot (e.g. /usr/aarch64-linux-gnu for qemu-aarch64 -L /usr/aarch64-linux-gnu)")
 	asJSON := fs.Bool("json", false, "print JSON (see above)")
 	maxDepth := fs.Int("max-depth", unwind.DefaultMaxDepth, "stop each walk after `N` frames")
 	noDemangle := fs.Bool("no-demangle", false, "print C++ and Rust symbol names as they are in the symbol table")
@@ -91,6 +98,8 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("--max-depth must be positive")
 	case *exe != "" && *core == "":
 		return fs.fail("--exe needs --core")
+	case *sysroot != "" && *core == "":
+		return fs.fail("--sysroot needs --core")
 	case *count < 1 || *interval < 0:
 		return fs.fail("--count must be positive and --interval not negative")
 	case fs.isSet("interval") && !fs.isSet("count"):
@@ -122,7 +131,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case *core != "" && len(operands) == 0:
 		capture = func() (*unwind.Trace, error) {
-			c, err := targets.OpenCore(*core, *exe)
+			c, err := targets.OpenCoreWith(*core, targets.CoreOptions{Exe: *exe, Sysroot: *sysroot})
 			if err != nil {
 				return nil, err
 			}

@@ -299,6 +299,7 @@ func TestStackUsage(t *testing.T) {
 		{[]string{"stack", "abc"}, 2},
 		{[]string{"stack", "1", "2"}, 2},
 		{[]string{"stack", "--exe", "x", "1"}, 2},
+		{[]string{"stack", "--sysroot", "/usr", "1"}, 2},
 		{[]string{"stack", "--max-depth", "0", "1"}, 2},
 		{[]string{"stack", "--core", "/nonexistent/core"}, 1},
 		{[]string{"stack", "999999999"}, 1},
