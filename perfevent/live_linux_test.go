@@ -465,3 +465,443 @@ func TestInheritFollowsNewThreadsAndProcesses(t *testing.T) {
 	}
 	t.Logf("samples: %v; %+v", n, s.Stats())
 }
+
+// skipUnlessAllowed skips a test whose options this machine's
+// perf_event_paranoid refuses to a user without CAP_PERFMON (never under
+// CI, which runs as root).
+func skipUnlessAllowed(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrPermission) && os.Getenv("CI") == "" {
+		t.Skip(err)
+	}
+}
+
+func TestContextSwitchSamples(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	sleeper := p.cmdInt(t, "sleeper")
+	o := userOpts(p.PID())
+	o.Events = []Event{ContextSwitches}
+	o.ContextSwitch, o.SampleIDAll = true, true
+	s, err := Open(o)
+	skipUnlessAllowed(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if a := s.Attrs()[0]; a.SamplePeriod != 1 || a.Flags&AttrFreq != 0 || a.Flags&AttrExcludeKernel != 0 {
+		t.Fatalf("context-switches attribute %s, flags %#x: want every switch, kernel included", a, a.Flags)
+	}
+	// Per ring, the records in order: each sample must be followed by the
+	// SWITCH record of its switch-out, which the scheduler writes next.
+	type ev struct {
+		sample bool
+		tid    uint32
+		out    bool
+		s      Sample
+	}
+	rings := map[int][]ev{}
+	var rc recorder
+	collect(t, s, 500*time.Millisecond, rc.add)
+	for i := range rc.recs {
+		r := &rc.recs[i]
+		switch r.Type {
+		case RecordSample:
+			var smp Sample
+			if err := r.DecodeSample(&smp); err != nil {
+				t.Fatal(err)
+			}
+			rings[r.CPU] = append(rings[r.CPU], ev{sample: true, tid: smp.Tid, s: smp})
+		case RecordSwitch:
+			var sw Switch
+			if err := r.DecodeSwitch(&sw); err != nil {
+				t.Fatal(err)
+			}
+			id, _ := r.ID()
+			rings[r.CPU] = append(rings[r.CPU], ev{tid: id.Tid, out: sw.Out})
+		}
+	}
+	n := 0
+	for cpu, evs := range rings {
+		for i, e := range evs {
+			if !e.sample {
+				continue
+			}
+			if i+1 < len(evs) && (evs[i+1].sample || !evs[i+1].out || evs[i+1].tid != e.tid) {
+				t.Fatalf("CPU %d: sample of thread %d followed by %+v, not by its switch-out", cpu, e.tid, evs[i+1])
+			}
+			if int(e.tid) != sleeper {
+				continue
+			}
+			n++
+			// The sleeper switches out in nanosleep, in the C library;
+			// its stack still holds the return address into sleep_b.
+			found := false
+			for w := Words(e.s.StackUser); w.Len() > 0; w = w[8:] {
+				if p.in(w.At(0), "sleep_b") {
+					found = true
+					break
+				}
+			}
+			if !found || p.in(e.s.IP, "sleep_b") {
+				t.Fatalf("sleeper's switch-out sample at %#x: no return address into sleep_b %#x in its %d-byte stack copy", e.s.IP, p.syms["sleep_b"], len(e.s.StackUser))
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("%d switch-out samples of the sleeper in 0.5 s, which sleeps 1 ms at a time", n)
+	}
+	t.Logf("%d switch-out samples of the sleeper; %+v", n, s.Stats())
+}
+
+// wrapOpts are options that fill a one-page ring fast: two spinners
+// sampled 4000 times a second with 2 KiB stacks.
+func wrapOpts(pid int) Options {
+	o := userOpts(pid)
+	o.StackUser = 2048
+	o.Period = 250000 // ns of cpu-clock: 4 kHz
+	o.RingPages = 1
+	return o
+}
+
+func TestRingWrapAround(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	s, err := Open(wrapOpts(p.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.RingPages() != 1 {
+		t.Fatalf("%d ring pages, want 1", s.RingPages())
+	}
+	var smp Sample
+	wrapped, plain, wrappedAll := 0, 0, 0
+	collect(t, s, 500*time.Millisecond, func(r *Record) {
+		if r.Wrapped {
+			wrappedAll++
+		}
+		if r.Type != RecordSample {
+			return
+		}
+		if err := r.DecodeSample(&smp); err != nil {
+			t.Fatalf("wrapped %v: %v", r.Wrapped, err)
+		}
+		if len(smp.StackUser) != 2048 {
+			t.Fatalf("wrapped %v: %d bytes of stack", r.Wrapped, len(smp.StackUser))
+		}
+		checkSpinSample(t, p, &smp)
+		if r.Wrapped {
+			wrapped++
+		} else {
+			plain++
+		}
+	})
+	st := s.Stats()
+	if wrapped == 0 || plain == 0 || uint64(wrappedAll) != st.Wrapped || st.Corrupt != 0 {
+		t.Errorf("%d wrapped and %d other samples; %+v", wrapped, plain, st)
+	}
+	t.Logf("%d wrapped and %d other samples; %+v", wrapped, plain, st)
+}
+
+func TestLostCounted(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	o := wrapOpts(p.PID())
+	o.Period = 1000000 // 1 kHz, which the reader keeps up with
+	s, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	// Nobody reads: the ring fills and the kernel counts what it drops.
+	time.Sleep(300 * time.Millisecond)
+	var lost, lostRecs uint64
+	var l Lost
+	ids := map[uint64]bool{}
+	for _, id := range s.Attrs()[0].IDs {
+		ids[id] = true
+	}
+	// Then read for a while: the kernel writes its LOST record once the
+	// reader has made room.
+	timer := time.AfterFunc(200*time.Millisecond, s.Stop)
+	defer timer.Stop()
+	if err := s.Run(func(r *Record) error {
+		if r.Type == RecordLost {
+			if err := r.DecodeLost(&l); err != nil {
+				return err
+			}
+			if !ids[l.ID] || l.Lost == 0 {
+				t.Errorf("LOST %+v: want one of the IDs %v and a count", l, s.Attrs()[0].IDs)
+			}
+			if lostRecs == 0 && l.Lost < 10 {
+				t.Errorf("first LOST record counts %d, after 0.3 s of two threads sampled at 1 kHz into a 2-sample ring", l.Lost)
+			}
+			lost += l.Lost
+			lostRecs++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if lost == 0 || st.Lost != lost || st.LostRecords != lostRecs {
+		t.Errorf("lost %d in %d LOST records; stats %+v", lost, lostRecs, st)
+	}
+	t.Logf("lost %d in %d LOST records; %+v", lost, lostRecs, st)
+}
+
+func TestSystemWide(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	s, err := Open(Options{SystemWide: true, Freq: 499, SampleIDAll: true, Comm: true})
+	skipUnlessAllowed(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var smp Sample
+	ours := 0
+	cpus := map[int]bool{}
+	collect(t, s, 300*time.Millisecond, func(r *Record) {
+		if r.Type != RecordSample {
+			return
+		}
+		if err := r.DecodeSample(&smp); err != nil {
+			t.Fatal(err)
+		}
+		if int(smp.CPU) != r.CPU {
+			t.Fatalf("sample of CPU %d in the ring of CPU %d", smp.CPU, r.CPU)
+		}
+		cpus[r.CPU] = true
+		if int(smp.Pid) == p.PID() {
+			ours++
+		}
+	})
+	if ours == 0 {
+		t.Errorf("no samples of process %d among %+v", p.PID(), s.Stats())
+	}
+	t.Logf("%d samples of the spinners, CPUs %v; %+v", ours, cpus, s.Stats())
+}
+
+func TestHardwareEvent(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	o := userOpts(p.PID())
+	o.Events = []Event{Cycles}
+	s, err := Open(o)
+	if err != nil {
+		// Most virtual machines, this one perhaps, have no PMU.
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "use cpu-clock") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("error %q: want one line, ErrUnsupported, suggesting cpu-clock", err)
+		}
+		t.Logf("no PMU: %v", err)
+		return
+	}
+	defer s.Close()
+	var smp Sample
+	n := 0
+	collect(t, s, 300*time.Millisecond, func(r *Record) {
+		if r.Type == RecordSample {
+			if err := r.DecodeSample(&smp); err != nil {
+				t.Fatal(err)
+			}
+			checkSpinSample(t, p, &smp)
+			n++
+		}
+	})
+	if n == 0 {
+		t.Errorf("no cycles samples: %+v", s.Stats())
+	}
+}
+
+func TestNoSuchProcess(t *testing.T) {
+	needPerf(t)
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := cmd.Process.Pid
+	for _, o := range []Options{{PIDs: []int{dead}}, {TIDs: []int{dead}}} {
+		_, err := Open(o)
+		if !errors.Is(err, ErrNoProcess) || !strings.Contains(err.Error(), strconv.Itoa(dead)) {
+			t.Errorf("Open(%+v): %v, want ErrNoProcess naming %d", o, err, dead)
+		}
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, "nothing to profile"},
+		{Options{SystemWide: true, PIDs: []int{1}}, "do not give PIDs"},
+		{Options{PIDs: []int{1}, StackUser: 100}, "multiple of 8"},
+		{Options{PIDs: []int{1}, StackUser: 65536}, "multiple of 8 up to 65528"},
+		{Options{PIDs: []int{1}, RingPages: 3}, "power of two"},
+		{Options{PIDs: []int{1}, Freq: 1 << 40}, "kernel.perf_event_max_sample_rate"},
+	} {
+		_, err := Open(tc.o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%+v): %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}
+
+// watchdog fails the test if Run has not returned after d: the loop must
+// have woken for something other than its poll interval, which the tests
+// set to an hour.
+func runWithWatchdog(t *testing.T, s *Session, d time.Duration, fn func(*Record) error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(fn) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(d):
+		s.Close()
+		t.Fatalf("Run did not return within %v", d)
+	}
+}
+
+func TestWakeups(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	for _, tc := range []struct {
+		name   string
+		events uint32
+		bytes  uint32
+		want   int // records at least in the ring at the first wakeup
+	}{
+		{"every sample", 1, 0, 1},
+		{"watermark", 0, 16 << 10, 16 << 10 / (2048 + 200)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := userOpts(p.PID())
+			o.StackUser = 2048
+			o.WakeupEvents, o.WakeupBytes = tc.events, tc.bytes
+			o.PollInterval = time.Hour
+			s, err := Open(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Enable(); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			runWithWatchdog(t, s, 20*time.Second, func(r *Record) error {
+				n++
+				s.Stop()
+				return nil
+			})
+			if n < tc.want {
+				t.Errorf("%d records at the first wakeup, want at least %d", n, tc.want)
+			}
+		})
+	}
+}
+
+func TestStopAndClose(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	before := openFDs(t)
+	o := userOpts(p.PID())
+	o.PollInterval = time.Hour
+	s, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Stop before Run makes it return after one pass.
+	s.Stop()
+	runWithWatchdog(t, s, 20*time.Second, func(*Record) error { return nil })
+	// Stop from another goroutine wakes a Run that has nothing to read (the
+	// events are disabled).
+	time.AfterFunc(50*time.Millisecond, s.Stop)
+	runWithWatchdog(t, s, 20*time.Second, func(*Record) error { return nil })
+	if s.Exited() {
+		t.Error("Exited after Stop")
+	}
+	// Close while Run runs: Run returns, then everything is released.
+	if err := s.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(func(*Record) error { return nil }) }()
+	time.Sleep(50 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run after Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := s.Run(func(*Record) error { return nil }); err == nil {
+		t.Error("Run after Close: no error")
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open after Close, %d before Open", after, before)
+	}
+	// The program ran on, unharmed.
+	p.Ping(t, "still there")
+}
+
+func TestRunEndsWhenTargetsExit(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	o := userOpts(p.PID())
+	o.PollInterval = time.Hour
+	o.Task = true
+	s, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	forked := p.cmdInt(t, "fork") // dies with its parent
+	exits := map[uint32]bool{}
+	time.AfterFunc(100*time.Millisecond, func() { p.Cmd.Process.Kill() })
+	runWithWatchdog(t, s, 20*time.Second, func(r *Record) error {
+		var task Task
+		if r.Type == RecordExit {
+			if err := r.DecodeTask(&task); err != nil {
+				return err
+			}
+			exits[task.Tid] = true
+		}
+		return nil
+	})
+	if !s.Exited() {
+		t.Error("Run returned, Exited false")
+	}
+	if !exits[uint32(p.PID())] || !exits[uint32(forked)] || !exits[uint32(p.spin[0])] {
+		t.Errorf("EXIT records of %v; want the main thread %d, a spinner %d and the child %d", exits, p.PID(), p.spin[0], forked)
+	}
+}
+
+func TestErrorFromCallback(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	s, err := Open(userOpts(p.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("enough")
+	if err := s.Run(func(*Record) error { return stop }); err != stop {
+		t.Fatalf("Run returned %v, want the callback's error", err)
+	}
+}
