@@ -38,7 +38,7 @@ var (
 	// period of 1 every switch-out is a sample, taken where the thread
 	// blocked or was preempted, the basis of off-CPU profiles. Its samples
 	// are taken in the kernel (the scheduler), so it needs Options.Kernel.
-	ContextSwitches = Event{Name: "context-switches", Type: TypeSoftware, Config: countSWContextSwitches}
+	ContextSwitches = Event{Name: "context-switches", Type: TypeSoftware, Config: countSWContextSwitches, Period: 1}
 )
 
 // ParseEvent returns the event of one of perf's names: cpu-clock,
@@ -126,7 +126,8 @@ type Options struct {
 	// Freq is the sampling frequency in Hz (perf record -F), adjusted by
 	// the kernel to the event's rate; Period, if not 0, samples every
 	// Period events instead (nanoseconds for the clocks). Neither given:
-	// DefaultFreq, or a period of 1 for ContextSwitches.
+	// DefaultFreq. They apply to the events without a Freq or Period of
+	// their own (ContextSwitches has a Period of 1: every switch).
 	Freq, Period uint64
 
 	// PIDs are processes to profile: every thread of each, as listed in
@@ -276,8 +277,6 @@ func (o *Options) sampling(e Event) (freq, period uint64) {
 		return 0, o.Period
 	case o.Freq != 0:
 		return o.Freq, 0
-	case e.Type == TypeSoftware && e.Config == countSWContextSwitches:
-		return 0, 1
 	}
 	return DefaultFreq, 0
 }

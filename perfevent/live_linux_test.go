@@ -251,8 +251,16 @@ func userOpts(pid int) Options {
 func TestSamplesOfThreads(t *testing.T) {
 	needPerf(t)
 	p := startProg(t)
+	for _, ev := range []Event{CPUClock, TaskClock} {
+		t.Run(ev.Name, func(t *testing.T) { testSamplesOfThreads(t, p, ev) })
+	}
+}
+
+func testSamplesOfThreads(t *testing.T, p *prog, ev Event) {
 	o := userOpts(p.PID())
+	o.Events = []Event{ev}
 	o.Freq = 997
+	o.Monotonic = true
 	s, err := Open(o)
 	if err != nil {
 		t.Fatal(err)
@@ -261,17 +269,24 @@ func TestSamplesOfThreads(t *testing.T) {
 	if len(s.Warnings()) != 0 {
 		t.Errorf("warnings: %q", s.Warnings())
 	}
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	begin := uint64(ts.Nano())
 	perTID := map[uint32]int{}
 	var smp Sample
-	collect(t, s, 400*time.Millisecond, func(r *Record) {
+	collect(t, s, 300*time.Millisecond, func(r *Record) {
 		if r.Type != RecordSample {
 			return
 		}
 		if err := r.DecodeSample(&smp); err != nil {
 			t.Fatal(err)
 		}
-		if int(smp.Pid) != p.PID() || int(smp.CPU) != r.CPU || smp.Period == 0 || smp.Time == 0 {
-			t.Fatalf("sample pid %d cpu %d period %d time %d from the ring of CPU %d; want pid %d", smp.Pid, smp.CPU, smp.Period, smp.Time, r.CPU, p.PID())
+		if int(smp.Pid) != p.PID() || int(smp.CPU) != r.CPU || smp.Period == 0 {
+			t.Fatalf("sample pid %d cpu %d period %d from the ring of CPU %d; want pid %d", smp.Pid, smp.CPU, smp.Period, r.CPU, p.PID())
+		}
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		if smp.Time < begin || smp.Time > uint64(ts.Nano()) {
+			t.Fatalf("sample time %d outside CLOCK_MONOTONIC's [%d, %d]", smp.Time, begin, ts.Nano())
 		}
 		if smp.StackUserSize != 8192 || smp.RegsUser.ABI != RegsABI64 {
 			t.Fatalf("user stack of %d bytes, register ABI %d", smp.StackUserSize, smp.RegsUser.ABI)
@@ -294,6 +309,59 @@ func TestSamplesOfThreads(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	t.Logf("samples per thread %v; %+v", perTID, st)
+}
+
+func TestTwoEvents(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	sleeper := p.cmdInt(t, "sleeper")
+	o := userOpts(p.PID())
+	o.Events = []Event{CPUClock, ContextSwitches}
+	o.Freq = 499
+	o.ContextSwitch, o.SampleIDAll = true, true
+	s, err := Open(o)
+	skipUnlessAllowed(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	clock, cs := s.Attrs()[0], s.Attrs()[1]
+	if clock.SampleType&SampleIdentifier == 0 || clock.Flags&AttrFreq == 0 || cs.SamplePeriod != 1 || cs.Flags&AttrContextSwitch != 0 {
+		t.Fatalf("attributes %s (type %#x, flags %#x), %s (flags %#x)", clock, clock.SampleType, clock.Flags, cs, cs.Flags)
+	}
+	n := map[string]int{}
+	var smp Sample
+	collect(t, s, 400*time.Millisecond, func(r *Record) {
+		switch r.Type {
+		case RecordSample:
+			if err := r.DecodeSample(&smp); err != nil {
+				t.Fatal(err)
+			}
+			// A context-switch sample counts one switch; a cpu-clock
+			// sample nanoseconds.
+			switch {
+			case r.Attr == cs && smp.Period == 1:
+				n["context-switches"]++
+				if int(smp.Tid) == sleeper {
+					n["sleeper switches"]++
+				}
+			case r.Attr == clock && smp.Period > 1000:
+				n["cpu-clock"]++
+			default:
+				t.Fatalf("sample of period %d attributed to %v (identifier %d)", smp.Period, r.Attr, smp.Identifier)
+			}
+		case RecordSwitch:
+			// Side records come from the first event only.
+			if r.Attr != clock {
+				t.Fatalf("SWITCH attributed to %v", r.Attr)
+			}
+			n["SWITCH"]++
+		}
+	})
+	if n["sleeper switches"] == 0 || n["cpu-clock"] == 0 || n["SWITCH"] == 0 {
+		t.Errorf("records %v", n)
+	}
+	t.Logf("records %v", n)
 }
 
 func TestReadProcess(t *testing.T) {
@@ -338,6 +406,40 @@ func TestReadProcess(t *testing.T) {
 	}
 }
 
+// userTime returns the clock ticks thread tid of pid has run in user
+// space (/proc/PID/task/TID/stat's utime).
+func userTime(t *testing.T, pid, tid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// utime is the 14th field; the name (2nd) may hold spaces.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	u, err := strconv.Atoi(f[11])
+	if err != nil {
+		t.Fatalf("stat of %d/%d: %q", pid, tid, b)
+	}
+	return u
+}
+
+// waitUserTime waits until thread tid of pid has run ticks clock ticks in
+// user space.
+func waitUserTime(t *testing.T, pid, tid, ticks int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		u := userTime(t, pid, tid)
+		if u >= ticks {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d of %d ran %d ticks in 20 s, want %d", tid, pid, u, ticks)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // recorder keeps copies of a session's records, for checks after Run.
 type recorder struct {
 	mu   sync.Mutex
@@ -370,7 +472,11 @@ func TestInheritFollowsNewThreadsAndProcesses(t *testing.T) {
 	late := p.cmdInt(t, "spawn")
 	forked := p.cmdInt(t, "fork")
 	execed := p.cmdInt(t, "exec")
-	time.Sleep(500 * time.Millisecond)
+	// Each has had time to be sampled once it has run for 100 ms; on a
+	// loaded machine that takes longer.
+	waitUserTime(t, p.PID(), late, 10)
+	waitUserTime(t, forked, forked, 10)
+	waitUserTime(t, execed, execed, 10)
 	s.Stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -445,10 +551,12 @@ func TestInheritFollowsNewThreadsAndProcesses(t *testing.T) {
 			checkSpinSample(t, p, &smp)
 			n["late thread"]++
 		case int(smp.Pid) == forked:
-			if !p.in(smp.IP, "child_spin") {
-				t.Errorf("forked child sampled at %#x, not in child_spin", smp.IP)
+			if p.in(smp.IP, "child_spin") {
+				n["forked child"]++
+			} else {
+				// On its way from fork to child_spin.
+				n["forked child elsewhere"]++
 			}
-			n["forked child"]++
 		case int(smp.Pid) == execed:
 			if r, ok := p.syms["child_spin"]; ok && (smp.IP-childBias < r[0] || smp.IP-childBias >= r[1]) {
 				// Before and during exec the child runs elsewhere.
@@ -463,7 +571,11 @@ func TestInheritFollowsNewThreadsAndProcesses(t *testing.T) {
 			t.Errorf("%d samples of the %s; all: %v", n[k], k, n)
 		}
 	}
-	t.Logf("samples: %v; %+v", n, s.Stats())
+	types := map[RecordType]int{}
+	for i := range rc.recs {
+		types[rc.recs[i].Type]++
+	}
+	t.Logf("samples: %v; records %v; %+v", n, types, s.Stats())
 }
 
 // skipUnlessAllowed skips a test whose options this machine's
@@ -493,9 +605,11 @@ func TestContextSwitchSamples(t *testing.T) {
 		t.Fatalf("context-switches attribute %s, flags %#x: want every switch, kernel included", a, a.Flags)
 	}
 	// Per ring, the records in order: each sample must be followed by the
-	// SWITCH record of its switch-out, which the scheduler writes next.
+	// SWITCH record of its switch-out, which the scheduler writes next,
+	// unless that was dropped (a LOST record comes next then).
 	type ev struct {
 		sample bool
+		lost   bool // a LOST record: the records dropped before it are unknown
 		tid    uint32
 		out    bool
 		s      Sample
@@ -519,6 +633,8 @@ func TestContextSwitchSamples(t *testing.T) {
 			}
 			id, _ := r.ID()
 			rings[r.CPU] = append(rings[r.CPU], ev{tid: id.Tid, out: sw.Out})
+		case RecordLost:
+			rings[r.CPU] = append(rings[r.CPU], ev{lost: true})
 		}
 	}
 	n := 0
@@ -527,24 +643,24 @@ func TestContextSwitchSamples(t *testing.T) {
 			if !e.sample {
 				continue
 			}
-			if i+1 < len(evs) && (evs[i+1].sample || !evs[i+1].out || evs[i+1].tid != e.tid) {
+			if i+1 < len(evs) && !evs[i+1].lost && (evs[i+1].sample || !evs[i+1].out || evs[i+1].tid != e.tid) {
 				t.Fatalf("CPU %d: sample of thread %d followed by %+v, not by its switch-out", cpu, e.tid, evs[i+1])
 			}
 			if int(e.tid) != sleeper {
 				continue
 			}
 			n++
-			// The sleeper switches out in nanosleep, in the C library;
-			// its stack still holds the return address into sleep_b.
-			found := false
-			for w := Words(e.s.StackUser); w.Len() > 0; w = w[8:] {
-				if p.in(w.At(0), "sleep_b") {
-					found = true
-					break
-				}
+			// The sleeper switches out in nanosleep, in the C library,
+			// whose stack still holds the return address into sleep_b;
+			// or it is preempted in sleep_b itself.
+			_, _, ipn, _ := spFPIP(t)
+			uip, _ := e.s.RegsUser.Get(ipn)
+			found := p.in(uip, "sleep_b")
+			for w := Words(e.s.StackUser); w.Len() > 0 && !found; w = w[8:] {
+				found = p.in(w.At(0), "sleep_b")
 			}
-			if !found || p.in(e.s.IP, "sleep_b") {
-				t.Fatalf("sleeper's switch-out sample at %#x: no return address into sleep_b %#x in its %d-byte stack copy", e.s.IP, p.syms["sleep_b"], len(e.s.StackUser))
+			if !found {
+				t.Fatalf("sleeper's switch-out sample at user IP %#x: not in sleep_b %#x, and no return address into it in its %d-byte stack copy", uip, p.syms["sleep_b"], len(e.s.StackUser))
 			}
 		}
 	}
@@ -617,9 +733,13 @@ func TestLostCounted(t *testing.T) {
 	if err := s.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	// Nobody reads: the ring fills and the kernel counts what it drops.
-	time.Sleep(300 * time.Millisecond)
-	var lost, lostRecs uint64
+	// Nobody reads: the ring fills and the kernel counts what it drops,
+	// while each spinner runs for 100 ms more (100 samples each).
+	for _, tid := range p.spin {
+		waitUserTime(t, p.PID(), tid, userTime(t, p.PID(), tid)+10)
+	}
+	var lost, lostRecs, firstLost uint64
+	seenRing := map[int]bool{} // rings whose first LOST record was seen
 	var l Lost
 	ids := map[uint64]bool{}
 	for _, id := range s.Attrs()[0].IDs {
@@ -637,8 +757,9 @@ func TestLostCounted(t *testing.T) {
 			if !ids[l.ID] || l.Lost == 0 {
 				t.Errorf("LOST %+v: want one of the IDs %v and a count", l, s.Attrs()[0].IDs)
 			}
-			if lostRecs == 0 && l.Lost < 10 {
-				t.Errorf("first LOST record counts %d, after 0.3 s of two threads sampled at 1 kHz into a 2-sample ring", l.Lost)
+			if !seenRing[r.CPU] {
+				seenRing[r.CPU] = true
+				firstLost += l.Lost
 			}
 			lost += l.Lost
 			lostRecs++
@@ -647,11 +768,16 @@ func TestLostCounted(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The first LOST record of each ring counts what the pause lost: the
+	// samples of 200 ms of spinning but the few that fit.
+	if firstLost < 100 {
+		t.Errorf("the first LOST records count %d lost samples, want at least 100", firstLost)
+	}
 	st := s.Stats()
 	if lost == 0 || st.Lost != lost || st.LostRecords != lostRecs {
 		t.Errorf("lost %d in %d LOST records; stats %+v", lost, lostRecs, st)
 	}
-	t.Logf("lost %d in %d LOST records; %+v", lost, lostRecs, st)
+	t.Logf("lost %d in %d LOST records, %d in the first of each ring; %+v", lost, lostRecs, firstLost, st)
 }
 
 func TestSystemWide(t *testing.T) {

@@ -65,6 +65,10 @@ var (
 // threads is left out; a process whose threads have all exited is an
 // error (ErrNoProcess).
 //
+// A thread created while Open runs is sampled if the thread that created
+// it already had its events (it inherits them), and missed otherwise, as
+// with perf record -p; threads created after Open are all followed.
+//
 // Open needs one file descriptor per event, thread and CPU: a process of
 // 100 threads on 64 CPUs takes 6400 (Go raises the soft RLIMIT_NOFILE to
 // the hard limit at start).
@@ -94,17 +98,24 @@ func Open(opts Options) (*Session, error) {
 	if opts.SystemWide {
 		targets = []target{{tid: -1}}
 	}
+	seen := map[int]bool{} // a thread given twice would be sampled twice
 	for _, pid := range opts.PIDs {
 		tids, err := Tasks(pid)
 		if err != nil {
 			return nil, err
 		}
 		for _, tid := range tids {
-			targets = append(targets, target{tid, pid})
+			if !seen[tid] {
+				seen[tid] = true
+				targets = append(targets, target{tid, pid})
+			}
 		}
 	}
 	for _, tid := range opts.TIDs {
-		targets = append(targets, target{tid: tid})
+		if !seen[tid] {
+			seen[tid] = true
+			targets = append(targets, target{tid: tid})
+		}
 	}
 	s.attrs = opts.buildAttrs()
 	opened := map[int]bool{} // processes with at least one thread opened
