@@ -71,7 +71,7 @@ __attribute__((noinline)) void child_spin(void) {
 }
 
 /* announce publishes the calling thread's ID to the waiting main thread. */
-static void announce(const char *name) {
+__attribute__((noinline)) static void announce(const char *name) {
 	pthread_setname_np(pthread_self(), name);
 	pthread_mutex_lock(&mu);
 	started_tid = (int)syscall(SYS_gettid);
