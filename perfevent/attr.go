@@ -328,12 +328,22 @@ func (a *Attr) Bytes() []byte {
 	o.PutUint64(b[8:], a.Config)
 	o.PutUint64(b[16:], a.SamplePeriod)
 	o.PutUint64(b[24:], uint64(a.SampleType))
-	o.PutUint64(b[40:], uint64(a.Flags))
+	o.PutUint64(b[40:], a.Flags.cBits())
 	o.PutUint32(b[48:], a.WakeupEvents)
 	o.PutUint64(b[80:], a.SampleRegsUser)
 	o.PutUint32(b[88:], a.SampleStackUser)
 	o.PutUint32(b[92:], uint32(a.ClockID))
 	return b
+}
+
+// cBits returns the flags as the kernel's bit-field word: C allocates
+// bit-fields from the least significant bit on little-endian machines and
+// from the most significant on big-endian ones.
+func (f AttrFlags) cBits() uint64 {
+	if ne.Uint16([]byte{1, 0}) == 1 {
+		return uint64(f)
+	}
+	return bits.Reverse64(uint64(f))
 }
 
 // clockMonotonic is CLOCK_MONOTONIC.

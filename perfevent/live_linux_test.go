@@ -1063,3 +1063,83 @@ func TestErrorFromCallback(t *testing.T) {
 		t.Fatalf("Run returned %v, want the callback's error", err)
 	}
 }
+
+func TestCallchains(t *testing.T) {
+	needPerf(t)
+	p := startProg(t)
+	sleeper := p.cmdInt(t, "sleeper")
+	o := userOpts(p.PID())
+	o.Events = []Event{CPUClock, ContextSwitches}
+	o.Freq = 499
+	o.Callchain, o.UserCallchain = true, true
+	s, err := Open(o)
+	skipUnlessAllowed(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cs := s.Attrs()[1]
+	n := map[string]int{}
+	var rc recorder
+	collectWhile(t, s, func() error { return runMore(p.PID(), p.spin, 10) }, rc.add)
+	for i := range rc.recs {
+		r := &rc.recs[i]
+		if r.Type != RecordSample {
+			continue
+		}
+		var smp Sample
+		if err := r.DecodeSample(&smp); err != nil {
+			t.Fatal(err)
+		}
+		cc := smp.Callchain
+		// The parts: [ContextKernel kernel addresses...] [ContextUser
+		// user addresses...], the first user address the user IP.
+		var kernel, user []uint64
+		var part *[]uint64
+		for i := range cc.Len() {
+			switch v := cc.At(i); {
+			case v == ContextKernel:
+				part = &kernel
+			case v == ContextUser:
+				part = &user
+			case v >= ContextMax:
+				t.Fatalf("callchain marker %#x", v)
+			case part == nil:
+				t.Fatalf("callchain %#x does not start with a context marker", cc)
+			default:
+				*part = append(*part, v)
+			}
+		}
+		_, _, ipn, _ := spFPIP(t)
+		uip, _ := smp.RegsUser.Get(ipn)
+		if len(user) == 0 || user[0] != uip {
+			t.Fatalf("user callchain %#x does not start at the user IP %#x", user, uip)
+		}
+		for _, k := range kernel {
+			if k < 1<<63 {
+				t.Fatalf("kernel callchain %#x holds a user address", kernel)
+			}
+		}
+		switch {
+		case r.Attr == cs && int(smp.Tid) == sleeper:
+			// Taken in the scheduler: the kernel's part leads there.
+			if len(kernel) < 2 {
+				t.Fatalf("switch-out sample with kernel callchain %#x", kernel)
+			}
+			n["switch-outs"]++
+		case r.Attr != cs && p.in(uip, "spin_c"):
+			// The kernel's frame-pointer walk of the user stack, as it
+			// ran, agrees with the walk of the stack copy (when the leaf
+			// spin_c has no frame record, both skip spin_b).
+			rets := returnAddresses(t, &smp, false)
+			if len(rets) < 2 || len(user) < 3 || user[1] != rets[0] || user[2] != rets[1] || !(p.in(rets[0], "spin_a") || p.in(rets[0], "spin_b")) {
+				t.Fatalf("kernel's user callchain %#x, walk of the stack copy %#x", user, rets)
+			}
+			n["spinner samples"]++
+		}
+	}
+	if n["switch-outs"] == 0 || n["spinner samples"] < 10 {
+		t.Errorf("samples checked: %v", n)
+	}
+	t.Logf("samples checked: %v", n)
+}

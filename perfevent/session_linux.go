@@ -164,7 +164,7 @@ func (a *Attr) unix() unix.PerfEventAttr {
 		Config:            a.Config,
 		Sample:            a.SamplePeriod,
 		Sample_type:       uint64(a.SampleType),
-		Bits:              uint64(a.Flags),
+		Bits:              a.Flags.cBits(),
 		Wakeup:            a.WakeupEvents,
 		Sample_regs_user:  a.SampleRegsUser,
 		Sample_stack_user: a.SampleStackUser,
