@@ -659,4 +659,67 @@ func TestStackInlines(t *testing.T) {
 	if compared < 5 {
 		t.Errorf("only %d frames with inlined calls\n%s", compared, out)
 	}
+
+	// --pprof with -i: each location's lines are the frames the text
+	// shows at that address, inlined calls first, with their positions.
+	text := map[int64][]string{}
+	tid = ""
+	for _, l := range strings.Split(out, "\n") {
+		if m := stackThreadRe.FindStringSubmatch(l); m != nil {
+			tid = m[1]
+		} else if m := ourRe.FindStringSubmatch(l); m != nil {
+			n, _ := strconv.ParseInt(tid, 10, 64)
+			name := m[2]
+			if i := strings.LastIndex(name, "+0x"); i > 0 {
+				name = name[:i]
+			}
+			text[n] = append(text[n], name+"@"+m[3])
+		}
+	}
+	pb := filepath.Join(t.TempDir(), "stack.pb.gz")
+	if _, stderr, code := runCLI(t, "stack", "-i", "--pprof", pb, pid); code != 0 {
+		t.Fatalf("-i --pprof: exit %d: %s", code, stderr)
+	}
+	prof := readProfile(t, pb)
+	if len(prof.Sample) != len(text) {
+		t.Fatalf("%d samples, %d threads in the text", len(prof.Sample), len(text))
+	}
+	inlined := 0
+	for _, s := range prof.Sample {
+		tid := s.NumLabel["thread"][0]
+		var got []string
+		for _, l := range s.Location {
+			if len(l.Line) > 1 {
+				inlined += len(l.Line) - 1
+			}
+			for _, ln := range l.Line {
+				pos := ""
+				if ln.Line != 0 {
+					pos = fmt.Sprintf("%s:%d", ln.Function.Filename, ln.Line)
+				}
+				got = append(got, ln.Function.Name+"@"+pos)
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(text[tid], "\n") {
+			t.Errorf("thread %d: profile\n%s\ntext\n%s", tid, strings.Join(got, "\n"), strings.Join(text[tid], "\n"))
+		}
+	}
+	if inlined < compared {
+		t.Errorf("%d inlined calls in the profile, %d frames with inlined calls in the text", inlined, compared)
+	}
+}
+
+// readProfile parses the pprof profile in file.
+func readProfile(t *testing.T, file string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	prof, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prof
 }
