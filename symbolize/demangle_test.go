@@ -230,12 +230,12 @@ func TestDemangleRustCrafted(t *testing.T) {
 	}
 	// Well-formed names of each kind, checked by c++filt by hand.
 	for name, want := range map[string]string{
-		"_RNvC7mycrate3foo":                           "mycrate[0]::foo",
-		"_RNvCs1234_7mycrate3foo.llvm.123":            "mycrate[3c1c0]::foo",
-		"_ZN3foo3a.b17h0123456789abcdefE":             "foo::a.b::h0123456789abcdef",
-		"_ZN3foo3bar17h0123456789abcdefE.llvm.1234":   "foo::bar::h0123456789abcdef",
-		"_ZN3std2rt10lang_start17h0123456789abcdefE":  "std::rt::lang_start::h0123456789abcdef",
-		"_ZN3std2rt10lang_start17h0000000000000000E":  "std::rt::lang_start::h0000000000000000", // not a hash: C++
+		"_RNvC7mycrate3foo":                             "mycrate[0]::foo",
+		"_RNvCs1234_7mycrate3foo.llvm.123":              "mycrate[3c1c0]::foo",
+		"_ZN3foo3a.b17h0123456789abcdefE":               "foo::a.b::h0123456789abcdef",
+		"_ZN3foo3bar17h0123456789abcdefE.llvm.1234":     "foo::bar::h0123456789abcdef",
+		"_ZN3std2rt10lang_start17h0123456789abcdefE":    "std::rt::lang_start::h0123456789abcdef",
+		"_ZN3std2rt10lang_start17h0000000000000000E":    "std::rt::lang_start::h0000000000000000", // not a hash: C++
 		"_ZN4core3fmt11write$u20$x17h0123456789abcdefE": "core::fmt::write x::h0123456789abcdef",
 	} {
 		if got := Demangle(name); got != want {
