@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -53,7 +54,9 @@ FILE): one sample per thread, labeled with the thread id ("thread") and
 name ("thread_name"), functions named as above. With --count N it
 captures a live process N times, --interval apart (default 10ms), into
 one profile: a sampling profile of where the threads are, running or
-blocked.
+blocked. A process that exits before the last capture ends the
+sampling: the profile has the captures made, and a note on standard
+error says how many (exit status 0).
 
 A live process is stopped with ptrace for each capture and detached
 afterwards, also on error or Ctrl-C.`
@@ -153,21 +156,35 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
 		return 1
 	}
-	return 0
+	return code
 }
 
 // stackProfile captures count times, interval apart, and writes the
-// stacks as one pprof profile to path.
+// stacks as one pprof profile to path. A process that exits ends the
+// captures early; the profile then has those made.
 func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), count int, interval time.Duration, path string, stderr io.Writer) int {
 	b := stackprof.NewBuilder()
-	for i := 0; i < count; i++ {
-		if i > 0 {
+	code, n := 0, 0
+captures:
+	for ; n < count; n++ {
+		if n > 0 {
 			time.Sleep(interval)
 		}
 		trace, err := capture()
 		if err != nil {
-			fmt.Fprintf(stderr, "sframe stack: capture %d: %v\n", i+1, err)
-			return 1
+			switch {
+			case n == 0:
+				fmt.Fprintf(stderr, "sframe stack: %v\n", err)
+				return 1
+			case errors.Is(err, targets.ErrGone):
+				// The end of the process ends the sampling; what was
+				// captured is the profile.
+				fmt.Fprintf(stderr, "sframe stack: the process exited after %d of %d captures; the profile has those %d\n", n, count, n)
+			default:
+				fmt.Fprintf(stderr, "sframe stack: capture %d: %v; the profile has the first %d\n", n+1, err, n)
+				code = 1
+			}
+			break captures
 		}
 		tr.Symbolize(trace)
 		b.Add(trace)
@@ -184,5 +201,5 @@ func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), coun
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
 		return 1
 	}
-	return 0
+	return code
 }

@@ -11,7 +11,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -722,4 +724,103 @@ func readProfile(t *testing.T, file string) *profile.Profile {
 		t.Fatal(err)
 	}
 	return prof
+}
+
+// tracedNow reports whether a thread of pid has a tracer.
+func tracedNow(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return err == nil && !strings.Contains(string(b), "\nTracerPid:\t0\n")
+}
+
+// TestStackPprofTargetExits: the sampled process exits after some
+// captures of many asked for: the profile is written with those, the
+// command says how many, and exits with status 0.
+func TestStackPprofTargetExits(t *testing.T) {
+	p, _ := startStackProg(t)
+	pid := p.PID()
+	out := filepath.Join(t.TempDir(), "stack.pb.gz")
+	type result struct {
+		stderr string
+		code   int
+	}
+	res := make(chan result, 1)
+	go func() {
+		_, stderr, code := runCLI(t, "stack", "--pprof", out, "--count", "100000", "--interval", "20ms", strconv.Itoa(pid))
+		res <- result{stderr, code}
+	}()
+	// Kill the process once a capture has ended: traced, then not.
+	deadline := time.Now().Add(30 * time.Second)
+	for !tracedNow(pid) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	for tracedNow(pid) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	p.Cmd.Process.Kill()
+	var r result
+	select {
+	case r = <-res:
+	case <-time.After(60 * time.Second):
+		t.Fatal("stack --count still sampling a killed process")
+	}
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var k int
+	if _, err := fmt.Sscanf(r.stderr, "sframe stack: the process exited after %d of 100000 captures", &k); err != nil || k < 1 {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	prof := readProfile(t, out)
+	if len(prof.Sample) != 7*k {
+		t.Errorf("%d samples for %d captures of 7 threads", len(prof.Sample), k)
+	}
+}
+
+// TestStackNotPermitted runs `sframe stack PID` as user nobody against a
+// process of root's: the error must be about ptrace permission and what
+// grants it, not a guess at a kernel thread. (This test binary runs
+// itself as nobody, with SFRAME_TEST_ARGS holding the command.)
+func TestStackNotPermitted(t *testing.T) {
+	if args := os.Getenv("SFRAME_TEST_ARGS"); args != "" {
+		os.Exit(run(strings.Fields(args), os.Stdout, os.Stderr))
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a process as another user")
+	}
+	p, _ := startStackProg(t)
+	// A copy of this test binary that nobody can run.
+	dir, err := os.MkdirTemp("", "sframe-nobody-") // t.TempDir's parent is private
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "sframe.test")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestStackNotPermitted$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), fmt.Sprintf("SFRAME_TEST_ARGS=stack %d", p.PID()))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("as nobody: %v, want exit status 1\n%s", err, out)
+	}
+	msg := string(out)
+	for _, want := range []string{"permission denied", "ptrace", "uid 0", "uid 65534", "CAP_SYS_PTRACE", "kernel.yama.ptrace_scope"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("no %q in %q", want, msg)
+		}
+	}
+	if strings.Contains(msg, "kernel thread") {
+		t.Errorf("blames a kernel thread: %q", msg)
+	}
+	p.Ping(t, "still running")
 }
