@@ -346,7 +346,68 @@ func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
 	}
 
 	c.modules = c.buildModules(&notes)
+	c.checkFiles()
 	return c, nil
+}
+
+// checkFiles warns about the modules whose file is missing, or is not the
+// file the process ran: its GNU build ID differs from the one in the
+// module's first page, which the kernel and gdb dump for ELF files.
+func (c *Core) checkFiles() {
+	for i := range c.modules {
+		m := &c.modules[i]
+		if m.IsVDSO() {
+			continue
+		}
+		what := "library"
+		if m.Path == c.exe {
+			what = "executable"
+		}
+		var coreID []byte
+		for _, mp := range m.Mappings {
+			if mp.Offset == 0 {
+				coreID, _ = readBuildID(memReader{dumpedMem{c.mem}, mp.Start}, mp.End-mp.Start)
+				break
+			}
+		}
+		if m.File == "" {
+			id := ""
+			if coreID != nil {
+				id = fmt.Sprintf(" (build ID %x)", coreID)
+			}
+			c.warnings = append(c.warnings, fmt.Errorf("%s %s%s not found: its frames can be neither unwound with its tables nor named", what, m.Path, id))
+			continue
+		}
+		if coreID == nil {
+			continue // nothing to compare with
+		}
+		var fileID []byte
+		if f, err := os.Open(m.File); err == nil {
+			fileID, _ = readBuildID(f, ^uint64(0))
+			f.Close()
+		}
+		if !bytes.Equal(fileID, coreID) {
+			got := "none"
+			if fileID != nil {
+				got = fmt.Sprintf("%x", fileID)
+			}
+			c.warnings = append(c.warnings, fmt.Errorf("%s %s is not the file the process ran: its build ID is %s, the core's %x; its frames may be unwound and named wrongly", what, m.File, got, coreID))
+		}
+	}
+}
+
+// dumpedMem reads only the bytes a core holds (no mapped file), to learn
+// what the process had mapped.
+type dumpedMem struct{ m *coreMem }
+
+// ReadAt implements Memory.
+func (d dumpedMem) ReadAt(p []byte, addr int64) (int, error) {
+	a := uint64(addr)
+	s := d.m.segAt(a)
+	if s == nil || a-s.vaddr >= s.filesz || uint64(len(p)) > s.filesz-(a-s.vaddr) {
+		return 0, fmt.Errorf("targets: core memory at %#x: not dumped: %w", a, ErrUnmapped)
+	}
+	return d.m.r.ReadAt(p, int64(s.off+(a-s.vaddr)))
 }
 
 // isRegular reports whether path names a regular file (following links):
@@ -469,7 +530,9 @@ func (c *Core) Modules() []Module { return c.modules }
 func (c *Core) Memory() Memory { return c.mem }
 
 // Warnings returns non-fatal problems found while opening the core: a
-// truncated core, modules whose file is missing or whose bias is unknown.
+// truncated core, modules whose file is missing, is not the one the
+// process ran (its build ID differs from the one in the core) or whose
+// bias is unknown.
 func (c *Core) Warnings() []error { return c.warnings }
 
 // Close closes the core and the mapped files opened to read memory.

@@ -59,7 +59,9 @@ sampling: the profile has the captures made, and a note on standard
 error says how many (exit status 0).
 
 A live process is stopped with ptrace for each capture and detached
-afterwards, also on error or Ctrl-C.`
+afterwards, also on error or Ctrl-C. With --core, warnings on standard
+error name the files that are missing or are not those the process ran
+(their GNU build ID differs from the one the core holds).`
 
 func runStack(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("stack", stackUsage, stderr)
@@ -110,6 +112,11 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 				return nil, err
 			}
 			defer c.Close()
+			// A missing or wrong executable or library gives wrong or
+			// short stacks: say so.
+			for _, w := range c.Warnings() {
+				fmt.Fprintf(stderr, "sframe stack: warning: %v\n", w)
+			}
 			return tr.Capture(c)
 		}
 	case *core == "" && len(operands) == 1:

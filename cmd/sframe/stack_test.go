@@ -287,7 +287,24 @@ func TestStackCore(t *testing.T) {
 	if len(stops) != 0 {
 		t.Errorf("walks stopped early: %v", stops)
 	}
+	if stderr != "" {
+		t.Errorf("warnings with the right executable: %s", stderr)
+	}
 	sameStacks(t, frames, gdbBT(t, exe, core))
+
+	// Another build of the program, or none where --exe points: a
+	// warning says so.
+	other := testprog.Build(t, "../../unwind/testdata/stackprog.c", "-O1", "-fomit-frame-pointer", "-Wa,--gsframe")
+	missing := filepath.Join(t.TempDir(), "stackprog")
+	for exe, want := range map[string]string{
+		other:   "sframe stack: warning: executable " + other + " is not the file the process ran: its build ID is ",
+		missing: "sframe stack: warning: executable " + missing + " (build ID ",
+	} {
+		_, stderr, code := runCLI(t, "stack", "--core", core, "--exe", exe)
+		if code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("--exe %s: exit %d, stderr %q\nwant %q", exe, code, stderr, want)
+		}
+	}
 }
 
 // TestStackUsage checks argument errors and -h.
