@@ -390,8 +390,8 @@ func FuzzCoreNotes(f *testing.F) {
 			f.Add(noteSegment(f, sharedCore(f).core))
 		}
 	}
-	f.Add(synthNotes(elf.EM_AARCH64, binary.LittleEndian))
-	f.Add(synthNotes(elf.EM_X86_64, binary.LittleEndian))
+	f.Add(synthNotes(elf.EM_AARCH64, binary.LittleEndian, nil))
+	f.Add(synthNotes(elf.EM_X86_64, binary.LittleEndian, nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64} {
 			var n coreNotes

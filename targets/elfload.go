@@ -215,23 +215,25 @@ func groupModules(raw []rawMapping) []Module {
 		path  string
 		inode uint64
 	}
-	var mods []Module
-	open := map[key]int{} // index in mods of the current module of a path
+	// At most one module per mapping: one allocation, not the growth of
+	// an append (which costs several times the final size in copies).
+	mods := make([]Module, 0, len(raw))
+	hasZero := make([]bool, 0, len(raw)) // per module: it has a mapping of offset 0
+	open := map[key]int{}                // index in mods of the current module of a path
 	for _, r := range raw {
 		k := key{r.path, r.inode}
 		i, ok := open[k]
-		if ok && r.Offset == 0 {
-			for _, m := range mods[i].Mappings {
-				if m.Offset == 0 {
-					ok = false
-					break
-				}
-			}
+		if ok && r.Offset == 0 && hasZero[i] {
+			ok = false
 		}
 		if !ok {
 			mods = append(mods, Module{Path: r.path, Inode: r.inode, Start: r.Start, Offset: r.Offset})
+			hasZero = append(hasZero, false)
 			i = len(mods) - 1
 			open[k] = i
+		}
+		if r.Offset == 0 {
+			hasZero[i] = true
 		}
 		m := &mods[i]
 		m.Mappings = append(m.Mappings, r.Mapping)
