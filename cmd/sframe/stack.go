@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -196,13 +195,9 @@ captures:
 		tr.Symbolize(trace)
 		b.Add(trace)
 	}
-	p, err := b.Profile()
-	var buf bytes.Buffer
+	data, err := b.Encode() // gzipped protobuf, what pprof reads
 	if err == nil {
-		err = p.Write(&buf) // gzipped protobuf, what pprof reads
-	}
-	if err == nil {
-		err = writeAtomic(path, buf.Bytes(), "")
+		err = writeAtomic(path, data, "")
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
