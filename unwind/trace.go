@@ -116,12 +116,20 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 	if tr.Sym != nil {
 		// Read the symbol tables on the other core while this one loads
 		// the unwind tables and unwinds: Symbolize then finds them loaded
-		// (the symbolizer loads each file once, whoever asks first).
+		// (the symbolizer loads each file once, whoever asks first). One
+		// goroutine: each more would take an OS thread of its own while
+		// it waits for a read or for Prefetch's loading.
+		var files []string
 		for i := range tmods {
 			if f := tmods[i].File; f != "" && !tmods[i].IsVDSO() {
-				go tr.Sym.LookupFunc(f, 0)
+				files = append(files, f)
 			}
 		}
+		go func() {
+			for _, f := range files {
+				tr.Sym.LookupFunc(f, 0)
+			}
+		}()
 	}
 	mods := tr.Cache.Modules(tmods, mem)
 	u, err := New(t.Arch(), mods, mem)
