@@ -84,7 +84,8 @@ func TestDemangleBounded(t *testing.T) {
 }
 
 // rustc returns the Rust compiler: on PATH, or rustup's default place. It
-// skips the test when there is none, and fails it under CI.
+// skips the test when there is none, and fails it under CI. (The test
+// needs rustc 1.59 or later, for -C symbol-mangling-version=v0.)
 func rustc(t *testing.T) string {
 	t.Helper()
 	if p, err := exec.LookPath("rustc"); err == nil {
@@ -141,9 +142,8 @@ func TestDemangleRustMatchesCxxfilt(t *testing.T) {
 		must  []string // in c++filt's output
 	}{
 		{"legacy", nil, []string{
-			"std::sys::backtrace::__rust_begin_short_backtrace::h",
+			"::__rust_begin_short_backtrace::h",
 			"<rustprog::Square as rustprog::Shape>::area::h",
-			"rustprog::gr$u",
 		}},
 		{"v0", []string{"-C", "symbol-mangling-version=v0"}, []string{
 			"]::größe",
