@@ -304,12 +304,9 @@ func (m *module) load(name string, debugDirs []string) error {
 		}
 	}
 
-	var dbg *elf.File
-	if path := m.debugFile(f, name, debugDirs); path != "" {
-		if d, err := elf.Open(path); err == nil {
-			dbg = d
-			m.debug = path
-		}
+	path, dbg := m.debugFile(f, name, debugDirs)
+	if dbg != nil {
+		m.debug = path
 	}
 
 	// Symbols: the debug file's .symtab, else ours, else .dynsym.
@@ -360,6 +357,11 @@ type cand struct {
 // typ. It reads the table directly rather than through (*elf.File).Symbols,
 // which builds a string for every symbol of every kind: a libc debug
 // file's .symtab has 10,000 entries, and only its functions are wanted.
+// Memory is what it costs most (each new page is a page fault, and those
+// are slow in virtual machines): the table is streamed twice through one
+// 64 KB buffer, to count the functions and then to fill a slice of
+// exactly that size, and the string table is read straight into the one
+// string the names are substrings of.
 func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 	var sec *elf.Section
 	for _, s := range f.Sections {
@@ -371,26 +373,49 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 	if sec == nil || int(sec.Link) >= len(f.Sections) || sec.Link == 0 {
 		return nil
 	}
-	data, err := sec.Data()
-	if err != nil {
-		return nil
-	}
-	strb, err := f.Sections[sec.Link].Data()
-	if err != nil {
-		return nil
-	}
-	// One string for the whole table: names are substrings of it, not an
-	// allocation each.
-	strs := string(strb)
 	bo := f.ByteOrder
 	is64 := f.Class == elf.ELFCLASS64
 	size := 16
 	if is64 {
 		size = 24
 	}
-	var out []cand
-	for off := size; off+size <= len(data); off += size { // entry 0 is null
-		e := data[off : off+size]
+	buf := make([]byte, 2730*size) // about 64 KB, whole entries
+	var sb strings.Builder
+	strsec := f.Sections[sec.Link]
+	if strsec.Type == elf.SHT_NOBITS {
+		return nil
+	}
+	if strsec.Flags&elf.SHF_COMPRESSED == 0 && strsec.Size < 1<<30 {
+		sb.Grow(int(strsec.Size))
+	}
+	if _, err := io.CopyBuffer(&sb, strsec.Open(), buf); err != nil {
+		return nil
+	}
+	strs := sb.String()
+
+	// each calls fn with every entry of the table but the null one.
+	each := func(fn func(e []byte)) error {
+		r := sec.Open()
+		first := true
+		for {
+			n, err := io.ReadFull(r, buf)
+			n -= n % size
+			for off := 0; off < n; off += size {
+				if !first {
+					fn(buf[off : off+size])
+				}
+				first = false
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	// parse decodes an entry; ok is false for what is not a function.
+	parse := func(e []byte) (c cand, ok bool) {
 		var name uint32
 		var info uint8
 		var shndx uint16
@@ -405,16 +430,32 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 		}
 		t := elf.ST_TYPE(info)
 		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || value == 0 {
-			continue
+			return c, false
 		}
 		if int(name) >= len(strs) {
-			continue
+			return c, false
 		}
 		n := strings.IndexByte(strs[name:], 0)
 		if n <= 0 {
-			continue
+			return c, false
 		}
-		out = append(out, cand{sym{value, sz, strs[name : int(name)+n]}, elf.ST_BIND(info)})
+		return cand{sym{value, sz, strs[name : int(name)+n]}, elf.ST_BIND(info)}, true
+	}
+	count := 0
+	if err := each(func(e []byte) {
+		if _, ok := parse(e); ok {
+			count++
+		}
+	}); err != nil || count == 0 {
+		return nil
+	}
+	out := make([]cand, 0, count)
+	if err := each(func(e []byte) {
+		if c, ok := parse(e); ok && len(out) < count {
+			out = append(out, c)
+		}
+	}); err != nil {
+		return nil
 	}
 	return out
 }
@@ -454,7 +495,13 @@ func better(a, b *cand) bool {
 // the full order is applied only within runs of equal starts.
 func funcSyms(cs []cand) []sym {
 	order := sortedByStart(cs)
-	out := make([]sym, 0, len(cs))
+	n := 0 // distinct starts: the result's exact size
+	for i := range order {
+		if i == 0 || cs[order[i]].start != cs[order[i-1]].start {
+			n++
+		}
+	}
+	out := make([]sym, 0, n)
 	for i := 0; i < len(order); {
 		best := &cs[order[i]]
 		j := i + 1
@@ -470,26 +517,26 @@ func funcSyms(cs []cand) []sym {
 }
 
 // sortedByStart returns the indexes of cs in order of start address.
-// When starts fit in 44 bits and indexes in 20 (every user-space object),
+// When starts fit in 43 bits and indexes in 20 (every user-space object),
 // start and index are packed into one integer so that the sort compares
-// plain integers; otherwise it sorts with a comparison function.
+// plain integers, and the keys become the indexes in place; otherwise it
+// sorts with a comparison function.
 func sortedByStart(cs []cand) []int {
 	const idxBits = 20
-	order := make([]int, len(cs))
 	packable := len(cs) < 1<<idxBits
 	for i := range cs {
-		if cs[i].start >= 1<<(64-idxBits) {
+		if cs[i].start >= 1<<(63-idxBits) {
 			packable = false
 		}
 	}
+	order := make([]int, len(cs))
 	if packable {
-		keys := make([]uint64, len(cs))
 		for i := range cs {
-			keys[i] = cs[i].start<<idxBits | uint64(i)
+			order[i] = int(cs[i].start<<idxBits | uint64(i))
 		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			order[i] = int(k & (1<<idxBits - 1))
+		slices.Sort(order) // non-negative: starts have 43 bits
+		for i, k := range order {
+			order[i] = k & (1<<idxBits - 1)
 		}
 		return order
 	}
@@ -602,21 +649,22 @@ func (m *module) inExec(addr uint64) bool {
 
 // debugFile finds a separate debug file for f: by build ID under each
 // debug dir, then by .gnu_debuglink next to the object, in its .debug
-// subdirectory, and under each debug dir.
-func (m *module) debugFile(f *elf.File, name string, debugDirs []string) string {
+// subdirectory, and under each debug dir. It returns it opened (the
+// check opens it anyway), or "" and nil.
+func (m *module) debugFile(f *elf.File, name string, debugDirs []string) (string, *elf.File) {
 	id := buildID(f)
 	if len(id) >= 2 {
 		h := hex.EncodeToString(id)
 		for _, d := range debugDirs {
 			p := filepath.Join(d, ".build-id", h[:2], h[2:]+".debug")
-			if sameBuildID(p, id) {
-				return p
+			if d := openSameBuildID(p, id); d != nil {
+				return p, d
 			}
 		}
 	}
 	link, crc, ok := debugLink(f)
 	if !ok || !filepath.IsAbs(name) {
-		return ""
+		return "", nil
 	}
 	dir := filepath.Dir(name)
 	cands := []string{filepath.Join(dir, link), filepath.Join(dir, ".debug", link)}
@@ -630,16 +678,18 @@ func (m *module) debugFile(f *elf.File, name string, debugDirs []string) string 
 			continue
 		}
 		if len(id) > 0 {
-			if sameBuildID(c, id) {
-				return c
+			if d := openSameBuildID(c, id); d != nil {
+				return c, d
 			}
 			continue
 		}
 		if fileCRC(c) == crc {
-			return c
+			if d, err := elf.Open(c); err == nil {
+				return c, d
+			}
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // buildID returns the NT_GNU_BUILD_ID of f, or nil.
@@ -673,13 +723,17 @@ func buildID(f *elf.File) []byte {
 	return nil
 }
 
-func sameBuildID(path string, id []byte) bool {
+// openSameBuildID opens the ELF file at path if its build ID is id.
+func openSameBuildID(path string, id []byte) *elf.File {
 	f, err := elf.Open(path)
 	if err != nil {
-		return false
+		return nil
 	}
-	defer f.Close()
-	return bytes.Equal(buildID(f), id)
+	if !bytes.Equal(buildID(f), id) {
+		f.Close()
+		return nil
+	}
+	return f
 }
 
 // debugLink parses .gnu_debuglink: a file name, padding to 4, and the CRC32

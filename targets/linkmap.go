@@ -72,7 +72,7 @@ type loadedObject struct {
 // memory the core did not dump (text) is read from those files.
 func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteOrder) {
 	if o.Exe == "" {
-		c.warnings = append(c.warnings, errors.New("the core lists no mapped files (no NT_FILE, as qemu-user writes cores): give the executable (--exe) to find the modules"))
+		c.warn(errors.New("the core lists no mapped files (no NT_FILE, as qemu-user writes cores): give the executable (--exe) to find the modules"))
 		return
 	}
 	pageSize := uint64(4096)
@@ -81,23 +81,23 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 	}
 	ef, err := elf.Open(o.Exe)
 	if err != nil {
-		c.warnings = append(c.warnings, fmt.Errorf("executable %s: %w", o.Exe, err))
+		c.warn(fmt.Errorf("executable %s: %w", o.Exe, err))
 		return
 	}
 	defer ef.Close()
 	if ef.Machine != c.arch || ef.Class != elf.ELFCLASS64 {
-		c.warnings = append(c.warnings, fmt.Errorf("executable %s is %v %v, the core %v: not its executable", o.Exe, ef.Class, ef.Machine, c.arch))
+		c.warn(fmt.Errorf("executable %s is %v %v, the core %v: not its executable", o.Exe, ef.Class, ef.Machine, c.arch))
 		return
 	}
 	bias, err := exeBias(ef, notes)
 	if err != nil {
-		c.warnings = append(c.warnings, fmt.Errorf("executable %s does not match the core: %w", o.Exe, err))
+		c.warn(fmt.Errorf("executable %s does not match the core: %w", o.Exe, err))
 		return
 	}
 	place := func(obj loadedObject) {
 		m, files, err := c.placeObject(obj, pageSize)
 		if err != nil {
-			c.warnings = append(c.warnings, err)
+			c.warn(err)
 		}
 		if m.End > m.Start {
 			c.modules = append(c.modules, m)
@@ -117,7 +117,7 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 		}
 	}
 	if err != nil {
-		c.warnings = append(c.warnings, fmt.Errorf("shared libraries: %w", err))
+		c.warn(fmt.Errorf("shared libraries: %w", err))
 	}
 	// A program that died before the dynamic linker set DT_DEBUG still
 	// has the dynamic linker itself, at AT_BASE.
@@ -135,7 +135,7 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 		if f, err := libraryFile(l.name, o.Sysroot, c.arch); err == nil {
 			l.file = f
 		} else {
-			c.warnings = append(c.warnings, err)
+			c.warn(err)
 		}
 		place(l)
 	}

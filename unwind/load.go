@@ -141,11 +141,15 @@ func (c *Cache) entry(key cacheKey) *cacheEntry {
 // Prefetch loads the tables of the files at paths in the background, so
 // that a later Modules finds them (or waits for them) instead of loading
 // them itself: a caller that knows a process's files before attaching to
-// it overlaps the loading with the attach.
-func (c *Cache) Prefetch(paths []string) {
+// it overlaps the loading with the attach. One goroutine loads them in
+// turn: more would take every processor from the attach.
+func (c *Cache) Prefetch(paths []string) { go c.Load(paths) }
+
+// Load loads the tables of the files at paths now, each once.
+func (c *Cache) Load(paths []string) {
 	for _, p := range paths {
 		e := c.entry(keyOf(p))
-		go e.once.Do(func() {
+		e.once.Do(func() {
 			e.t = &Tables{}
 			f, err := elf.Open(p)
 			if err != nil {

@@ -49,14 +49,18 @@ func NewTracer() *Tracer {
 
 // Prefetch starts loading, in the background, the unwind tables and
 // symbols of the files at paths (targets.MappedFiles lists a process's
-// before attaching), so that Capture and Symbolize find them ready.
+// before attaching), so that Capture and Symbolize find them ready. One
+// goroutine loads them, tables first (Capture needs those first): the
+// attach is not left waiting for a processor.
 func (tr *Tracer) Prefetch(paths []string) {
-	tr.Cache.Prefetch(paths)
-	if tr.Sym != nil {
-		for _, p := range paths {
-			go tr.Sym.LookupFunc(p, 0)
+	go func() {
+		tr.Cache.Load(paths)
+		if tr.Sym != nil {
+			for _, p := range paths {
+				tr.Sym.LookupFunc(p, 0)
+			}
 		}
-	}
+	}()
 }
 
 // Trace is the stacks of the threads of a target, as captured by Tracer.
@@ -112,12 +116,20 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 	if tr.Sym != nil {
 		// Read the symbol tables on the other core while this one loads
 		// the unwind tables and unwinds: Symbolize then finds them loaded
-		// (the symbolizer loads each file once, whoever asks first).
+		// (the symbolizer loads each file once, whoever asks first). One
+		// goroutine: each more would take an OS thread of its own while
+		// it waits for a read or for Prefetch's loading.
+		var files []string
 		for i := range tmods {
 			if f := tmods[i].File; f != "" && !tmods[i].IsVDSO() {
-				go tr.Sym.LookupFunc(f, 0)
+				files = append(files, f)
 			}
 		}
+		go func() {
+			for _, f := range files {
+				tr.Sym.LookupFunc(f, 0)
+			}
+		}()
 	}
 	mods := tr.Cache.Modules(tmods, mem)
 	u, err := New(t.Arch(), mods)
@@ -238,8 +250,10 @@ func moduleName(m *Module) string {
 // ended before the outermost frame ends with a line "Backtrace stopped:
 // REASON". Threads are separated by blank lines.
 func (t *Trace) WriteText(w io.Writer) error {
-	// Appends rather than fmt: a deep trace has thousands of lines.
-	var b []byte
+	// Appends rather than fmt: a deep trace has thousands of lines. The
+	// buffer is flushed past 64 KB: sized for that at once, it is not
+	// copied as it grows (new memory costs page faults).
+	b := make([]byte, 0, 80<<10)
 	for i := range t.Threads {
 		th := &t.Threads[i]
 		if i > 0 {

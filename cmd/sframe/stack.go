@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -61,10 +61,14 @@ FILE): one sample per thread, labeled with the thread id ("thread") and
 name ("thread_name"), functions named as above. With --count N it
 captures a live process N times, --interval apart (default 10ms), into
 one profile: a sampling profile of where the threads are, running or
-blocked.
+blocked. A process that exits before the last capture ends the
+sampling: the profile has the captures made, and a note on standard
+error says how many (exit status 0).
 
 A live process is stopped with ptrace for each capture and detached
-afterwards, also on error or Ctrl-C.
+afterwards, also on error or Ctrl-C. With --core, warnings on standard
+error name the files that are missing or are not those the process ran
+(their GNU build ID differs from the one the core holds).
 
 Cores of x86-64, AArch64 and s390x programs are read on any machine.
 A core without a list of mapped files (qemu-user's) needs --exe: the
@@ -136,6 +140,11 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 				return nil, err
 			}
 			defer c.Close()
+			// A missing or wrong executable or library gives wrong or
+			// short stacks: say so.
+			for _, w := range c.Warnings() {
+				fmt.Fprintf(stderr, "sframe stack: warning: %v\n", w)
+			}
 			return tr.Capture(c)
 		}
 	case *core == "" && len(operands) == 1:
@@ -180,36 +189,46 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
 		return 1
 	}
-	return 0
+	return code
 }
 
 // stackProfile captures count times, interval apart, and writes the
-// stacks as one pprof profile to path.
+// stacks as one pprof profile to path. A process that exits ends the
+// captures early; the profile then has those made.
 func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), count int, interval time.Duration, path string, stderr io.Writer) int {
 	b := stackprof.NewBuilder()
-	for i := 0; i < count; i++ {
-		if i > 0 {
+	code, n := 0, 0
+captures:
+	for ; n < count; n++ {
+		if n > 0 {
 			time.Sleep(interval)
 		}
 		trace, err := capture()
 		if err != nil {
-			fmt.Fprintf(stderr, "sframe stack: capture %d: %v\n", i+1, err)
-			return 1
+			switch {
+			case n == 0:
+				fmt.Fprintf(stderr, "sframe stack: %v\n", err)
+				return 1
+			case errors.Is(err, targets.ErrGone):
+				// The end of the process ends the sampling; what was
+				// captured is the profile.
+				fmt.Fprintf(stderr, "sframe stack: the process exited after %d of %d captures; the profile has those %d\n", n, count, n)
+			default:
+				fmt.Fprintf(stderr, "sframe stack: capture %d: %v; the profile has the first %d\n", n+1, err, n)
+				code = 1
+			}
+			break captures
 		}
 		tr.Symbolize(trace)
 		b.Add(trace)
 	}
-	p, err := b.Profile()
-	var buf bytes.Buffer
+	data, err := b.Encode() // gzipped protobuf, what pprof reads
 	if err == nil {
-		err = p.Write(&buf) // gzipped protobuf, what pprof reads
-	}
-	if err == nil {
-		err = outfile.Write(path, buf.Bytes(), 0o644, nil) // nil: - is os.Stdout
+		err = outfile.Write(path, data, 0o644, nil) // nil: - is os.Stdout
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
 		return 1
 	}
-	return 0
+	return code
 }
