@@ -40,7 +40,18 @@ func TestBuilder(t *testing.T) {
 	b.Add(trace())
 	// A second capture: new Module values for the same files.
 	b.Add(trace())
-	q := encodeParse(t, b)
+	p, err := b.Profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	q, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(q.Sample) != 4 || len(q.Mapping) != 2 || len(q.Location) != 6 {
 		t.Fatalf("%d samples, %d mappings, %d locations; want 4, 2, 6\n%s", len(q.Sample), len(q.Mapping), len(q.Location), q)
 	}
@@ -92,7 +103,18 @@ func TestBuilderInlines(t *testing.T) {
 	}}}}
 	b := NewBuilder()
 	b.Add(tr)
-	q := encodeParse(t, b)
+	p, err := b.Profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	q, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []string
 	for _, l := range q.Sample[0].Location {
 		var lines []string
@@ -105,22 +127,4 @@ func TestBuilderInlines(t *testing.T) {
 	if strings.Join(got, " | ") != strings.Join(want, " | ") {
 		t.Errorf("locations %q\nwant %q", got, want)
 	}
-}
-
-// encodeParse encodes b's profile and reads it back with pprof's parser,
-// which also checks it (IDs, references).
-func encodeParse(t *testing.T, b *Builder) *profile.Profile {
-	t.Helper()
-	data, err := b.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := profile.Parse(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.CheckValid(); err != nil {
-		t.Fatal(err)
-	}
-	return q
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -222,9 +223,13 @@ captures:
 		tr.Symbolize(trace)
 		b.Add(trace)
 	}
-	data, err := b.Encode() // gzipped protobuf, what pprof reads
+	p, err := b.Profile()
+	var buf bytes.Buffer
 	if err == nil {
-		err = outfile.Write(path, data, 0o644, nil) // nil: - is os.Stdout
+		err = p.Write(&buf) // gzipped protobuf, what pprof reads
+	}
+	if err == nil {
+		err = outfile.Write(path, buf.Bytes(), 0o644, nil) // nil: - is os.Stdout
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
