@@ -292,17 +292,20 @@ func TestStackCore(t *testing.T) {
 	}
 	sameStacks(t, frames, gdbBT(t, exe, core))
 
-	// Another build of the program, or none where --exe points: a
-	// warning says so.
+	// Another build of the program where --exe points: a warning says
+	// so. No file there: an error naming it, as for any input file.
 	other := testprog.Build(t, "../../unwind/testdata/stackprog.c", "-O1", "-fomit-frame-pointer", "-Wa,--gsframe")
 	missing := filepath.Join(t.TempDir(), "stackprog")
-	for exe, want := range map[string]string{
-		other:   "sframe stack: warning: executable " + other + " is not the file the process ran: its build ID is ",
-		missing: "sframe stack: warning: executable " + missing + " (build ID ",
+	for _, c := range []struct {
+		exe, want string
+		code      int
+	}{
+		{other, "sframe stack: warning: executable " + other + " is not the file the process ran: its build ID is ", 0},
+		{missing, "sframe stack: " + missing + ": no such file or directory", 1},
 	} {
-		_, stderr, code := runCLI(t, "stack", "--core", core, "--exe", exe)
-		if code != 0 || !strings.Contains(stderr, want) {
-			t.Errorf("--exe %s: exit %d, stderr %q\nwant %q", exe, code, stderr, want)
+		_, stderr, code := runCLI(t, "stack", "--core", core, "--exe", c.exe)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("--exe %s: exit %d, stderr %q\nwant exit %d, %q", c.exe, code, stderr, c.code, c.want)
 		}
 	}
 }
