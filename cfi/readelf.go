@@ -19,6 +19,10 @@ import (
 // every advance (even by zero), no rows for programs of only DW_CFA_nop,
 // remembered states shared by all entries of a section, and "bad
 // register" lines for numbers beyond the architecture's table.
+//
+// Sections are read with SectionData (a compressed one may expand to at
+// most elffile.MaxDecompressed) and rows are printed as they are computed,
+// so memory stays bounded by the section size whatever the row count.
 func Dump(w io.Writer, f *elf.File, section string) error {
 	found := false
 	var firstErr error

@@ -13,6 +13,11 @@
 // given to Register), and keeps its symbols sorted for binary search; the
 // line index is built on the first line lookup in that object. Lookups do
 // not allocate once an object is loaded. Inlined frames are not expanded.
+//
+// Objects come from the programs looked at: sections are read through
+// elffile, so a compressed symbol table or DWARF section may expand to at
+// most elffile.MaxDecompressed (256 MiB; the DWARF sections together too)
+// and an object beyond that gets no symbols or lines, with Err saying why.
 package symbolize
 
 import (
@@ -31,6 +36,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // Symbol describes an address.
@@ -363,11 +370,11 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 	if sec == nil || int(sec.Link) >= len(f.Sections) || sec.Link == 0 {
 		return nil
 	}
-	data, err := sec.Data()
+	data, err := elffile.SectionData(sec)
 	if err != nil {
 		return nil
 	}
-	strb, err := f.Sections[sec.Link].Data()
+	strb, err := elffile.SectionData(f.Sections[sec.Link])
 	if err != nil {
 		return nil
 	}
@@ -499,7 +506,7 @@ func (m *module) buildLines() {
 	if m.dwFile == nil {
 		return
 	}
-	dw, err := m.dwFile.DWARF()
+	dw, err := elffile.DWARF(m.dwFile)
 	m.dwFile.Close()
 	m.dwFile = nil
 	if err != nil {
@@ -640,7 +647,7 @@ func buildID(f *elf.File) []byte {
 		if s.Type != elf.SHT_NOTE {
 			continue
 		}
-		data, err := s.Data()
+		data, err := elffile.SectionData(s)
 		if err != nil {
 			continue
 		}
@@ -681,7 +688,7 @@ func debugLink(f *elf.File) (string, uint32, bool) {
 	if s == nil {
 		return "", 0, false
 	}
-	data, err := s.Data()
+	data, err := elffile.SectionData(s)
 	if err != nil {
 		return "", 0, false
 	}
