@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"errors"
 	"io"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sframekit/sframekit/elffile"
@@ -38,5 +40,100 @@ func TestDebugFrameBomb(t *testing.T) {
 	}
 	if rss := memtest.PeakRSS(t); rss > 200<<20 {
 		t.Errorf("peak RSS %d MiB reading a 1 MiB file", rss>>20)
+	}
+}
+
+// rememberBomb is an .eh_frame whose one FDE is n DW_CFA_remember_state
+// instructions, with no register rule anywhere, then an advance.
+func rememberBomb(n int) *section {
+	s := newSection(EHFrame)
+	cie := s.cie(1, "", nil, 1, -8, 16, cat([]byte{byte(OpDefCFA)}, uleb(7), uleb(8)))
+	instr := bytes.Repeat([]byte{byte(OpRememberState)}, n)
+	s.absFDE(cie, 0x1000, 0x100, false, append(instr, adv(1)...))
+	return s
+}
+
+// TestRememberStateBomb runs 4 Mi remember_state instructions through
+// every consumer (issue 10: 1.06 GB and 7.7 s for a 4 MB file, 3.7 GB for
+// 16 MB): the nesting limit must count states, not saved rules, so the
+// program fails at the limit with an error.
+func TestRememberStateBomb(t *testing.T) {
+	if memtest.InChild(t) {
+		s := rememberBomb(4 << 20)
+		tab := s.table(0)
+		if _, err := rowsOf(tab); err == nil || !strings.Contains(err.Error(), "nested too deep") {
+			t.Errorf("rows: %v, want the nesting error", err)
+		}
+		if _, err := tab.RulesForPC(0x1000); err == nil {
+			t.Errorf("lookup succeeded")
+		}
+		p := &printer{w: io.Discard, addrSize: 8, arch: ArchX86_64, order: little}
+		p.frames(".eh_frame", tab)
+		if err := p.flush(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if rss := memtest.PeakRSS(t); rss > 200<<20 {
+		t.Errorf("peak RSS %d MiB for a 4 MiB program", rss>>20)
+	}
+}
+
+// TestManyRegistersBomb names 128 Ki registers, in descending order, and
+// then advances 100,000 times (a 0.8 MB section): each rule insertion
+// shifted every rule before it and each row copied them all, 40 s for one
+// lookup. A row holds at most maxRules rules; beyond, the program fails.
+func TestManyRegistersBomb(t *testing.T) {
+	var instr []byte
+	for r := 1 << 17; r > 0; r-- {
+		instr = append(instr, byte(OpOffsetExtended))
+		instr = append(instr, uleb(uint64(r))...)
+		instr = append(instr, 1)
+	}
+	instr = append(instr, bytes.Repeat(adv(1), 100000)...)
+	s := newSection(EHFrame)
+	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
+	s.absFDE(cie, 0x1000, 0x100000, false, instr)
+	tab := s.table(0)
+	if _, err := tab.RulesForPC(0x1000); err == nil || !strings.Contains(err.Error(), "too many register rules") {
+		t.Errorf("lookup: %v, want too many register rules", err)
+	}
+	if _, err := rowsOf(tab); err == nil || !strings.Contains(err.Error(), "too many register rules") {
+		t.Errorf("rows: %v, want too many register rules", err)
+	}
+	// Up to the limit, rules are kept.
+	instr = nil
+	for r := maxRules; r > 0; r-- {
+		instr = append(instr, byte(OpOffsetExtended))
+		instr = append(instr, uleb(uint64(1000+r))...)
+		instr = append(instr, 1)
+	}
+	s = newSection(EHFrame)
+	cie = s.cie(1, "", nil, 1, -8, 16, cat([]byte{byte(OpDefCFA)}, uleb(7), uleb(8)))
+	s.absFDE(cie, 0x1000, 0x10, false, instr)
+	if r, err := s.table(0).RulesForPC(0x1000); err != nil || r.NumRules() != maxRules || r.RuleAt(0).Column != 1001 {
+		t.Errorf("%d rules: %d rules, %v", maxRules, r.NumRules(), err)
+	}
+}
+
+// TestRememberDepthLimit checks the limit itself: maxRememberDepth states
+// nest, one more fails.
+func TestRememberDepthLimit(t *testing.T) {
+	for _, n := range []int{maxRememberDepth, maxRememberDepth + 1} {
+		s := newSection(EHFrame)
+		cie := s.cie(1, "", nil, 1, -8, 16, cat([]byte{byte(OpDefCFA)}, uleb(7), uleb(8)))
+		instr := bytes.Repeat([]byte{byte(OpRememberState)}, n)
+		instr = append(instr, byte(OpDefCFAOffset), 32)
+		instr = append(instr, adv(1)...)
+		instr = append(instr, bytes.Repeat([]byte{byte(OpRestoreState)}, n)...)
+		s.absFDE(cie, 0x1000, 0x10, false, instr)
+		got, err := rowsOf(s.table(0))
+		if n <= maxRememberDepth {
+			if want := []string{"[1000,1001) cfa=r7+32", "[1001,1010) cfa=r7+8"}; err != nil || !slices.Equal(got, want) {
+				t.Errorf("depth %d: %q, %v; want %q", n, got, err, want)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), "nested too deep") {
+			t.Errorf("depth %d: %v, want the nesting error", n, err)
+		}
 	}
 }

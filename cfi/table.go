@@ -919,9 +919,10 @@ func (t *Table) rowAt(f *FDE, pc uint64, r *Row) error {
 			continue
 		case 2: // DW_CFA_offset with a one-byte operand
 			if u.pos+1 < len(instr) && instr[u.pos+1] < 0x80 {
-				u.state.set(slot{col: Reg(raw & 0x3f), kind: RuleOffset, val: int64(instr[u.pos+1]) * da})
-				u.pos += 2
-				continue
+				if u.state.set(slot{col: Reg(raw & 0x3f), kind: RuleOffset, val: int64(instr[u.pos+1]) * da}) {
+					u.pos += 2
+					continue
+				}
 			}
 		case 0:
 			if raw == byte(OpDefCFAOffset) && u.pos+1 < len(instr) && instr[u.pos+1] < 0x80 && u.state.CFA.Kind != CFAUndefined {

@@ -5,10 +5,16 @@ import (
 	"math"
 )
 
-// maxSavedRules bounds the storage of DW_CFA_remember_state snapshots
-// (rules summed over the whole stack), so hostile input cannot make the
-// interpreter allocate without bound. Real code nests one or two deep.
-const maxSavedRules = 1 << 18
+// DW_CFA_remember_state snapshots are bounded in number (maxRememberDepth
+// states on the stack) and in the register rules they hold together
+// (maxSavedRules), so that neither many empty states nor a few large ones
+// make the interpreter allocate without bound: at most about 5 MiB (64 Ki
+// states of 72 bytes, 256 Ki rules of 16). Real code nests one or two
+// deep. Beyond either, the program fails ("nested too deep").
+const (
+	maxRememberDepth = 1 << 16
+	maxSavedRules    = 1 << 18
+)
 
 // savedState is one DW_CFA_remember_state snapshot; its register rules
 // live in the interpreter's slab at [off, off+n).
@@ -151,7 +157,9 @@ func (u *interp) setRule(op Op, col Reg, s slot) {
 		return
 	}
 	s.col = col
-	u.state.set(s)
+	if !u.state.set(s) {
+		u.fail("too many register rules (more than %d)", maxRules)
+	}
 }
 
 // restoreRule resets col to its rule at the end of the CIE's initial
@@ -167,7 +175,9 @@ func (u *interp) restoreRule(op Op, col Reg) {
 		return // restoring to the CIE's own state is a no-op inside it
 	}
 	if i, ok := u.init.find(col); ok {
-		u.state.set(*u.init.ptr(i))
+		if !u.state.set(*u.init.ptr(i)) {
+			u.fail("too many register rules (more than %d)", maxRules)
+		}
 	} else {
 		u.state.del(col)
 	}
@@ -339,7 +349,7 @@ func (u *interp) setLoc() (uint64, bool) {
 }
 
 func (u *interp) remember() {
-	if len(u.slab)+u.state.n > maxSavedRules {
+	if len(u.stack) >= maxRememberDepth || len(u.slab)+u.state.n > maxSavedRules {
 		u.fail("DW_CFA_remember_state nested too deep")
 		return
 	}
