@@ -38,7 +38,9 @@ func TestDebugFrameBomb(t *testing.T) {
 		}
 		return
 	}
-	if rss := memtest.PeakRSS(t); rss > 200<<20 {
+	rss := memtest.PeakRSS(t)
+	t.Logf("peak RSS %d MiB", rss>>20)
+	if rss > 200<<20 {
 		t.Errorf("peak RSS %d MiB reading a 1 MiB file", rss>>20)
 	}
 }
@@ -74,7 +76,9 @@ func TestRememberStateBomb(t *testing.T) {
 		}
 		return
 	}
-	if rss := memtest.PeakRSS(t); rss > 200<<20 {
+	rss := memtest.PeakRSS(t)
+	t.Logf("peak RSS %d MiB", rss>>20)
+	if rss > 200<<20 {
 		t.Errorf("peak RSS %d MiB for a 4 MiB program", rss>>20)
 	}
 }
@@ -135,5 +139,71 @@ func TestRememberDepthLimit(t *testing.T) {
 		} else if err == nil || !strings.Contains(err.Error(), "nested too deep") {
 			t.Errorf("depth %d: %v, want the nesting error", n, err)
 		}
+	}
+}
+
+// manyRows is an .eh_frame whose one FDE advances one byte n times: n
+// rows from an n-byte program.
+func manyRows(n int) *elf.File {
+	s := newSection(EHFrame)
+	cie := s.cie(1, "zR", []byte{byte(PEAbsPtr)}, 1, -8, 16, stdCIE)
+	s.absFDE(cie, 0x1000, uint64(n)+1, true, bytes.Repeat(adv(1), n))
+	f, err := elf.NewFile(bytes.NewReader(elftest.Build(elf.ET_EXEC, []elftest.Section{
+		{Name: ".eh_frame", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Addr: 0x10000, Data: s.b},
+	})))
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// countingWriter counts what it is given, so that the output's size is
+// checked without keeping it.
+type countingWriter struct{ n, lines int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	w.lines += bytes.Count(p, []byte{'\n'})
+	return len(p), nil
+}
+
+// TestManyRowsJSON prints one FDE with 512 Ki rows as JSON (issue 10: a
+// million rows cost 1.4 GB): rows must be written as they are computed.
+func TestManyRowsJSON(t *testing.T) {
+	const n = 512 << 10
+	if memtest.InChild(t) {
+		var w countingWriter
+		if err := WriteJSON(&w, manyRows(n), "rows", ""); err != nil {
+			t.Fatal(err)
+		}
+		if w.lines < 10*n {
+			t.Errorf("%d lines for %d rows", w.lines, n)
+		}
+		return
+	}
+	rss := memtest.PeakRSS(t)
+	t.Logf("peak RSS %d MiB", rss>>20)
+	if rss > 100<<20 {
+		t.Errorf("peak RSS %d MiB printing %d rows as JSON", rss>>20, n)
+	}
+}
+
+// TestManyRowsText is TestManyRowsJSON for the readelf text.
+func TestManyRowsText(t *testing.T) {
+	const n = 4 << 20
+	if memtest.InChild(t) {
+		var w countingWriter
+		if err := Dump(&w, manyRows(n), ""); err != nil {
+			t.Fatal(err)
+		}
+		if w.lines < n {
+			t.Errorf("%d lines for %d rows", w.lines, n)
+		}
+		return
+	}
+	rss := memtest.PeakRSS(t)
+	t.Logf("peak RSS %d MiB", rss>>20)
+	if rss > 100<<20 {
+		t.Errorf("peak RSS %d MiB printing %d rows as text", rss>>20, n)
 	}
 }

@@ -666,5 +666,6 @@ func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []Reg, ptrSize int) {
 			p.out = append(p.out, ' ')
 		}
 		p.out = append(p.out, '\n')
+		p.maybeFlush() // one FDE may have millions of rows
 	}
 }
