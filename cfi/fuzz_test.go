@@ -82,11 +82,11 @@ func fuzzOne(t *testing.T, data []byte, flags uint8) {
 			}
 		}
 		var row Row
-		tab.RowForPC(&fde, fde.PCBegin, &row)
+		tab.FDERow(&UnwindContext{}, &fde, fde.PCBegin, &row)
 	}
 	pcs = append(pcs, 0, 0x10000, ^uint64(0))
 	for _, pc := range pcs {
-		tab.RulesForPC(pc)
+		lookup(tab, pc)
 	}
 	if h := tab.Hdr(); h != nil {
 		for i := 0; i < h.Len() && i < 64; i++ {

@@ -66,7 +66,7 @@ func TestRememberStateBomb(t *testing.T) {
 		if _, err := rowsOf(tab); err == nil || !strings.Contains(err.Error(), "nested too deep") {
 			t.Errorf("rows: %v, want the nesting error", err)
 		}
-		if _, err := tab.RulesForPC(0x1000); err == nil {
+		if _, err := lookup(tab, 0x1000); err == nil {
 			t.Errorf("lookup succeeded")
 		}
 		p := &printer{w: io.Discard, addrSize: 8, arch: ArchX86_64, order: little}
@@ -99,7 +99,7 @@ func TestManyRegistersBomb(t *testing.T) {
 	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
 	s.absFDE(cie, 0x1000, 0x100000, false, instr)
 	tab := s.table(0)
-	if _, err := tab.RulesForPC(0x1000); err == nil || !strings.Contains(err.Error(), "too many register rules") {
+	if _, err := lookup(tab, 0x1000); err == nil || !strings.Contains(err.Error(), "too many register rules") {
 		t.Errorf("lookup: %v, want too many register rules", err)
 	}
 	if _, err := rowsOf(tab); err == nil || !strings.Contains(err.Error(), "too many register rules") {
@@ -115,7 +115,7 @@ func TestManyRegistersBomb(t *testing.T) {
 	s = newSection(EHFrame)
 	cie = s.cie(1, "", nil, 1, -8, 16, cat([]byte{byte(OpDefCFA)}, uleb(7), uleb(8)))
 	s.absFDE(cie, 0x1000, 0x10, false, instr)
-	if r, err := s.table(0).RulesForPC(0x1000); err != nil || r.NumRules() != maxRules || r.RuleAt(0).Column != 1001 {
+	if r, err := lookup(s.table(0), 0x1000); err != nil || r.NumRules() != maxRules || r.RuleAt(0).Column != 1001 {
 		t.Errorf("%d rules: %d rules, %v", maxRules, r.NumRules(), err)
 	}
 }

@@ -19,15 +19,12 @@ type CFITable struct {
 }
 
 // Lookup implements CFI.
-func (c CFITable) Lookup(pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
-	f, err := c.T.FDEForPC(pc)
+func (c CFITable) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
+	f, err := c.T.RowForPC(ctx, pc, row)
 	if errors.Is(err, cfi.ErrNoFDE) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, err
-	}
-	if err := c.T.RowForPC(&f, pc, row); err != nil {
 		return nil, false, err
 	}
 	return f.CIE, true, nil
@@ -79,10 +76,8 @@ func LoadTables(f *elf.File) *Tables {
 
 // Cache keeps the tables of files already loaded, keyed by path, so that
 // each module is parsed once however many threads or captures use it.
-// It is safe for concurrent use.
-//
-// The tables hold lookup state (see cfi.Table): Unwinders over modules
-// from one Cache must not run concurrently.
+// It is safe for concurrent use, and so are the tables it holds: each
+// Unwinder keeps its lookup state (cfi.UnwindContext) to itself.
 type Cache struct {
 	mu     sync.Mutex
 	tables map[cacheKey]*cacheEntry

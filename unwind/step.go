@@ -210,7 +210,7 @@ func (v regsView) Reg(r cfi.Reg) (uint64, bool) { return v.r.Get(int(r)) }
 
 // stepCFI applies the CFI row covering pc (ELF address).
 func (u *Unwinder) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bool) error {
-	cie, ok, err := m.CFI.Lookup(pc, &u.row)
+	cie, ok, err := m.CFI.Lookup(&u.cfictx, pc, &u.row)
 	if err != nil || !ok {
 		return errNoRule
 	}

@@ -87,10 +87,11 @@ func (s Stop) String() string {
 }
 
 // CFI is what the unwinder needs from a module's CFI: the row covering an
-// address (in the module's ELF address space) and the CIE of its FDE.
-// ok is false when no FDE covers pc.
+// address (in the module's ELF address space) and the CIE of its FDE,
+// computed with the caller's scratch state ctx. ok is false when no FDE
+// covers pc.
 type CFI interface {
-	Lookup(pc uint64, row *cfi.Row) (cie *cfi.CIE, ok bool, err error)
+	Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (cie *cfi.CIE, ok bool, err error)
 }
 
 // Module is a loaded ELF object with its unwind tables.
@@ -169,6 +170,8 @@ type Unwinder struct {
 	// noFast turns the fast path off, for tests that check it gives what
 	// the general path gives.
 	noFast bool
+	// cfictx is the scratch state of CFI lookups.
+	cfictx cfi.UnwindContext
 }
 
 // DefaultMaxDepth bounds walks when MaxDepth is 0.
