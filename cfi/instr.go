@@ -214,7 +214,7 @@ func (it *InstructionIter) setLoc() uint64 {
 	var v uint64
 	var err error
 	if t.kind == EHFrame {
-		c := t.ptrCtx(it.off, it.cie)
+		c := t.ptrCtx(it.off, it.cie) // pcrel: from the operand's own address
 		c.funcBase = it.fdeBegin
 		v, err = b.readEncoded(it.cie.FDEEncoding, &c)
 	} else {

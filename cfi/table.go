@@ -175,12 +175,14 @@ func (t *Table) errAt(off uint64, format string, args ...any) *Error {
 	return &Error{Section: t.name, Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
+// ptrCtx is the context for decoding pointers from a buffer whose first
+// byte is at section offset secOff.
 func (t *Table) ptrCtx(secOff uint64, cie *CIE) ptrCtx {
 	as := t.addrSize
 	if cie != nil && cie.AddressSize != 0 {
 		as = int(cie.AddressSize)
 	}
-	return ptrCtx{secAddr: t.addr, addrSize: as, text: t.text, data: t.dataBase, deref: t.deref}
+	return ptrCtx{secAddr: t.addr + secOff, addrSize: as, text: t.text, data: t.dataBase, deref: t.deref}
 }
 
 // header is the common start of a CIE or FDE.
@@ -379,8 +381,7 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 		}
 		ab := buf{data: c.AugData, order: t.end}
 		augBase := uint64(b.pos - len(c.AugData))
-		ctx := t.ptrCtx(0, c)
-		ctx.secAddr = t.addr + augBase
+		ctx := t.ptrCtx(augBase, c)
 	letters:
 		for _, l := range aug[1:] {
 			switch l {
