@@ -969,12 +969,15 @@ func (t *Table) rowAt(ctx *UnwindContext, f *FDE, pc uint64, r *Row) error {
 			break
 		}
 		pos = it.pos
-		if ins.Op == OpNop {
-			continue
-		}
-		adv, nl := u.apply(&ins)
-		if u.err != nil {
-			return u.err
+		var adv bool
+		var nl uint64
+		switch ins.Op {
+		case OpAdvanceLoc1, OpAdvanceLoc2, OpAdvanceLoc4, OpMIPSAdvanceLoc8:
+			adv, nl = true, u.loc+ins.Operand*ca
+		default:
+			if adv, nl = u.apply(&ins); u.err != nil {
+				return u.err
+			}
 		}
 		if adv {
 			if pc < nl && pc >= u.loc {

@@ -327,7 +327,14 @@ func (ut *UnwindTable) Next() bool {
 	u := &ut.u
 	var ins Instruction
 	for !ut.done {
-		if !u.next(&ins) {
+		var adv bool
+		var nl uint64
+		// DW_CFA_advance_loc, the commonest, is decoded and applied inline.
+		if d, ok := advanceLocAt(u.it.data, u.it.pos); ok && u.err == nil {
+			u.it.pos++
+			u.allNops = false
+			adv, nl = true, u.loc+d*u.cie.CodeAlign
+		} else if !u.next(&ins) {
 			ut.done = true
 			if ut.keepAll {
 				if u.allNops {
@@ -339,8 +346,9 @@ func (ut *UnwindTable) Next() bool {
 			ut.emit(ut.end)
 			ut.final = true
 			return true
+		} else {
+			adv, nl = u.apply(&ins)
 		}
-		adv, nl := u.apply(&ins)
 		if adv {
 			ut.emit(nl)
 			u.loc = nl
