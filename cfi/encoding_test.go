@@ -326,3 +326,37 @@ func TestEHFrameHdr(t *testing.T) {
 		t.Error("version 2 accepted")
 	}
 }
+
+// TestNegativeRange checks an FDE whose sdata4 address range is negative
+// (the high bit set), in the encoding linkers emit: it covers nothing,
+// whichever decoder reads it (the fast one for short augmentation data,
+// the general one for long), and no lookup returns it (the index used to
+// take the range as unsigned and return the FDE for a PC it does not
+// cover).
+func TestNegativeRange(t *testing.T) {
+	le := binary.LittleEndian
+	for _, augLen := range []int{0, 200} {
+		s := newSection(EHFrame)
+		cie := s.cie(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
+		beginField := uint64(len(s.b)) + 8
+		body := u32(le, uint32(0x1000-beginField)) // begin 0x1000, section at 0
+		body = append(body, u32(le, 0xfffffff0)...) // range -16
+		body = append(body, uleb(uint64(augLen))...)
+		body = append(body, make([]byte, augLen)...)
+		body = append(body, adv(4)...)
+		off := s.fde(cie, body)
+		tab := s.table(0)
+		f, err := tab.FDEAt(off)
+		if err != nil || f.PCBegin != 0x1000 || f.PCEnd != 0x1000-16 {
+			t.Errorf("aug %d: FDE [%#x,%#x), %v; want [0x1000,0xff0)", augLen, f.PCBegin, f.PCEnd, err)
+		}
+		for _, pc := range []uint64{0x1000, 0x1004, 0x7fffffff} {
+			if _, err := lookup(tab, pc); !errors.Is(err, ErrNoFDE) {
+				t.Errorf("aug %d: RowForPC(%#x): %v, want ErrNoFDE", augLen, pc, err)
+			}
+			if _, err := tab.FindFDE(pc); !errors.Is(err, ErrNoFDE) {
+				t.Errorf("aug %d: FindFDE(%#x): %v, want ErrNoFDE", augLen, pc, err)
+			}
+		}
+	}
+}

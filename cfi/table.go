@@ -473,12 +473,13 @@ func (t *Table) parseFDE(h *header, f *FDE, last **CIE) error {
 
 func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
 	if t.kind == EHFrame && cie.FDEEncoding == PEPCRel|PESData4 && cie.SegmentSize == 0 && cie.LSDAEncoding == PEOmit {
-		// Fast path for what linkers emit: pcrel sdata4 begin, udata4
-		// range, and an empty (or lengthy but unused) augmentation.
+		// Fast path for what linkers emit: pcrel sdata4 begin, sdata4
+		// range (read as the general path reads it: signed), and an empty
+		// (or lengthy but unused) augmentation.
 		p := h.body
 		if h.end-p >= 9 {
 			begin := t.addr + uint64(p) + uint64(int64(int32(t.end.Uint32(t.data[p:]))))
-			end := begin + uint64(t.end.Uint32(t.data[p+4:]))
+			end := begin + uint64(int64(int32(t.end.Uint32(t.data[p+4:]))))
 			if t.addrSize == 4 {
 				begin &= 0xffffffff
 				end &= 0xffffffff
@@ -684,7 +685,7 @@ func (t *Table) buildIndex() {
 					c.FDEEncoding == PEPCRel|PESData4 && c.SegmentSize == 0 {
 					p := off + 8
 					begin := t.addr + p + uint64(int64(int32(t.end.Uint32(data[p:]))))
-					end := begin + uint64(t.end.Uint32(data[p+4:]))
+					end := begin + uint64(int64(int32(t.end.Uint32(data[p+4:]))))
 					if t.addrSize == 4 {
 						begin &= 0xffffffff
 						end &= 0xffffffff
@@ -803,7 +804,7 @@ func (t *Table) fdeRange(h *header, last **CIE) (begin, end uint64, ok bool) {
 	}
 	p := h.body
 	begin = t.addr + uint64(p) + uint64(int64(int32(t.end.Uint32(t.data[p:]))))
-	end = begin + uint64(t.end.Uint32(t.data[p+4:]))
+	end = begin + uint64(int64(int32(t.end.Uint32(t.data[p+4:]))))
 	if t.addrSize == 4 {
 		begin &= 0xffffffff
 		end &= 0xffffffff
@@ -877,7 +878,13 @@ func (t *Table) fdeForPC(pc uint64, f *FDE, last **CIE) error {
 	i := sort.Search(len(ix), func(i int) bool { return ix[i].begin > pc })
 	for j := i - 1; j >= 0 && j >= i-4; j-- {
 		if pc < ix[j].end {
-			return t.fdeAt(ix[j].off, f, last)
+			if err := t.fdeAt(ix[j].off, f, last); err != nil {
+				return err
+			}
+			if !f.Contains(pc) {
+				return ErrNoFDE
+			}
+			return nil
 		}
 	}
 	return ErrNoFDE
