@@ -339,7 +339,7 @@ func (p *printer) frames(name string, t *Table) {
 			p.out = strconv.AppendInt(p.out, int64(int32(cie.RA)), 10)
 			p.out = append(p.out, '\n')
 			sc.cols = p.scanRegs(t, cie.Instructions, cie.instrOff, cie, nil, c)
-			ut.u.reset(cie, t.CIEInstructions(cie), nil, 0)
+			ut.u.reset(cie, cie.Instructions, cie.instrOff, 0, nil, 0)
 			ut.end, ut.done = 0, false
 			p.rows(ut, cie, sc.cols, int(cie.AddressSize))
 			sc.init.copyFrom(&ut.u.state)
@@ -420,7 +420,7 @@ func (p *printer) frames(name string, t *Table) {
 			cols = cols[:0]
 		}
 		cols = p.scanRegs(t, instr, uint64(instrPos), cie, cols, c)
-		ut.u.reset(cie, t.instrIter(cie, instr, uint64(instrPos), begin), &init, begin)
+		ut.u.reset(cie, instr, uint64(instrPos), begin, &init, begin)
 		ut.end, ut.done = begin+rng, false
 		p.rows(ut, cie, cols, ptrSize)
 		off = h.end

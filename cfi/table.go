@@ -562,7 +562,7 @@ func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
 // runCIE runs a CIE's initial instructions in u.
 func (t *Table) runCIE(u *interp, c *CIE) error {
 	u.t = t
-	u.reset(c, t.CIEInstructions(c), nil, 0)
+	u.reset(c, c.Instructions, c.instrOff, 0, nil, 0)
 	var ins Instruction
 	for u.next(&ins) {
 		u.apply(&ins)
@@ -921,7 +921,7 @@ func (t *Table) rowAt(ctx *UnwindContext, f *FDE, pc uint64, r *Row) error {
 	}
 	u := &ctx.u
 	u.t = t
-	u.reset(f.CIE, t.FDEInstructions(f), init, f.PCBegin)
+	u.reset(f.CIE, f.Instructions, f.instrOff, f.PCBegin, init, f.PCBegin)
 	end := f.PCEnd
 	ca, da := f.CIE.CodeAlign, f.CIE.DataAlign
 	it := &u.it

@@ -48,11 +48,14 @@ func (u *interp) fail(off int, format string, args ...any) {
 	}
 }
 
-// reset prepares to run the program it reads with the state copied from
-// init (nil for an empty state, as at the start of a CIE).
-func (u *interp) reset(cie *CIE, it InstructionIter, init *Row, loc uint64) {
+// reset prepares to run the program instr (at section offset off, of an
+// FDE starting at fdeBegin) with the state copied from init (nil for an
+// empty state, as at the start of a CIE). Location loc is the program's
+// first. The iterator is set field by field: a lookup's hot path.
+func (u *interp) reset(cie *CIE, instr []byte, off, fdeBegin uint64, init *Row, loc uint64) {
 	u.cie = cie
-	u.it = it
+	it := &u.it
+	it.t, it.cie, it.data, it.pos, it.off, it.fdeBegin, it.err = u.t, cie, instr, 0, off, fdeBegin, nil
 	u.loc = loc
 	u.init = init
 	u.inCIE = init == nil
@@ -303,12 +306,12 @@ func (ut *UnwindTable) resetFDE(t *Table, fde *FDE) {
 	ut.final = false
 	init, err := t.initialRow(fde.CIE, &ut.init)
 	if err != nil {
-		ut.u.reset(fde.CIE, t.instrIter(fde.CIE, nil, fde.instrOff, fde.PCBegin), &Row{}, fde.PCBegin)
+		ut.u.reset(fde.CIE, nil, fde.instrOff, fde.PCBegin, &Row{}, fde.PCBegin)
 		ut.u.err = err
 		ut.done = true
 		return
 	}
-	ut.u.reset(fde.CIE, t.FDEInstructions(fde), init, fde.PCBegin)
+	ut.u.reset(fde.CIE, fde.Instructions, fde.instrOff, fde.PCBegin, init, fde.PCBegin)
 	ut.end = fde.PCEnd
 }
 
@@ -317,7 +320,7 @@ func (ut *UnwindTable) resetCIE(t *Table, cie *CIE) {
 	ut.done = false
 	ut.isCIE = true
 	ut.final = false
-	ut.u.reset(cie, t.CIEInstructions(cie), nil, 0)
+	ut.u.reset(cie, cie.Instructions, cie.instrOff, 0, nil, 0)
 	ut.end = 0
 }
 
