@@ -339,7 +339,7 @@ func TestNegativeRange(t *testing.T) {
 		s := newSection(EHFrame)
 		cie := s.cie(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
 		beginField := uint64(len(s.b)) + 8
-		body := u32(le, uint32(0x1000-beginField)) // begin 0x1000, section at 0
+		body := u32(le, uint32(0x1000-beginField))  // begin 0x1000, section at 0
 		body = append(body, u32(le, 0xfffffff0)...) // range -16
 		body = append(body, uleb(uint64(augLen))...)
 		body = append(body, make([]byte, augLen)...)
