@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -38,11 +39,7 @@ func TestDebugFrameBomb(t *testing.T) {
 		}
 		return
 	}
-	rss := memtest.PeakRSS(t)
-	t.Logf("peak RSS %d MiB", rss>>20)
-	if rss > 200<<20 {
-		t.Errorf("peak RSS %d MiB reading a 1 MiB file", rss>>20)
-	}
+	memtest.AtMost(t, 200<<20, "reading a 1 MiB file")
 }
 
 // rememberBomb is an .eh_frame whose one FDE is n DW_CFA_remember_state
@@ -76,11 +73,7 @@ func TestRememberStateBomb(t *testing.T) {
 		}
 		return
 	}
-	rss := memtest.PeakRSS(t)
-	t.Logf("peak RSS %d MiB", rss>>20)
-	if rss > 200<<20 {
-		t.Errorf("peak RSS %d MiB for a 4 MiB program", rss>>20)
-	}
+	memtest.AtMost(t, 200<<20, "for a 4 MiB program")
 }
 
 // TestManyRegistersBomb names 128 Ki registers, in descending order, and
@@ -181,11 +174,7 @@ func TestManyRowsJSON(t *testing.T) {
 		}
 		return
 	}
-	rss := memtest.PeakRSS(t)
-	t.Logf("peak RSS %d MiB", rss>>20)
-	if rss > 100<<20 {
-		t.Errorf("peak RSS %d MiB printing %d rows as JSON", rss>>20, n)
-	}
+	memtest.AtMost(t, 100<<20, fmt.Sprintf("printing %d rows as JSON", n))
 }
 
 // TestManyRowsText is TestManyRowsJSON for the readelf text.
@@ -201,9 +190,5 @@ func TestManyRowsText(t *testing.T) {
 		}
 		return
 	}
-	rss := memtest.PeakRSS(t)
-	t.Logf("peak RSS %d MiB", rss>>20)
-	if rss > 100<<20 {
-		t.Errorf("peak RSS %d MiB printing %d rows as text", rss>>20, n)
-	}
+	memtest.AtMost(t, 100<<20, fmt.Sprintf("printing %d rows as text", n))
 }

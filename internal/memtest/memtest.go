@@ -8,9 +8,7 @@
 //			work(t) // the measured work; fail with t.Fatal as usual
 //			return
 //		}
-//		if rss := memtest.PeakRSS(t); rss > 200<<20 {
-//			t.Errorf("peak RSS %d MiB", rss>>20)
-//		}
+//		memtest.AtMost(t, 200<<20, "reading the bomb")
 //	}
 package memtest
 
@@ -51,4 +49,16 @@ func PeakRSS(t *testing.T) int64 {
 		t.Skip("memtest: no rusage on this system")
 	}
 	return ru.Maxrss * 1024 // kilobytes on Linux
+}
+
+// AtMost runs the current test again in a child (see PeakRSS), logs the
+// child's peak RSS and fails t when it is above limit bytes; what says
+// what the child did, for the messages.
+func AtMost(t *testing.T, limit int64, what string) {
+	t.Helper()
+	rss := PeakRSS(t)
+	t.Logf("peak RSS %d MiB %s", rss>>20, what)
+	if rss > limit {
+		t.Errorf("peak RSS %d MiB %s, over %d MiB", rss>>20, what, limit>>20)
+	}
 }
