@@ -174,7 +174,7 @@ func TestManyRowsJSON(t *testing.T) {
 		}
 		return
 	}
-	memtest.AtMost(t, 100<<20, fmt.Sprintf("printing %d rows as JSON", n))
+	memtest.AtMost(t, 200<<20, fmt.Sprintf("printing %d rows as JSON", n))
 }
 
 // TestManyRowsText is TestManyRowsJSON for the readelf text.
@@ -190,5 +190,5 @@ func TestManyRowsText(t *testing.T) {
 		}
 		return
 	}
-	memtest.AtMost(t, 100<<20, fmt.Sprintf("printing %d rows as text", n))
+	memtest.AtMost(t, 200<<20, fmt.Sprintf("printing %d rows as text", n))
 }
