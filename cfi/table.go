@@ -159,7 +159,8 @@ func (t *Table) Arch() Arch { return t.arch }
 // Addr returns the section's virtual address.
 func (t *Table) Addr() uint64 { return t.addr }
 
-// Data returns the section bytes the table reads (relocated for objects).
+// Data returns the section bytes the table reads (relocated for objects),
+// shared with the Table: they must not be modified.
 func (t *Table) Data() []byte { return t.data }
 
 // AddrSize returns the default pointer size in bytes.
