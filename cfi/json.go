@@ -1,11 +1,14 @@
 package cfi
 
 import (
+	"bufio"
+	"bytes"
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // The JSON form written by WriteJSON (and `sframe cfi --json`). It is
@@ -139,9 +142,20 @@ func rowJSON(a Arch, r *Row) jsonRow {
 // above: one object per file, one section object per .eh_frame or
 // .debug_frame (or only section, if not ""), each entry with its rows.
 // Entries that fail to decode carry an "error" and do not stop the rest.
+//
+// The document is written as it is produced, entry by entry and row by
+// row, laid out as encoding/json's Encoder with SetIndent("", " ") lays
+// out the whole: memory stays bounded by the section, not by the number of
+// rows, and a write error ends the output.
 func WriteJSON(w io.Writer, f *elf.File, name, section string) error {
 	arch := ArchFromELF(f.Machine)
-	out := jsonFile{File: name, Arch: arch.String(), Sections: []jsonSection{}}
+	jw := &jsonWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	jw.str("{\n \"file\": ")
+	jw.value(name, "")
+	jw.str(",\n \"arch\": ")
+	jw.value(arch.String(), "")
+	jw.str(",\n \"sections\": ")
+	secs := jw.array("  ")
 	for _, s := range f.Sections {
 		if s.Name != ".eh_frame" && s.Name != ".debug_frame" {
 			continue
@@ -149,64 +163,172 @@ func WriteJSON(w io.Writer, f *elf.File, name, section string) error {
 		if section != "" && s.Name != section {
 			continue
 		}
-		js := jsonSection{Name: s.Name, Address: hexAddr(s.Addr), Size: s.Size, Entries: []jsonEntry{}}
-		tab, err := FromELF(f, s.Name)
-		if err != nil {
-			js.Error = err.Error()
-			out.Sections = append(out.Sections, js)
-			continue
-		}
+		secs.next()
+		jw.writeSection(f, s, arch)
+	}
+	secs.end()
+	jw.str("\n}\n")
+	if err := jw.w.Flush(); jw.err == nil {
+		jw.err = err
+	}
+	return jw.err
+}
+
+// writeSection writes one section object, its entries as they are
+// decoded and its rows as they are computed.
+func (jw *jsonWriter) writeSection(f *elf.File, s *elf.Section, arch Arch) {
+	const in = "   " // the section's members
+	jw.str("{\n" + in + "\"name\": ")
+	jw.value(s.Name, in)
+	jw.str(",\n" + in + "\"address\": ")
+	jw.value(hexAddr(s.Addr), in)
+	jw.str(",\n" + in + "\"size\": ")
+	jw.str(strconv.FormatUint(s.Size, 10))
+	jw.str(",\n" + in + "\"entries\": ")
+	entries := jw.array(in + " ")
+	secErr := ""
+	tab, err := FromELF(f, s.Name)
+	if err != nil {
+		secErr = err.Error()
+	} else {
 		it := tab.Entries()
-		for it.Next() {
-			e := it.Entry()
-			je := jsonEntry{Kind: e.Kind.String(), Offset: e.Offset}
-			if e.Kind == KindTerminator {
-				js.Entries = append(js.Entries, je)
-				continue
-			}
-			if e.Err != nil {
-				je.Error = e.Err.Error()
-				js.Entries = append(js.Entries, je)
-				continue
-			}
-			var ut *UnwindTable
-			if e.Kind == KindCIE {
-				c := e.CIE
-				je.Length, je.Version = c.Length, c.Version
-				aug, ca, da, sf := c.Augmentation, c.CodeAlign, c.DataAlign, c.SignalFrame
-				je.Augmentation, je.CodeAlign, je.DataAlign, je.SignalFrame = &aug, &ca, &da, &sf
-				je.RA = arch.jreg(c.RA)
-				je.FDEEncoding = fmt.Sprintf("%#x", uint8(c.FDEEncoding))
-				ut = tab.NewCIEUnwindTable(c)
-				ut.keepAll = true
-			} else {
-				fd := e.FDE
-				co := fd.CIE.Offset
-				je.Length, je.CIE = fd.Length, &co
-				je.PCBegin, je.PCEnd = hexAddr(fd.PCBegin), hexAddr(fd.PCEnd)
-				if fd.HasLSDA {
-					je.LSDA = hexAddr(fd.LSDA)
-				}
-				ut = tab.NewUnwindTable(fd)
-			}
-			for ut.Next() {
-				if e.Kind == KindCIE && ut.final && ut.u.allNops {
-					continue
-				}
-				je.Rows = append(je.Rows, rowJSON(arch, ut.Row()))
-			}
-			if err := ut.Err(); err != nil {
-				je.RowsError = err.Error()
-			}
-			js.Entries = append(js.Entries, je)
+		for it.Next() && jw.err == nil {
+			entries.next()
+			jw.writeEntry(tab, it.Entry(), arch)
 		}
 		if err := it.Err(); err != nil {
-			js.Error = err.Error()
+			secErr = err.Error()
 		}
-		out.Sections = append(out.Sections, js)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", " ")
-	enc.SetEscapeHTML(false) // names as they are: <stdin>
-	return enc.Encode(out)
+	entries.end()
+	if secErr != "" {
+		jw.str(",\n" + in + "\"error\": ")
+		jw.value(secErr, in)
+	}
+	jw.str("\n  }")
+}
+
+// writeEntry writes one entry object: its fields, then its rows.
+func (jw *jsonWriter) writeEntry(tab *Table, e Entry, arch Arch) {
+	const in = "    " // the entry object
+	je := jsonEntry{Kind: e.Kind.String(), Offset: e.Offset}
+	var ut *UnwindTable
+	switch {
+	case e.Kind == KindTerminator:
+	case e.Err != nil:
+		je.Error = e.Err.Error()
+	case e.Kind == KindCIE:
+		c := e.CIE
+		je.Length, je.Version = c.Length, c.Version
+		aug, ca, da, sf := c.Augmentation, c.CodeAlign, c.DataAlign, c.SignalFrame
+		je.Augmentation, je.CodeAlign, je.DataAlign, je.SignalFrame = &aug, &ca, &da, &sf
+		je.RA = arch.jreg(c.RA)
+		je.FDEEncoding = fmt.Sprintf("%#x", uint8(c.FDEEncoding))
+		ut = tab.NewCIEUnwindTable(c)
+		ut.keepAll = true
+	default:
+		fd := e.FDE
+		co := fd.CIE.Offset
+		je.Length, je.CIE = fd.Length, &co
+		je.PCBegin, je.PCEnd = hexAddr(fd.PCBegin), hexAddr(fd.PCEnd)
+		if fd.HasLSDA {
+			je.LSDA = hexAddr(fd.LSDA)
+		}
+		ut = tab.NewUnwindTable(fd)
+	}
+	b := jw.marshal(&je, in)
+	if ut == nil {
+		jw.buf(b)
+		return
+	}
+	// Reopen the object after its last field for "rows" and "rows_error",
+	// which come last.
+	jw.buf(b[:len(b)-len(in)-2])
+	var rows jsonArray
+	for ut.Next() && jw.err == nil {
+		if e.Kind == KindCIE && ut.final && ut.u.allNops {
+			continue
+		}
+		if rows.jw == nil {
+			jw.str(",\n" + in + " \"rows\": ")
+			rows = jw.array(in + "  ")
+		}
+		rows.next()
+		r := rowJSON(arch, ut.Row())
+		jw.value(&r, in+"  ")
+	}
+	if rows.jw != nil {
+		rows.end()
+	}
+	if err := ut.Err(); err != nil {
+		jw.str(",\n" + in + " \"rows_error\": ")
+		jw.value(err.Error(), in)
+	}
+	jw.str("\n" + in + "}")
+}
+
+// jsonWriter writes a JSON document piece by piece; the first write error
+// is kept and later writes are dropped.
+type jsonWriter struct {
+	w       *bufio.Writer
+	err     error
+	scratch bytes.Buffer // marshal's output, reused
+}
+
+func (jw *jsonWriter) str(s string) {
+	if jw.err == nil {
+		_, jw.err = jw.w.WriteString(s)
+	}
+}
+
+func (jw *jsonWriter) buf(b []byte) {
+	if jw.err == nil {
+		_, jw.err = jw.w.Write(b)
+	}
+}
+
+// marshal encodes v as encoding/json does inside a document indented by
+// one space per level, v's own line starting with prefix, with names as
+// they are (<stdin>, C++ templates: no HTML escaping).
+func (jw *jsonWriter) marshal(v any, prefix string) []byte {
+	jw.scratch.Reset()
+	enc := json.NewEncoder(&jw.scratch)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, " ")
+	if err := enc.Encode(v); err != nil && jw.err == nil {
+		jw.err = err
+	}
+	return bytes.TrimSuffix(jw.scratch.Bytes(), []byte("\n"))
+}
+
+func (jw *jsonWriter) value(v any, prefix string) { jw.buf(jw.marshal(v, prefix)) }
+
+// jsonArray writes an array's brackets and separators around elements
+// written in between, each on its own line starting with prefix: "[]"
+// when there are none, as encoding/json writes an empty slice.
+type jsonArray struct {
+	jw     *jsonWriter
+	prefix string
+	n      int
+}
+
+func (jw *jsonWriter) array(prefix string) jsonArray { return jsonArray{jw: jw, prefix: prefix} }
+
+// next starts an element.
+func (a *jsonArray) next() {
+	if a.n == 0 {
+		a.jw.str("[\n" + a.prefix)
+	} else {
+		a.jw.str(",\n" + a.prefix)
+	}
+	a.n++
+}
+
+// end closes the array.
+func (a *jsonArray) end() {
+	if a.n == 0 {
+		a.jw.str("[]")
+		return
+	}
+	a.jw.str("\n" + a.prefix[:len(a.prefix)-1] + "]")
 }

@@ -1,6 +1,9 @@
 package convert
 
-// DWARF expression opcodes the converter recognises.
+import "github.com/sframekit/sframekit/cfi"
+
+// DWARF expression opcodes the converter recognises (decoded by cfi's
+// OperationIter).
 const (
 	opDeref = 0x06
 	opAnd   = 0x1a
@@ -13,82 +16,44 @@ const (
 	opBregx = 0x92
 )
 
-// readULEB reads an unsigned LEB128 number; ok is false when it is
-// truncated or longer than 64 bits.
-func readULEB(b []byte) (v uint64, n int, ok bool) {
-	var shift uint
-	for i, c := range b {
-		if shift >= 64 {
-			return 0, 0, false
+// decode decodes expr into out, one operation each, with cfi's
+// expression decoder; ok is false when expr is malformed or has more
+// operations than out holds.
+func decode(expr []byte, out []cfi.Operation) (n int, ok bool) {
+	it := cfi.NewOperationIter(expr, nil, 8)
+	for it.More() {
+		if n == len(out) || !it.Next(&out[n]) || it.Err() != nil {
+			return 0, false
 		}
-		v |= uint64(c&0x7f) << shift
-		shift += 7
-		if c&0x80 == 0 {
-			return v, i + 1, true
-		}
+		n++
 	}
-	return 0, 0, false
+	return n, true
 }
 
-// readSLEB reads a signed LEB128 number.
-func readSLEB(b []byte) (v int64, n int, ok bool) {
-	var shift uint
-	for i, c := range b {
-		if shift >= 64 {
-			return 0, 0, false
-		}
-		v |= int64(c&0x7f) << shift
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v, i + 1, true
-		}
-	}
-	return 0, 0, false
-}
-
-// breg decodes a DW_OP_bregN or DW_OP_bregx operation at the start of
-// expr: the register, the offset and the number of bytes used.
-func breg(expr []byte) (reg uint64, off int64, n int, ok bool) {
-	if len(expr) == 0 {
-		return 0, 0, 0, false
-	}
-	op := expr[0]
-	switch {
-	case op >= opBreg0 && op < opBreg0+32:
-		off, m, ok := readSLEB(expr[1:])
-		return uint64(op - opBreg0), off, 1 + m, ok
-	case op == opBregx:
-		r, m, ok := readULEB(expr[1:])
-		if !ok {
-			return 0, 0, 0, false
-		}
-		off, k, ok := readSLEB(expr[1+m:])
-		return r, off, 1 + m + k, ok
-	}
-	return 0, 0, 0, false
+// isBreg reports whether op is DW_OP_bregN or DW_OP_bregx: register
+// op.Reg plus offset op.Value.
+func isBreg(op *cfi.Operation) bool {
+	return op.Op >= opBreg0 && op.Op < opBreg0+32 || op.Op == opBregx
 }
 
 // regPlusOffset recognises the expression "DW_OP_bregN OFF": the value
 // of register N plus OFF.
 func regPlusOffset(expr []byte) (reg uint64, off int64, ok bool) {
-	r, o, n, ok := breg(expr)
-	if !ok || n != len(expr) {
+	var o [1]cfi.Operation
+	if n, ok := decode(expr, o[:]); !ok || n != 1 || !isBreg(&o[0]) {
 		return 0, 0, false
 	}
-	return r, o, true
+	return o[0].Reg, int64(o[0].Value), true
 }
 
 // derefRegPlusOffset recognises "DW_OP_bregN OFF; DW_OP_deref": the word
 // stored at register N plus OFF (the DRAP CFA).
 func derefRegPlusOffset(expr []byte) (reg uint64, off int64, ok bool) {
-	r, o, n, ok := breg(expr)
-	if !ok || n+1 != len(expr) || expr[n] != opDeref {
+	var o [2]cfi.Operation
+	if n, ok := decode(expr, o[:]); !ok || n != 2 || !isBreg(&o[0]) || o[1].Op != opDeref {
 		return 0, 0, false
 	}
-	return r, o, true
+	return o[0].Reg, int64(o[0].Value), true
 }
 
 // pltPattern is the CFA expression ld writes for lazy PLT entries on
@@ -110,30 +75,24 @@ type pltPattern struct {
 // sp and pc (DWARF numbers).
 func matchPLT(expr []byte, sp, pc uint64) (pltPattern, bool) {
 	var p pltPattern
-	r, off, n, ok := breg(expr)
-	if !ok || r != sp {
+	var o [9]cfi.Operation
+	if n, ok := decode(expr, o[:]); !ok || n != 9 {
 		return p, false
 	}
-	p.base = off
-	expr = expr[n:]
-	r, off, n, ok = breg(expr)
-	if !ok || r != pc || off != 0 {
+	if !isBreg(&o[0]) || o[0].Reg != sp || !isBreg(&o[1]) || o[1].Reg != pc || o[1].Value != 0 {
 		return p, false
 	}
-	expr = expr[n:]
-	lit := func(i int) (uint64, bool) {
-		if i >= len(expr) || expr[i] < opLit0 || expr[i] > opLit31 {
-			return 0, false
-		}
-		return uint64(expr[i] - opLit0), true
+	p.base = int64(o[0].Value)
+	lit := func(op *cfi.Operation) (uint64, bool) {
+		return op.Value, op.Op >= opLit0 && op.Op <= opLit31
 	}
-	if len(expr) != 7 || expr[1] != opAnd || expr[3] != opGe || expr[5] != opShl || expr[6] != opPlus {
+	if o[3].Op != opAnd || o[5].Op != opGe || o[7].Op != opShl || o[8].Op != opPlus {
 		return p, false
 	}
 	var ok1, ok2, ok3 bool
-	p.mask, ok1 = lit(0)
-	p.thresh, ok2 = lit(2)
-	p.shift, ok3 = lit(4)
+	p.mask, ok1 = lit(&o[2])
+	p.thresh, ok2 = lit(&o[4])
+	p.shift, ok3 = lit(&o[6])
 	if !ok1 || !ok2 || !ok3 {
 		return p, false
 	}

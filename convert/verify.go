@@ -634,10 +634,10 @@ func symbolNames(f *elf.File) func(uint64) string {
 			}
 		}
 	}
-	if syms, err := f.Symbols(); err == nil {
+	if syms, err := elffile.Symbols(f); err == nil {
 		add(syms)
 	}
-	if syms, err := f.DynamicSymbols(); err == nil {
+	if syms, err := elffile.DynamicSymbols(f); err == nil {
 		add(syms)
 	}
 	return func(pc uint64) string {

@@ -75,9 +75,9 @@ func Data(f *elf.File, sec *elf.Section) ([]byte, error) {
 // lenient skips them, as readelf does for debug sections; otherwise they
 // are errors.
 func RelocatedData(f *elf.File, sec *elf.Section, lenient bool) ([]byte, error) {
-	data, err := sec.Data()
+	data, err := SectionData(sec)
 	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+		return nil, err
 	}
 	if f.Type != elf.ET_REL {
 		return data, nil
@@ -116,21 +116,20 @@ func relocate(f *elf.File, sec *elf.Section, data []byte, lenient bool) ([]byte,
 	if len(rels) == 0 {
 		return data, nil
 	}
-	syms, err := f.Symbols()
+	syms, err := Symbols(f)
 	if err != nil && !lenient {
 		return nil, fmt.Errorf("section %s: relocations need the symbol table: %w", sec.Name, err)
 	}
-	out := make([]byte, len(data))
-	copy(out, data)
+	out := data // SectionData's buffer is the caller's: relocate in place
 	bo := f.ByteOrder
 	is64 := f.Class == elf.ELFCLASS64
 	for _, rs := range rels {
-		rd, err := rs.Data()
+		rd, err := SectionData(rs)
 		if err != nil {
 			if lenient {
 				continue
 			}
-			return nil, fmt.Errorf("section %s: %w", rs.Name, err)
+			return nil, err
 		}
 		rela := rs.Type == elf.SHT_RELA
 		ent := 8 // Elf32_Rel

@@ -219,9 +219,9 @@ func ConvertSFrame(src []byte, opts ConvertOptions) (*ConvertResult, error) {
 	if f.Type == elf.ET_REL {
 		return convertRel(src, f, sec, secIdx, opts)
 	}
-	raw, err := sec.Data()
+	raw, err := SectionData(sec)
 	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+		return nil, err
 	}
 	s, err := sframe.Parse(raw, sec.Addr)
 	if err != nil {
@@ -287,7 +287,7 @@ type symKey struct {
 // funcSymbols maps function symbols to their names.
 func funcSymbols(f *elf.File) map[symKey]string {
 	m := map[symKey]string{}
-	syms, _ := f.Symbols()
+	syms, _ := Symbols(f)
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Name == "" {
 			continue
@@ -343,8 +343,8 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts Conv
 	case len(rels) == 1 && rels[0].Type == elf.SHT_RELA:
 		rs = rels[0]
 		var err error
-		if rd, err = rs.Data(); err != nil {
-			return nil, fmt.Errorf("section %s: %w", rs.Name, err)
+		if rd, err = SectionData(rs); err != nil {
+			return nil, err
 		}
 	case len(rels) == 0:
 		// Only a section without functions needs no relocations; a
@@ -391,7 +391,7 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts Conv
 		}
 		relocs[r.Off] = startReloc{sym: elf.R_SYM64(r.Info), addend: r.Addend}
 	}
-	syms, _ := f.Symbols()
+	syms, _ := Symbols(f)
 	names := funcSymbols(f)
 	n := s.NumFuncs()
 	funcs := make([]sframe.EncFunc, n)

@@ -29,4 +29,8 @@
 // are untrusted input: a file that cannot be read makes its lookups fail
 // (Err says why), inlining is followed at most 64 levels deep, and
 // Demangle leaves alone a name whose demangled form would pass 64 KB.
+// Sections are read through elffile, so a compressed symbol table or
+// DWARF section may expand to at most elffile.MaxDecompressed (256 MiB;
+// the DWARF sections together too), and an object beyond that gets no
+// symbols or lines, with Err saying why.
 package symbolize

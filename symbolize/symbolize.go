@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // Symbol describes an address.
@@ -373,6 +375,11 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 	if sec == nil || int(sec.Link) >= len(f.Sections) || sec.Link == 0 {
 		return nil
 	}
+	// Compressed tables may expand to at most elffile.MaxDecompressed,
+	// and to no more than their stored bytes can hold.
+	if elffile.CheckSection(sec) != nil || elffile.CheckSection(f.Sections[sec.Link]) != nil {
+		return nil
+	}
 	bo := f.ByteOrder
 	is64 := f.Class == elf.ELFCLASS64
 	size := 16
@@ -554,7 +561,7 @@ func (m *module) buildLines() {
 	if m.dwFile == nil {
 		return
 	}
-	dw, err := m.dwFile.DWARF()
+	dw, err := elffile.DWARF(m.dwFile)
 	m.dwFile.Close()
 	m.dwFile = nil
 	if err != nil {
@@ -698,7 +705,7 @@ func buildID(f *elf.File) []byte {
 		if s.Type != elf.SHT_NOTE {
 			continue
 		}
-		data, err := s.Data()
+		data, err := elffile.SectionData(s)
 		if err != nil {
 			continue
 		}
@@ -743,7 +750,7 @@ func debugLink(f *elf.File) (string, uint32, bool) {
 	if s == nil {
 		return "", 0, false
 	}
-	data, err := s.Data()
+	data, err := elffile.SectionData(s)
 	if err != nil {
 		return "", 0, false
 	}

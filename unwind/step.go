@@ -220,7 +220,7 @@ func (v regsView) Reg(r cfi.Reg) (uint64, bool) { return v.r.Get(int(r)) }
 
 // stepCFI applies the CFI row covering pc (ELF address).
 func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bool) error {
-	cie, ok, err := m.CFI.Lookup(pc, &w.cfi.row)
+	cie, ok, err := m.CFI.Lookup(&w.cfi.ctx, pc, &w.cfi.row)
 	if err != nil || !ok {
 		return errNoRule
 	}

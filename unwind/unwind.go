@@ -99,10 +99,11 @@ func (s Stop) String() string {
 }
 
 // CFI is what the unwinder needs from a module's CFI: the row covering an
-// address (in the module's ELF address space) and the CIE of its FDE.
-// ok is false when no FDE covers pc.
+// address (in the module's ELF address space) and the CIE of its FDE,
+// computed with the caller's scratch state ctx. ok is false when no FDE
+// covers pc.
 type CFI interface {
-	Lookup(pc uint64, row *cfi.Row) (cie *cfi.CIE, ok bool, err error)
+	Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (cie *cfi.CIE, ok bool, err error)
 }
 
 // Module is a loaded ELF object with its unwind tables.
@@ -365,10 +366,10 @@ type Context struct {
 	noFast bool
 }
 
-// cfiScratch is what a CFI step writes: the row looked up and the
-// expression evaluator's initial stack. (A context for cfi's lookups,
-// once they take one, belongs here too.)
+// cfiScratch is what a CFI step writes: cfi's lookup context, the row
+// looked up and the expression evaluator's initial stack.
 type cfiScratch struct {
+	ctx     cfi.UnwindContext
 	row     cfi.Row
 	initial [1]uint64 // the CFA, pushed for register expressions
 }
