@@ -99,7 +99,9 @@ type Cgroup struct {
 
 // Record is one record of a recording, as Reader.Next returns it: valid
 // until the next call to Next, its slices pointing into the Reader's
-// buffers (or the mapped file). The typed accessors return nil when the
+// buffers (or the mapped file). Decoder.Decode fills a caller's Record
+// the same way from a record's bytes, such as those of a live ring
+// buffer. The typed accessors return nil when the
 // record is of another type (or its event is unknown, for Sample).
 type Record struct {
 	Type RecordType
