@@ -136,15 +136,19 @@ func parseAttr(b []byte, o binary.ByteOrder, off int64) (*Attr, error) {
 	}
 	// The flags are C bit-fields: allocated from the least significant bit
 	// on little-endian machines and from the most significant on big-endian
-	// ones, so a big-endian word is read bit-reversed.
+	// ones, so a big-endian word is read bit-reversed. (Big-endian by what
+	// o does: binary.NativeEndian is not binary.BigEndian on any machine.)
 	fl := o.Uint64(b[40:])
-	if o == binary.BigEndian {
+	if o.Uint16(bigEndianProbe[:]) == 1 {
 		fl = bits.Reverse64(fl)
 	}
 	a.Flags = AttrFlags(fl)
 	a.derive()
 	return a, nil
 }
+
+// bigEndianProbe reads as 1 in big-endian byte order.
+var bigEndianProbe = [2]byte{0, 1}
 
 // derive computes the positions of the sample ID, as perf does to find
 // the event of a record before decoding it.

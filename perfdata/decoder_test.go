@@ -240,6 +240,14 @@ func TestParseAttr(t *testing.T) {
 			}
 		}
 	}
+	// A byte order that is not one of encoding/binary's two values, such
+	// as binary.NativeEndian, which a live reader passes: the bit-fields
+	// are read by what the order is, not by which value it is.
+	a := synthAttrs()[0]
+	got, err := ParseAttr(encodeAttr(binary.BigEndian, a), otherOrder{binary.BigEndian})
+	if err != nil || got.Flags != a.Flags {
+		t.Errorf("big-endian attribute read with another ByteOrder value: flags %v, want %v (%v)", got.Flags, a.Flags, err)
+	}
 	for _, rc := range recordings {
 		if !rc.pipe {
 			continue
@@ -286,6 +294,9 @@ func TestParseAttr(t *testing.T) {
 		}
 	}
 }
+
+// otherOrder is a byte order equal to its ByteOrder in all but identity.
+type otherOrder struct{ binary.ByteOrder }
 
 // FuzzDecode decodes arbitrary bytes as a record of the synthetic events
 // (sample_id_all, identifier, every sample field): an *Error or a
