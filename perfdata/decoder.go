@@ -114,7 +114,8 @@ func (d *Decoder) attrOf(raw []byte, t RecordType) (*Attr, string) {
 //
 // raw is untrusted: a record shorter than its header, whose size field is
 // not len(raw), or whose body does not fit its type and event fails with
-// an *Error whose Off is the offset within raw.
+// an *Error whose Off is the offset within raw; rec then holds nothing
+// to use.
 func (d *Decoder) Decode(rec *Record, raw []byte) error {
 	if len(raw) < recordHeaderSize {
 		return errorf(ErrTruncated, 0, "record of %d bytes, shorter than its header", len(raw))
