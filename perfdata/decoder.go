@@ -20,6 +20,7 @@ import (
 // Record's slices and views point into the raw bytes given.
 type Decoder struct {
 	o     binary.ByteOrder
+	e     endian // what o is
 	attrs []*Attr
 	byID  map[uint64]*Attr
 	// Positions of the sample ID, the same in every event (see Attr.idPos
@@ -39,7 +40,7 @@ type Decoder struct {
 // holds its sample ID, records cannot be matched to their event and
 // Decode fails for those that need it, with an error of kind ErrBadAttr.
 func NewDecoder(o binary.ByteOrder, attrs []*Attr) *Decoder {
-	d := &Decoder{o: o, byID: make(map[uint64]*Attr)}
+	d := &Decoder{o: o, e: endianOf(o), byID: make(map[uint64]*Attr)}
 	d.setAttrs(slices.Clone(attrs))
 	return d
 }
@@ -135,7 +136,7 @@ func (d *Decoder) Decode(rec *Record, raw []byte) error {
 // checked: header, event, typed body. It returns the kind, offset in raw
 // and message of a failure, or an offset of -1.
 func (d *Decoder) decode(rec *Record, raw []byte) (ErrKind, int, string) {
-	rec.o = d.o
+	rec.o, rec.e = d.o, d.e
 	rec.Type = RecordType(d.o.Uint32(raw))
 	rec.Misc = Misc(d.o.Uint16(raw[4:]))
 	rec.Raw = raw

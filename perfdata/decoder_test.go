@@ -111,7 +111,7 @@ func synthRecords(o binary.ByteOrder) [][]byte {
 
 // synthDecoder is a Decoder of the synthetic events, read back from the
 // bytes of a recording as Reader reads them.
-func synthDecoder(t *testing.T, o binary.ByteOrder) (*Decoder, []*Attr) {
+func synthDecoder(t testing.TB, o binary.ByteOrder) (*Decoder, []*Attr) {
 	r, err := NewBytes(fileOf(o, synthAttrs(), nil, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -330,4 +330,49 @@ func FuzzDecode(f *testing.F) {
 			s.RegsUser.Get(PerfRegX86SP)
 		}
 	})
+}
+
+// BenchmarkDecode decodes one record over and over: a profiler's sample
+// (user registers and an 8 KiB stack copy, as perf record --call-graph
+// dwarf makes), the synthetic sample with every field, and an MMAP2.
+//
+//	go test ./perfdata -run '^$' -bench Decode
+func BenchmarkDecode(b *testing.B) {
+	o := binary.NativeEndian
+	prof := &Attr{Type: TypeSoftware, SamplePeriod: 1000000, SampleRegsUser: 0xff0fff, SampleStackUser: 8192,
+		SampleType: SampleIP | SampleTID | SampleTime | SampleCPU | SamplePeriod | SampleRegsUser | SampleStackUser}
+	pr, err := NewBytes(fileOf(o, []*Attr{prof}, nil, nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &enc{o: o}
+	e.u64(0x401000).u32(1).u32(2).u64(3).u32(0).u32(0).u64(1000000).u64(RegsABI64)
+	for range 20 {
+		e.u64(0x7ffc0000)
+	}
+	e.u64(8192).raw(make([]byte, 8192)).u64(8192)
+	sd, _ := synthDecoder(b, o)
+	recs := synthRecords(o)
+	for _, tc := range []struct {
+		name string
+		d    *Decoder
+		raw  []byte
+	}{
+		{"profiler-sample", NewDecoder(o, pr.Header().Attrs), record1(o, RecordSample, MiscUser, e.b)},
+		{"every-field-sample", sd, synthSample(o, 1)},
+		{"mmap2", sd, recs[2]},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var rec Record
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := tc.d.Decode(&rec, tc.raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if rec.Type == RecordSample && rec.Sample() == nil {
+				b.Fatal("not decoded")
+			}
+		})
+	}
 }

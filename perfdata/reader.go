@@ -198,7 +198,7 @@ func NewReader(rd io.Reader) (*Reader, error) {
 }
 
 func (r *Reader) init() {
-	r.dec = Decoder{o: r.o, byID: make(map[uint64]*Attr)}
+	r.dec = Decoder{o: r.o, e: endianOf(r.o), byID: make(map[uint64]*Attr)}
 	r.dec.setAttrs(r.hdr.Attrs)
 }
 
