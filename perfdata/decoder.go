@@ -17,7 +17,8 @@ import (
 // attributes.
 //
 // Decoding neither allocates (except to report an error) nor copies: the
-// Record's slices and views point into the raw bytes given.
+// Record's slices and views point into the raw bytes given. Make a
+// Decoder with NewDecoder; the zero value decodes nothing.
 type Decoder struct {
 	o     binary.ByteOrder
 	e     endian // what o is
@@ -118,6 +119,9 @@ func (d *Decoder) attrOf(raw []byte, t RecordType) (*Attr, string) {
 // an *Error whose Off is the offset within raw; rec then holds nothing
 // to use.
 func (d *Decoder) Decode(rec *Record, raw []byte) error {
+	if d.o == nil {
+		return errorf(ErrBadAttr, 0, "a Decoder not made by NewDecoder")
+	}
 	if len(raw) < recordHeaderSize {
 		return errorf(ErrTruncated, 0, "record of %d bytes, shorter than its header", len(raw))
 	}

@@ -191,6 +191,9 @@ func TestDecodeErrors(t *testing.T) {
 			t.Errorf("%d bytes: %v, want kind %v", len(tc.raw), err, tc.kind)
 		}
 	}
+	if err := new(Decoder).Decode(&rec, synthRecords(o)[0]); err == nil {
+		t.Error("the zero Decoder decoded")
+	}
 	// Every cut of every record, its size field fixed up, fails inside
 	// the record (or decodes, for a cut at the end of a name's padding).
 	for _, raw := range synthRecords(o) {
