@@ -1,20 +1,22 @@
 package perfevent
 
 import (
+	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/sframekit/sframekit/perfdata"
 )
 
 // Event is what a sampling event counts.
 type Event struct {
 	// Name is perf's name of the event, as ParseEvent accepts it.
 	Name   string
-	Type   EventType
+	Type   perfdata.EventType
 	Config uint64
 	// Freq and Period, when not 0, replace Options.Freq and Options.Period
 	// for this event, so that one session can sample cpu-clock by time and
@@ -22,23 +24,33 @@ type Event struct {
 	Freq, Period uint64
 }
 
+// Event numbers (perf_event_attr's config) of the hardware and software
+// events this package knows.
+const (
+	countHWCPUCycles       = 0
+	countHWInstructions    = 1
+	countSWCPUClock        = 0
+	countSWTaskClock       = 1
+	countSWContextSwitches = 3
+)
+
 // The events this package knows by name. cycles and instructions need a
 // hardware PMU, which most virtual machines do not offer; cpu-clock and
 // task-clock are timers that work everywhere.
 var (
 	// CPUClock samples on a per-CPU timer while a profiled thread runs.
-	CPUClock = Event{Name: "cpu-clock", Type: TypeSoftware, Config: countSWCPUClock}
+	CPUClock = Event{Name: "cpu-clock", Type: perfdata.TypeSoftware, Config: countSWCPUClock}
 	// TaskClock samples on the profiled thread's own clock.
-	TaskClock = Event{Name: "task-clock", Type: TypeSoftware, Config: countSWTaskClock}
+	TaskClock = Event{Name: "task-clock", Type: perfdata.TypeSoftware, Config: countSWTaskClock}
 	// Cycles counts CPU cycles (hardware).
-	Cycles = Event{Name: "cycles", Type: TypeHardware, Config: countHWCPUCycles}
+	Cycles = Event{Name: "cycles", Type: perfdata.TypeHardware, Config: countHWCPUCycles}
 	// Instructions counts retired instructions (hardware).
-	Instructions = Event{Name: "instructions", Type: TypeHardware, Config: countHWInstructions}
+	Instructions = Event{Name: "instructions", Type: perfdata.TypeHardware, Config: countHWInstructions}
 	// ContextSwitches counts switches away from a profiled thread: with a
 	// period of 1 every switch-out is a sample, taken where the thread
 	// blocked or was preempted, the basis of off-CPU profiles. Its samples
 	// are taken in the kernel (the scheduler), so it needs Options.Kernel.
-	ContextSwitches = Event{Name: "context-switches", Type: TypeSoftware, Config: countSWContextSwitches, Period: 1}
+	ContextSwitches = Event{Name: "context-switches", Type: perfdata.TypeSoftware, Config: countSWContextSwitches, Period: 1}
 )
 
 // ParseEvent returns the event of one of perf's names: cpu-clock,
@@ -209,7 +221,7 @@ func (o *Options) needsKernel() bool {
 // drops them all when the event excludes the kernel.
 func (o *Options) hasContextSwitches() bool {
 	for _, e := range o.events() {
-		if e.Type == TypeSoftware && e.Config == countSWContextSwitches {
+		if e.Type == perfdata.TypeSoftware && e.Config == countSWContextSwitches {
 			return true
 		}
 	}
@@ -281,65 +293,51 @@ func (o *Options) sampling(e Event) (freq, period uint64) {
 	return DefaultFreq, 0
 }
 
-// Attr is one event of a session: the perf_event_attr it was opened with
-// and the sample IDs of its instances. The field names are package
-// perfdata's. Attrs are shared by every record of the event and must not
-// be modified.
+// Attr is one event of a session: the struct perf_event_attr given to
+// perf_event_open (Bytes), and those very bytes as package perfdata reads
+// them (the embedded *perfdata.Attr, whose Name is the event's, Index its
+// position in Session.Attrs and IDs the sample IDs of its instances, one
+// per thread and CPU for per-thread events or per CPU). Decoded records
+// (Record.Decode) point to the *perfdata.Attr as their event. Attrs are
+// shared by every record of the event and must not be modified.
 type Attr struct {
-	Event      Event
-	Type       EventType
-	Config     uint64
-	SampleType SampleType
-	Flags      AttrFlags
-	// SamplePeriod is the period, or the frequency when Flags has
-	// AttrFreq.
-	SamplePeriod uint64
-	// WakeupEvents is the number of samples per wakeup, or the watermark
-	// in bytes when Flags has AttrWatermark.
-	WakeupEvents    uint32
-	SampleRegsUser  uint64
-	SampleStackUser uint32
-	ClockID         int32
-	// IDs are the sample IDs of the event's instances, one per thread and
-	// CPU (for per-thread events) or per CPU. Records name the event by
-	// one of them when a session has several events.
-	IDs []uint64
-	// Index is the event's position in Session.Attrs.
-	Index int
+	*perfdata.Attr
+	// Event is the event counted.
+	Event Event
 
-	trailerSize int // bytes of the sample_id trailer, 0 without sample_id_all
+	raw []byte // the perf_event_attr: attrSize bytes in this machine's order
 }
 
 // attrSize is the size of the perf_event_attr this package passes to the
 // kernel (PERF_ATTR_SIZE_VER7, which every kernel since 4.x accepts).
-const attrSize = 128
-
-// SampleIDAll reports whether records other than samples carry the
-// sample_id trailer.
-func (a *Attr) SampleIDAll() bool { return a.Flags&AttrSampleIDAll != 0 }
+const attrSize = perfdata.AttrSizeVer7
 
 // Bytes returns the attribute as the kernel's struct perf_event_attr, in
-// this machine's byte order: what a perf.data file stores for the event.
-func (a *Attr) Bytes() []byte {
+// this machine's byte order: the bytes given to perf_event_open, which a
+// perf.data file stores for the event.
+func (a *Attr) Bytes() []byte { return bytes.Clone(a.raw) }
+
+// encodeAttr writes the perf_event_attr of the fields of s that this
+// package sets.
+func encodeAttr(s *perfdata.Attr) []byte {
 	b := make([]byte, attrSize)
-	o := binary.NativeEndian
-	o.PutUint32(b[0:], uint32(a.Type))
-	o.PutUint32(b[4:], attrSize)
-	o.PutUint64(b[8:], a.Config)
-	o.PutUint64(b[16:], a.SamplePeriod)
-	o.PutUint64(b[24:], uint64(a.SampleType))
-	o.PutUint64(b[40:], a.Flags.cBits())
-	o.PutUint32(b[48:], a.WakeupEvents)
-	o.PutUint64(b[80:], a.SampleRegsUser)
-	o.PutUint32(b[88:], a.SampleStackUser)
-	o.PutUint32(b[92:], uint32(a.ClockID))
+	ne.PutUint32(b[0:], uint32(s.Type))
+	ne.PutUint32(b[4:], attrSize)
+	ne.PutUint64(b[8:], s.Config)
+	ne.PutUint64(b[16:], s.SamplePeriod)
+	ne.PutUint64(b[24:], uint64(s.SampleType))
+	ne.PutUint64(b[40:], cBits(s.Flags))
+	ne.PutUint32(b[48:], s.WakeupEvents)
+	ne.PutUint64(b[80:], s.SampleRegsUser)
+	ne.PutUint32(b[88:], s.SampleStackUser)
+	ne.PutUint32(b[92:], uint32(s.ClockID))
 	return b
 }
 
 // cBits returns the flags as the kernel's bit-field word: C allocates
 // bit-fields from the least significant bit on little-endian machines and
 // from the most significant on big-endian ones.
-func (f AttrFlags) cBits() uint64 {
+func cBits(f perfdata.AttrFlags) uint64 {
 	if ne.Uint16([]byte{1, 0}) == 1 {
 		return uint64(f)
 	}
@@ -349,41 +347,42 @@ func (f AttrFlags) cBits() uint64 {
 // clockMonotonic is CLOCK_MONOTONIC.
 const clockMonotonic = 1
 
-// buildAttrs makes the attribute of each event of o.
-func (o *Options) buildAttrs() []*Attr {
+// buildAttrs makes the attribute of each event of o: its perf_event_attr
+// bytes, and what package perfdata reads in them.
+func (o *Options) buildAttrs() ([]*Attr, error) {
 	evs := o.events()
-	st := SampleIP | SampleTID | SampleTime | SampleCPU | SamplePeriod
+	st := perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SampleCPU | perfdata.SamplePeriod
 	if len(evs) > 1 {
 		// Several events share each ring; the identifier, first in a
 		// sample and last in other records, says whose a record is.
-		st |= SampleIdentifier
+		st |= perfdata.SampleIdentifier
 	}
 	if o.RegsUser != 0 {
-		st |= SampleRegsUser
+		st |= perfdata.SampleRegsUser
 	}
 	if o.StackUser != 0 {
-		st |= SampleStackUser
+		st |= perfdata.SampleStackUser
 	}
 	if o.Callchain || o.UserCallchain {
-		st |= SampleCallchain
+		st |= perfdata.SampleCallchain
 	}
 	var attrs []*Attr
 	for i, e := range evs {
-		a := &Attr{Event: e, Type: e.Type, Config: e.Config, SampleType: st, Index: i,
+		a := perfdata.Attr{Type: e.Type, Config: e.Config, SampleType: st,
 			SampleRegsUser: o.RegsUser, SampleStackUser: o.StackUser}
-		a.Flags = AttrDisabled | AttrExcludeHV
+		a.Flags = perfdata.AttrDisabled | perfdata.AttrExcludeHV
 		if !o.NoInherit && !o.SystemWide {
-			a.Flags |= AttrInherit
+			a.Flags |= perfdata.AttrInherit
 		}
 		if !o.needsKernel() {
-			a.Flags |= AttrExcludeKernel
+			a.Flags |= perfdata.AttrExcludeKernel
 		}
-		if st&SampleCallchain != 0 {
+		if st&perfdata.SampleCallchain != 0 {
 			if !o.Callchain {
-				a.Flags |= AttrExcludeCallchainKernel
+				a.Flags |= perfdata.AttrExcludeCallchainKernel
 			}
 			if !o.UserCallchain {
-				a.Flags |= AttrExcludeCallchainUser
+				a.Flags |= perfdata.AttrExcludeCallchainUser
 			}
 		}
 		freq, period := o.sampling(e)
@@ -391,47 +390,44 @@ func (o *Options) buildAttrs() []*Attr {
 			a.SamplePeriod = period
 		} else {
 			a.SamplePeriod = freq
-			a.Flags |= AttrFreq
+			a.Flags |= perfdata.AttrFreq
 		}
 		if o.WakeupEvents != 0 {
 			a.WakeupEvents = o.WakeupEvents
 		} else {
-			a.Flags |= AttrWatermark
-			a.WakeupEvents = o.WakeupBytes // 0 is filled in once the ring size is known
+			a.Flags |= perfdata.AttrWatermark
+			a.WakeupEvents = o.WakeupBytes // 0: the kernel's default, half the ring
 		}
 		if i == 0 {
 			if o.Mmap {
-				a.Flags |= AttrMmap | AttrMmap2
+				a.Flags |= perfdata.AttrMmap | perfdata.AttrMmap2
 			}
 			if o.Comm {
-				a.Flags |= AttrComm | AttrCommExec
+				a.Flags |= perfdata.AttrComm | perfdata.AttrCommExec
 			}
 			if o.Task {
-				a.Flags |= AttrTask
+				a.Flags |= perfdata.AttrTask
 			}
 			if o.ContextSwitch {
-				a.Flags |= AttrContextSwitch
+				a.Flags |= perfdata.AttrContextSwitch
 			}
 		}
 		if o.SampleIDAll {
-			a.Flags |= AttrSampleIDAll
+			a.Flags |= perfdata.AttrSampleIDAll
 		}
 		if o.Monotonic {
-			a.Flags |= AttrUseClockID
+			a.Flags |= perfdata.AttrUseClockID
 			a.ClockID = clockMonotonic
 		}
-		a.derive()
-		attrs = append(attrs, a)
+		raw := encodeAttr(&a)
+		pa, err := perfdata.ParseAttr(raw, ne)
+		if err != nil {
+			return nil, fmt.Errorf("perfevent: the attribute of %s: %w", e.Name, err)
+		}
+		pa.Name, pa.Index = e.Name, i
+		attrs = append(attrs, &Attr{Attr: pa, Event: e, raw: raw})
 	}
-	return attrs
-}
-
-// derive computes what decoding needs from the sample type.
-func (a *Attr) derive() {
-	a.trailerSize = 0
-	if a.SampleIDAll() {
-		a.trailerSize = 8 * bits.OnesCount64(uint64(a.SampleType&(SampleTID|SampleTime|SampleID|SampleStreamID|SampleCPU|SampleIdentifier)))
-	}
+	return attrs, nil
 }
 
 // String describes the attribute briefly, as in error messages: the
@@ -439,7 +435,7 @@ func (a *Attr) derive() {
 func (a *Attr) String() string {
 	var b strings.Builder
 	b.WriteString(a.Event.Name)
-	if a.Flags&AttrFreq != 0 {
+	if a.Flags&perfdata.AttrFreq != 0 {
 		fmt.Fprintf(&b, " at %d Hz", a.SamplePeriod)
 	} else {
 		fmt.Fprintf(&b, " every %d", a.SamplePeriod)

@@ -30,15 +30,16 @@
 //	proc, err := perfevent.ReadProcess(pid) // threads and mappings from before
 //	go func() { <-ctx.Done(); s.Stop() }()
 //	err = s.Run(func(r *perfevent.Record) error {
-//		switch r.Type {
-//		case perfevent.RecordSample:
-//			var smp perfevent.Sample
-//			if err := r.DecodeSample(&smp); err != nil {
-//				return err
-//			}
+//		rec, err := r.Decode() // a *perfdata.Record, as a perf.data file's
+//		if err != nil {
+//			return err
+//		}
+//		switch rec.Type {
+//		case perfdata.RecordSample:
+//			smp := rec.Sample()
 //			// smp.RegsUser, smp.StackUser: unwind now; they are
 //			// views into the ring, gone when this function returns.
-//		case perfevent.RecordMmap2:
+//		case perfdata.RecordMmap2:
 //			// a module loaded after Enable
 //		}
 //		return nil
@@ -47,13 +48,15 @@
 // # Records
 //
 // Run hands out each record as its raw bytes (Record.Raw, in the
-// kernel's layout, which perf.data files share) with the event it belongs
-// to (Record.Attr): a view into the ring, valid until the callback
-// returns, copied only when the record wraps around the ring's end. The
-// decoders (DecodeSample, DecodeMmap, DecodeComm, DecodeTask, DecodeLost,
-// DecodeSwitch) read it in place into the caller's structs, whose fields
-// are named as package perfdata's, so that one sample-unwinding path can
-// serve live sessions and recordings.
+// kernel's layout, which perf.data files share): a view into the ring,
+// valid until the callback returns, copied only when the record wraps
+// around the ring's end. Record.Decode decodes it in place with package
+// perfdata's Decoder into a *perfdata.Record, the type a perf.data
+// recording's records decode into, matched to its event (a
+// *perfdata.Attr, read by perfdata.ParseAttr from the very
+// perf_event_attr given to the kernel), so that one sample-unwinding path
+// serves live sessions and recordings. Record types, sample fields and
+// attribute flags are package perfdata's constants.
 //
 // Records of one ring come in the order the kernel wrote them; those of
 // different CPUs are not ordered with each other. Records the kernel

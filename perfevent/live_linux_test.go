@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sframekit/sframekit/internal/testprog"
+	"github.com/sframekit/sframekit/perfdata"
 	"golang.org/x/sys/unix"
 )
 
@@ -176,6 +177,27 @@ func collectWhile(t *testing.T, s *Session, wait func() error, fn func(*Record))
 	}
 }
 
+// decoded decodes r, failing the test if it does not decode.
+func decoded(t testing.TB, r *Record) *perfdata.Record {
+	t.Helper()
+	d, err := r.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// sampleOf decodes a SAMPLE record, failing the test unless it is one of
+// an event of the session, and returns it with its event.
+func sampleOf(t testing.TB, r *Record) (*perfdata.Sample, *perfdata.Attr) {
+	t.Helper()
+	d := decoded(t, r)
+	if d.Sample() == nil {
+		t.Fatalf("%s record of no event of the session: %x", d.Type, r.Raw[:min(len(r.Raw), 32)])
+	}
+	return d.Sample(), d.Attr
+}
+
 // copyRecord copies a record out of the ring, for checks after Run.
 func copyRecord(r *Record) Record {
 	c := *r
@@ -200,7 +222,7 @@ func spFPIP(t testing.TB) (sp, fp, ip, lr int) {
 // sample's function, as a frame-pointer unwinder finds them in the stack
 // copy: the leaf function's own (at SP on x86-64, in LR on AArch64) when
 // the function has no frame record, then each frame record's.
-func returnAddresses(t testing.TB, s *Sample, leafRA bool) []uint64 {
+func returnAddresses(t testing.TB, s *perfdata.Sample, leafRA bool) []uint64 {
 	spn, fpn, _, lrn := spFPIP(t)
 	sp, ok1 := s.RegsUser.Get(spn)
 	fp, ok2 := s.RegsUser.Get(fpn)
@@ -234,7 +256,7 @@ func returnAddresses(t testing.TB, s *Sample, leafRA bool) []uint64 {
 // checkSpinSample checks a sample of a spinner: its IP in spin_c, in the
 // program's text, and the frames above it spin_b, spin_a and spinner, as
 // walking the frame pointers through the stack copy finds them.
-func checkSpinSample(t testing.TB, p *prog, s *Sample) {
+func checkSpinSample(t testing.TB, p *prog, s *perfdata.Sample) {
 	t.Helper()
 	_, _, ipn, _ := spFPIP(t)
 	ip, ok := s.RegsUser.Get(ipn)
@@ -293,15 +315,12 @@ func testSamplesOfThreads(t *testing.T, p *prog, ev Event) {
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	begin := uint64(ts.Nano())
 	perTID := map[uint32]int{}
-	var smp Sample
 	// Until each spinner has run for 100 ms more (100 samples).
 	collectWhile(t, s, func() error { return runMore(p.PID(), p.spin, 10) }, func(r *Record) {
-		if r.Type != RecordSample {
+		if r.Type != perfdata.RecordSample {
 			return
 		}
-		if err := r.DecodeSample(&smp); err != nil {
-			t.Fatal(err)
-		}
+		smp, _ := sampleOf(t, r)
 		if int(smp.Pid) != p.PID() || int(smp.CPU) != r.CPU || smp.Period == 0 {
 			t.Fatalf("sample pid %d cpu %d period %d from the ring of CPU %d; want pid %d", smp.Pid, smp.CPU, smp.Period, r.CPU, p.PID())
 		}
@@ -309,10 +328,10 @@ func testSamplesOfThreads(t *testing.T, p *prog, ev Event) {
 		if smp.Time < begin || smp.Time > uint64(ts.Nano()) {
 			t.Fatalf("sample time %d outside CLOCK_MONOTONIC's [%d, %d]", smp.Time, begin, ts.Nano())
 		}
-		if smp.StackUserSize != 8192 || smp.RegsUser.ABI != RegsABI64 {
+		if smp.StackUserSize != 8192 || smp.RegsUser.ABI != perfdata.RegsABI64 {
 			t.Fatalf("user stack of %d bytes, register ABI %d", smp.StackUserSize, smp.RegsUser.ABI)
 		}
-		checkSpinSample(t, p, &smp)
+		checkSpinSample(t, p, smp)
 		perTID[smp.Tid]++
 	})
 	// The main thread waits in read(), in the kernel, so only the spinners
@@ -347,34 +366,31 @@ func TestTwoEvents(t *testing.T) {
 	}
 	defer s.Close()
 	clock, cs := s.Attrs()[0], s.Attrs()[1]
-	if clock.SampleType&SampleIdentifier == 0 || clock.Flags&AttrFreq == 0 || cs.SamplePeriod != 1 || cs.Flags&AttrContextSwitch != 0 {
-		t.Fatalf("attributes %s (type %#x, flags %#x), %s (flags %#x)", clock, clock.SampleType, clock.Flags, cs, cs.Flags)
+	if clock.SampleType&perfdata.SampleIdentifier == 0 || clock.Flags&perfdata.AttrFreq == 0 || cs.SamplePeriod != 1 || cs.Flags&perfdata.AttrContextSwitch != 0 {
+		t.Fatalf("attributes %s (type %v, flags %v), %s (flags %v)", clock, clock.SampleType, clock.Flags, cs, cs.Flags)
 	}
 	n := map[string]int{}
-	var smp Sample
 	collect(t, s, 400*time.Millisecond, func(r *Record) {
 		switch r.Type {
-		case RecordSample:
-			if err := r.DecodeSample(&smp); err != nil {
-				t.Fatal(err)
-			}
+		case perfdata.RecordSample:
+			smp, ev := sampleOf(t, r)
 			// A context-switch sample counts one switch; a cpu-clock
 			// sample nanoseconds.
 			switch {
-			case r.Attr == cs && smp.Period == 1:
+			case ev == cs.Attr && smp.Period == 1:
 				n["context-switches"]++
 				if int(smp.Tid) == sleeper {
 					n["sleeper switches"]++
 				}
-			case r.Attr == clock && smp.Period > 1000:
+			case ev == clock.Attr && smp.Period > 1000:
 				n["cpu-clock"]++
 			default:
-				t.Fatalf("sample of period %d attributed to %v (identifier %d)", smp.Period, r.Attr, smp.Identifier)
+				t.Fatalf("sample of period %d attributed to %s (identifier %d)", smp.Period, ev.Name, smp.Identifier)
 			}
-		case RecordSwitch:
+		case perfdata.RecordSwitch:
 			// Side records come from the first event only.
-			if r.Attr != clock {
-				t.Fatalf("SWITCH attributed to %v", r.Attr)
+			if ev := decoded(t, r).Attr; ev != clock.Attr {
+				t.Fatalf("SWITCH attributed to %+v", ev)
 			}
 			n["SWITCH"]++
 		}
@@ -520,20 +536,14 @@ func TestInheritFollowsNewThreadsAndProcesses(t *testing.T) {
 	defer ef.Close()
 	var childBias uint64
 	var mmaps, comms, forks int
-	var smp Sample
-	var m Mmap
-	var c Comm
-	var task Task
 	for i := range rc.recs {
 		r := &rc.recs[i]
 		switch r.Type {
-		case RecordMmap2:
-			if err := r.DecodeMmap(&m); err != nil {
-				t.Fatal(err)
-			}
-			id, err := r.ID()
-			if err != nil || id.Pid != m.Pid || id.Tid != m.Tid {
-				t.Errorf("MMAP2 of %d/%d with identity %+v, %v", m.Pid, m.Tid, id, err)
+		case perfdata.RecordMmap2:
+			d := decoded(t, r)
+			m := d.Mmap()
+			if id := d.ID; id.Present&perfdata.SampleTID == 0 || id.Pid != m.Pid || id.Tid != m.Tid {
+				t.Errorf("MMAP2 of %d/%d with identity %+v", m.Pid, m.Tid, id)
 			}
 			if int(m.Pid) == execed && string(m.Filename) == p.exe && m.Executable {
 				mmaps++
@@ -548,17 +558,13 @@ func TestInheritFollowsNewThreadsAndProcesses(t *testing.T) {
 					t.Errorf("MMAP2 %+v: want inode %d, PROT_EXEC", m, st.Ino)
 				}
 			}
-		case RecordComm:
-			if err := r.DecodeComm(&c); err != nil {
-				t.Fatal(err)
-			}
+		case perfdata.RecordComm:
+			c := decoded(t, r).Comm()
 			if int(c.Pid) == execed && c.Exec && string(c.Comm) == "spinprog" {
 				comms++
 			}
-		case RecordFork:
-			if err := r.DecodeTask(&task); err != nil {
-				t.Fatal(err)
-			}
+		case perfdata.RecordFork:
+			task := decoded(t, r).Task()
 			if (int(task.Tid) == late && int(task.Pid) == p.PID()) || (int(task.Pid) == forked && int(task.Ppid) == p.PID()) {
 				forks++
 			}
@@ -570,15 +576,13 @@ func TestInheritFollowsNewThreadsAndProcesses(t *testing.T) {
 	n := map[string]int{}
 	for i := range rc.recs {
 		r := &rc.recs[i]
-		if r.Type != RecordSample {
+		if r.Type != perfdata.RecordSample {
 			continue
 		}
-		if err := r.DecodeSample(&smp); err != nil {
-			t.Fatal(err)
-		}
+		smp, _ := sampleOf(t, r)
 		switch {
 		case int(smp.Tid) == late:
-			checkSpinSample(t, p, &smp)
+			checkSpinSample(t, p, smp)
 			n["late thread"]++
 		case int(smp.Pid) == forked:
 			if p.in(smp.IP, "child_spin") {
@@ -601,7 +605,7 @@ func TestInheritFollowsNewThreadsAndProcesses(t *testing.T) {
 			t.Errorf("%d samples of the %s; all: %v", n[k], k, n)
 		}
 	}
-	types := map[RecordType]int{}
+	types := map[perfdata.RecordType]int{}
 	for i := range rc.recs {
 		types[rc.recs[i].Type]++
 	}
@@ -631,8 +635,8 @@ func TestContextSwitchSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if a := s.Attrs()[0]; a.SamplePeriod != 1 || a.Flags&AttrFreq != 0 || a.Flags&AttrExcludeKernel != 0 {
-		t.Fatalf("context-switches attribute %s, flags %#x: want every switch, kernel included", a, a.Flags)
+	if a := s.Attrs()[0]; a.SamplePeriod != 1 || a.Flags&perfdata.AttrFreq != 0 || a.Flags&perfdata.AttrExcludeKernel != 0 {
+		t.Fatalf("context-switches attribute %s, flags %v: want every switch, kernel included", a, a.Flags)
 	}
 	// Per ring, the records in order: each sample must be followed by the
 	// SWITCH record of its switch-out, which the scheduler writes next,
@@ -642,7 +646,7 @@ func TestContextSwitchSamples(t *testing.T) {
 		lost   bool // a LOST record: the records dropped before it are unknown
 		tid    uint32
 		out    bool
-		s      Sample
+		s      perfdata.Sample
 	}
 	rings := map[int][]ev{}
 	var rc recorder
@@ -650,20 +654,13 @@ func TestContextSwitchSamples(t *testing.T) {
 	for i := range rc.recs {
 		r := &rc.recs[i]
 		switch r.Type {
-		case RecordSample:
-			var smp Sample
-			if err := r.DecodeSample(&smp); err != nil {
-				t.Fatal(err)
-			}
-			rings[r.CPU] = append(rings[r.CPU], ev{sample: true, tid: smp.Tid, s: smp})
-		case RecordSwitch:
-			var sw Switch
-			if err := r.DecodeSwitch(&sw); err != nil {
-				t.Fatal(err)
-			}
-			id, _ := r.ID()
-			rings[r.CPU] = append(rings[r.CPU], ev{tid: id.Tid, out: sw.Out})
-		case RecordLost:
+		case perfdata.RecordSample:
+			smp, _ := sampleOf(t, r)
+			rings[r.CPU] = append(rings[r.CPU], ev{sample: true, tid: smp.Tid, s: *smp})
+		case perfdata.RecordSwitch:
+			d := decoded(t, r)
+			rings[r.CPU] = append(rings[r.CPU], ev{tid: d.ID.Tid, out: d.Switch().Out})
+		case perfdata.RecordLost:
 			rings[r.CPU] = append(rings[r.CPU], ev{lost: true})
 		}
 	}
@@ -687,8 +684,8 @@ func TestContextSwitchSamples(t *testing.T) {
 			_, _, ipn, _ := spFPIP(t)
 			uip, _ := e.s.RegsUser.Get(ipn)
 			found := p.in(uip, "sleep_b")
-			for w := Words(e.s.StackUser); w.Len() > 0 && !found; w = w[8:] {
-				found = p.in(w.At(0), "sleep_b") || p.in(w.At(0), "announce")
+			for w := e.s.StackUser; len(w) >= 8 && !found; w = w[8:] {
+				found = p.in(ne.Uint64(w), "sleep_b") || p.in(ne.Uint64(w), "announce")
 			}
 			if !found {
 				t.Fatalf("sleeper's switch-out sample at user IP %#x: not in sleep_b %#x, and no return address into it (or announce) in its %d-byte stack copy", uip, p.syms["sleep_b"], len(e.s.StackUser))
@@ -722,22 +719,19 @@ func TestRingWrapAround(t *testing.T) {
 	if s.RingPages() != 1 {
 		t.Fatalf("%d ring pages, want 1", s.RingPages())
 	}
-	var smp Sample
 	wrapped, plain, wrappedAll := 0, 0, 0
 	collect(t, s, 500*time.Millisecond, func(r *Record) {
 		if r.Wrapped {
 			wrappedAll++
 		}
-		if r.Type != RecordSample {
+		if r.Type != perfdata.RecordSample {
 			return
 		}
-		if err := r.DecodeSample(&smp); err != nil {
-			t.Fatalf("wrapped %v: %v", r.Wrapped, err)
-		}
+		smp, _ := sampleOf(t, r)
 		if len(smp.StackUser) != 2048 {
 			t.Fatalf("wrapped %v: %d bytes of stack", r.Wrapped, len(smp.StackUser))
 		}
-		checkSpinSample(t, p, &smp)
+		checkSpinSample(t, p, smp)
 		if r.Wrapped {
 			wrapped++
 		} else {
@@ -771,7 +765,6 @@ func TestLostCounted(t *testing.T) {
 	}
 	var lost, lostRecs, firstLost uint64
 	seenRing := map[int]bool{} // rings whose first LOST record was seen
-	var l Lost
 	ids := map[uint64]bool{}
 	for _, id := range s.Attrs()[0].IDs {
 		ids[id] = true
@@ -781,10 +774,12 @@ func TestLostCounted(t *testing.T) {
 	timer := time.AfterFunc(200*time.Millisecond, s.Stop)
 	defer timer.Stop()
 	if err := s.Run(func(r *Record) error {
-		if r.Type == RecordLost {
-			if err := r.DecodeLost(&l); err != nil {
+		if r.Type == perfdata.RecordLost {
+			d, err := r.Decode()
+			if err != nil {
 				return err
 			}
+			l := d.Lost()
 			if !ids[l.ID] || l.Lost == 0 {
 				t.Errorf("LOST %+v: want one of the IDs %v and a count", l, s.Attrs()[0].IDs)
 			}
@@ -821,16 +816,13 @@ func TestSystemWide(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var smp Sample
 	ours := 0
 	cpus := map[int]bool{}
 	collect(t, s, 300*time.Millisecond, func(r *Record) {
-		if r.Type != RecordSample {
+		if r.Type != perfdata.RecordSample {
 			return
 		}
-		if err := r.DecodeSample(&smp); err != nil {
-			t.Fatal(err)
-		}
+		smp, _ := sampleOf(t, r)
 		if int(smp.CPU) != r.CPU {
 			t.Fatalf("sample of CPU %d in the ring of CPU %d", smp.CPU, r.CPU)
 		}
@@ -860,14 +852,11 @@ func TestHardwareEvent(t *testing.T) {
 		return
 	}
 	defer s.Close()
-	var smp Sample
 	n := 0
 	collect(t, s, 300*time.Millisecond, func(r *Record) {
-		if r.Type == RecordSample {
-			if err := r.DecodeSample(&smp); err != nil {
-				t.Fatal(err)
-			}
-			checkSpinSample(t, p, &smp)
+		if r.Type == perfdata.RecordSample {
+			smp, _ := sampleOf(t, r)
+			checkSpinSample(t, p, smp)
 			n++
 		}
 	})
@@ -1030,12 +1019,12 @@ func TestRunEndsWhenTargetsExit(t *testing.T) {
 	exits := map[uint32]bool{}
 	time.AfterFunc(100*time.Millisecond, func() { p.Cmd.Process.Kill() })
 	runWithWatchdog(t, s, 20*time.Second, func(r *Record) error {
-		var task Task
-		if r.Type == RecordExit {
-			if err := r.DecodeTask(&task); err != nil {
+		if r.Type == perfdata.RecordExit {
+			d, err := r.Decode()
+			if err != nil {
 				return err
 			}
-			exits[task.Tid] = true
+			exits[d.Task().Tid] = true
 		}
 		return nil
 	})
@@ -1084,13 +1073,10 @@ func TestCallchains(t *testing.T) {
 	collectWhile(t, s, func() error { return runMore(p.PID(), p.spin, 10) }, rc.add)
 	for i := range rc.recs {
 		r := &rc.recs[i]
-		if r.Type != RecordSample {
+		if r.Type != perfdata.RecordSample {
 			continue
 		}
-		var smp Sample
-		if err := r.DecodeSample(&smp); err != nil {
-			t.Fatal(err)
-		}
+		smp, ev := sampleOf(t, r)
 		cc := smp.Callchain
 		// The parts: [ContextKernel kernel addresses...] [ContextUser
 		// user addresses...], the first user address the user IP.
@@ -1098,14 +1084,14 @@ func TestCallchains(t *testing.T) {
 		var part *[]uint64
 		for i := range cc.Len() {
 			switch v := cc.At(i); {
-			case v == ContextKernel:
+			case v == perfdata.ContextKernel:
 				part = &kernel
-			case v == ContextUser:
+			case v == perfdata.ContextUser:
 				part = &user
-			case v >= ContextMax:
+			case v >= perfdata.ContextMax:
 				t.Fatalf("callchain marker %#x", v)
 			case part == nil:
-				t.Fatalf("callchain %#x does not start with a context marker", cc)
+				t.Fatalf("callchain %#x does not start with a context marker", cc.Bytes())
 			default:
 				*part = append(*part, v)
 			}
@@ -1121,17 +1107,17 @@ func TestCallchains(t *testing.T) {
 			}
 		}
 		switch {
-		case r.Attr == cs && int(smp.Tid) == sleeper:
+		case ev == cs.Attr && int(smp.Tid) == sleeper:
 			// Taken in the scheduler: the kernel's part leads there.
 			if len(kernel) < 2 {
 				t.Fatalf("switch-out sample with kernel callchain %#x", kernel)
 			}
 			n["switch-outs"]++
-		case r.Attr != cs && p.in(uip, "spin_c"):
+		case ev != cs.Attr && p.in(uip, "spin_c"):
 			// The kernel's frame-pointer walk of the user stack, as it
 			// ran, agrees with the walk of the stack copy (when the leaf
 			// spin_c has no frame record, both skip spin_b).
-			rets := returnAddresses(t, &smp, false)
+			rets := returnAddresses(t, smp, false)
 			if len(rets) < 2 || len(user) < 3 || user[1] != rets[0] || user[2] != rets[1] || !(p.in(rets[0], "spin_a") || p.in(rets[0], "spin_b")) {
 				t.Fatalf("kernel's user callchain %#x, walk of the stack copy %#x", user, rets)
 			}

@@ -2,10 +2,11 @@ package perfevent
 
 import (
 	"bytes"
-	"errors"
 	"math/bits"
 	"reflect"
 	"testing"
+
+	"github.com/sframekit/sframekit/perfdata"
 )
 
 // enc builds record bodies word by word, in this machine's byte order.
@@ -19,81 +20,137 @@ func (e *enc) u32s(x, y uint32) *enc {
 }
 func (e *enc) bytes(p []byte) *enc { e.b = append(e.b, p...); return e }
 
-// rec wraps a body into a record of type typ.
-func rec(typ RecordType, misc Misc, body []byte, a *Attr) *Record {
+// buildAttrs returns the attributes of o, or fails the test.
+func buildAttrs(t testing.TB, o Options) []*Attr {
+	t.Helper()
+	attrs, err := o.buildAttrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return attrs
+}
+
+// decoderOf is the Decoder of a session of the events attrs.
+func decoderOf(attrs ...*Attr) *perfdata.Decoder {
+	var pa []*perfdata.Attr
+	for _, a := range attrs {
+		pa = append(pa, a.Attr)
+	}
+	return perfdata.NewDecoder(ne, pa)
+}
+
+// rec wraps a body into a record of type typ, of a session with decoder d.
+func rec(typ perfdata.RecordType, misc perfdata.Misc, body []byte, d *perfdata.Decoder) *Record {
 	raw := make([]byte, headerSize, headerSize+len(body))
 	ne.PutUint32(raw, uint32(typ))
 	ne.PutUint16(raw[4:], uint16(misc))
 	ne.PutUint16(raw[6:], uint16(headerSize+len(body)))
 	raw = append(raw, body...)
-	return &Record{Type: typ, Misc: misc, Raw: raw, Attr: a}
+	return &Record{Type: typ, Misc: misc, Raw: raw, dec: d}
 }
 
-// testAttr is the attribute of a profiler's event: every field this
-// package decodes.
-func testAttr(extra Options) *Attr {
+// testAttr is the attribute of a profiler's event: every field a
+// profiler asks for.
+func testAttr(t testing.TB, extra Options) *Attr {
 	o := extra
 	o.PIDs = []int{1}
 	o.RegsUser = RegsAMD64
 	o.StackUser = 64
 	o.Callchain = true
-	return o.buildAttrs()[0]
+	return buildAttrs(t, o)[0]
+}
+
+// sample are the fields of a test sample, to encode and to expect.
+type sample struct {
+	Identifier uint64
+	IP         uint64
+	Pid, Tid   uint32
+	Time       uint64
+	CPU, Res   uint32
+	Period     uint64
+	Callchain  []uint64
+	ABI        uint64
+	Regs       []uint64
+	Stack      []byte
+	StackSize  uint64
 }
 
 // sampleBody encodes a sample of attribute a with the fields of want.
-func sampleBody(a *Attr, want *Sample) []byte {
+func sampleBody(a *Attr, want *sample) []byte {
 	e := &enc{}
 	t := a.SampleType
-	if t&SampleIdentifier != 0 {
+	if t&perfdata.SampleIdentifier != 0 {
 		e.u64(want.Identifier)
 	}
 	e.u64(want.IP).u32s(want.Pid, want.Tid).u64(want.Time).u32s(want.CPU, want.Res).u64(want.Period)
-	if t&SampleCallchain != 0 {
-		e.u64(uint64(want.Callchain.Len())).bytes(want.Callchain)
+	if t&perfdata.SampleCallchain != 0 {
+		e.u64(uint64(len(want.Callchain)))
+		for _, v := range want.Callchain {
+			e.u64(v)
+		}
 	}
-	if t&SampleRegsUser != 0 {
-		e.u64(want.RegsUser.ABI).bytes(want.RegsUser.Words)
+	if t&perfdata.SampleRegsUser != 0 {
+		e.u64(want.ABI)
+		for _, v := range want.Regs {
+			e.u64(v)
+		}
 	}
-	if t&SampleStackUser != 0 {
-		e.u64(want.StackUserSize).bytes(want.StackUser)
-		e.bytes(make([]byte, int(want.StackUserSize)-len(want.StackUser)))
-		e.u64(uint64(len(want.StackUser)))
+	if t&perfdata.SampleStackUser != 0 {
+		e.u64(want.StackSize).bytes(want.Stack)
+		e.bytes(make([]byte, int(want.StackSize)-len(want.Stack)))
+		e.u64(uint64(len(want.Stack)))
 	}
 	return e.b
 }
 
-func words(v ...uint64) Words {
-	var b []byte
-	for _, x := range v {
-		b = ne.AppendUint64(b, x)
-	}
-	return b
-}
-
-func testSample(a *Attr) *Sample {
+func testSample(a *Attr) *sample {
 	regs := make([]uint64, bits.OnesCount64(a.SampleRegsUser))
 	for i := range regs {
 		regs[i] = 0x1000 + uint64(i)
 	}
-	return &Sample{
-		Type: a.SampleType, IP: 0x401234, Pid: 100, Tid: 101, Time: 123456789, CPU: 1, Period: 10101,
-		Callchain:     words(ContextKernel, 0xffffffff81000000, 0xffffffff81000100),
-		RegsUser:      Regs{ABI: RegsABI64, Mask: a.SampleRegsUser, Words: words(regs...)},
-		StackUser:     bytes.Repeat([]byte{0xab}, 40),
-		StackUserSize: 64,
+	return &sample{
+		IP: 0x401234, Pid: 100, Tid: 101, Time: 123456789, CPU: 1, Period: 10101,
+		Callchain: []uint64{perfdata.ContextKernel, 0xffffffff81000000, 0xffffffff81000100},
+		ABI:       perfdata.RegsABI64, Regs: regs,
+		Stack:     bytes.Repeat([]byte{0xab}, 40),
+		StackSize: 64,
+	}
+}
+
+// checkSample fails unless s, decoded, holds the fields of want.
+func checkSample(t *testing.T, s *perfdata.Sample, a *Attr, want *sample) {
+	t.Helper()
+	var cc, regs []uint64
+	for i := range s.Callchain.Len() {
+		cc = append(cc, s.Callchain.At(i))
+	}
+	for i := range s.RegsUser.Len() {
+		regs = append(regs, s.RegsUser.At(i))
+	}
+	got := sample{Identifier: s.Identifier, IP: s.IP, Pid: s.Pid, Tid: s.Tid, Time: s.Time, CPU: s.CPU, Res: s.Res,
+		Period: s.Period, Callchain: cc, ABI: s.RegsUser.ABI, Regs: regs, Stack: s.StackUser, StackSize: s.StackUserSize}
+	if !reflect.DeepEqual(&got, want) || s.Type != a.SampleType || s.RegsUser.Mask != a.SampleRegsUser {
+		t.Fatalf("decoded %+v (type %v, mask %#x)\nwant %+v", got, s.Type, s.RegsUser.Mask, *want)
 	}
 }
 
 func TestDecodeSample(t *testing.T) {
-	a := testAttr(Options{})
+	a := testAttr(t, Options{})
+	d := decoderOf(a)
 	want := testSample(a)
-	r := rec(RecordSample, MiscUser, sampleBody(a, want), a)
-	var got Sample
-	if err := r.DecodeSample(&got); err != nil {
+	r := rec(perfdata.RecordSample, perfdata.MiscUser, sampleBody(a, want), d)
+	dr, err := r.Decode()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(&got, want) {
-		t.Fatalf("decoded %+v\nwant %+v", got, *want)
+	got := dr.Sample()
+	if got == nil || dr.Attr != a.Attr {
+		t.Fatalf("sample not decoded, or of event %p, not %p", dr.Attr, a.Attr)
+	}
+	checkSample(t, got, a, want)
+	// The views are views of the ring's bytes.
+	if &got.StackUser[0] != &r.Raw[len(r.Raw)-8-64] {
+		t.Errorf("the user stack is not a view of Raw")
 	}
 	// Registers by perf number: SP (7) is the 8th of the mask's, R8 (16)
 	// the 10th, after IP (8); FLAGS (9) is not in the mask.
@@ -108,145 +165,137 @@ func TestDecodeSample(t *testing.T) {
 	}
 	// A kernel thread's sample has no user registers and no stack.
 	e := &enc{}
-	e.u64(0xffffffff81000000).u32s(0, 5).u64(1).u32s(0, 0).u64(1).u64(0).u64(RegsABINone).u64(0)
-	if err := rec(RecordSample, MiscKernel, e.b, a).DecodeSample(&got); err != nil || got.RegsUser.Len() != 0 || got.StackUser != nil || got.StackUserSize != 0 {
-		t.Errorf("kernel thread sample: %+v, %v", got, err)
+	e.u64(0xffffffff81000000).u32s(0, 5).u64(1).u32s(0, 0).u64(1).u64(0).u64(perfdata.RegsABINone).u64(0)
+	dr, err = rec(perfdata.RecordSample, perfdata.MiscKernel, e.b, d).Decode()
+	if err != nil || dr.Sample().RegsUser.Len() != 0 || dr.Sample().StackUser != nil || dr.Sample().StackUserSize != 0 {
+		t.Errorf("kernel thread sample: %+v, %v", dr.Sample(), err)
 	}
-	// Several events: the identifier comes first.
-	a2 := (&Options{PIDs: []int{1}, Events: []Event{CPUClock, ContextSwitches}, RegsUser: RegsAMD64, StackUser: 64, Callchain: true}).buildAttrs()[1]
+	// Several events: the identifier comes first, and names the event.
+	attrs := buildAttrs(t, Options{PIDs: []int{1}, Events: []Event{CPUClock, ContextSwitches}, RegsUser: RegsAMD64, StackUser: 64, Callchain: true})
+	attrs[0].IDs, attrs[1].IDs = []uint64{76}, []uint64{77}
+	a2 := attrs[1]
 	want2 := testSample(a2)
 	want2.Identifier = 77
-	if err := rec(RecordSample, MiscUser, sampleBody(a2, want2), a2).DecodeSample(&got); err != nil || !reflect.DeepEqual(&got, want2) {
-		t.Errorf("with identifier: %+v, %v", got, err)
+	dr, err = rec(perfdata.RecordSample, perfdata.MiscUser, sampleBody(a2, want2), decoderOf(attrs...)).Decode()
+	if err != nil || dr.Attr != a2.Attr {
+		t.Fatalf("with identifier: event %p, want %p; %v", dr.Attr, a2.Attr, err)
 	}
+	checkSample(t, dr.Sample(), a2, want2)
 }
 
 func TestDecodeSampleTruncated(t *testing.T) {
-	a := testAttr(Options{})
+	a := testAttr(t, Options{})
+	d := decoderOf(a)
 	body := sampleBody(a, testSample(a))
-	var s Sample
 	for n := range len(body) {
-		if err := rec(RecordSample, 0, body[:n], a).DecodeSample(&s); !errors.Is(err, ErrShort) {
-			t.Fatalf("body cut to %d of %d bytes: %v, want ErrShort", n, len(body), err)
+		if _, err := rec(perfdata.RecordSample, 0, body[:n], d).Decode(); perfdata.KindOf(err) != perfdata.ErrBadRecord {
+			t.Fatalf("body cut to %d of %d bytes: %v, want a record error", n, len(body), err)
 		}
 	}
 	// dyn_size larger than the stack copy.
 	bad := bytes.Clone(body)
 	ne.PutUint64(bad[len(bad)-8:], 65)
-	if err := rec(RecordSample, 0, bad, a).DecodeSample(&s); err == nil {
+	if _, err := rec(perfdata.RecordSample, 0, bad, d).Decode(); err == nil {
 		t.Error("dyn_size past the stack: no error")
 	}
-	if err := rec(RecordSample, 0, body, nil).DecodeSample(&s); err == nil {
-		t.Error("sample without attribute: no error")
+	// A sample of no known event, and a record of another type, have no
+	// sample fields.
+	if dr, err := rec(perfdata.RecordSample, 0, body, decoderOf()).Decode(); err != nil || dr.Sample() != nil {
+		t.Errorf("sample without attribute: decoded, %v", err)
 	}
-	if err := rec(RecordMmap2, 0, body, a).DecodeSample(&s); err == nil {
-		t.Error("DecodeSample of MMAP2: no error")
+	if dr, err := rec(perfdata.RecordMmap2, 0, body, d).Decode(); err != nil || dr.Sample() != nil {
+		t.Errorf("MMAP2 decoded as a sample, %v", err)
+	}
+	if _, err := (&Record{Raw: body}).Decode(); err == nil {
+		t.Error("record of no session: no error")
 	}
 }
 
 func TestDecodeOtherRecords(t *testing.T) {
 	// With sample_id_all, TID, TIME and CPU trail every record.
-	a := testAttr(Options{SampleIDAll: true})
+	a := testAttr(t, Options{SampleIDAll: true})
+	d := decoderOf(a)
 	trailer := (&enc{}).u32s(7, 8).u64(999).u32s(1, 0).b
 	name := []byte("/usr/lib/libc.so.6\x00\x00\x00\x00\x00\x00")
-	var m Mmap
 	body := (&enc{}).u32s(7, 8).u64(0x7f0000).u64(0x2000).u64(0x1000).u32s(254, 1).u64(42).u64(3).u32s(5, 2).bytes(name).bytes(trailer).b
-	r := rec(RecordMmap2, MiscUser, body, a)
-	if err := r.DecodeMmap(&m); err != nil {
+	dr, err := rec(perfdata.RecordMmap2, perfdata.MiscUser, body, d).Decode()
+	if err != nil {
 		t.Fatal(err)
 	}
-	wantM := Mmap{Pid: 7, Tid: 8, Addr: 0x7f0000, Len: 0x2000, Pgoff: 0x1000, Maj: 254, Min: 1, Ino: 42, InoGen: 3,
-		Prot: 5, Flags: 2, Filename: []byte("/usr/lib/libc.so.6"), IsMmap2: true, Executable: true}
-	if !reflect.DeepEqual(m, wantM) {
-		t.Errorf("MMAP2 %+v\nwant %+v", m, wantM)
+	wantM := perfdata.Mmap{Pid: 7, Tid: 8, Addr: 0x7f0000, Len: 0x2000, Pgoff: 0x1000, Maj: 254, Min: 1, Ino: 42, InoGen: 3,
+		Prot: 5, Flags: 2, Filename: []byte("/usr/lib/libc.so.6"), IsMmap2: true, Executable: true, FilenameBytes: len(name)}
+	if !reflect.DeepEqual(*dr.Mmap(), wantM) {
+		t.Errorf("MMAP2 %+v\nwant %+v", *dr.Mmap(), wantM)
 	}
-	if id, err := r.ID(); err != nil || id != (Identity{Present: SampleTID | SampleTime | SampleCPU, Pid: 7, Tid: 8, Time: 999, CPU: 1}) {
-		t.Errorf("identity %+v, %v", id, err)
+	if dr.ID != (perfdata.Identity{Present: perfdata.SampleTID | perfdata.SampleTime | perfdata.SampleCPU, Pid: 7, Tid: 8, Time: 999, CPU: 1}) {
+		t.Errorf("identity %+v", dr.ID)
 	}
 	// The build-ID form.
 	bid := (&enc{}).bytes([]byte{4, 0, 0, 0, 1, 2, 3, 4}).bytes(make([]byte, 16)).b
 	body = (&enc{}).u32s(7, 8).u64(0x7f0000).u64(0x2000).u64(0).bytes(bid).u32s(5, 2).bytes(name).bytes(trailer).b
-	if err := rec(RecordMmap2, MiscUser|MiscMmapBuildID, body, a).DecodeMmap(&m); err != nil || !m.HasBuildID || !bytes.Equal(m.BuildID, []byte{1, 2, 3, 4}) {
-		t.Errorf("MMAP2 with build ID: %+v, %v", m, err)
+	if dr, err := rec(perfdata.RecordMmap2, perfdata.MiscUser|perfdata.MiscMmapBuildID, body, d).Decode(); err != nil || !dr.Mmap().HasBuildID || !bytes.Equal(dr.Mmap().BuildID, []byte{1, 2, 3, 4}) {
+		t.Errorf("MMAP2 with build ID: %+v, %v", dr, err)
 	}
 
-	var c Comm
 	body = (&enc{}).u32s(7, 7).bytes([]byte("spinprog\x00\x00\x00\x00\x00\x00\x00\x00")).bytes(trailer).b
-	if err := rec(RecordComm, MiscCommExec, body, a).DecodeComm(&c); err != nil || string(c.Comm) != "spinprog" || !c.Exec || c.Pid != 7 {
-		t.Errorf("COMM %+v, %v", c, err)
+	if dr, err := rec(perfdata.RecordComm, perfdata.MiscCommExec, body, d).Decode(); err != nil || string(dr.Comm().Comm) != "spinprog" || !dr.Comm().Exec || dr.Comm().Pid != 7 {
+		t.Errorf("COMM %+v, %v", dr, err)
 	}
-	var task Task
 	body = (&enc{}).u32s(7, 1).u32s(9, 7).u64(555).bytes(trailer).b
-	if err := rec(RecordFork, 0, body, a).DecodeTask(&task); err != nil || task != (Task{Pid: 7, Ppid: 1, Tid: 9, Ptid: 7, Time: 555}) {
-		t.Errorf("FORK %+v, %v", task, err)
+	if dr, err := rec(perfdata.RecordFork, 0, body, d).Decode(); err != nil || *dr.Task() != (perfdata.Task{Pid: 7, Ppid: 1, Tid: 9, Ptid: 7, Time: 555}) {
+		t.Errorf("FORK %+v, %v", dr, err)
 	}
-	var l Lost
 	body = (&enc{}).u64(31).u64(12).bytes(trailer).b
-	if err := rec(RecordLost, 0, body, a).DecodeLost(&l); err != nil || l != (Lost{ID: 31, Lost: 12}) {
-		t.Errorf("LOST %+v, %v", l, err)
+	if dr, err := rec(perfdata.RecordLost, 0, body, d).Decode(); err != nil || *dr.Lost() != (perfdata.Lost{ID: 31, Lost: 12}) {
+		t.Errorf("LOST %+v, %v", dr, err)
 	}
-	var sw Switch
-	if err := rec(RecordSwitch, MiscSwitchOut|MiscSwitchOutPreempt, trailer, a).DecodeSwitch(&sw); err != nil || sw != (Switch{Out: true, Preempt: true}) {
-		t.Errorf("SWITCH %+v, %v", sw, err)
+	if dr, err := rec(perfdata.RecordSwitch, perfdata.MiscSwitchOut|perfdata.MiscSwitchOutPreempt, trailer, d).Decode(); err != nil || *dr.Switch() != (perfdata.Switch{Out: true, Preempt: true}) {
+		t.Errorf("SWITCH %+v, %v", dr, err)
 	}
 	body = (&enc{}).u32s(3, 4).bytes(trailer).b
-	if err := rec(RecordSwitchCPUWide, 0, body, a).DecodeSwitch(&sw); err != nil || sw != (Switch{NextPrevPid: 3, NextPrevTid: 4}) {
-		t.Errorf("SWITCH_CPU_WIDE %+v, %v", sw, err)
+	if dr, err := rec(perfdata.RecordSwitchCPUWide, 0, body, d).Decode(); err != nil || *dr.Switch() != (perfdata.Switch{NextPrevPid: 3, NextPrevTid: 4}) {
+		t.Errorf("SWITCH_CPU_WIDE %+v, %v", dr, err)
 	}
 	// Records shorter than their fields and trailer.
-	for _, typ := range []RecordType{RecordMmap, RecordMmap2, RecordComm, RecordFork, RecordExit, RecordLost, RecordLostSamples, RecordSwitchCPUWide} {
+	for _, typ := range []perfdata.RecordType{perfdata.RecordMmap, perfdata.RecordMmap2, perfdata.RecordComm, perfdata.RecordFork,
+		perfdata.RecordExit, perfdata.RecordLost, perfdata.RecordLostSamples, perfdata.RecordSwitchCPUWide} {
 		for n := range len(trailer) + 8 {
-			r := rec(typ, 0, make([]byte, n), a)
-			if decodeAny(r) == nil {
+			if _, err := rec(typ, 0, make([]byte, n), d).Decode(); err == nil {
 				t.Errorf("%s of %d bytes: no error", typ, n)
 			}
 		}
 	}
 }
 
-// decodeAny decodes r with the decoder of its type.
-func decodeAny(r *Record) error {
-	switch r.Type {
-	case RecordSample:
-		var s Sample
-		return r.DecodeSample(&s)
-	case RecordMmap, RecordMmap2:
-		var m Mmap
-		return r.DecodeMmap(&m)
-	case RecordComm:
-		var c Comm
-		return r.DecodeComm(&c)
-	case RecordFork, RecordExit:
-		var t Task
-		return r.DecodeTask(&t)
-	case RecordLost, RecordLostSamples:
-		var l Lost
-		return r.DecodeLost(&l)
-	case RecordSwitch, RecordSwitchCPUWide:
-		var s Switch
-		return r.DecodeSwitch(&s)
-	}
-	_, err := r.ID()
-	return err
-}
-
-// FuzzDecode feeds arbitrary record bodies to every decoder, with and
-// without sample_id_all and the identifier: errors, never panics.
+// FuzzDecode decodes arbitrary record bodies of a profiler's events,
+// with and without sample_id_all and the identifier: errors, never
+// panics.
 func FuzzDecode(f *testing.F) {
-	a := testAttr(Options{})
-	f.Add(uint8(RecordSample), uint16(0), uint8(0), sampleBody(a, testSample(a)))
-	f.Add(uint8(RecordMmap2), uint16(MiscMmapBuildID), uint8(1), make([]byte, 100))
-	f.Add(uint8(RecordComm), uint16(0), uint8(2), []byte("1234\x00"))
-	attrs := []*Attr{
-		a,
-		testAttr(Options{SampleIDAll: true}),
-		(&Options{PIDs: []int{1}, Events: []Event{CPUClock, TaskClock}, SampleIDAll: true, RegsUser: RegsARM64, StackUser: 8, UserCallchain: true}).buildAttrs()[1],
+	a := testAttr(f, Options{})
+	f.Add(uint8(perfdata.RecordSample), uint16(0), uint8(0), sampleBody(a, testSample(a)))
+	f.Add(uint8(perfdata.RecordMmap2), uint16(perfdata.MiscMmapBuildID), uint8(1), make([]byte, 100))
+	f.Add(uint8(perfdata.RecordComm), uint16(0), uint8(2), []byte("1234\x00"))
+	two := buildAttrs(f, Options{PIDs: []int{1}, Events: []Event{CPUClock, TaskClock}, SampleIDAll: true, RegsUser: RegsARM64, StackUser: 8, UserCallchain: true})
+	two[0].IDs, two[1].IDs = []uint64{1, 2}, []uint64{3, 4}
+	decoders := []*perfdata.Decoder{
+		decoderOf(a),
+		decoderOf(testAttr(f, Options{SampleIDAll: true})),
+		decoderOf(two...),
 	}
 	f.Fuzz(func(t *testing.T, typ uint8, misc uint16, which uint8, body []byte) {
 		if len(body) > maxRecordSize-headerSize {
 			return
 		}
-		r := rec(RecordType(typ%24), Misc(misc), body, attrs[int(which)%len(attrs)])
-		decodeAny(r)
+		r := rec(perfdata.RecordType(typ%24), perfdata.Misc(misc), body, decoders[int(which)%len(decoders)])
+		if dr, err := r.Decode(); err == nil {
+			if s := dr.Sample(); s != nil {
+				for i := range s.Callchain.Len() {
+					s.Callchain.At(i)
+				}
+				s.RegsUser.Get(7)
+			}
+		} else if perfdata.KindOf(err) == 0 {
+			t.Fatalf("%v is not a *perfdata.Error", err)
+		}
 	})
 }

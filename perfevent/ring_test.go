@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"github.com/sframekit/sframekit/perfdata"
 )
 
 const testPage = 4096
@@ -38,7 +40,7 @@ func newFakeRing(t testing.TB, pages int) *fakeRing {
 }
 
 // record makes a record of type typ whose body is n bytes of pattern.
-func record(typ RecordType, n int, pattern byte) []byte {
+func record(typ perfdata.RecordType, n int, pattern byte) []byte {
 	b := make([]byte, headerSize+n)
 	ne.PutUint32(b, uint32(typ))
 	ne.PutUint16(b[6:], uint16(len(b)))
@@ -74,7 +76,7 @@ func TestRingReadsInOrderAcrossWraps(t *testing.T) {
 	for round := 0; round < 2000; round++ {
 		// A few records of 8 bytes to nearly half the ring, then a read.
 		for k := rnd.IntN(4); k >= 0; k-- {
-			rec := record(RecordSample, 8*rnd.IntN(250), byte(round))
+			rec := record(perfdata.RecordSample, 8*rnd.IntN(250), byte(round))
 			off := f.head % f.size
 			if f.write(rec) {
 				want = append(want, rec)
@@ -110,7 +112,7 @@ func TestRingReadsInOrderAcrossWraps(t *testing.T) {
 func TestRingStopsEarly(t *testing.T) {
 	f := newFakeRing(t, 1)
 	for i := range 5 {
-		f.write(record(RecordSample, 16, byte(i)))
+		f.write(record(perfdata.RecordSample, 16, byte(i)))
 	}
 	n := f.r.read(func(raw []byte, wrapped bool) bool { return raw[8] != 2+8 })
 	// Records 0, 1 and 2 are consumed (2 made fn stop); 3 and 4 remain.
@@ -131,17 +133,17 @@ func TestRingDropsCorruptData(t *testing.T) {
 	}{{"zero size", 0}, {"short", 4}, {"unaligned", 20}, {"past head", 64}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeRing(t, 1)
-			f.write(record(RecordSample, 8, 0))
-			bad := record(RecordSample, 16, 0)
+			f.write(record(perfdata.RecordSample, 8, 0))
+			bad := record(perfdata.RecordSample, 16, 0)
 			ne.PutUint16(bad[6:], tc.size)
 			f.write(bad)
-			f.write(record(RecordSample, 8, 0))
+			f.write(record(perfdata.RecordSample, 8, 0))
 			n := f.r.read(func([]byte, bool) bool { return true })
 			if n != 1 || f.r.corrupt.Load() != 1 || *f.r.tail != f.head {
 				t.Fatalf("read %d, corrupt %d, tail %d, head %d; want 1 read and everything after dropped", n, f.r.corrupt.Load(), *f.r.tail, f.head)
 			}
 			// Records written after the drop read normally.
-			f.write(record(RecordSample, 8, 0))
+			f.write(record(perfdata.RecordSample, 8, 0))
 			if n := f.r.read(func([]byte, bool) bool { return true }); n != 1 {
 				t.Fatalf("then read %d records, want 1", n)
 			}
@@ -189,12 +191,12 @@ func BenchmarkRingRead(b *testing.B) {
 			atomic.StoreUint64(f.r.tail, start)
 			f.r.pos = start
 			n := 0
-			for f.write(record(RecordSample, size-headerSize, 0)) {
+			for f.write(record(perfdata.RecordSample, size-headerSize, 0)) {
 				n++
 			}
-			var sink RecordType
+			var sink perfdata.RecordType
 			fn := func(raw []byte, wrapped bool) bool {
-				sink += RecordType(ne.Uint32(raw))
+				sink += perfdata.RecordType(ne.Uint32(raw))
 				return true
 			}
 			b.ResetTimer()

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/sframekit/sframekit/perfdata"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,7 +26,8 @@ import (
 type Session struct {
 	opts     Options
 	attrs    []*Attr
-	byID     map[uint64]*Attr
+	dec      *perfdata.Decoder // of attrs, made once their IDs are known
+	rec      Record            // the record Run hands out, reused
 	events   []event
 	rings    []*ring
 	pages    int // data pages per ring
@@ -77,7 +79,7 @@ func Open(opts Options) (*Session, error) {
 	if err := opts.check(uint64(max(maxRate, 0))); err != nil {
 		return nil, err
 	}
-	s := &Session{opts: opts, pageSize: os.Getpagesize(), epfd: -1, stopfd: -1, byID: map[uint64]*Attr{}}
+	s := &Session{opts: opts, pageSize: os.Getpagesize(), epfd: -1, stopfd: -1}
 	ok := false
 	defer func() {
 		if !ok {
@@ -117,13 +119,16 @@ func Open(opts Options) (*Session, error) {
 			targets = append(targets, target{tid: tid})
 		}
 	}
-	s.attrs = opts.buildAttrs()
+	var err error
+	if s.attrs, err = opts.buildAttrs(); err != nil {
+		return nil, err
+	}
 	opened := map[int]bool{} // processes with at least one thread opened
 	for _, a := range s.attrs {
 		attr := a.unix()
 		for _, t := range targets {
 			for _, cpu := range cpus {
-				fd, err := perfEventOpen(&attr, t.tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+				fd, err := perfEventOpen(attr, t.tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 				if err == unix.ESRCH && t.pid != 0 {
 					break // the thread exited since listed
 				}
@@ -137,10 +142,15 @@ func Open(opts Options) (*Session, error) {
 					return nil, &Error{Op: "read the ID of " + a.Event.Name, Err: e}
 				}
 				a.IDs = append(a.IDs, id)
-				s.byID[id] = a
 			}
 		}
 	}
+	pattrs := make([]*perfdata.Attr, len(s.attrs))
+	for i, a := range s.attrs {
+		pattrs[i] = a.Attr
+	}
+	s.dec = perfdata.NewDecoder(ne, pattrs)
+	s.rec.dec = s.dec
 	for _, pid := range opts.PIDs {
 		if !opened[pid] {
 			return nil, &Error{Op: fmt.Sprintf("open events for process %d", pid), Err: unix.ESRCH, Kind: ErrNoProcess, Hint: "every thread exited"}
@@ -156,21 +166,17 @@ func Open(opts Options) (*Session, error) {
 	return s, nil
 }
 
-// unix returns the attribute as x/sys/unix's struct.
-func (a *Attr) unix() unix.PerfEventAttr {
-	return unix.PerfEventAttr{
-		Type:              uint32(a.Type),
-		Size:              attrSize,
-		Config:            a.Config,
-		Sample:            a.SamplePeriod,
-		Sample_type:       uint64(a.SampleType),
-		Bits:              a.Flags.cBits(),
-		Wakeup:            a.WakeupEvents,
-		Sample_regs_user:  a.SampleRegsUser,
-		Sample_stack_user: a.SampleStackUser,
-		Clockid:           a.ClockID,
-	}
+// unix returns the attribute as x/sys/unix's struct: its very bytes, the
+// ones package perfdata read (Attr.Bytes).
+func (a *Attr) unix() *unix.PerfEventAttr {
+	var u unix.PerfEventAttr
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&u)), unsafe.Sizeof(u)), a.raw)
+	return &u
 }
+
+// x/sys/unix's struct holds the attribute whole (its size field says
+// attrSize: the kernel reads that many bytes).
+const _ = uint(unsafe.Sizeof(unix.PerfEventAttr{}) - attrSize)
 
 // minRingPages returns the fewest data pages that hold two of the largest
 // samples the options make, so that a full ring still passes samples on.
@@ -319,7 +325,7 @@ func (s *Session) openError(err error, a *Attr, tid, pid, cpu, nthreads, ncpus i
 	case unix.ESRCH:
 		e.Kind, e.Hint = ErrNoProcess, "it does not exist (it exited?)"
 	case unix.ENOENT, unix.EOPNOTSUPP, unix.ENODEV:
-		if a.Type == TypeHardware {
+		if a.Type == perfdata.TypeHardware {
 			e.Kind, e.Hint = ErrUnsupported, fmt.Sprintf("%s is a hardware event and this machine has no PMU for it (as in most virtual machines); use cpu-clock", a.Event.Name)
 		} else if err == unix.ENODEV {
 			e.Hint = fmt.Sprintf("CPU %d is offline or does not exist", cpu)
@@ -375,9 +381,10 @@ func (s *Session) ioctlAll(req uint, what string) error {
 // Records come in each ring's order; records of different CPUs are not
 // ordered with each other (sort them by time when it matters).
 //
-// The record passed to fn, and its bytes, are valid only until fn
-// returns: Raw is a view into the ring, which the kernel reuses once Run
-// moves past it.
+// The record passed to fn, its bytes and what Record.Decode makes of
+// them are valid only until fn returns: Raw is a view into the ring,
+// which the kernel reuses once Run moves past it. Run allocates nothing
+// per record, nor does Record.Decode.
 //
 // Run may be called again after it returned for Stop; one Run at a time.
 func (s *Session) Run(fn func(*Record) error) error {
@@ -429,33 +436,25 @@ func (s *Session) Run(fn func(*Record) error) error {
 // drain reads every ring to its head.
 func (s *Session) drain(fn func(*Record) error) error {
 	var ferr error
-	var rec Record
+	rec := &s.rec // not a local: fn would make it escape, an allocation per drain
 	var samples, lost, lostRecs uint64
-	single := (*Attr)(nil)
-	if len(s.attrs) == 1 {
-		single = s.attrs[0]
-	}
 	for _, r := range s.rings {
 		rec.CPU = r.cpu
 		r.read(func(raw []byte, wrapped bool) bool {
-			rec.Type = RecordType(ne.Uint32(raw))
-			rec.Misc = Misc(ne.Uint16(raw[4:]))
+			rec.Type = perfdata.RecordType(ne.Uint32(raw))
+			rec.Misc = perfdata.Misc(ne.Uint16(raw[4:]))
 			rec.Raw = raw
 			rec.Wrapped = wrapped
-			rec.Attr = single
 			switch rec.Type {
-			case RecordSample:
+			case perfdata.RecordSample:
 				samples++
-			case RecordLost:
+			case perfdata.RecordLost:
 				if len(raw) >= 24 {
 					lost += ne.Uint64(raw[16:])
 					lostRecs++
 				}
 			}
-			if single == nil {
-				rec.Attr = s.attrOf(&rec)
-			}
-			if err := fn(&rec); err != nil {
+			if err := fn(rec); err != nil {
 				ferr = err
 				return false
 			}
@@ -469,25 +468,6 @@ func (s *Session) drain(fn func(*Record) error) error {
 	s.lost.Add(lost)
 	s.lostRecords.Add(lostRecs)
 	return ferr
-}
-
-// attrOf finds the event of a record when the session has several: by
-// the identifier that starts a sample and ends the other records (with
-// SampleIDAll), or by a LOST record's ID.
-func (s *Session) attrOf(r *Record) *Attr {
-	b := r.Body()
-	if len(b) < 8 {
-		return nil
-	}
-	switch {
-	case r.Type == RecordSample:
-		return s.byID[ne.Uint64(b)]
-	case r.Type == RecordLost:
-		return s.byID[ne.Uint64(b)]
-	case s.opts.SampleIDAll:
-		return s.byID[ne.Uint64(b[len(b)-8:])]
-	}
-	return nil
 }
 
 // Stop makes Run return after it has read what the rings hold. It may be
