@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sframekit/sframekit/convert"
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/sframegen"
 )
 
 // TestAddSFrameSegmentCorpus adds a generated .sframe to every corpus
@@ -41,7 +41,7 @@ func TestAddSFrameSegmentCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := convert.FromELF(f, convert.Options{})
+		r, err := sframegen.FromELF(f, sframegen.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +298,7 @@ func TestExtendedPhdrNumbering(t *testing.T) {
 	if !plan.MovePHDRs || plan.NumPHDRs <= 0xffff {
 		t.Fatalf("plan: table moves %v, %d headers", plan.MovePHDRs, plan.NumPHDRs)
 	}
-	r, err := convert.FromELF(f, convert.Options{})
+	r, err := sframegen.FromELF(f, sframegen.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

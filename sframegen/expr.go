@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 // DWARF expression opcodes the converter recognises.
 const (

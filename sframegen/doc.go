@@ -1,4 +1,4 @@
-// Package convert turns the DWARF call frame information of an ELF file
+// Package sframegen turns the DWARF call frame information of an ELF file
 // into an SFrame section (version 3 by default, version 2 on request) for
 // AMD64, AArch64 and s390x, and verifies an SFrame section against the
 // CFI it should describe.
@@ -99,4 +99,4 @@
 // not validate is an error, not a report. In relocatable objects
 // functions are named by the STT_FUNC symbol of the section the FDE's
 // relocation points into, at the FDE's section offset.
-package convert
+package sframegen
