@@ -41,7 +41,7 @@ func TestAddSFrameSegmentCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := sframegen.FromELF(f, sframegen.Options{})
+		r, err := sframegen.FromCFI(f, sframegen.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +298,7 @@ func TestExtendedPhdrNumbering(t *testing.T) {
 	if !plan.MovePHDRs || plan.NumPHDRs <= 0xffff {
 		t.Fatalf("plan: table moves %v, %d headers", plan.MovePHDRs, plan.NumPHDRs)
 	}
-	r, err := sframegen.FromELF(f, sframegen.Options{})
+	r, err := sframegen.FromCFI(f, sframegen.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

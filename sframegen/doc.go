@@ -9,7 +9,7 @@
 // .eh_frame (or .debug_frame) and streams each one's rows (the CIE's
 // initial rules, then the FDE program, with remember/restore state
 // already resolved), and the sframe encoder lays out the section.
-// Between them, FromTable maps every CFI row to an sframe.Row: the CFA
+// Between them, FromCFITable maps every CFI row to an sframe.Row: the CFA
 // rule, the return address (RA) rule and the frame pointer (FP) rule,
 // the only three values SFrame records. Other registers are ignored, as
 // gas ignores them. A new SFrame row (FRE) starts where the CFA, RA or FP

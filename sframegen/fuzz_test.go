@@ -12,10 +12,10 @@ import (
 	"github.com/sframekit/sframekit/sframe"
 )
 
-// FuzzConvert feeds arbitrary .eh_frame bytes to the converter, seeded
+// FuzzFromCFI feeds arbitrary .eh_frame bytes to the converter, seeded
 // with the CFI of corpus files. Conversion must not panic; whatever it
 // produces must encode, parse, validate and agree with the same CFI.
-func FuzzConvert(f *testing.F) {
+func FuzzFromCFI(f *testing.F) {
 	if d, ok := corpus.Find(); ok {
 		for _, name := range []string{"x86_64/v3/edge-x86_64.o", "x86_64/v3/drap-O2.elf", "x86_64/v3/basic-pic.so",
 			"aarch64/v3/edge-aarch64.o", "aarch64/v3/basic-pacb.elf", "s390x/v3/edge-s390x.o", "s390x/v3/drap-O2.elf"} {
@@ -44,7 +44,7 @@ func FuzzConvert(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r, err := FromTable(tab, abi, Options{Version: v})
+		r, err := FromCFITable(tab, abi, Options{Version: v})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,7 +64,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	res, err := sframegen.FromELF(f, sframegen.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
+	res, err := sframegen.FromCFI(f, sframegen.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
 	if err != nil {
 		return fail(err)
 	}
