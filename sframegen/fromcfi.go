@@ -12,7 +12,7 @@ import (
 	"github.com/sframekit/sframekit/sframe"
 )
 
-// Options control a conversion.
+// Options control FromCFI and FromCFITable.
 type Options struct {
 	// Version is the SFrame version to produce: sframe.Version2 or
 	// sframe.Version3 (the default when 0).
