@@ -2,7 +2,12 @@
 // returns their bytes as a consumer should see them: in relocatable
 // objects, with the section's own relocations applied, the way objdump
 // and readelf show them. It builds on debug/elf and adds only what that
-// package leaves out (relocating arbitrary sections, BFD target names).
+// package leaves out: relocating arbitrary sections, BFD target names,
+// decoding the headers of images debug/elf cannot open (cut short, or
+// only partly in a process's memory) with one parser (Header), and
+// writing ELF files: rewriting sections and adding a loadable segment.
+// It knows ELF only; what goes into an SFrame section is the business
+// of package sframegen.
 package elffile
 
 import (

@@ -20,7 +20,7 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-func openBytes(t *testing.T, b []byte) *elf.File {
+func openBytes(t testing.TB, b []byte) *elf.File {
 	t.Helper()
 	f, err := elf.NewFile(bytes.NewReader(b))
 	if err != nil {
@@ -127,5 +127,41 @@ func TestRewriteSectionsBadInput(t *testing.T) {
 	}
 	if _, err := RewriteSections(src, []SectionUpdate{{Index: 1000}}); err == nil {
 		t.Error("index out of range accepted")
+	}
+}
+
+// TestRewriteSectionsHugeAlign: a section that grows moves to the end of
+// the file at its alignment; an alignment no real file has (2^62) is an
+// error, not 2^62 bytes of padding.
+func TestRewriteSectionsHugeAlign(t *testing.T) {
+	src := readFile(t, filepath.Join(corpus.Dir(t), "x86_64", "v2", "basic-O2.o"))
+	f := openBytes(t, src)
+	idx := SectionIndex(f, f.Section(".comment"))
+	h, err := DecodeHeader(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := h.Shoff + uint64(idx)*uint64(h.Shentsize)
+	sh, err := h.decodeSection(src[off:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.Addralign = 1 << 62
+	bad := bytes.Clone(src)
+	if err := h.encodeSection(bad[off:], &sh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RewriteSections(bad, []SectionUpdate{{Index: idx, Data: make([]byte, 1000)}}); err == nil || !strings.Contains(err.Error(), "alignment") {
+		t.Errorf("growing a section aligned to 2^62: %v", err)
+	}
+	// The same section with a 2 MiB alignment still moves.
+	sh.Addralign = 2 << 20
+	h.encodeSection(bad[off:], &sh)
+	out, err := RewriteSections(bad, []SectionUpdate{{Index: idx, Data: make([]byte, 1000)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := openBytes(t, out).Sections[idx]; g.Offset%(2<<20) != 0 || g.Size != 1000 {
+		t.Errorf("moved to %#x, %d bytes", g.Offset, g.Size)
 	}
 }
