@@ -2,11 +2,12 @@ package targets
 
 import (
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // loadSeg is one PT_LOAD program header.
@@ -23,66 +24,30 @@ const maxPhnum = 0xffff
 // ELF header and the program header table are read, so it works on the
 // first page of a loaded object.
 func readLoadSegs(r io.ReaderAt) ([]loadSeg, error) {
-	var id [elf.EI_NIDENT]byte
-	if _, err := r.ReadAt(id[:], 0); err != nil {
-		return nil, fmt.Errorf("reading ELF ident: %w", err)
-	}
-	if string(id[:4]) != elf.ELFMAG {
+	h, err := elffile.ReadHeader(r)
+	if errors.Is(err, elffile.ErrNotELF) {
 		return nil, errNotELF
 	}
-	var bo binary.ByteOrder
-	switch elf.Data(id[elf.EI_DATA]) {
-	case elf.ELFDATA2LSB:
-		bo = binary.LittleEndian
-	case elf.ELFDATA2MSB:
-		bo = binary.BigEndian
-	default:
-		return nil, fmt.Errorf("bad ELF data encoding %d", id[elf.EI_DATA])
+	if err != nil {
+		return nil, fmt.Errorf("reading ELF header: %w", err)
 	}
-	var phoff, phentsize, phnum uint64
-	var want uint64
-	switch elf.Class(id[elf.EI_CLASS]) {
-	case elf.ELFCLASS64:
-		var h [64]byte
-		if _, err := r.ReadAt(h[:], 0); err != nil {
-			return nil, fmt.Errorf("reading ELF header: %w", err)
-		}
-		phoff = bo.Uint64(h[32:])
-		phentsize = uint64(bo.Uint16(h[54:]))
-		phnum = uint64(bo.Uint16(h[56:]))
-		want = 56
-	case elf.ELFCLASS32:
-		var h [52]byte
-		if _, err := r.ReadAt(h[:], 0); err != nil {
-			return nil, fmt.Errorf("reading ELF header: %w", err)
-		}
-		phoff = uint64(bo.Uint32(h[28:]))
-		phentsize = uint64(bo.Uint16(h[42:]))
-		phnum = uint64(bo.Uint16(h[44:]))
-		want = 32
-	default:
-		return nil, fmt.Errorf("bad ELF class %d", id[elf.EI_CLASS])
-	}
-	if phnum == 0 || phnum > maxPhnum || phentsize < want || phentsize > 1024 || phoff > 1<<40 {
+	phoff, phentsize, phnum := h.Phoff, uint64(h.Phentsize), uint64(h.Phnum)
+	if phnum == 0 || phnum > maxPhnum || phentsize > 1024 || phoff > 1<<40 {
 		return nil, fmt.Errorf("bad program header table (phoff %#x, phentsize %d, phnum %d)", phoff, phentsize, phnum)
 	}
 	tab := make([]byte, phnum*phentsize) // bounded: < 64 MiB, usually < 1 KiB
 	if _, err := r.ReadAt(tab, int64(phoff)); err != nil {
 		return nil, fmt.Errorf("reading program headers: %w", err)
 	}
+	progs, err := h.DecodeProgs(tab, int(phnum))
+	if err != nil {
+		return nil, fmt.Errorf("bad program header table: %w", err)
+	}
 	var segs []loadSeg
-	for i := uint64(0); i < phnum; i++ {
-		p := tab[i*phentsize:]
-		if elf.ProgType(bo.Uint32(p)) != elf.PT_LOAD {
-			continue
+	for _, p := range progs {
+		if elf.ProgType(p.Type) == elf.PT_LOAD {
+			segs = append(segs, loadSeg{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz, memsz: p.Memsz})
 		}
-		var s loadSeg
-		if want == 56 {
-			s = loadSeg{off: bo.Uint64(p[8:]), vaddr: bo.Uint64(p[16:]), filesz: bo.Uint64(p[32:]), memsz: bo.Uint64(p[40:])}
-		} else {
-			s = loadSeg{off: uint64(bo.Uint32(p[4:])), vaddr: uint64(bo.Uint32(p[8:])), filesz: uint64(bo.Uint32(p[16:])), memsz: uint64(bo.Uint32(p[20:]))}
-		}
-		segs = append(segs, s)
 	}
 	if len(segs) == 0 {
 		return nil, errors.New("no PT_LOAD segment")
