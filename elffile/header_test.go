@@ -3,9 +3,11 @@ package elffile
 import (
 	"bytes"
 	"debug/elf"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sframekit/sframekit/internal/corpus"
@@ -41,7 +43,7 @@ func build32(t *testing.T) []string {
 		}
 		for _, cmd := range [][]string{{s.as, s.asFlag, "-o", obj, src}, {s.ld, "-m", s.emul, "-o", exe, obj}} {
 			if b, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
-				t.Fatalf("%v: %v\n%s", cmd, err, b)
+				t.Fatalf("%s: %v\n%s", strings.Join(cmd, " "), err, b)
 			}
 		}
 		out = append(out, obj, exe)
@@ -130,23 +132,21 @@ func TestDecodeHeaderMatchesDebugELF(t *testing.T) {
 // class byte is missing); a table that does not fit is an error.
 func TestDecodeHeaderErrors(t *testing.T) {
 	src := readFile(t, sample)
+	h32 := bytes.Clone(src[:52])
+	h32[elf.EI_CLASS] = byte(elf.ELFCLASS32)
 	for _, c := range []struct {
 		data []byte
 		want TruncatedError
-	}{{src[:4], TruncatedError{4, 64}}, {src[:63], TruncatedError{63, 64}}} {
-		if _, err := DecodeHeader(c.data); err == nil || err.Error() != c.want.Error() {
+	}{{src[:4], TruncatedError{4, 64}}, {src[:63], TruncatedError{63, 64}}, {h32[:51], TruncatedError{51, 52}}} {
+		var te *TruncatedError
+		if _, err := DecodeHeader(c.data); !errors.As(err, &te) || *te != c.want {
 			t.Errorf("%d bytes: %v, want %v", len(c.data), err, &c.want)
 		}
 	}
-	h32 := bytes.Clone(src[:52])
-	h32[elf.EI_CLASS] = byte(elf.ELFCLASS32)
 	if h, err := DecodeHeader(h32); err != nil || h.Class != elf.ELFCLASS32 {
 		t.Errorf("52-byte 32-bit header: %v", err)
 	}
-	if _, err := DecodeHeader(h32[:51]); err == nil || err.Error() != (&TruncatedError{51, 52}).Error() {
-		t.Errorf("51-byte 32-bit header: %v", err)
-	}
-	if _, err := DecodeHeader([]byte("\x7fELX")); err != ErrNotELF {
+	if _, err := DecodeHeader([]byte("\x7fELX")); !errors.Is(err, ErrNotELF) {
 		t.Errorf("bad magic: %v", err)
 	}
 	bad := bytes.Clone(src)

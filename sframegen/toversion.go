@@ -220,13 +220,9 @@ func ToVersion(src []byte, opts ToVersionOptions) (*ToVersionResult, error) {
 	if f.Type == elf.ET_REL {
 		return convertRel(src, f, sec, secIdx, opts)
 	}
-	raw, err := sec.Data()
+	s, err := parseSection(f, sec)
 	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
-	}
-	s, err := sframe.Parse(raw, sec.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+		return nil, err
 	}
 	names := funcSymbols(f)
 	name := func(i int) string {
@@ -267,6 +263,20 @@ func ToVersion(src []byte, opts ToVersionOptions) (*ToVersionResult, error) {
 	}
 	res.Segment = plan
 	return res, nil
+}
+
+// parseSection decodes the SFrame section sec of f, with its
+// relocations applied in a relocatable object (elffile.Data).
+func parseSection(f *elf.File, sec *elf.Section) (*sframe.Section, error) {
+	data, err := elffile.Data(f, sec)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sframe.Parse(data, sec.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	return s, nil
 }
 
 // symKey identifies a function: by address in a linked file, by section
@@ -323,13 +333,9 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ToVe
 	}
 	// Decode with the relocations applied (the rows do not depend on
 	// them, but validation of a sorted section does).
-	data, err := elffile.Data(f, sec)
+	s, err := parseSection(f, sec)
 	if err != nil {
 		return nil, err
-	}
-	s, err := sframe.Parse(data, sec.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("section %s: input section: %w", sec.Name, err)

@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/sframekit/sframekit/elffile"
@@ -67,7 +66,7 @@ func TestToVersionBadInput(t *testing.T) {
 func TestToVersionMatchesGas(t *testing.T) {
 	identical, total := 0, 0
 	for _, path := range corpus.ELFs(t) {
-		if filepath.Base(filepath.Dir(path)) != "v2" || !strings.HasSuffix(path, ".o") {
+		if filepath.Base(filepath.Dir(path)) != "v2" || filepath.Ext(path) != ".o" {
 			continue
 		}
 		ref := filepath.Join(filepath.Dir(filepath.Dir(path)), "v3", filepath.Base(path))

@@ -557,13 +557,9 @@ func VerifyELF(f *elf.File, opts VerifyELFOptions) (*Report, error) {
 		}
 		return nil, errors.New("convert: no SFrame section (neither .sframe nor a section of type SHT_GNU_SFRAME)")
 	}
-	data, err := elffile.Data(f, sec)
+	s, err := parseSection(f, sec)
 	if err != nil {
 		return nil, err
-	}
-	s, err := sframe.Parse(data, sec.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
