@@ -59,6 +59,7 @@ type SegmentPlan struct {
 
 // elf64Layout is the parsed header of a 64-bit ELF image.
 type elf64Layout struct {
+	h                   *Header
 	o                   binary.ByteOrder
 	typ                 elf.Type
 	phoff, shoff        uint64
@@ -69,39 +70,21 @@ type elf64Layout struct {
 	shstrOff, shstrSize uint64
 }
 
-const (
-	ehdrSize64 = 64
-	phdrSize64 = 56
-	shdrSize64 = 64
-	// pnXNUM in e_phnum says the number of program headers is in the
-	// sh_info field of section header 0 (extended numbering).
-	pnXNUM = 0xffff
-)
-
 func parse64(src []byte) (*elf64Layout, error) {
-	if len(src) < ehdrSize64 || string(src[:4]) != elf.ELFMAG {
-		return nil, errors.New("not an ELF file")
+	h, err := DecodeHeader(src)
+	if err != nil {
+		return nil, err
 	}
-	if elf.Class(src[elf.EI_CLASS]) != elf.ELFCLASS64 {
+	if h.Class != elf.ELFCLASS64 {
 		return nil, errors.New("only 64-bit ELF files are supported")
 	}
-	l := &elf64Layout{}
-	switch elf.Data(src[elf.EI_DATA]) {
-	case elf.ELFDATA2LSB:
-		l.o = binary.LittleEndian
-	case elf.ELFDATA2MSB:
-		l.o = binary.BigEndian
-	default:
-		return nil, errors.New("unknown ELF data encoding")
-	}
-	o := l.o
-	l.typ = elf.Type(o.Uint16(src[16:]))
+	l := &elf64Layout{h: h, o: h.ByteOrder, typ: elf.Type(h.Type)}
 	if l.typ != elf.ET_EXEC && l.typ != elf.ET_DYN {
 		return nil, fmt.Errorf("%v: only executables and shared libraries get a loadable segment", l.typ)
 	}
-	l.phoff, l.shoff = o.Uint64(src[32:]), o.Uint64(src[40:])
-	phent, shent := int(o.Uint16(src[54:])), int(o.Uint16(src[58:]))
-	l.phnum, l.shnum, l.shstrndx = int(o.Uint16(src[56:])), int(o.Uint16(src[60:])), int(o.Uint16(src[62:]))
+	l.phoff, l.shoff = h.Phoff, h.Shoff
+	phent, shent := int(h.Phentsize), int(h.Shentsize)
+	l.phnum, l.shnum, l.shstrndx = int(h.Phnum), int(h.Shnum), int(h.Shstrndx)
 	if l.shnum == 0 || shent != shdrSize64 || l.shnum >= int(elf.SHN_LORESERVE)-1 || l.shstrndx >= l.shnum {
 		return nil, errors.New("no usable section header table (or extended section numbering)")
 	}
@@ -109,8 +92,7 @@ func parse64(src []byte) (*elf64Layout, error) {
 	if l.shoff > n || (n-l.shoff)/shdrSize64 < uint64(l.shnum) {
 		return nil, errors.New("section header table runs past the end of the file")
 	}
-	l.shdrs = make([]elf.Section64, l.shnum)
-	if _, err := binary.Decode(src[l.shoff:l.shoff+uint64(l.shnum)*shdrSize64], o, l.shdrs); err != nil {
+	if l.shdrs, err = h.decodeSections(src[l.shoff:], l.shnum); err != nil {
 		return nil, fmt.Errorf("section headers: %w", err)
 	}
 	if l.phnum == pnXNUM {
@@ -125,8 +107,7 @@ func parse64(src []byte) (*elf64Layout, error) {
 	if l.phoff > n || (n-l.phoff)/phdrSize64 < uint64(l.phnum) {
 		return nil, errors.New("program header table runs past the end of the file")
 	}
-	l.phdrs = make([]elf.Prog64, l.phnum)
-	if _, err := binary.Decode(src[l.phoff:l.phoff+uint64(l.phnum)*phdrSize64], o, l.phdrs); err != nil {
+	if l.phdrs, err = h.DecodeProgs(src[l.phoff:], l.phnum); err != nil {
 		return nil, fmt.Errorf("program headers: %w", err)
 	}
 	// Everything the planner compares lies in the file and in the
@@ -584,10 +565,12 @@ func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error
 	if err != nil {
 		return nil, fmt.Errorf("elffile: writing headers: %w", err)
 	}
-	o.PutUint64(out[32:], plan.phOff)
-	o.PutUint64(out[40:], shoff)
-	o.PutUint16(out[56:], uint16(min(len(phdrs), pnXNUM)))
-	o.PutUint16(out[60:], uint16(len(shdrs)))
+	h := *l.h
+	h.Phoff, h.Shoff = plan.phOff, shoff
+	h.Phnum, h.Shnum = uint16(min(len(phdrs), pnXNUM)), uint16(len(shdrs))
+	if err := h.encode(out); err != nil {
+		return nil, fmt.Errorf("elffile: writing headers: %w", err)
+	}
 	return out, nil
 }
 

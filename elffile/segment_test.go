@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sframekit/sframekit/convert"
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/sframegen"
 )
 
 // TestAddSFrameSegmentCorpus adds a generated .sframe to every corpus
@@ -41,7 +41,7 @@ func TestAddSFrameSegmentCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := convert.FromELF(f, convert.Options{})
+		r, err := sframegen.FromCFI(f, sframegen.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,13 +270,12 @@ func TestPlanRejects(t *testing.T) {
 	}
 }
 
-// TestExtendedPhdrNumbering crafts an executable with 65,534 program
-// headers (the corpus's own, then PT_NULL entries, in a table at the end
-// of the file) and adds an SFrame segment: the table outgrows e_phnum's
-// 16 bits, so the output uses extended numbering (e_phnum PN_XNUM, the
-// count in section 0's sh_info), which readelf and PlanSFrameSegment
-// read back, with every original header in place.
-func TestExtendedPhdrNumbering(t *testing.T) {
+// manyPhdrs crafts an executable with 65,534 program headers (the
+// corpus's basic-O2.elf's own, then PT_NULL entries, in a table at the
+// end of the file), without its PT_GNU_SFRAME when noSFrameSeg, and adds
+// an SFrame segment to it: it returns the original file, the plan and
+// the output.
+func manyPhdrs(t *testing.T, noSFrameSeg bool) (*elf.File, *elffile.SegmentPlan, []byte) {
 	src, err := os.ReadFile(filepath.Join(corpus.Dir(t), "x86_64", "v3", "basic-O2.elf"))
 	if err != nil {
 		t.Fatal(err)
@@ -292,6 +291,11 @@ func TestExtendedPhdrNumbering(t *testing.T) {
 	copy(crafted[phoff:], src[o.Uint64(src[32:]):][:len(f.Progs)*56])
 	o.PutUint64(crafted[32:], phoff)
 	o.PutUint16(crafted[56:], n)
+	for i, p := range f.Progs {
+		if p.Type == elffile.PT_GNU_SFRAME && noSFrameSeg {
+			o.PutUint32(crafted[phoff+uint64(i)*56:], uint32(elf.PT_NULL))
+		}
+	}
 	plan, err := elffile.PlanSFrameSegment(crafted)
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +303,7 @@ func TestExtendedPhdrNumbering(t *testing.T) {
 	if !plan.MovePHDRs || plan.NumPHDRs <= 0xffff {
 		t.Fatalf("plan: table moves %v, %d headers", plan.MovePHDRs, plan.NumPHDRs)
 	}
-	r, err := convert.FromELF(f, convert.Options{})
+	r, err := sframegen.FromCFI(f, sframegen.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,6 +315,47 @@ func TestExtendedPhdrNumbering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, plan, out
+}
+
+// TestRewriteSectionsExtendedPhnum shrinks the .sframe of a file with
+// more program headers than e_phnum holds, whose PT_GNU_SFRAME comes
+// after the 65,535th: RewriteSections reads the count from section 0
+// (extended numbering) and shrinks that segment with its section.
+func TestRewriteSectionsExtendedPhnum(t *testing.T) {
+	_, plan, out := manyPhdrs(t, true)
+	h, err := elffile.DecodeHeader(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := elf.NewFile(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := elffile.FindSFrame(g, "")
+	res, err := elffile.RewriteSections(out, []elffile.SectionUpdate{{Index: elffile.SectionIndex(g, sec), Data: make([]byte, 16)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	progs, err := h.DecodeProgs(res[h.Phoff:], plan.NumPHDRs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := progs[len(progs)-1]
+	if elf.ProgType(last.Type) != elffile.PT_GNU_SFRAME || last.Off != sec.Offset || last.Filesz != 16 || last.Memsz != 16 {
+		t.Errorf("last program header %+v; want PT_GNU_SFRAME at %#x, 16 bytes", last, sec.Offset)
+	}
+}
+
+// TestExtendedPhdrNumbering crafts an executable with 65,534 program
+// headers (the corpus's own, then PT_NULL entries, in a table at the end
+// of the file) and adds an SFrame segment: the table outgrows e_phnum's
+// 16 bits, so the output uses extended numbering (e_phnum PN_XNUM, the
+// count in section 0's sh_info), which readelf and PlanSFrameSegment
+// read back, with every original header in place.
+func TestExtendedPhdrNumbering(t *testing.T) {
+	f, plan, out := manyPhdrs(t, false)
+	o := binary.LittleEndian
 	shoff := o.Uint64(out[40:])
 	if got, info := o.Uint16(out[56:]), o.Uint32(out[shoff+44:]); got != 0xffff || int(info) != plan.NumPHDRs {
 		t.Errorf("e_phnum %#x, section 0 sh_info %d; want 0xffff and %d", got, info, plan.NumPHDRs)

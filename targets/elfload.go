@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // loadSeg is one PT_LOAD program header.
@@ -46,67 +48,32 @@ type prog struct {
 }
 
 // readProgs reads the program headers of the ELF image readable through
-// r, and its byte order.
+// r, and its byte order, through elffile's one header parser.
 func readProgs(r io.ReaderAt) ([]prog, binary.ByteOrder, error) {
-	var id [elf.EI_NIDENT]byte
-	if _, err := r.ReadAt(id[:], 0); err != nil {
-		return nil, nil, fmt.Errorf("reading ELF ident: %w", err)
-	}
-	if string(id[:4]) != elf.ELFMAG {
+	h, err := elffile.ReadHeader(r)
+	if errors.Is(err, elffile.ErrNotELF) {
 		return nil, nil, errNotELF
 	}
-	var bo binary.ByteOrder
-	switch elf.Data(id[elf.EI_DATA]) {
-	case elf.ELFDATA2LSB:
-		bo = binary.LittleEndian
-	case elf.ELFDATA2MSB:
-		bo = binary.BigEndian
-	default:
-		return nil, nil, fmt.Errorf("bad ELF data encoding %d", id[elf.EI_DATA])
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading ELF header: %w", err)
 	}
-	var phoff, phentsize, phnum uint64
-	var want uint64
-	switch elf.Class(id[elf.EI_CLASS]) {
-	case elf.ELFCLASS64:
-		var h [64]byte
-		if _, err := r.ReadAt(h[:], 0); err != nil {
-			return nil, nil, fmt.Errorf("reading ELF header: %w", err)
-		}
-		phoff = bo.Uint64(h[32:])
-		phentsize = uint64(bo.Uint16(h[54:]))
-		phnum = uint64(bo.Uint16(h[56:]))
-		want = 56
-	case elf.ELFCLASS32:
-		var h [52]byte
-		if _, err := r.ReadAt(h[:], 0); err != nil {
-			return nil, nil, fmt.Errorf("reading ELF header: %w", err)
-		}
-		phoff = uint64(bo.Uint32(h[28:]))
-		phentsize = uint64(bo.Uint16(h[42:]))
-		phnum = uint64(bo.Uint16(h[44:]))
-		want = 32
-	default:
-		return nil, nil, fmt.Errorf("bad ELF class %d", id[elf.EI_CLASS])
-	}
-	if phnum == 0 || phnum > maxPhnum || phentsize < want || phentsize > 1024 || phoff > 1<<40 {
+	phoff, phentsize, phnum := h.Phoff, uint64(h.Phentsize), uint64(h.Phnum)
+	if phnum == 0 || phnum > maxPhnum || phentsize > 1024 || phoff > 1<<40 {
 		return nil, nil, fmt.Errorf("bad program header table (phoff %#x, phentsize %d, phnum %d)", phoff, phentsize, phnum)
 	}
 	tab := make([]byte, phnum*phentsize) // bounded: < 64 MiB, usually < 1 KiB
 	if _, err := r.ReadAt(tab, int64(phoff)); err != nil {
 		return nil, nil, fmt.Errorf("reading program headers: %w", err)
 	}
-	out := make([]prog, 0, phnum)
-	for i := uint64(0); i < phnum; i++ {
-		p := tab[i*phentsize:]
-		ph := prog{typ: elf.ProgType(bo.Uint32(p))}
-		if want == 56 {
-			ph.loadSeg = loadSeg{off: bo.Uint64(p[8:]), vaddr: bo.Uint64(p[16:]), filesz: bo.Uint64(p[32:]), memsz: bo.Uint64(p[40:])}
-		} else {
-			ph.loadSeg = loadSeg{off: uint64(bo.Uint32(p[4:])), vaddr: uint64(bo.Uint32(p[8:])), filesz: uint64(bo.Uint32(p[16:])), memsz: uint64(bo.Uint32(p[20:]))}
-		}
-		out = append(out, ph)
+	progs, err := h.DecodeProgs(tab, int(phnum))
+	if err != nil {
+		return nil, nil, fmt.Errorf("bad program header table: %w", err)
 	}
-	return out, bo, nil
+	out := make([]prog, 0, len(progs))
+	for _, p := range progs {
+		out = append(out, prog{typ: elf.ProgType(p.Type), loadSeg: loadSeg{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz, memsz: p.Memsz}})
+	}
+	return out, h.ByteOrder, nil
 }
 
 // ntGNUBuildID is the note type of a GNU build ID.

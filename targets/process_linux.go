@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // StopTimeout bounds how long AttachProcess waits for one thread to stop
@@ -262,11 +264,13 @@ func checkExeClass(pid int) error {
 		return fmt.Errorf("opening executable: %w", err)
 	}
 	defer f.Close()
-	var id [elf.EI_NIDENT]byte
-	if _, err := io.ReadFull(f, id[:]); err != nil {
+	h, err := elffile.ReadHeader(f)
+	switch {
+	case errors.Is(err, elffile.ErrNotELF):
+		return nil
+	case err != nil:
 		return fmt.Errorf("reading executable header: %w", err)
-	}
-	if string(id[:4]) == elf.ELFMAG && elf.Class(id[elf.EI_CLASS]) != elf.ELFCLASS64 {
+	case h.Class != elf.ELFCLASS64:
 		return fmt.Errorf("32-bit process not supported")
 	}
 	return nil

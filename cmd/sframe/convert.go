@@ -10,6 +10,7 @@ import (
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/sframe"
+	"github.com/sframekit/sframekit/sframegen"
 )
 
 func init() {
@@ -61,12 +62,12 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	opts := elffile.ConvertOptions{Version: sframe.Version(*toVersion), Section: *section, DropUnrepresentable: *drop}
-	var res *elffile.ConvertResult
+	opts := sframegen.ToVersionOptions{Version: sframe.Version(*toVersion), Section: *section, DropUnrepresentable: *drop}
+	var res *sframegen.ToVersionResult
 	if *raw {
-		res, err = elffile.ConvertRaw(src, baseAddr, opts)
+		res, err = sframegen.ToVersionRaw(src, baseAddr, opts)
 	} else {
-		res, err = elffile.ConvertSFrame(src, opts)
+		res, err = sframegen.ToVersion(src, opts)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe convert: %s: %v; nothing written\n", in, err)

@@ -7,10 +7,10 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/sframekit/sframekit/convert"
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/sframe"
+	"github.com/sframekit/sframekit/sframegen"
 )
 
 func init() {
@@ -64,7 +64,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	res, err := convert.FromELF(f, convert.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
+	res, err := sframegen.FromCFI(f, sframegen.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
 	if err != nil {
 		return fail(err)
 	}

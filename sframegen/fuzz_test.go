@@ -1,8 +1,9 @@
-package convert
+package sframegen
 
 import (
 	"debug/elf"
 	"encoding/binary"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,10 +13,10 @@ import (
 	"github.com/sframekit/sframekit/sframe"
 )
 
-// FuzzConvert feeds arbitrary .eh_frame bytes to the converter, seeded
+// FuzzFromCFI feeds arbitrary .eh_frame bytes to the converter, seeded
 // with the CFI of corpus files. Conversion must not panic; whatever it
 // produces must encode, parse, validate and agree with the same CFI.
-func FuzzConvert(f *testing.F) {
+func FuzzFromCFI(f *testing.F) {
 	if d, ok := corpus.Find(); ok {
 		for _, name := range []string{"x86_64/v3/edge-x86_64.o", "x86_64/v3/drap-O2.elf", "x86_64/v3/basic-pic.so",
 			"aarch64/v3/edge-aarch64.o", "aarch64/v3/basic-pacb.elf", "s390x/v3/edge-s390x.o", "s390x/v3/drap-O2.elf"} {
@@ -44,7 +45,7 @@ func FuzzConvert(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r, err := FromTable(tab, abi, Options{Version: v})
+		r, err := FromCFITable(tab, abi, Options{Version: v})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,6 +107,70 @@ func FuzzVerify(f *testing.F) {
 		rep, err := Verify(tab, s, VerifyOptions{Relocatable: which&0x80 != 0})
 		if err == nil && (rep.Disagreements == nil || rep.LeftOut == nil) {
 			t.Fatal("nil lists in a report")
+		}
+	})
+}
+
+// FuzzToVersion converts arbitrary ELF images and bare sections
+// (seeded with small corpus files of every kind and their .sframe) to
+// version 2 and 3, dropping what cannot be expressed. It must not panic,
+// and an image that elffile.NewFile opens (as sframe convert checks
+// first) converts into one that opens too, with an SFrame section that
+// parses and validates.
+func FuzzToVersion(f *testing.F) {
+	if d, ok := corpus.Find(); ok {
+		for _, name := range []string{"x86_64/v3/edge-x86_64.o", "x86_64/v2/basic-O2.o", "x86_64/v3/drap-O2.elf",
+			"x86_64/v1/basic-O2.elf", "aarch64/v3/edge-aarch64.o", "s390x/v3/drap-O2.elf"} {
+			src, err := os.ReadFile(filepath.Join(d, name))
+			if err != nil || len(src) > 64<<10 {
+				continue
+			}
+			f.Add(src, false, byte(2))
+			f.Add(src, false, byte(3))
+			if ef, err := elffile.NewFile(src); err == nil {
+				if s := elffile.FindSFrame(ef, ""); s != nil {
+					if data, err := s.Data(); err == nil {
+						f.Add(data, true, byte(2))
+					}
+				}
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, raw bool, vB byte) {
+		opts := ToVersionOptions{Version: sframe.Version(vB%2 + 2), DropUnrepresentable: true}
+		if raw {
+			if r, err := ToVersionRaw(data, 0x1000, opts); err == nil {
+				if _, err := sframe.Parse(r.Data, 0x1000); err != nil {
+					t.Fatalf("converted section does not parse: %v", err)
+				}
+			}
+			return
+		}
+		r, err := ToVersion(data, opts)
+		if err != nil {
+			return
+		}
+		if _, err := elffile.NewFile(data); err != nil {
+			return
+		}
+		ef, err := elffile.NewFile(r.Data)
+		if err != nil {
+			t.Fatalf("converted image does not open: %v", err)
+		}
+		sec := elffile.FindSFrame(ef, "")
+		if sec == nil {
+			t.Fatal("converted image has no SFrame section")
+		}
+		sd, err := elffile.Data(ef, sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sframe.Parse(sd, sec.Addr)
+		if err != nil {
+			t.Fatalf("converted section does not parse: %v", err)
+		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("converted section does not validate: %v", err)
 		}
 	})
 }

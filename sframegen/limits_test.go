@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 import (
 	"bytes"
@@ -136,7 +136,7 @@ func TestLongFDEGen(t *testing.T) {
 	}
 	defer f.Close()
 	var r *Result
-	n := allocated(func() { r, err = FromELF(f, Options{}) })
+	n := allocated(func() { r, err = FromCFI(f, Options{}) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +146,11 @@ func TestLongFDEGen(t *testing.T) {
 		t.Errorf("v3: %d functions, skipped %v; want the function left out: %v", len(r.Funcs), r.Skipped, want)
 	}
 	if limit := uint64(64 << 20); n > limit {
-		t.Errorf("v3: FromELF allocated %d MB for a %d-row FDE, more than %d MB", n>>20, longFDERows, limit>>20)
+		t.Errorf("v3: FromCFI allocated %d MB for a %d-row FDE, more than %d MB", n>>20, longFDERows, limit>>20)
 	}
-	t.Logf("v3: FromELF allocated %d MB", n>>20)
+	t.Logf("v3: FromCFI allocated %d MB", n>>20)
 
-	n = allocated(func() { r, err = FromELF(f, Options{Version: sframe.Version2}) })
+	n = allocated(func() { r, err = FromCFI(f, Options{Version: sframe.Version2}) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,9 +159,9 @@ func TestLongFDEGen(t *testing.T) {
 	}
 	// The rows take 88 MB; the slab is sized for 1.5 million.
 	if limit := uint64(200 << 20); n > limit {
-		t.Errorf("v2: FromELF allocated %d MB for a %d-row FDE, more than %d MB", n>>20, longFDERows, limit>>20)
+		t.Errorf("v2: FromCFI allocated %d MB for a %d-row FDE, more than %d MB", n>>20, longFDERows, limit>>20)
 	}
-	t.Logf("v2: FromELF allocated %d MB", n>>20)
+	t.Logf("v2: FromCFI allocated %d MB", n>>20)
 }
 
 // TestLongFDEVerify verifies an SFrame function against the crafted

@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 import (
 	"debug/elf"
@@ -21,7 +21,7 @@ func TestLibc(t *testing.T) {
 	}
 	defer f.Close()
 	for _, v := range []sframe.Version{sframe.Version3, sframe.Version2} {
-		r, err := FromELF(f, Options{Version: v})
+		r, err := FromCFI(f, Options{Version: v})
 		if err != nil {
 			t.Fatal(err)
 		}

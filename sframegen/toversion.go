@@ -1,4 +1,4 @@
-package elffile
+package sframegen
 
 import (
 	"bytes"
@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/sframe"
 )
 
-// ConvertOptions control ConvertSFrame and ConvertRaw.
-type ConvertOptions struct {
+// ToVersionOptions control ToVersion and ToVersionRaw.
+type ToVersionOptions struct {
 	// Version is the SFrame version to write (2 or 3).
 	Version sframe.Version
 	// Section names the SFrame section; empty means FindSFrame's choice.
@@ -37,8 +38,8 @@ func (d DroppedFunc) String() string {
 	return s
 }
 
-// ConvertResult is the outcome of a conversion.
-type ConvertResult struct {
+// ToVersionResult is the outcome of a conversion.
+type ToVersionResult struct {
 	// Data is the converted file (or bare section).
 	Data []byte
 	// From is the input section's version; Funcs the number of functions
@@ -50,7 +51,7 @@ type ConvertResult struct {
 	// Segment, when not nil, says the converted section of a linked file
 	// did not fit in the place of the old one and went to a new loadable
 	// segment, as AddSFrameSegment puts it.
-	Segment *SegmentPlan
+	Segment *elffile.SegmentPlan
 }
 
 // UnrepresentableError reports the functions a conversion would lose.
@@ -133,7 +134,7 @@ func checkTarget(v sframe.Version) error {
 // convertSection converts a decoded, self-contained section (no
 // relocations): a bare section or the .sframe of a linked file. The
 // result is laid out for the address addr.
-func convertSection(s *sframe.Section, opts ConvertOptions, name func(i int) string, addr uint64) ([]byte, []DroppedFunc, int, error) {
+func convertSection(s *sframe.Section, opts ToVersionOptions, name func(i int) string, addr uint64) ([]byte, []DroppedFunc, int, error) {
 	if err := s.Validate(); err != nil {
 		return nil, nil, 0, fmt.Errorf("input section: %w", err)
 	}
@@ -165,8 +166,8 @@ func convertSection(s *sframe.Section, opts ConvertOptions, name func(i int) str
 	return out, dropped, len(funcs), err
 }
 
-// ConvertRaw converts a bare SFrame section loaded at address base.
-func ConvertRaw(data []byte, base uint64, opts ConvertOptions) (*ConvertResult, error) {
+// ToVersionRaw converts a bare SFrame section loaded at address base.
+func ToVersionRaw(data []byte, base uint64, opts ToVersionOptions) (*ToVersionResult, error) {
 	if err := checkTarget(opts.Version); err != nil {
 		return nil, err
 	}
@@ -178,10 +179,10 @@ func ConvertRaw(data []byte, base uint64, opts ConvertOptions) (*ConvertResult, 
 	if err != nil {
 		return nil, err
 	}
-	return &ConvertResult{Data: out, From: s.Version, Funcs: n, Dropped: dropped}, nil
+	return &ToVersionResult{Data: out, From: s.Version, Funcs: n, Dropped: dropped}, nil
 }
 
-// ConvertSFrame converts the SFrame section of the ELF image src and
+// ToVersion converts the SFrame section of the ELF image src and
 // returns the new image; src is not modified.
 //
 // In a relocatable object the section and its .rela section are
@@ -199,7 +200,7 @@ func ConvertRaw(data []byte, base uint64, opts ConvertOptions) (*ConvertResult, 
 //
 // Converting to the version the section has keeps its encoding (start
 // fields, flags, order, section type): the file comes out unchanged.
-func ConvertSFrame(src []byte, opts ConvertOptions) (*ConvertResult, error) {
+func ToVersion(src []byte, opts ToVersionOptions) (*ToVersionResult, error) {
 	if err := checkTarget(opts.Version); err != nil {
 		return nil, err
 	}
@@ -207,7 +208,7 @@ func ConvertSFrame(src []byte, opts ConvertOptions) (*ConvertResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	sec := FindSFrame(f, opts.Section)
+	sec := elffile.FindSFrame(f, opts.Section)
 	if sec == nil {
 		n := opts.Section
 		if n == "" {
@@ -215,17 +216,13 @@ func ConvertSFrame(src []byte, opts ConvertOptions) (*ConvertResult, error) {
 		}
 		return nil, fmt.Errorf("no %s section", n)
 	}
-	secIdx := sectionIndex(f, sec)
+	secIdx := elffile.SectionIndex(f, sec)
 	if f.Type == elf.ET_REL {
 		return convertRel(src, f, sec, secIdx, opts)
 	}
-	raw, err := SectionData(sec)
+	s, err := parseSection(f, sec)
 	if err != nil {
 		return nil, err
-	}
-	s, err := sframe.Parse(raw, sec.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
 	names := funcSymbols(f)
 	name := func(i int) string {
@@ -239,13 +236,13 @@ func ConvertSFrame(src []byte, opts ConvertOptions) (*ConvertResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
-	typ := SHT_GNU_SFRAME
+	typ := elffile.SHT_GNU_SFRAME
 	if s.Version == opts.Version {
 		typ = 0 // unchanged
 	}
-	res := &ConvertResult{From: s.Version, Funcs: n, Dropped: dropped}
+	res := &ToVersionResult{From: s.Version, Funcs: n, Dropped: dropped}
 	if uint64(len(out)) <= sec.Size {
-		res.Data, err = RewriteSections(src, []SectionUpdate{{Index: secIdx, Data: out, Type: typ}})
+		res.Data, err = elffile.RewriteSections(src, []elffile.SectionUpdate{{Index: secIdx, Data: out, Type: typ}})
 		if err != nil {
 			return nil, err
 		}
@@ -253,7 +250,7 @@ func ConvertSFrame(src []byte, opts ConvertOptions) (*ConvertResult, error) {
 	}
 	// Loaded sections cannot move: the new one goes to a new segment,
 	// laid out for its address there.
-	plan, err := PlanSFrameSegment(src)
+	plan, err := elffile.PlanSFrameSegment(src)
 	if err != nil {
 		return nil, fmt.Errorf("section %s: the %s section (%d bytes) does not fit in the %d of the old one, and no segment can be added: %w",
 			sec.Name, opts.Version, len(out), sec.Size, err)
@@ -261,20 +258,25 @@ func ConvertSFrame(src []byte, opts ConvertOptions) (*ConvertResult, error) {
 	if out, _, _, err = convertSection(s, opts, name, plan.Addr); err != nil {
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
-	if res.Data, err = AddSFrameSegment(src, plan, out); err != nil {
+	if res.Data, err = elffile.AddSFrameSegment(src, plan, out); err != nil {
 		return nil, err
 	}
 	res.Segment = plan
 	return res, nil
 }
 
-func sectionIndex(f *elf.File, sec *elf.Section) int {
-	for i, s := range f.Sections {
-		if s == sec {
-			return i
-		}
+// parseSection decodes the SFrame section sec of f, with its
+// relocations applied in a relocatable object (elffile.Data).
+func parseSection(f *elf.File, sec *elf.Section) (*sframe.Section, error) {
+	data, err := elffile.Data(f, sec)
+	if err != nil {
+		return nil, err
 	}
-	return -1
+	s, err := sframe.Parse(data, sec.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+	}
+	return s, nil
 }
 
 // symKey identifies a function: by address in a linked file, by section
@@ -287,7 +289,7 @@ type symKey struct {
 // funcSymbols maps function symbols to their names.
 func funcSymbols(f *elf.File) map[symKey]string {
 	m := map[symKey]string{}
-	syms, _ := Symbols(f)
+	syms, _ := elffile.Symbols(f)
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Name == "" {
 			continue
@@ -309,41 +311,18 @@ type startReloc struct {
 	addend int64
 }
 
-// pcRelType returns the machine's PC-relative relocation type of the
-// given width (4 or 8 bytes).
-func pcRelType(m elf.Machine, size int) (uint32, bool) {
-	switch m {
-	case elf.EM_X86_64:
-		if size == 4 {
-			return uint32(elf.R_X86_64_PC32), true
-		}
-		return uint32(elf.R_X86_64_PC64), true
-	case elf.EM_AARCH64:
-		if size == 4 {
-			return uint32(elf.R_AARCH64_PREL32), true
-		}
-		return uint32(elf.R_AARCH64_PREL64), true
-	case elf.EM_S390:
-		if size == 4 {
-			return uint32(elf.R_390_PC32), true
-		}
-		return uint32(elf.R_390_PC64), true
-	}
-	return 0, false
-}
-
-func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ConvertOptions) (*ConvertResult, error) {
+func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ToVersionOptions) (*ToVersionResult, error) {
 	if f.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("section %s: converting 32-bit relocatable objects is not supported", sec.Name)
 	}
-	rels := relocSections(f, sec)
+	rels := elffile.RelocSections(f, sec)
 	var rs *elf.Section
-	var rd []byte
+	var rr []elffile.Reloc
 	switch {
 	case len(rels) == 1 && rels[0].Type == elf.SHT_RELA:
 		rs = rels[0]
 		var err error
-		if rd, err = SectionData(rs); err != nil {
+		if rr, err = elffile.Relocs(f, rs); err != nil {
 			return nil, err
 		}
 	case len(rels) == 0:
@@ -354,13 +333,9 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts Conv
 	}
 	// Decode with the relocations applied (the rows do not depend on
 	// them, but validation of a sorted section does).
-	data, err := Data(f, sec)
+	s, err := parseSection(f, sec)
 	if err != nil {
 		return nil, err
-	}
-	s, err := sframe.Parse(data, sec.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("section %s: input section: %w", sec.Name, err)
@@ -377,21 +352,20 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts Conv
 	if opts.Version == sframe.Version3 {
 		newWidth = 8
 	}
-	oldType, ok := pcRelType(f.Machine, oldWidth)
-	newType, _ := pcRelType(f.Machine, newWidth)
+	oldType, ok := elffile.PCRelType(f.Machine, oldWidth)
+	newType, _ := elffile.PCRelType(f.Machine, newWidth)
 	if !ok {
 		return nil, fmt.Errorf("section %s: relocations for %s are not supported", sec.Name, f.Machine)
 	}
 	order := f.ByteOrder
-	relocs := make(map[uint64]startReloc, len(rd)/24)
-	for off := 0; off+24 <= len(rd); off += 24 {
-		r := elf.Rela64{Off: order.Uint64(rd[off:]), Info: order.Uint64(rd[off+8:]), Addend: int64(order.Uint64(rd[off+16:]))}
-		if t := elf.R_TYPE64(r.Info); t != oldType {
-			return nil, fmt.Errorf("section %s: relocation at %#x has type %d, expected the %d-byte PC-relative type %d", rs.Name, r.Off, t, oldWidth, oldType)
+	relocs := make(map[uint64]startReloc, len(rr))
+	for _, r := range rr {
+		if r.Type != oldType {
+			return nil, fmt.Errorf("section %s: relocation at %#x has type %d, expected the %d-byte PC-relative type %d", rs.Name, r.Off, r.Type, oldWidth, oldType)
 		}
-		relocs[r.Off] = startReloc{sym: elf.R_SYM64(r.Info), addend: r.Addend}
+		relocs[r.Off] = startReloc{sym: r.Sym, addend: r.Addend}
 	}
-	syms, _ := Symbols(f)
+	syms, _ := elffile.Symbols(f)
 	names := funcSymbols(f)
 	n := s.NumFuncs()
 	funcs := make([]sframe.EncFunc, n)
@@ -460,19 +434,19 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts Conv
 		order.PutUint64(e[8:], elf.R_INFO(r.sym, newType))
 		order.PutUint64(e[16:], uint64(r.addend))
 	}
-	typ := SHT_GNU_SFRAME
+	typ := elffile.SHT_GNU_SFRAME
 	if s.Version == opts.Version {
 		typ = 0 // unchanged
 	}
-	updates := []SectionUpdate{{Index: secIdx, Data: out, Type: typ}}
+	updates := []elffile.SectionUpdate{{Index: secIdx, Data: out, Type: typ}}
 	if rs != nil {
-		updates = append(updates, SectionUpdate{Index: sectionIndex(f, rs), Data: rela})
+		updates = append(updates, elffile.SectionUpdate{Index: elffile.SectionIndex(f, rs), Data: rela})
 	} else if len(rela) != 0 {
 		return nil, fmt.Errorf("section %s: no relocation section to write %d relocations to", sec.Name, len(rela)/24)
 	}
-	img, err := RewriteSections(src, updates)
+	img, err := elffile.RewriteSections(src, updates)
 	if err != nil {
 		return nil, err
 	}
-	return &ConvertResult{Data: img, From: s.Version, Funcs: len(funcs), Dropped: dropped}, nil
+	return &ToVersionResult{Data: img, From: s.Version, Funcs: len(funcs), Dropped: dropped}, nil
 }

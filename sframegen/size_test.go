@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 import (
 	"debug/elf"
@@ -18,7 +18,7 @@ func sizeVsGas(tb testing.TB, p string, v sframe.Version) (ours, theirs int) {
 	}
 	defer f.Close()
 	sec := elffile.FindSFrame(f, "")
-	r, err := FromELF(f, Options{Version: v})
+	r, err := FromCFI(f, Options{Version: v})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 import (
 	"bytes"
@@ -175,7 +175,7 @@ func TestVerifyGenerated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := FromELF(f, Options{Version: versions[i]})
+		r, err := FromCFI(f, Options{Version: versions[i]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,8 +402,8 @@ func TestNoCFI(t *testing.T) {
 	}
 	defer f.Close()
 	const want = "convert: no CFI (neither .eh_frame nor .debug_frame)"
-	if _, err := FromELF(f, Options{}); err == nil || err.Error() != want {
-		t.Errorf("FromELF: %v, want %q", err, want)
+	if _, err := FromCFI(f, Options{}); err == nil || err.Error() != want {
+		t.Errorf("FromCFI: %v, want %q", err, want)
 	}
 	if _, err := VerifyELF(f, VerifyELFOptions{}); err == nil || err.Error() != want {
 		t.Errorf("VerifyELF: %v, want %q", err, want)

@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 import (
 	"debug/elf"
@@ -98,7 +98,7 @@ func TestCorpusRowsMatchGas(t *testing.T) {
 			}
 			defer f.Close()
 			gas := gasFuncs(t, f)
-			r, err := FromELF(f, Options{Version: v})
+			r, err := FromCFI(f, Options{Version: v})
 			if err != nil {
 				t.Fatal(err)
 			}

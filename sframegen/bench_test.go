@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 	"github.com/sframekit/sframekit/internal/corpus"
 )
 
-// benchConvert measures reading the ELF headers, converting the CFI and
+// benchFromCFI measures reading the ELF headers, converting the CFI and
 // encoding the section, from the file's bytes in memory.
-func benchConvert(b *testing.B, path string) {
+func benchFromCFI(b *testing.B, path string) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		b.Skip(err)
@@ -23,7 +23,7 @@ func benchConvert(b *testing.B, path string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r, err := FromELF(f, Options{})
+		r, err := FromCFI(f, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -36,8 +36,8 @@ func benchConvert(b *testing.B, path string) {
 	b.ReportMetric(float64(size), "out-bytes")
 }
 
-func BenchmarkConvertLibc(b *testing.B) { benchConvert(b, libcPath) }
+func BenchmarkFromCFILibc(b *testing.B) { benchFromCFI(b, libcPath) }
 
-func BenchmarkConvertBigPIC(b *testing.B) {
-	benchConvert(b, filepath.Join(corpus.Dir(b), "x86_64/v3/big-pic.so"))
+func BenchmarkFromCFIBigPIC(b *testing.B) {
+	benchFromCFI(b, filepath.Join(corpus.Dir(b), "x86_64/v3/big-pic.so"))
 }

@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 import (
 	"encoding/json"

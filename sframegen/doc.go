@@ -1,15 +1,35 @@
-// Package convert turns the DWARF call frame information of an ELF file
-// into an SFrame section (version 3 by default, version 2 on request) for
-// AMD64, AArch64 and s390x, and verifies an SFrame section against the
-// CFI it should describe.
+// Package sframegen makes SFrame sections. It has three jobs, one per
+// subcommand of the sframe tool:
 //
-// # Design
+//   - Generating SFrame from CFI (sframe gen): FromCFI reads the DWARF
+//     call frame information of an ELF file (.eh_frame or .debug_frame)
+//     and returns a Result, the SFrame functions ready to encode (version
+//     3 by default, version 2 on request) for AMD64, AArch64 and s390x,
+//     what SFrame cannot say left out with a Reason, and coverage Stats.
+//     Result.Encode lays the section out for a load address; to make it
+//     loadable in an executable, give the bytes to
+//     elffile.AddSFrameSegment at the address elffile.PlanSFrameSegment
+//     chooses. FromCFITable does the same from a cfi.Table.
+//   - Converting between versions (sframe convert): ToVersion rewrites the
+//     SFrame section of an ELF image (object, executable or shared
+//     library) in version 2 or 3, relocations included; ToVersionRaw does
+//     it for a bare section. What the target version cannot express is an
+//     UnrepresentableError, or with DropUnrepresentable a DroppedFunc.
+//   - Verifying SFrame against CFI (sframe verify): VerifyELF checks an ELF
+//     file's SFrame section against its own CFI, Verify a section against
+//     a cfi.Table; both return a Report of the PCs where the two disagree.
 //
-// The converter is built on two packages: cfi walks the FDEs of
+// The package reads ELF through debug/elf and elffile, which knows ELF
+// only: sections, segments, relocations. It writes nothing to disk and
+// never modifies its input.
+//
+// # Generating SFrame from CFI
+//
+// FromCFI is built on two packages: cfi walks the FDEs of
 // .eh_frame (or .debug_frame) and streams each one's rows (the CIE's
 // initial rules, then the FDE program, with remember/restore state
 // already resolved), and the sframe encoder lays out the section.
-// Between them, FromTable maps every CFI row to an sframe.Row: the CFA
+// Between them, FromCFITable maps every CFI row to an sframe.Row: the CFA
 // rule, the return address (RA) rule and the frame pointer (FP) rule,
 // the only three values SFrame records. Other registers are ignored, as
 // gas ignores them. A new SFrame row (FRE) starts where the CFA, RA or FP
@@ -81,6 +101,18 @@
 // corpus; the result is an unsorted index in CFI order, as gas writes in
 // objects, and cannot be linked (it carries no relocations).
 //
+// # Converting between versions
+//
+// ToVersion decodes the section into the same sframe.Row values
+// (sframe.Extract) and encodes them again for the target version, with
+// PC-relative function starts as binutils 2.45 and later write them.
+// Converting to the version a section already has keeps its encoding: the
+// file comes out unchanged. In a relocatable object the .rela section of
+// .sframe is rewritten with it, as gas would have written it; in a linked
+// file a section that grows no longer fits in its place and goes to a new
+// loadable segment (ToVersionResult.Segment). Version 1 can be read but
+// not written.
+//
 // # Verification
 //
 // Verify walks every CFI function and, at every CFI row boundary and
@@ -99,4 +131,4 @@
 // not validate is an error, not a report. In relocatable objects
 // functions are named by the STT_FUNC symbol of the section the FDE's
 // relocation points into, at the FDE's section offset.
-package convert
+package sframegen

@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 import (
 	"cmp"
@@ -12,7 +12,7 @@ import (
 	"github.com/sframekit/sframekit/sframe"
 )
 
-// Options control a conversion.
+// Options control FromCFI and FromCFITable.
 type Options struct {
 	// Version is the SFrame version to produce: sframe.Version2 or
 	// sframe.Version3 (the default when 0).
@@ -97,8 +97,8 @@ func ABIFor(f *elf.File) (sframe.ABI, error) {
 	return 0, fmt.Errorf("convert: SFrame has no ABI for %v %v", f.Class, f.Machine)
 }
 
-// FromELF converts the CFI of an ELF file (see Options.Section).
-func FromELF(f *elf.File, opts Options) (*Result, error) {
+// FromCFI converts the CFI of an ELF file (see Options.Section).
+func FromCFI(f *elf.File, opts Options) (*Result, error) {
 	abi, err := ABIFor(f)
 	if err != nil {
 		return nil, err
@@ -111,7 +111,7 @@ func FromELF(f *elf.File, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := FromTable(t, abi, opts)
+	r, err := FromCFITable(t, abi, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -128,16 +128,16 @@ func FromELF(f *elf.File, opts Options) (*Result, error) {
 	return r, nil
 }
 
-// FromTable converts every FDE of a CFI table for the given ABI. The
+// FromCFITable converts every FDE of a CFI table for the given ABI. The
 // result keeps the FDE order; functions sharing a start address are kept
-// (see Result.KeepOrder); FromELF removes duplicates in linked files.
+// (see Result.KeepOrder); FromCFI removes duplicates in linked files.
 //
 // Limits: each FDE's rows are streamed from the table, never held as CFI
 // rows. Memory grows with the SFrame rows kept (about 90 bytes each),
 // and rows beyond what the version allows in one function (65535 in v3;
 // v2 has no such bound) are only counted, the function being left out:
 // a long CFI program costs time in proportion to its length, not memory.
-func FromTable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
+func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
 	v := opts.Version
 	if v == 0 {
 		v = sframe.Version3

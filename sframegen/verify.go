@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 import (
 	"debug/elf"
@@ -557,13 +557,9 @@ func VerifyELF(f *elf.File, opts VerifyELFOptions) (*Report, error) {
 		}
 		return nil, errors.New("convert: no SFrame section (neither .sframe nor a section of type SHT_GNU_SFRAME)")
 	}
-	data, err := elffile.Data(f, sec)
+	s, err := parseSection(f, sec)
 	if err != nil {
 		return nil, err
-	}
-	s, err := sframe.Parse(data, sec.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
@@ -702,42 +698,15 @@ func fdeNames(f *elf.File, cfiName string) func(*cfi.FDE) string {
 // and ignores the rest (names are a convenience).
 func relocTargets(f *elf.File, sec *elf.Section, syms []elf.Symbol) map[uint64]elf.SectionIndex {
 	out := map[uint64]elf.SectionIndex{}
-	idx := -1
-	for i, s := range f.Sections {
-		if s == sec {
-			idx = i
-		}
-	}
-	if idx < 0 {
-		return out
-	}
-	for _, rs := range f.Sections {
-		if (rs.Type != elf.SHT_RELA && rs.Type != elf.SHT_REL) || int(rs.Info) != idx {
-			continue
-		}
-		data, err := rs.Data()
+	for _, rs := range elffile.RelocSections(f, sec) {
+		rr, err := elffile.Relocs(f, rs)
 		if err != nil {
 			continue
 		}
-		// Entry sizes: offset and info words, plus an addend in RELA.
-		word := 4
-		if f.Class == elf.ELFCLASS64 {
-			word = 8
-		}
-		ent := 2 * word
-		if rs.Type == elf.SHT_RELA {
-			ent = 3 * word
-		}
-		for p := 0; p+ent <= len(data); p += ent {
-			var off, sym uint64
-			if word == 8 {
-				off, sym = f.ByteOrder.Uint64(data[p:]), f.ByteOrder.Uint64(data[p+8:])>>32
-			} else {
-				off, sym = uint64(f.ByteOrder.Uint32(data[p:])), uint64(f.ByteOrder.Uint32(data[p+4:])>>8)
-			}
+		for _, r := range rr {
 			// debug/elf leaves out the null symbol: symbol i is syms[i-1].
-			if sym > 0 && sym <= uint64(len(syms)) {
-				out[off] = syms[sym-1].Section
+			if r.Sym > 0 && uint64(r.Sym) <= uint64(len(syms)) {
+				out[r.Off] = syms[r.Sym-1].Section
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package convert
+package sframegen
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ func TestReasonText(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := FromELF(f, Options{Version: sframe.Version2})
+	r, err := FromCFI(f, Options{Version: sframe.Version2})
 	if err != nil {
 		t.Fatal(err)
 	}
