@@ -54,8 +54,8 @@ func (s *Symbolizer) LookupFuncs(path string, addrs []uint64) []Symbol {
 }
 
 const (
-	scanEntries = 2730 // symbol entries per read: about 64 KB
-	nameChunk   = 256  // bytes per read of a name
+	scanEntries = 680 // symbol entries per read: 16 KB (each new page of memory is a page fault)
+	nameChunk   = 256 // bytes per read of a name
 )
 
 // errLazy makes lookupLazy give up: the whole table is read instead.

@@ -86,7 +86,7 @@ type module struct {
 	once sync.Once
 	err  error
 
-	src    func() (*elf.File, error) // opens the object (Register or path)
+	src func() (*elf.File, error) // opens the object (Register or path)
 
 	// symMu guards what loading the symbols sets: a lazy module (opened
 	// by a Lazy Symbolizer) reads them on the first lookup that needs the
