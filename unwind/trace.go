@@ -307,9 +307,10 @@ func moduleName(m *Module) string {
 // REASON". Threads are separated by blank lines.
 func (t *Trace) WriteText(w io.Writer) error {
 	// Appends rather than fmt: a deep trace has thousands of lines. The
-	// buffer is flushed past 64 KB: sized for that at once, it is not
-	// copied as it grows (new memory costs page faults).
-	b := make([]byte, 0, 80<<10)
+	// buffer is flushed past 12 KB: sized for that at once, it is not
+	// copied as it grows, and small, it costs few new pages (each is a
+	// page fault, slow in virtual machines) for a few more writes.
+	b := make([]byte, 0, 16<<10)
 	for i := range t.Threads {
 		th := &t.Threads[i]
 		if i > 0 {
@@ -377,7 +378,7 @@ func (t *Trace) WriteText(w io.Writer) error {
 			}
 			b = append(b, '\n')
 		}
-		if len(b) > 64<<10 {
+		if len(b) > 12<<10 {
 			if _, err := w.Write(b); err != nil {
 				return err
 			}
