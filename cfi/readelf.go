@@ -291,6 +291,7 @@ func (p *printer) frames(name string, t *Table) {
 	p.out = append(p.out, "Contents of the "...)
 	p.out = append(p.out, name...)
 	p.out = append(p.out, " section:\n\n"...)
+	t.fillAll()
 	data := t.data
 	c := &compat{keepStack: true, arch: p.arch, out: &p.out}
 	ut := &UnwindTable{keepAll: true}

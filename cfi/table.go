@@ -104,6 +104,8 @@ type Table struct {
 	index      []indexEntry
 	indexBuilt bool
 
+	lazy *lazyData // FromELFLazy: data is filled as entries are read
+
 	scratch interp
 	fde     FDE
 	out     Row
@@ -148,7 +150,7 @@ func (t *Table) Clone() *Table {
 	}
 	c := &Table{kind: t.kind, name: t.name, data: t.data, addr: t.addr, order: t.order, end: t.end, addrSize: t.addrSize,
 		arch: t.arch, text: t.text, dataBase: t.dataBase, deref: t.deref, hdr: t.hdr,
-		cies: make(map[uint64]*CIE), index: t.index, indexBuilt: t.indexBuilt}
+		cies: make(map[uint64]*CIE), index: t.index, indexBuilt: t.indexBuilt, lazy: t.lazy}
 	return c
 }
 
@@ -162,7 +164,10 @@ func (t *Table) Arch() Arch { return t.arch }
 func (t *Table) Addr() uint64 { return t.addr }
 
 // Data returns the section bytes the table reads (relocated for objects).
-func (t *Table) Data() []byte { return t.data }
+func (t *Table) Data() []byte {
+	t.fillAll()
+	return t.data
+}
 
 // AddrSize returns the default pointer size in bytes.
 func (t *Table) AddrSize() int { return t.addrSize }
@@ -201,6 +206,23 @@ type header struct {
 }
 
 func (t *Table) readHeader(off uint64) (header, error) {
+	if t.lazy == nil {
+		return t.readHeaderData(off)
+	}
+	if err := t.need(off, 12); err != nil {
+		return header{off: off}, err
+	}
+	h, err := t.readHeaderData(off)
+	if h.end > int(off) {
+		if ferr := t.need(off, uint64(h.end)-off); ferr != nil {
+			return h, ferr
+		}
+	}
+	return h, err
+}
+
+// readHeaderData is readHeader on bytes already read.
+func (t *Table) readHeaderData(off uint64) (header, error) {
 	// Fast path: a 32-bit entry that fits in the section.
 	if off+8 <= uint64(len(t.data)) {
 		l := uint64(t.end.Uint32(t.data[off:]))
@@ -628,6 +650,7 @@ func (it *EntryIterator) Err() error { return it.err }
 // buildIndex collects the ranges of all decodable FDEs, sorted, for
 // lookups when no usable .eh_frame_hdr exists.
 func (t *Table) buildIndex() {
+	t.fillAll()
 	t.indexBuilt = true
 	// Entries are at least 8 bytes; this bounds the capacity by the input.
 	ix := make([]indexEntry, 0, len(t.data)/32+1)

@@ -53,7 +53,11 @@ type Tables struct {
 
 // LoadTables reads the SFrame and CFI tables of f. A missing table is not
 // an error; a corrupt one is recorded in Errs and left out.
-func LoadTables(f *elf.File) *Tables {
+func LoadTables(f *elf.File) *Tables { return loadTables(f, false) }
+
+// loadTables is LoadTables; lazy reads .eh_frame as lookups reach it
+// (cfi.FromELFLazy), from f, which must then stay open.
+func loadTables(f *elf.File, lazy bool) *Tables {
 	t := &Tables{}
 	if sec := elffile.FindSFrame(f, ""); sec != nil {
 		data, err := elffile.Data(f, sec)
@@ -74,7 +78,11 @@ func LoadTables(f *elf.File) *Tables {
 		if f.Section(name) == nil {
 			continue
 		}
-		c, err := cfi.FromELF(f, name)
+		fromELF := cfi.FromELF
+		if lazy {
+			fromELF = cfi.FromELFLazy
+		}
+		c, err := fromELF(f, name)
 		if err != nil {
 			t.Errs = append(t.Errs, err)
 			continue
@@ -92,6 +100,13 @@ func LoadTables(f *elf.File) *Tables {
 // for concurrent use, and so are walks over its modules, from any number
 // of Unwinders.
 type Cache struct {
+	// Lazy makes the cache read each file's .eh_frame as unwinding
+	// reaches its entries, through .eh_frame_hdr, instead of whole: less
+	// memory for a few walks (one stack trace), more reads for many.
+	// The files then stay open as long as the cache is used. Set it
+	// before the first load.
+	Lazy bool
+
 	mu     sync.Mutex
 	tables map[cacheKey]*cacheEntry
 }
@@ -156,8 +171,10 @@ func (c *Cache) Load(paths []string) {
 				e.t.Errs = append(e.t.Errs, err)
 				return
 			}
-			e.t = LoadTables(f)
-			f.Close()
+			e.t = loadTables(f, c.Lazy)
+			if !c.Lazy {
+				f.Close()
+			}
 		})
 	}
 }
@@ -186,8 +203,11 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 		load := func() *Tables {
 			t := &Tables{}
 			if f, err := targets.OpenELF(mem, tm); err == nil {
-				t = LoadTables(f)
-				f.Close()
+				lazy := c.Lazy && !tm.IsVDSO()
+				t = loadTables(f, lazy)
+				if !lazy {
+					f.Close()
+				}
 			} else {
 				t.Errs = append(t.Errs, err)
 			}

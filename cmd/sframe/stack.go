@@ -133,8 +133,10 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	tr.Inlines = *inlines
 	tr.MaxDepth = *maxDepth
 	// One capture looks up a few addresses per file: search the symbol
-	// tables for those instead of indexing every function.
+	// tables for those instead of indexing every function, and read the
+	// unwind entries reached instead of whole sections.
 	tr.Sym.Lazy = *count == 1
+	tr.Cache.Lazy = *count == 1
 	var capture func() (*unwind.Trace, error)
 	switch {
 	case *core != "" && len(operands) == 0:
