@@ -71,6 +71,8 @@ func (t *Table) fillAll() {
 // while the table is used. It is FromELF for what it cannot read that
 // way: .debug_frame, a section without a usable .eh_frame_hdr (lookups
 // would index every entry), a compressed section or a relocatable object.
+// The buffer is allocated once the section's last byte was read from the
+// file: a size field larger than the file costs nothing.
 func FromELFLazy(f *elf.File, section string) (*Table, error) {
 	s := f.Section(".eh_frame")
 	h := f.Section(".eh_frame_hdr")
@@ -96,14 +98,21 @@ func FromELFLazy(f *elf.File, section string) (*Table, error) {
 	if _, err := s.ReadAt(probe[:], int64(s.Size-1)); s.Size == 0 || err != nil {
 		return FromELF(f, section)
 	}
-	t, err := New(make([]byte, s.Size), o)
-	if err != nil {
-		return nil, err
-	}
-	if t.hdr == nil { // not searchable: every entry will be read
+	t, err := newLazy(s.Size, s, o)
+	if err != nil || t == nil { // nil: not searchable, every entry will be read
 		return FromELF(f, section)
 	}
-	t.lazy = &lazyData{src: s, filled: make([]uint64, (s.Size+lazyPage*64-1)/(lazyPage*64))}
+	return t, nil
+}
+
+// newLazy makes a lazy .eh_frame table of size bytes read from src, or
+// nil when o.Hdr is not a searchable .eh_frame_hdr.
+func newLazy(size uint64, src io.ReaderAt, o Options) (*Table, error) {
+	t, err := New(make([]byte, size), o)
+	if err != nil || t.hdr == nil {
+		return nil, err
+	}
+	t.lazy = &lazyData{src: src, filled: make([]uint64, (size+lazyPage*64-1)/(lazyPage*64))}
 	t.name = ".eh_frame"
 	return t, nil
 }

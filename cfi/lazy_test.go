@@ -1,8 +1,11 @@
 package cfi
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"math/bits"
+	"path/filepath"
 	"testing"
 
 	"github.com/sframekit/sframekit/internal/corpus"
@@ -75,4 +78,54 @@ func testFromELFLazy(t *testing.T) {
 	if lazyFiles == 0 {
 		t.Fatal("no file read lazily")
 	}
+}
+
+// FuzzLazy checks that a lazy table (newLazy, as FromELFLazy makes) gives
+// the rows and errors of the whole-section table for any .eh_frame and
+// .eh_frame_hdr bytes, and never panics. Seeds: the corpus files' two
+// sections.
+func FuzzLazy(f *testing.F) {
+	for _, p := range []string{"x86_64/v3/basic-pic.so", "x86_64/v3/drap-O2.elf", "aarch64/v3/basic-pacb.elf", "s390x/v3/fp-O2.elf"} {
+		ef, err := elf.Open(filepath.Join(corpusDirNoSkip(), p))
+		if err != nil {
+			continue
+		}
+		s, h := ef.Section(".eh_frame"), ef.Section(".eh_frame_hdr")
+		if s != nil && h != nil {
+			sd, err1 := s.Data()
+			hd, err2 := h.Data()
+			if err1 == nil && err2 == nil {
+				f.Add(sd, hd, s.Addr, h.Addr, s.Addr+0x40, ef.ByteOrder == binary.BigEndian)
+			}
+		}
+		ef.Close()
+	}
+	f.Fuzz(func(t *testing.T, data, hdr []byte, addr, hdrAddr, pc uint64, big bool) {
+		o := Options{Kind: EHFrame, Addr: addr, ByteOrder: binary.LittleEndian, AddrSize: 8, Hdr: hdr, HdrAddr: hdrAddr}
+		if big {
+			o.ByteOrder = binary.BigEndian
+		}
+		eager, err := New(data, o)
+		if err != nil {
+			return
+		}
+		lazy, err := newLazy(uint64(len(data)), bytes.NewReader(data), o)
+		if err != nil || lazy == nil {
+			return
+		}
+		for i := uint64(0); i < 64; i++ {
+			p := pc + i*i*13
+			if h := eager.hdr; h != nil && h.Len() > 0 && i%2 == 1 {
+				p, _, _ = h.Entry(int(i) % h.Len())
+			}
+			want, werr := eager.RulesForPC(p)
+			got, gerr := lazy.RulesForPC(p)
+			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+				t.Fatalf("%#x: error %v, lazy %v", p, werr, gerr)
+			}
+			if werr == nil && !want.Equal(&got) {
+				t.Fatalf("%#x: row %+v, lazy %+v", p, want, got)
+			}
+		}
+	})
 }
