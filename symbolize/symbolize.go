@@ -62,8 +62,20 @@ type Symbolizer struct {
 	// always searched for the debuglink name. Set before the first lookup.
 	DebugDirs []string
 
+	// Lazy makes the Symbolizer read no symbol table whole: LookupFuncs
+	// then finds the addresses it is given in one pass over the table,
+	// keeping only the winners, where otherwise it would sort every
+	// function of the object into an index first. That is cheaper for a
+	// few lookups per object (a one-shot stack trace), dearer for many
+	// (a profiler): set it only for the former, before the first lookup.
+	// Results are the same either way.
+	Lazy bool
+
 	mu   sync.Mutex
 	mods map[string]*module
+
+	scanMu sync.Mutex // one lazy pass at a time: they share scan
+	scan   []byte     // the buffer lazy passes read tables through
 }
 
 // New returns a Symbolizer searching DefaultDebugDir for debug files.
@@ -76,7 +88,17 @@ type module struct {
 	once sync.Once
 	err  error
 
-	src    func() (*elf.File, error) // opens the object (Register or path)
+	src func() (*elf.File, error) // opens the object (Register or path)
+
+	// symMu guards what loading the symbols sets: a lazy module (opened
+	// by a Lazy Symbolizer) reads them on the first lookup that needs the
+	// whole table (loadSyms), until then lookups scan f's and dbg's.
+	symMu  sync.Mutex
+	lazy   bool
+	loaded bool      // syms, labels, dwFile and symErr are set
+	f, dbg *elf.File // lazy, not loaded: the object and its debug file (or nil)
+	symErr error     // no symbols and no DWARF
+
 	syms   []sym
 	labels []sym       // untyped code labels (readTextLabels)
 	debug  string      // separate debug file used, if any
@@ -118,9 +140,9 @@ func (s *Symbolizer) get(key string, src func() (*elf.File, error)) *module {
 		m = &module{src: src}
 		s.mods[key] = m
 	}
-	dirs := s.DebugDirs
+	dirs, lazy := s.DebugDirs, s.Lazy
 	s.mu.Unlock()
-	m.once.Do(func() { m.err = m.load(key, dirs) })
+	m.once.Do(func() { m.err = m.load(key, dirs, lazy) })
 	return m
 }
 
@@ -160,6 +182,12 @@ func (s *Symbolizer) Err(path string) error {
 	if m.err != nil {
 		return m.err
 	}
+	m.symMu.Lock()
+	err := m.symErr
+	m.symMu.Unlock()
+	if err != nil {
+		return err
+	}
 	return m.linesErr
 }
 
@@ -184,6 +212,12 @@ func (s *Symbolizer) Close() error {
 }
 
 func (m *module) close() {
+	m.symMu.Lock()
+	if !m.loaded {
+		m.closeFiles()
+		m.loaded = true // nothing left to load from
+	}
+	m.symMu.Unlock()
 	if m.dwFile != nil {
 		m.dwFile.Close()
 		m.dwFile = nil
@@ -196,7 +230,7 @@ func (m *module) close() {
 // cannot be read (see Err).
 func (s *Symbolizer) Lookup(path string, addr uint64) (sym Symbol, ok bool) {
 	m := s.get(path, nil)
-	if m.err != nil {
+	if m.err != nil || m.loadSyms() != nil {
 		return Symbol{}, false
 	}
 	sym, ok = m.lookupFunc(addr)
@@ -211,7 +245,7 @@ func (s *Symbolizer) Lookup(path string, addr uint64) (sym Symbol, ok bool) {
 // DWARF line table.
 func (s *Symbolizer) LookupFunc(path string, addr uint64) (Symbol, bool) {
 	m := s.get(path, nil)
-	if m.err != nil {
+	if m.err != nil || m.loadSyms() != nil {
 		return Symbol{}, false
 	}
 	return m.lookupFunc(addr)
@@ -294,8 +328,9 @@ func (m *module) lookupLine(addr uint64) (string, int, bool) {
 	return m.files[rows[i].file], int(rows[i].line), true
 }
 
-// load reads the symbols of the object and finds its DWARF.
-func (m *module) load(name string, debugDirs []string) error {
+// load opens the object and finds its debug file; unless lazy, it also
+// reads the symbols and finds the DWARF (loadSyms).
+func (m *module) load(name string, debugDirs []string, lazy bool) error {
 	f, err := m.src()
 	if err != nil {
 		return fmt.Errorf("symbolize: %s: %w", name, err)
@@ -310,7 +345,46 @@ func (m *module) load(name string, debugDirs []string) error {
 	if dbg != nil {
 		m.debug = path
 	}
+	m.f, m.dbg, m.lazy = f, dbg, lazy
+	if lazy {
+		return nil
+	}
+	m.loaded = true
+	return m.readSyms(name)
+}
 
+// loadSyms reads the symbols of a lazy module not read yet, and returns
+// why the module has none (nil when it has).
+func (m *module) loadSyms() error {
+	if !m.lazy { // set once, by load
+		return nil
+	}
+	m.symMu.Lock()
+	defer m.symMu.Unlock()
+	if !m.loaded {
+		m.loaded = true
+		m.symErr = m.readSyms("")
+	}
+	return m.symErr
+}
+
+// closeFiles closes m.f and m.dbg, unless one is the DWARF file.
+func (m *module) closeFiles() {
+	for _, f := range []*elf.File{m.f, m.dbg} {
+		if f != nil && f != m.dwFile {
+			f.Close()
+		}
+	}
+	m.f, m.dbg = nil, nil
+}
+
+// readSyms reads the symbols of m.f (and m.dbg) and picks the file whose
+// DWARF gives lines; it closes the other files.
+func (m *module) readSyms(name string) error {
+	f, dbg := m.f, m.dbg
+	if f == nil {
+		return fmt.Errorf("symbolize: %s: closed", name)
+	}
 	// Symbols: the debug file's .symtab, else ours, else .dynsym.
 	var cs []cand
 	if dbg != nil {
@@ -331,18 +405,10 @@ func (m *module) load(name string, debugDirs []string) error {
 	switch {
 	case dbg != nil && dbg.Section(".debug_info") != nil:
 		m.dwFile = dbg
-		f.Close()
 	case f.Section(".debug_info") != nil:
 		m.dwFile = f
-		if dbg != nil {
-			dbg.Close()
-		}
-	default:
-		f.Close()
-		if dbg != nil {
-			dbg.Close()
-		}
 	}
+	m.closeFiles()
 	if len(m.syms) == 0 && m.dwFile == nil {
 		return fmt.Errorf("symbolize: %s: no symbols and no DWARF", name)
 	}
@@ -475,16 +541,7 @@ func better(a, b *cand) bool {
 	if (a.size > 0) != (b.size > 0) {
 		return a.size > 0
 	}
-	rank := func(b elf.SymBind) int {
-		switch b {
-		case elf.STB_GLOBAL:
-			return 0
-		case elf.STB_WEAK:
-			return 1
-		}
-		return 2
-	}
-	if ra, rb := rank(a.bind), rank(b.bind); ra != rb {
+	if ra, rb := bindRank(a.bind), bindRank(b.bind); ra != rb {
 		return ra < rb
 	}
 	under := func(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
@@ -495,6 +552,17 @@ func better(a, b *cand) bool {
 		return len(a.name) < len(b.name)
 	}
 	return a.name < b.name
+}
+
+// bindRank orders bindings for better: global, weak, then the others.
+func bindRank(b elf.SymBind) int {
+	switch b {
+	case elf.STB_GLOBAL:
+		return 0
+	case elf.STB_WEAK:
+		return 1
+	}
+	return 2
 }
 
 // funcSyms sorts the candidates by start and keeps the best one per

@@ -57,7 +57,7 @@ func (tr *Tracer) Prefetch(paths []string) {
 		tr.Cache.Load(paths)
 		if tr.Sym != nil {
 			for _, p := range paths {
-				tr.Sym.LookupFunc(p, 0)
+				tr.Sym.LookupFuncs(p, nil)
 			}
 		}
 	}()
@@ -127,7 +127,7 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 		}
 		go func() {
 			for _, f := range files {
-				tr.Sym.LookupFunc(f, 0)
+				tr.Sym.LookupFuncs(f, nil)
 			}
 		}()
 	}
@@ -170,13 +170,25 @@ func (tr *Tracer) Symbolize(trace *Trace) {
 	if tr.Sym == nil {
 		return
 	}
+	if tr.Sym.Lazy && !tr.Source && !tr.Inlines {
+		tr.symbolizeByFile(trace)
+	} else {
+		for i := range trace.Threads {
+			fs := trace.Threads[i].Frames
+			for j := range fs {
+				tr.symbolize(&fs[j])
+			}
+		}
+	}
+	if !tr.Demangle {
+		return
+	}
 	var names map[string]string // demangled once per name: recursion repeats them
 	for i := range trace.Threads {
 		fs := trace.Threads[i].Frames
 		for j := range fs {
 			sf := &fs[j]
-			tr.symbolize(sf)
-			if !tr.Demangle || sf.Func == "" {
+			if sf.Func == "" {
 				continue
 			}
 			d, ok := names[sf.Func]
@@ -192,6 +204,55 @@ func (tr *Tracer) Symbolize(trace *Trace) {
 			sf.Demangled = d
 		}
 	}
+}
+
+// symbolizeByFile names the frames as symbolize does, with one
+// LookupFuncs per file: a Lazy symbolizer then passes over each symbol
+// table once for all the frames in it.
+func (tr *Tracer) symbolizeByFile(trace *Trace) {
+	type batch struct {
+		addrs  []uint64
+		frames []*SymFrame
+	}
+	var files []string
+	batches := map[string]*batch{}
+	for i := range trace.Threads {
+		fs := trace.Threads[i].Frames
+		for j := range fs {
+			sf := &fs[j]
+			m := sf.Module
+			if m == nil || m.File == "" {
+				continue
+			}
+			b := batches[m.File]
+			if b == nil {
+				b = &batch{}
+				batches[m.File] = b
+				files = append(files, m.File)
+			}
+			b.addrs = append(b.addrs, sf.LookupPC()-m.Bias)
+			b.frames = append(b.frames, sf)
+		}
+	}
+	for _, file := range files {
+		b := batches[file]
+		for k, sym := range tr.Sym.LookupFuncs(file, b.addrs) {
+			tr.name(b.frames[k], sym)
+		}
+	}
+}
+
+// name sets the function of sf from sym, what LookupFunc found.
+func (tr *Tracer) name(sf *SymFrame, sym symbolize.Symbol) {
+	if sym.Name == "" {
+		return
+	}
+	sf.Func = sym.Name
+	// Versioned dynamic symbols: "__libc_start_main@@GLIBC_2.34".
+	if i := strings.IndexByte(sf.Func, '@'); i > 0 {
+		sf.Func = sf.Func[:i]
+	}
+	sf.Offset = sf.PC - sf.Module.Bias - sym.Start
 }
 
 func (tr *Tracer) symbolize(sf *SymFrame) {
@@ -212,13 +273,8 @@ func (tr *Tracer) symbolize(sf *SymFrame) {
 	if ok && sym.Line > 0 {
 		sf.File, sf.Line = sym.File, sym.Line
 	}
-	if ok && sym.Name != "" {
-		sf.Func = sym.Name
-		// Versioned dynamic symbols: "__libc_start_main@@GLIBC_2.34".
-		if i := strings.IndexByte(sf.Func, '@'); i > 0 {
-			sf.Func = sf.Func[:i]
-		}
-		sf.Offset = f.PC - m.Bias - sym.Start
+	if ok {
+		tr.name(sf, sym)
 	}
 }
 
@@ -251,9 +307,10 @@ func moduleName(m *Module) string {
 // REASON". Threads are separated by blank lines.
 func (t *Trace) WriteText(w io.Writer) error {
 	// Appends rather than fmt: a deep trace has thousands of lines. The
-	// buffer is flushed past 64 KB: sized for that at once, it is not
-	// copied as it grows (new memory costs page faults).
-	b := make([]byte, 0, 80<<10)
+	// buffer is flushed past 12 KB: sized for that at once, it is not
+	// copied as it grows, and small, it costs few new pages (each is a
+	// page fault, slow in virtual machines) for a few more writes.
+	b := make([]byte, 0, 16<<10)
 	for i := range t.Threads {
 		th := &t.Threads[i]
 		if i > 0 {
@@ -321,7 +378,7 @@ func (t *Trace) WriteText(w io.Writer) error {
 			}
 			b = append(b, '\n')
 		}
-		if len(b) > 64<<10 {
+		if len(b) > 12<<10 {
 			if _, err := w.Write(b); err != nil {
 				return err
 			}

@@ -132,6 +132,9 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	tr.Source = *source
 	tr.Inlines = *inlines
 	tr.MaxDepth = *maxDepth
+	// One capture looks up a few addresses per file: search the symbol
+	// tables for those instead of indexing every function.
+	tr.Sym.Lazy = *count == 1
 	var capture func() (*unwind.Trace, error)
 	switch {
 	case *core != "" && len(operands) == 0:
