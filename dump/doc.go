@@ -11,8 +11,8 @@
 //
 //	in, err := dump.LoadELF("a.out", "") // ".sframe", or the SHT_GNU_SFRAME section
 //	...
-//	dump.FileHeader(os.Stdout, in.Path, in.Format)
-//	err = dump.Text(os.Stdout, in.SFrame, in.Section)
+//	dump.WriteFileHeader(os.Stdout, in.Path, in.Format)
+//	err = dump.WriteSFrameText(os.Stdout, in.SFrame, in.Section)
 //
 // The JSON form gives rules as values (kind, base, offset) rather than
 // objdump's notation, and addresses as "0x..." strings so that readers
