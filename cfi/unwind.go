@@ -278,7 +278,7 @@ type UnwindTable struct {
 	end     uint64
 	done    bool
 	isCIE   bool
-	keepAll bool // emit empty rows too (readelf emulation)
+	keepAll bool // emit empty rows too (CIE tables, the readelf printer)
 	final   bool // the last emitted row was the end-of-program row
 	init    Row  // initial rules of a CIE not from a Table
 }
@@ -292,9 +292,13 @@ func (t *Table) NewUnwindTable(fde *FDE) *UnwindTable {
 }
 
 // NewCIEUnwindTable streams the rows produced by a CIE's initial
-// instructions alone (addresses start at 0), as readelf shows them.
+// instructions alone, as readelf shows them. These rows have no address
+// range of their own (Start counts from 0, and the final row's End is 0),
+// so every one is kept, an advance by zero included:
+// one row per advance, then the state at the end of the instructions,
+// unless they are only DW_CFA_nop (or none).
 func (t *Table) NewCIEUnwindTable(cie *CIE) *UnwindTable {
-	ut := &UnwindTable{}
+	ut := &UnwindTable{keepAll: true}
 	ut.resetCIE(t, cie)
 	return ut
 }

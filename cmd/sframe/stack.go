@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sframekit/sframekit/dump"
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/stackprof"
@@ -185,9 +186,9 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	}
 	tr.Symbolize(trace)
 	if *asJSON {
-		err = trace.WriteJSON(stdout)
+		err = dump.WriteTraceJSON(stdout, trace)
 	} else {
-		err = trace.WriteText(stdout)
+		err = dump.WriteTraceText(stdout, trace)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)

@@ -1,4 +1,4 @@
-package cfi
+package dump
 
 import (
 	"bufio"
@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/sframekit/sframekit/cfi"
 )
 
-// The JSON form written by WriteJSON (and `sframe cfi --json`). It is
+// The JSON form of CFI written by WriteCFIJSON (and `sframe cfi --json`). It is
 // stable: fields are only ever added. Addresses are strings "0x..." (JSON
 // numbers lose precision above 2^53); offsets, sizes and factors are
 // numbers; registers are objects with the DWARF number and the name.
@@ -43,94 +45,94 @@ import (
 // "val_offset" (offset), "register" (source reg), "expression" and
 // "val_expression" (expr). Rows with an empty address range are omitted;
 // CIE rows are those of the initial instructions alone.
-type jsonFile struct {
-	File     string        `json:"file"`
-	Arch     string        `json:"arch"`
-	Sections []jsonSection `json:"sections"`
+type cfiJSONFile struct {
+	File     string           `json:"file"`
+	Arch     string           `json:"arch"`
+	Sections []cfiJSONSection `json:"sections"`
 }
 
-type jsonSection struct {
-	Name    string      `json:"name"`
-	Address string      `json:"address"`
-	Size    uint64      `json:"size"`
-	Entries []jsonEntry `json:"entries"`
-	Error   string      `json:"error,omitempty"`
+type cfiJSONSection struct {
+	Name    string         `json:"name"`
+	Address string         `json:"address"`
+	Size    uint64         `json:"size"`
+	Entries []cfiJSONEntry `json:"entries"`
+	Error   string         `json:"error,omitempty"`
 }
 
-type jsonReg struct {
-	Num  Reg    `json:"num"`
-	Name string `json:"name"`
+type cfiJSONReg struct {
+	Num  cfi.Reg `json:"num"`
+	Name string  `json:"name"`
 }
 
-type jsonEntry struct {
-	Kind         string    `json:"kind"`
-	Offset       uint64    `json:"offset"`
-	Length       uint64    `json:"length,omitempty"`
-	Error        string    `json:"error,omitempty"`
-	Version      uint8     `json:"version,omitempty"`
-	Augmentation *string   `json:"augmentation,omitempty"`
-	CodeAlign    *uint64   `json:"code_align,omitempty"`
-	DataAlign    *int64    `json:"data_align,omitempty"`
-	RA           *jsonReg  `json:"ra,omitempty"`
-	FDEEncoding  string    `json:"fde_encoding,omitempty"`
-	SignalFrame  *bool     `json:"signal_frame,omitempty"`
-	CIE          *uint64   `json:"cie,omitempty"`
-	PCBegin      string    `json:"pc_begin,omitempty"`
-	PCEnd        string    `json:"pc_end,omitempty"`
-	LSDA         string    `json:"lsda,omitempty"`
-	Rows         []jsonRow `json:"rows,omitempty"`
-	RowsError    string    `json:"rows_error,omitempty"`
+type cfiJSONEntry struct {
+	Kind         string       `json:"kind"`
+	Offset       uint64       `json:"offset"`
+	Length       uint64       `json:"length,omitempty"`
+	Error        string       `json:"error,omitempty"`
+	Version      uint8        `json:"version,omitempty"`
+	Augmentation *string      `json:"augmentation,omitempty"`
+	CodeAlign    *uint64      `json:"code_align,omitempty"`
+	DataAlign    *int64       `json:"data_align,omitempty"`
+	RA           *cfiJSONReg  `json:"ra,omitempty"`
+	FDEEncoding  string       `json:"fde_encoding,omitempty"`
+	SignalFrame  *bool        `json:"signal_frame,omitempty"`
+	CIE          *uint64      `json:"cie,omitempty"`
+	PCBegin      string       `json:"pc_begin,omitempty"`
+	PCEnd        string       `json:"pc_end,omitempty"`
+	LSDA         string       `json:"lsda,omitempty"`
+	Rows         []cfiJSONRow `json:"rows,omitempty"`
+	RowsError    string       `json:"rows_error,omitempty"`
 }
 
-type jsonCFA struct {
-	Rule   string   `json:"rule"`
-	Reg    *jsonReg `json:"reg,omitempty"`
-	Offset *int64   `json:"offset,omitempty"`
-	Expr   string   `json:"expr,omitempty"`
+type cfiJSONCFA struct {
+	Rule   string      `json:"rule"`
+	Reg    *cfiJSONReg `json:"reg,omitempty"`
+	Offset *int64      `json:"offset,omitempty"`
+	Expr   string      `json:"expr,omitempty"`
 }
 
-type jsonRule struct {
-	Reg    jsonReg  `json:"reg"`
-	Rule   string   `json:"rule"`
-	Offset *int64   `json:"offset,omitempty"`
-	Source *jsonReg `json:"source,omitempty"`
-	Expr   string   `json:"expr,omitempty"`
+type cfiJSONRule struct {
+	Reg    cfiJSONReg  `json:"reg"`
+	Rule   string      `json:"rule"`
+	Offset *int64      `json:"offset,omitempty"`
+	Source *cfiJSONReg `json:"source,omitempty"`
+	Expr   string      `json:"expr,omitempty"`
 }
 
-type jsonRow struct {
-	Start    string     `json:"start"`
-	End      string     `json:"end"`
-	CFA      jsonCFA    `json:"cfa"`
-	Regs     []jsonRule `json:"regs"`
-	RASigned bool       `json:"ra_signed,omitempty"`
-	ArgsSize uint64     `json:"args_size,omitempty"`
+type cfiJSONRow struct {
+	Start    string        `json:"start"`
+	End      string        `json:"end"`
+	CFA      cfiJSONCFA    `json:"cfa"`
+	Regs     []cfiJSONRule `json:"regs"`
+	RASigned bool          `json:"ra_signed,omitempty"`
+	ArgsSize uint64        `json:"args_size,omitempty"`
 }
 
-func hexAddr(v uint64) string { return fmt.Sprintf("%#x", v) }
+func cfiHexAddr(v uint64) string { return fmt.Sprintf("%#x", v) }
 
-func (a Arch) jreg(r Reg) *jsonReg { return &jsonReg{Num: r, Name: a.RegName(r)} }
+func cfiJSONRegOf(a cfi.Arch, r cfi.Reg) *cfiJSONReg { return &cfiJSONReg{Num: r, Name: a.RegName(r)} }
 
-func rowJSON(a Arch, r *Row) jsonRow {
-	j := jsonRow{Start: hexAddr(r.Start), End: hexAddr(r.End), RASigned: r.RASigned, ArgsSize: r.ArgsSize, Regs: []jsonRule{}}
+func cfiRowJSON(a cfi.Arch, r *cfi.Row) cfiJSONRow {
+	j := cfiJSONRow{Start: cfiHexAddr(r.Start), End: cfiHexAddr(r.End), RASigned: r.RASigned, ArgsSize: r.ArgsSize, Regs: []cfiJSONRule{}}
 	switch r.CFA.Kind {
-	case CFARegOffset:
+	case cfi.CFARegOffset:
 		off := r.CFA.Offset
-		j.CFA = jsonCFA{Rule: r.CFA.Kind.String(), Reg: a.jreg(r.CFA.Reg), Offset: &off}
-	case CFAExpression:
-		j.CFA = jsonCFA{Rule: r.CFA.Kind.String(), Expr: hex.EncodeToString(r.CFA.Expr)}
+		j.CFA = cfiJSONCFA{Rule: r.CFA.Kind.String(), Reg: cfiJSONRegOf(a, r.CFA.Reg), Offset: &off}
+	case cfi.CFAExpression:
+		j.CFA = cfiJSONCFA{Rule: r.CFA.Kind.String(), Expr: hex.EncodeToString(r.CFA.Expr)}
 	default:
-		j.CFA = jsonCFA{Rule: r.CFA.Kind.String()}
+		j.CFA = cfiJSONCFA{Rule: r.CFA.Kind.String()}
 	}
 	for i := 0; i < r.NumRules(); i++ {
 		rr := r.RuleAt(i)
-		jr := jsonRule{Reg: *a.jreg(rr.Column), Rule: rr.Kind.String()}
+		jr := cfiJSONRule{Reg: *cfiJSONRegOf(a, rr.Column), Rule: rr.Kind.String()}
 		switch rr.Kind {
-		case RuleOffset, RuleValOffset:
+		case cfi.RuleOffset, cfi.RuleValOffset:
 			off := rr.Offset
 			jr.Offset = &off
-		case RuleRegister:
-			jr.Source = a.jreg(rr.Reg)
-		case RuleExpression, RuleValExpression:
+		case cfi.RuleRegister:
+			jr.Source = cfiJSONRegOf(a, rr.Reg)
+		case cfi.RuleExpression, cfi.RuleValExpression:
 			jr.Expr = hex.EncodeToString(rr.Expr)
 		}
 		j.Regs = append(j.Regs, jr)
@@ -138,8 +140,8 @@ func rowJSON(a Arch, r *Row) jsonRow {
 	return j
 }
 
-// WriteJSON writes the CFI of an ELF file in the documented JSON form
-// above: one object per file, one section object per .eh_frame or
+// WriteCFIJSON writes the CFI of an ELF file in the documented JSON form
+// above (name is the file's name as the document gives it): one object per file, one section object per .eh_frame or
 // .debug_frame (or only section, if not ""), each entry with its rows.
 // Entries that fail to decode carry an "error" and do not stop the rest.
 //
@@ -147,9 +149,9 @@ func rowJSON(a Arch, r *Row) jsonRow {
 // row, laid out as encoding/json's Encoder with SetIndent("", " ") lays
 // out the whole: memory stays bounded by the section, not by the number of
 // rows, and a write error ends the output.
-func WriteJSON(w io.Writer, f *elf.File, name, section string) error {
-	arch := ArchFromELF(f.Machine)
-	jw := &jsonWriter{w: bufio.NewWriterSize(w, 64<<10)}
+func WriteCFIJSON(w io.Writer, f *elf.File, name, section string) error {
+	arch := cfi.ArchFromELF(f.Machine)
+	jw := &cfiJSONWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	jw.str("{\n \"file\": ")
 	jw.value(name, "")
 	jw.str(",\n \"arch\": ")
@@ -176,18 +178,18 @@ func WriteJSON(w io.Writer, f *elf.File, name, section string) error {
 
 // writeSection writes one section object, its entries as they are
 // decoded and its rows as they are computed.
-func (jw *jsonWriter) writeSection(f *elf.File, s *elf.Section, arch Arch) {
+func (jw *cfiJSONWriter) writeSection(f *elf.File, s *elf.Section, arch cfi.Arch) {
 	const in = "   " // the section's members
 	jw.str("{\n" + in + "\"name\": ")
 	jw.value(s.Name, in)
 	jw.str(",\n" + in + "\"address\": ")
-	jw.value(hexAddr(s.Addr), in)
+	jw.value(cfiHexAddr(s.Addr), in)
 	jw.str(",\n" + in + "\"size\": ")
 	jw.str(strconv.FormatUint(s.Size, 10))
 	jw.str(",\n" + in + "\"entries\": ")
 	entries := jw.array(in + " ")
 	secErr := ""
-	tab, err := FromELF(f, s.Name)
+	tab, err := cfi.FromELF(f, s.Name)
 	if err != nil {
 		secErr = err.Error()
 	} else {
@@ -209,30 +211,29 @@ func (jw *jsonWriter) writeSection(f *elf.File, s *elf.Section, arch Arch) {
 }
 
 // writeEntry writes one entry object: its fields, then its rows.
-func (jw *jsonWriter) writeEntry(tab *Table, e Entry, arch Arch) {
+func (jw *cfiJSONWriter) writeEntry(tab *cfi.Table, e cfi.Entry, arch cfi.Arch) {
 	const in = "    " // the entry object
-	je := jsonEntry{Kind: e.Kind.String(), Offset: e.Offset}
-	var ut *UnwindTable
+	je := cfiJSONEntry{Kind: e.Kind.String(), Offset: e.Offset}
+	var ut *cfi.UnwindTable
 	switch {
-	case e.Kind == KindTerminator:
+	case e.Kind == cfi.KindTerminator:
 	case e.Err != nil:
 		je.Error = e.Err.Error()
-	case e.Kind == KindCIE:
+	case e.Kind == cfi.KindCIE:
 		c := e.CIE
 		je.Length, je.Version = c.Length, c.Version
 		aug, ca, da, sf := c.Augmentation, c.CodeAlign, c.DataAlign, c.SignalFrame
 		je.Augmentation, je.CodeAlign, je.DataAlign, je.SignalFrame = &aug, &ca, &da, &sf
-		je.RA = arch.jreg(c.RA)
+		je.RA = cfiJSONRegOf(arch, c.RA)
 		je.FDEEncoding = fmt.Sprintf("%#x", uint8(c.FDEEncoding))
 		ut = tab.NewCIEUnwindTable(c)
-		ut.keepAll = true
 	default:
 		fd := e.FDE
 		co := fd.CIE.Offset
 		je.Length, je.CIE = fd.Length, &co
-		je.PCBegin, je.PCEnd = hexAddr(fd.PCBegin), hexAddr(fd.PCEnd)
+		je.PCBegin, je.PCEnd = cfiHexAddr(fd.PCBegin), cfiHexAddr(fd.PCEnd)
 		if fd.HasLSDA {
-			je.LSDA = hexAddr(fd.LSDA)
+			je.LSDA = cfiHexAddr(fd.LSDA)
 		}
 		ut = tab.NewUnwindTable(fd)
 	}
@@ -244,17 +245,14 @@ func (jw *jsonWriter) writeEntry(tab *Table, e Entry, arch Arch) {
 	// Reopen the object after its last field for "rows" and "rows_error",
 	// which come last.
 	jw.buf(b[:len(b)-len(in)-2])
-	var rows jsonArray
+	var rows cfiJSONArray
 	for ut.Next() && jw.err == nil {
-		if e.Kind == KindCIE && ut.final && ut.u.allNops {
-			continue
-		}
 		if rows.jw == nil {
 			jw.str(",\n" + in + " \"rows\": ")
 			rows = jw.array(in + "  ")
 		}
 		rows.next()
-		r := rowJSON(arch, ut.Row())
+		r := cfiRowJSON(arch, ut.Row())
 		jw.value(&r, in+"  ")
 	}
 	if rows.jw != nil {
@@ -267,21 +265,21 @@ func (jw *jsonWriter) writeEntry(tab *Table, e Entry, arch Arch) {
 	jw.str("\n" + in + "}")
 }
 
-// jsonWriter writes a JSON document piece by piece; the first write error
+// cfiJSONWriter writes a JSON document piece by piece; the first write error
 // is kept and later writes are dropped.
-type jsonWriter struct {
+type cfiJSONWriter struct {
 	w       *bufio.Writer
 	err     error
 	scratch bytes.Buffer // marshal's output, reused
 }
 
-func (jw *jsonWriter) str(s string) {
+func (jw *cfiJSONWriter) str(s string) {
 	if jw.err == nil {
 		_, jw.err = jw.w.WriteString(s)
 	}
 }
 
-func (jw *jsonWriter) buf(b []byte) {
+func (jw *cfiJSONWriter) buf(b []byte) {
 	if jw.err == nil {
 		_, jw.err = jw.w.Write(b)
 	}
@@ -290,7 +288,7 @@ func (jw *jsonWriter) buf(b []byte) {
 // marshal encodes v as encoding/json does inside a document indented by
 // one space per level, v's own line starting with prefix, with names as
 // they are (<stdin>, C++ templates: no HTML escaping).
-func (jw *jsonWriter) marshal(v any, prefix string) []byte {
+func (jw *cfiJSONWriter) marshal(v any, prefix string) []byte {
 	jw.scratch.Reset()
 	enc := json.NewEncoder(&jw.scratch)
 	enc.SetEscapeHTML(false)
@@ -301,21 +299,23 @@ func (jw *jsonWriter) marshal(v any, prefix string) []byte {
 	return bytes.TrimSuffix(jw.scratch.Bytes(), []byte("\n"))
 }
 
-func (jw *jsonWriter) value(v any, prefix string) { jw.buf(jw.marshal(v, prefix)) }
+func (jw *cfiJSONWriter) value(v any, prefix string) { jw.buf(jw.marshal(v, prefix)) }
 
-// jsonArray writes an array's brackets and separators around elements
+// cfiJSONArray writes an array's brackets and separators around elements
 // written in between, each on its own line starting with prefix: "[]"
 // when there are none, as encoding/json writes an empty slice.
-type jsonArray struct {
-	jw     *jsonWriter
+type cfiJSONArray struct {
+	jw     *cfiJSONWriter
 	prefix string
 	n      int
 }
 
-func (jw *jsonWriter) array(prefix string) jsonArray { return jsonArray{jw: jw, prefix: prefix} }
+func (jw *cfiJSONWriter) array(prefix string) cfiJSONArray {
+	return cfiJSONArray{jw: jw, prefix: prefix}
+}
 
 // next starts an element.
-func (a *jsonArray) next() {
+func (a *cfiJSONArray) next() {
 	if a.n == 0 {
 		a.jw.str("[\n" + a.prefix)
 	} else {
@@ -325,7 +325,7 @@ func (a *jsonArray) next() {
 }
 
 // end closes the array.
-func (a *jsonArray) end() {
+func (a *cfiJSONArray) end() {
 	if a.n == 0 {
 		a.jw.str("[]")
 		return
