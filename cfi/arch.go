@@ -167,9 +167,10 @@ func (a Arch) regTable() []string {
 	return nil
 }
 
-// regCount is readelf's dwarf_regnames_count: register numbers above it
-// are "bad registers" to readelf. Zero means no table (limit 1024).
-func (a Arch) regCount() int { return len(a.regTable()) }
+// NumRegNames returns the size of the architecture's register name
+// table, 0 if it has none: binutils' dwarf_regnames_count, above which
+// readelf calls a register number bad (without a table, from 1024).
+func (a Arch) NumRegNames() int { return len(a.regTable()) }
 
 // regName returns the table name of r, or "" if it has none.
 func (a Arch) regName(r Reg) string {
