@@ -186,6 +186,17 @@ const (
 	S390XPC Reg = 32
 )
 
+// S390XFPR returns the DWARF number of floating-point register f<i>, i
+// from 0 to 15 (else 0). The ABI numbers them 16-31 in the order f0, f2,
+// f4, f6, f1, f3, f5, f7, f8, f10, f12, f14, f9, f11, f13, f15.
+func S390XFPR(i int) Reg {
+	if i < 0 || i > 15 {
+		return 0
+	}
+	j := i % 8
+	return Reg(16 + i/8*8 + j%2*4 + j/2)
+}
+
 // i386 registers that the unwinder vocabulary below needs.
 const (
 	i386ESP Reg = 4

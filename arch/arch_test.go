@@ -34,6 +34,14 @@ func TestConstantsMatchNames(t *testing.T) {
 			t.Errorf("S390X register %d is named %q, want %q", r, got, want)
 		}
 	}
+	for i := 0; i < 16; i++ {
+		if got, want := S390X.RegName(S390XFPR(i)), "f"+strconv.Itoa(i); got != want {
+			t.Errorf("S390XFPR(%d) = %d, named %q", i, S390XFPR(i), got)
+		}
+	}
+	if S390XFPR(-1) != 0 || S390XFPR(16) != 0 {
+		t.Error("S390XFPR out of range")
+	}
 	if ARM64.RegName(ARM64SP) != "sp" || ARM64FP != ARM64X29 || ARM64LR != ARM64X30 {
 		t.Errorf("ARM64 sp, fp, lr: %q %d %d", ARM64.RegName(ARM64SP), ARM64FP, ARM64LR)
 	}

@@ -9,15 +9,16 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // Target is a stopped program: threads, memory and modules. The values
 // returned by Threads and Modules are snapshots taken when the target was
 // opened; callers must not modify them.
 type Target interface {
-	// Arch returns elf.EM_X86_64, elf.EM_AARCH64 or elf.EM_S390 (cores
-	// only).
-	Arch() elf.Machine
+	// Arch returns arch.AMD64, arch.ARM64 or arch.S390X (cores only).
+	Arch() arch.Arch
 	// PID returns the process id (of the live process, or recorded in the
 	// core).
 	PID() int
