@@ -107,6 +107,15 @@ const (
 	// AMD64RIP is the return-address column, where register sets keep
 	// rip.
 	AMD64RIP
+
+	// The flags and segment registers (perf samples carry them).
+	AMD64RFLAGS Reg = 49
+	AMD64ES     Reg = 50
+	AMD64CS     Reg = 51
+	AMD64SS     Reg = 52
+	AMD64DS     Reg = 53
+	AMD64FS     Reg = 54
+	AMD64GS     Reg = 55
 )
 
 // AArch64 DWARF register numbers (aadwarf64).
@@ -151,6 +160,8 @@ const (
 	ARM64FP = ARM64X29
 	// ARM64LR is x30, the link register: the return address at entry.
 	ARM64LR = ARM64X30
+	// ARM64VG is the SVE vector granule (perf samples carry it).
+	ARM64VG Reg = 46
 )
 
 // s390x DWARF register numbers (ELF ABI for s390x: 0-15 r0-r15, 16-31

@@ -18,6 +18,14 @@ func TestConstantsMatchNames(t *testing.T) {
 			t.Errorf("AMD64 register %d is named %q, want %q", r, got, amd64[i])
 		}
 	}
+	for r, want := range map[Reg]string{AMD64RFLAGS: "rflags", AMD64ES: "es", AMD64CS: "cs", AMD64SS: "ss", AMD64DS: "ds", AMD64FS: "fs", AMD64GS: "gs"} {
+		if got := AMD64.RegName(r); got != want {
+			t.Errorf("AMD64 register %d is named %q, want %q", r, got, want)
+		}
+	}
+	if got := ARM64.RegName(ARM64VG); got != "vg" {
+		t.Errorf("ARM64VG is named %q", got)
+	}
 	arm64 := []Reg{ARM64X0, ARM64X1, ARM64X2, ARM64X3, ARM64X4, ARM64X5, ARM64X6, ARM64X7, ARM64X8, ARM64X9,
 		ARM64X10, ARM64X11, ARM64X12, ARM64X13, ARM64X14, ARM64X15, ARM64X16, ARM64X17, ARM64X18, ARM64X19,
 		ARM64X20, ARM64X21, ARM64X22, ARM64X23, ARM64X24, ARM64X25, ARM64X26, ARM64X27, ARM64X28, ARM64X29, ARM64X30}
