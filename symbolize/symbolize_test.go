@@ -353,10 +353,6 @@ func TestMissingFile(t *testing.T) {
 	if s.Err("/nonexistent/file") == nil {
 		t.Error("no error recorded")
 	}
-	s.Forget("/nonexistent/file")
-	if s.Err("/nonexistent/file") != nil {
-		t.Error("error kept after Forget")
-	}
 }
 
 func TestFuncSymsTieBreak(t *testing.T) {

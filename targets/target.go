@@ -202,15 +202,6 @@ func ReadUint64(m Memory, addr uint64) (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
-// ReadUint32 reads a little-endian 32-bit word at addr.
-func ReadUint32(m Memory, addr uint64) (uint32, error) {
-	var b [4]byte
-	if _, err := m.ReadAt(b[:], int64(addr)); err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint32(b[:]), nil
-}
-
 // memReader adapts a Memory to an io.ReaderAt based at base, for parsing
 // ELF headers out of a target's memory.
 type memReader struct {

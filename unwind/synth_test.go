@@ -666,7 +666,7 @@ func TestAddRemoveModule(t *testing.T) {
 	u.AddModule(edge)
 	walk("edge only") // frame 0 is in exe
 	u.AddModule(exe)
-	if mods := u.Modules(); len(mods) != 2 || mods[0] != exe || mods[1] != edge {
+	if mods := u.mods.Load().modules; len(mods) != 2 || mods[0] != exe || mods[1] != edge {
 		t.Fatalf("Modules: %v", mods)
 	}
 	walk("both", exe, edge, edge)
@@ -674,7 +674,7 @@ func TestAddRemoveModule(t *testing.T) {
 	shadow := *edge
 	shadow.Name = "shadow"
 	u.AddModule(&shadow)
-	if m := u.Module(libBias + 0x20); m != &shadow {
+	if m := moduleAt(u, libBias+0x20); m != &shadow {
 		t.Fatalf("Module after adding a shadow: %v", m)
 	}
 	walk("shadowed", exe, &shadow, &shadow)
@@ -684,7 +684,16 @@ func TestAddRemoveModule(t *testing.T) {
 	walk("shadow removed", exe, edge, edge)
 	u.RemoveModule(exe)
 	walk("exe removed")
-	if m := u.Module(exeBias + 0x1030); m != nil {
+	if m := moduleAt(u, exeBias+0x1030); m != nil {
 		t.Fatalf("Module of a removed module: %v", m)
 	}
+}
+
+// moduleAt returns u's module containing the runtime address pc, or nil.
+func moduleAt(u *Unwinder, pc uint64) *Module {
+	ms := u.mods.Load()
+	if i := ms.find(pc); i >= 0 {
+		return ms.modules[i]
+	}
+	return nil
 }

@@ -283,19 +283,6 @@ func (u *Unwinder) RemoveModule(m *Module) bool {
 	return true
 }
 
-// Modules returns the modules, sorted by start address. The slice is the
-// Unwinder's: do not modify it.
-func (u *Unwinder) Modules() []*Module { return u.mods.Load().modules }
-
-// Module returns the module containing the runtime address pc, or nil.
-func (u *Unwinder) Module(pc uint64) *Module {
-	ms := u.mods.Load()
-	if i := ms.find(pc); i >= 0 {
-		return ms.modules[i]
-	}
-	return nil
-}
-
 // find returns the index of the module containing pc, or -1.
 func (s *moduleSet) find(pc uint64) int {
 	mods := s.modules
