@@ -59,6 +59,11 @@ type Symbolizer struct {
 	// name>. The object's own directory and its .debug subdirectory are
 	// always searched for the debuglink name. Set before the first lookup.
 	DebugDirs []string
+	// PerfNames chooses, among the symbols starting at one address, the
+	// one perf names it by (see perfBetter) rather than the one gdb shows
+	// (see better), so that output compares with perf's. Set before the
+	// first lookup.
+	PerfNames bool
 
 	mu   sync.Mutex
 	mods map[string]*module
@@ -115,9 +120,9 @@ func (s *Symbolizer) get(key string, src func() (*elf.File, error)) *module {
 		m = &module{src: src}
 		s.mods[key] = m
 	}
-	dirs := s.DebugDirs
+	dirs, perf := s.DebugDirs, s.PerfNames
 	s.mu.Unlock()
-	m.once.Do(func() { m.err = m.load(key, dirs) })
+	m.once.Do(func() { m.err = m.load(key, dirs, perf) })
 	return m
 }
 
@@ -273,7 +278,7 @@ func (m *module) lookupLine(addr uint64) (string, int, bool) {
 }
 
 // load reads the symbols of the object and finds its DWARF.
-func (m *module) load(name string, debugDirs []string) error {
+func (m *module) load(name string, debugDirs []string, perfNames bool) error {
 	f, err := m.src()
 	if err != nil {
 		return fmt.Errorf("symbolize: %s: %w", name, err)
@@ -303,7 +308,11 @@ func (m *module) load(name string, debugDirs []string) error {
 	if len(cs) == 0 {
 		cs = readFuncSyms(f, elf.SHT_DYNSYM)
 	}
-	m.syms = funcSyms(cs)
+	pick := better
+	if perfNames {
+		pick = perfBetter
+	}
+	m.syms = funcSyms(cs, pick)
 
 	// DWARF: the debug file's, else ours; read on the first line lookup.
 	switch {
@@ -330,7 +339,8 @@ func (m *module) load(name string, debugDirs []string) error {
 // cand is a function symbol competing for its start address.
 type cand struct {
 	sym
-	bind elf.SymBind
+	bind  elf.SymBind
+	label bool // an untyped symbol in code
 }
 
 // readFuncSyms returns the function symbols of f's first section of type
@@ -381,7 +391,11 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 			info, shndx = e[12], bo.Uint16(e[14:])
 		}
 		t := elf.ST_TYPE(info)
-		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || value == 0 {
+		// Labels (untyped symbols) in code name what they start, as
+		// perf and gdb show them: _start in ld.so, entry points written
+		// in assembly.
+		label := t == elf.STT_NOTYPE && int(shndx) < len(f.Sections) && f.Sections[shndx].Flags&elf.SHF_EXECINSTR != 0
+		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC && !label) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || value == 0 {
 			continue
 		}
 		if int(name) >= len(strs) {
@@ -391,16 +405,23 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 		if n <= 0 {
 			continue
 		}
-		out = append(out, cand{sym{value, sz, strs[name : int(name)+n]}, elf.ST_BIND(info)})
+		nm := strs[name : int(name)+n]
+		if label && (nm[0] == '$' || strings.HasPrefix(nm, ".L")) {
+			continue // AArch64 and ARM mapping symbols, assembler locals
+		}
+		out = append(out, cand{sym{value, sz, nm}, elf.ST_BIND(info), label})
 	}
 	return out
 }
 
 // better reports whether a should name the address rather than b (same
-// start): a sized symbol over an unsized one, then global over weak over
+// start): a function over a label, then a sized symbol over an unsized one, then global over weak over
 // local, then the name with fewer leading underscores, then the shorter,
 // then the first in alphabetical order.
 func better(a, b *cand) bool {
+	if a.label != b.label {
+		return !a.label
+	}
 	if (a.size > 0) != (b.size > 0) {
 		return a.size > 0
 	}
@@ -426,17 +447,43 @@ func better(a, b *cand) bool {
 	return a.name < b.name
 }
 
+// perfBetter is better as perf's choose_best_symbol decides (perf 6.1,
+// util/symbol.c): a function over a label, then a sized symbol, then a
+// non-weak one, then a global one, then the name with fewer leading
+// underscores, then the longer name; on a tie, the first in the table
+// stays.
+func perfBetter(a, b *cand) bool {
+	if a.label != b.label {
+		return !a.label
+	}
+	if (a.size > 0) != (b.size > 0) {
+		return a.size > 0
+	}
+	if wa, wb := a.bind == elf.STB_WEAK, b.bind == elf.STB_WEAK; wa != wb {
+		return !wa
+	}
+	if ga, gb := a.bind == elf.STB_GLOBAL, b.bind == elf.STB_GLOBAL; ga != gb {
+		return ga
+	}
+	under := func(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
+	if ua, ub := under(a.name), under(b.name); ua != ub {
+		return ua < ub
+	}
+	return len(a.name) > len(b.name)
+}
+
 // funcSyms sorts the candidates by start and keeps the best one per
-// start (see better). Sorting on the address alone keeps the sort cheap;
-// the full order is applied only within runs of equal starts.
-func funcSyms(cs []cand) []sym {
+// start, as pick (better or perfBetter) says; candidates of equal start
+// are offered in table order. Sorting on the address alone keeps the sort
+// cheap; the full order is applied only within runs of equal starts.
+func funcSyms(cs []cand, pick func(a, b *cand) bool) []sym {
 	order := sortedByStart(cs)
 	out := make([]sym, 0, len(cs))
 	for i := 0; i < len(order); {
 		best := &cs[order[i]]
 		j := i + 1
 		for ; j < len(order) && cs[order[j]].start == best.start; j++ {
-			if c := &cs[order[j]]; better(c, best) {
+			if c := &cs[order[j]]; pick(c, best) {
 				best = c
 			}
 		}
