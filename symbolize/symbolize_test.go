@@ -367,7 +367,7 @@ func TestPerfNames(t *testing.T) {
 		return cand{sym{v, size, name}, bind, false}
 	}
 	for _, c := range []struct {
-		cands      []cand
+		cands     []cand
 		gdb, perf string
 	}{
 		{[]cand{mk("__open_nocancel", 0x10, 8, elf.STB_LOCAL), mk("__GI___open64_nocancel", 0x10, 8, elf.STB_LOCAL)}, "__open_nocancel", "__GI___open64_nocancel"},
