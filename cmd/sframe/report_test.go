@@ -125,7 +125,7 @@ func TestReportText(t *testing.T) {
 		t.Errorf("%d of %d samples as perf script prints them", same, len(ours))
 	}
 	// The summary: samples read, and how they were unwound.
-	if !regexp.MustCompile(`^` + strconv.Itoa(len(ours)) + ` samples read`).MatchString(errs) || !strings.Contains(errs, "user stacks unwound:") {
+	if !regexp.MustCompile(`^`+strconv.Itoa(len(ours))+` samples read`).MatchString(errs) || !strings.Contains(errs, "user stacks unwound:") {
 		t.Errorf("summary:\n%s", errs)
 	}
 	// -q: none.
