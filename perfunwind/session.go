@@ -104,6 +104,7 @@ type Session struct {
 	sameKernel bool
 
 	cache   *unwind.Cache
+	cfis    map[unwind.CFI]*cfiCache
 	files   map[fileKey]*File
 	procs   map[uint32]*process
 	threads map[uint32]*thread
@@ -145,6 +146,7 @@ func NewSession(opts Options) (*Session, error) {
 		buildIDDir: opts.BuildIDDir,
 		sameKernel: opts.SameKernel,
 		cache:      unwind.NewCache(),
+		cfis:       map[unwind.CFI]*cfiCache{},
 		files:      map[fileKey]*File{},
 		procs:      map[uint32]*process{},
 		threads:    map[uint32]*thread{},
@@ -301,6 +303,11 @@ type process struct {
 }
 
 func (s *Session) newProcess(pid uint32) *process {
+	if s.opts.Arch == 0 {
+		// Records given before any header said otherwise: this
+		// machine's (a live profiler's).
+		s.opts.Arch = hostMachine()
+	}
 	u, _ := unwind.New(s.opts.Arch, nil) // the architecture was checked
 	u.MaxDepth = s.opts.MaxDepth
 	p := &process{pid: pid, u: u, threads: map[uint32]struct{}{}}
@@ -465,6 +472,7 @@ func (s *Session) module(m *Mapping) *unwind.Module {
 	mods := s.cache.Modules([]targets.Module{{Path: f.Path, File: f.Path, Start: m.Start, End: m.End, Bias: m.Bias, HasBias: true}}, nil)
 	mod := mods[0]
 	mod.Name = m.Name
+	mod.CFI = s.cachedCFI(mod.CFI)
 	return mod
 }
 
