@@ -234,7 +234,6 @@ type ourSample struct {
 	copyEnd  bool // the walk ended where the stack copy does
 	lastWord bool // the last frame's return address is the copy's last word
 	notCall  int  // callers whose return address follows no call instruction
-	complete bool // the walk reached the outermost frame
 }
 
 // ours unwinds the recording at path and returns its samples as
@@ -270,7 +269,7 @@ func ours(t testing.TB, path string, calls *callSites) []ourSample {
 		if len(ss) != 1 {
 			t.Fatalf("%d samples printed for one", len(ss))
 		}
-		o := ourSample{scriptSample: ss[0], copyEnd: st.CopyEnd(), complete: st.Unwound && st.Stop == unwind.StopEnd}
+		o := ourSample{scriptSample: ss[0], copyEnd: st.CopyEnd()}
 		if u := st.User(); runtime.GOARCH == "amd64" && len(u) >= 2 && u[len(u)-2].CFA == st.StackEnd {
 			o.lastWord = true
 		}
@@ -320,10 +319,11 @@ const (
 	// of the stack copy: perf's access_mem refuses them (addr + 8 >= end,
 	// tools/perf/util/unwind-libunwind-local.c).
 	catPerfLastWord
-	// catPerfNoCode: perf's frames agree with ours up to a frame after
-	// which perf shows frames in memory that holds no code: no mapping
+	// catPerfNoCode: perf's frames agree with ours up to a frame, and
+	// perf's walk ends in memory that holds no code: no mapping
 	// ([unknown]), the stack, the heap, anonymous memory, or the address
-	// 0xffffffffffffffff. A return address cannot point there.
+	// 0xffffffffffffffff. A return address cannot point there: perf's
+	// walk went astray after the frames it agrees with.
 	catPerfNoCode
 	// catPerfNotACall: after the frames it agrees with, perf shows a
 	// caller whose return address does not follow a call instruction:
@@ -343,11 +343,15 @@ const (
 	// limit.
 	catPerfMaxStack
 	// catPerfStopsEarly: perf's frames are the first of ours, and ours
-	// go on to the outermost frame (the rules say the return address is
-	// undefined there: _start, clone3), each after a call instruction.
-	// Seen in a process that executed a new program (after fork), whose
-	// CFI perf's libunwind loses.
+	// go on, each after a call instruction. Seen in a process that
+	// executed a new program (after fork), whose CFI perf's libunwind
+	// loses.
 	catPerfStopsEarly
+	// catPerfSkips: perf's frames are some of ours, in order, with some
+	// left out; ours each follow a call instruction, and each return
+	// address was read from the stack where the callee's rules say it is.
+	// Seen in the same processes.
+	catPerfSkips
 	// catOursShorter: our walk ended where perf's found more frames.
 	catOursShorter
 	catOther
@@ -356,7 +360,7 @@ const (
 
 var catName = [numCats]string{"identical", "names only", "perf: 0xffffffffffffffff where the copy ends",
 	"perf: refuses the copy's last word", "perf: frames in no code", "perf: caller not after a call",
-	"perf: caller calls another function", "perf: a frame twice", "perf: stops at its depth limit", "perf: stops early", "ours ended early", "other"}
+	"perf: caller calls another function", "perf: a frame twice", "perf: stops at its depth limit", "perf: stops early", "perf: leaves frames out", "ours ended early", "other"}
 
 // noCode reports whether perf shows f in memory that holds no code.
 func noCode(f scriptFrame) bool {
@@ -386,7 +390,7 @@ func categorize(calls *callSites, p []scriptFrame, o ourSample) int {
 		return catPerfCopyEnd
 	case o.lastWord && k == len(u)-1 && (k == len(p) || k == len(p)-1 && noCode(p[k])):
 		return catPerfLastWord
-	case k < len(p) && allNoCode(p[k:]):
+	case k < len(p) && noCode(p[len(p)-1]):
 		return catPerfNoCode
 	case k > 0 && k < len(p) && !calls.afterCall(p[k]):
 		return catPerfNotACall
@@ -396,8 +400,10 @@ func categorize(calls *callSites, p []scriptFrame, o ourSample) int {
 		return catPerfRepeats
 	case k == len(p) && k < len(u) && k == perfMaxStack():
 		return catPerfMaxStack
-	case k == len(p) && k < len(u) && o.complete && o.notCall == 0:
+	case k == len(p) && k < len(u) && o.notCall == 0:
 		return catPerfStopsEarly
+	case len(p) < len(u) && subsequence(p, u) && o.notCall == 0:
+		return catPerfSkips
 	case k == len(u) && k < len(p):
 		return catOursShorter
 	}
@@ -430,14 +436,17 @@ func perfMaxStack() int {
 	return n
 }
 
-func allNoCode(fs []scriptFrame) bool {
-	for _, f := range fs {
-		if !noCode(f) {
-			return false
+// subsequence reports whether p is u with some frames left out.
+func subsequence(p, u []scriptFrame) bool {
+	i := 0
+	for _, f := range u {
+		if i < len(p) && p[i].addr == f.addr && p[i].dso == f.dso {
+			i++
 		}
 	}
-	return len(fs) > 0
+	return i == len(p)
 }
+
 
 // callSites reads the instructions before return addresses, from the
 // files perf names (x86-64): perf shows a caller at the file offset of
