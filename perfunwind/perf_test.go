@@ -447,7 +447,6 @@ func subsequence(p, u []scriptFrame) bool {
 	return i == len(p)
 }
 
-
 // callSites reads the instructions before return addresses, from the
 // files perf names (x86-64): perf shows a caller at the file offset of
 // its return address minus one.
