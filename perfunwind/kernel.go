@@ -47,16 +47,18 @@ func loadKallsyms(path string) (*kernelSyms, error) {
 	// The names are substrings of the file's text, which is not copied:
 	// data is not changed or reused after this.
 	text := unsafe.String(unsafe.SliceData(data), len(data))
-	n := bytes.Count(data, []byte{'\n'}) + 1
+	n := len(data)/40 + 16 // lines are about 40 bytes
 	k := &kernelSyms{addrs: make([]uint64, 0, n), names: make([]string, 0, n), mods: make([]string, 0, n)}
 	nonzero, sorted := false, true
-	for len(text) > 0 {
-		var line string
-		if i := indexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
+	for pos := 0; pos < len(data); {
+		end := bytes.IndexByte(data[pos:], '\n')
+		if end < 0 {
+			end = len(data)
 		} else {
-			line, text = text, ""
+			end += pos
 		}
+		line := text[pos:end]
+		pos = end + 1
 		// ADDR TYPE NAME[\t[MODULE]]
 		sp := indexByte(line, ' ')
 		if sp <= 0 || sp > 16 || sp+3 >= len(line) || line[sp+2] != ' ' {

@@ -88,8 +88,14 @@ func (f *Folded) moduleName(m *perfunwind.Mapping) string {
 // stackcollapse-perf does, except for anonymous namespaces.
 func appendFoldName(b []byte, name string, comm bool) []byte {
 	if !comm {
-		if i := strings.IndexByte(name, '('); i > 0 && !strings.HasPrefix(name[i:], "(anonymous namespace)") {
-			name = name[:i]
+		// As stackcollapse-perf: not in Go method names, pkg.(*T).m.
+		if !goMethod(name) {
+			for i := 0; i < len(name); i++ {
+				if name[i] == '(' && !strings.HasPrefix(name[i:], "(anonymous namespace)") {
+					name = name[:i]
+					break
+				}
+			}
 		}
 	}
 	for i := 0; i < len(name); i++ {
@@ -105,6 +111,13 @@ func appendFoldName(b []byte, name string, comm bool) []byte {
 		b = append(b, c)
 	}
 	return b
+}
+
+// goMethod reports whether name has the shape of a Go method,
+// "pkg.(*T).m" (stackcollapse-perf's m/\.\(.*\)\./).
+func goMethod(name string) bool {
+	i := strings.Index(name, ".(")
+	return i >= 0 && strings.Contains(name[i:], ").")
 }
 
 // Write writes the folded stacks, sorted.
