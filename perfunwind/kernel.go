@@ -33,7 +33,7 @@ func loadKallsyms(path string) (*kernelSyms, error) {
 	defer f.Close()
 	// A regular file (perf's cached copy) in one read; /proc/kallsyms,
 	// whose size is unknown, in large reads.
-	buf := make([]byte, 0, 8<<20)
+	buf := make([]byte, 0, 64<<10)
 	if st, err := f.Stat(); err == nil && st.Size() > 0 && st.Size() <= maxKallsyms {
 		buf = make([]byte, 0, st.Size()+1)
 	}
@@ -130,7 +130,7 @@ func (k *kernelSyms) Swap(i, j int) {
 func readAllInto(r io.Reader, buf []byte, limit int) ([]byte, error) {
 	for len(buf) < limit {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			buf = append(make([]byte, 0, 2*cap(buf)), buf...)
 		}
 		n, err := r.Read(buf[len(buf):min(cap(buf), limit)])
 		buf = buf[:len(buf)+n]
