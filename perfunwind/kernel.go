@@ -11,11 +11,29 @@ import (
 )
 
 // kernelSyms are the kernel's function symbols, as /proc/kallsyms lists
-// them: sorted by address, names as substrings of the file's text.
+// them: sorted by address, each with the offset of its name in the
+// file's text (names are cut out when looked up: a recording names a few
+// thousand of the hundred thousand).
 type kernelSyms struct {
+	text  string
 	addrs []uint64
-	names []string
-	mods  []string // the module of each symbol, "" for the kernel itself
+	offs  []uint32 // offset of the name in text
+}
+
+// name returns the name of symbol i and its module ("" for the kernel).
+func (k *kernelSyms) name(i int) (name, mod string) {
+	line := k.text[k.offs[i]:]
+	if j := indexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	name = line
+	if j := indexByte(line, '\t'); j >= 0 {
+		name, mod = line[:j], line[j+1:]
+		if len(mod) >= 2 && mod[0] == '[' && mod[len(mod)-1] == ']' {
+			mod = mod[1 : len(mod)-1]
+		}
+	}
+	return name, mod
 }
 
 // maxKallsyms bounds the bytes of a kallsyms file read (a kernel with
@@ -48,7 +66,7 @@ func loadKallsyms(path string) (*kernelSyms, error) {
 	// data is not changed or reused after this.
 	text := unsafe.String(unsafe.SliceData(data), len(data))
 	n := len(data)/40 + 16 // lines are about 40 bytes
-	k := &kernelSyms{addrs: make([]uint64, 0, n), names: make([]string, 0, n), mods: make([]string, 0, n)}
+	k := &kernelSyms{text: text, addrs: make([]uint64, 0, n), offs: make([]uint32, 0, n)}
 	nonzero, sorted := false, true
 	for pos := 0; pos < len(data); {
 		end := bytes.IndexByte(data[pos:], '\n')
@@ -58,6 +76,7 @@ func loadKallsyms(path string) (*kernelSyms, error) {
 			end += pos
 		}
 		line := text[pos:end]
+		start := pos
 		pos = end + 1
 		// ADDR TYPE NAME[\t[MODULE]]
 		sp := indexByte(line, ' ')
@@ -70,23 +89,15 @@ func loadKallsyms(path string) (*kernelSyms, error) {
 			continue
 		}
 		addr, ok := parseHex(line[:sp])
-		if !ok {
+		if !ok || start+sp+3 > 1<<32-1 {
 			continue
 		}
 		nonzero = nonzero || addr != 0
-		name, mod := line[sp+3:], ""
-		if i := indexByte(name, '\t'); i >= 0 {
-			name, mod = name[:i], name[i+1:]
-			if len(mod) >= 2 && mod[0] == '[' && mod[len(mod)-1] == ']' {
-				mod = mod[1 : len(mod)-1]
-			}
-		}
 		if n := len(k.addrs); n > 0 && addr < k.addrs[n-1] {
 			sorted = false
 		}
 		k.addrs = append(k.addrs, addr)
-		k.names = append(k.names, name)
-		k.mods = append(k.mods, mod)
+		k.offs = append(k.offs, uint32(start+sp+3))
 	}
 	if !nonzero {
 		return nil, fmt.Errorf("%s: no addresses (kernel.kptr_restrict)", path)
@@ -122,8 +133,7 @@ func (k *kernelSyms) Len() int           { return len(k.addrs) }
 func (k *kernelSyms) Less(i, j int) bool { return k.addrs[i] < k.addrs[j] }
 func (k *kernelSyms) Swap(i, j int) {
 	k.addrs[i], k.addrs[j] = k.addrs[j], k.addrs[i]
-	k.names[i], k.names[j] = k.names[j], k.names[i]
-	k.mods[i], k.mods[j] = k.mods[j], k.mods[i]
+	k.offs[i], k.offs[j] = k.offs[j], k.offs[i]
 }
 
 // readAllInto reads r to its end into buf, growing it, up to limit bytes.

@@ -258,7 +258,8 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 func (s *Session) kernelFrameMap(pc uint64) *Mapping {
 	k := s.kernelSyms()
 	if i := k.lookup(pc); i >= 0 {
-		return s.kernelMapping(k.mods[i])
+		_, mod := k.name(i)
+		return s.kernelMapping(mod)
 	}
 	return s.kernelMapping("")
 }

@@ -178,7 +178,8 @@ func (r *Resolver) kernel(pc uint64) *Loc {
 	l := unknown
 	k := r.s.kernelSyms()
 	if i := k.lookup(pc); i >= 0 {
-		l = &Loc{Sym: k.names[i], Name: k.names[i], Short: k.names[i], Offset: pc - k.addrs[i]}
+		name, _ := k.name(i)
+		l = &Loc{Sym: name, Name: name, Short: name, Offset: pc - k.addrs[i]}
 	}
 	r.kern[pc] = l
 	return l
