@@ -112,9 +112,9 @@ type Reader struct {
 	err error
 }
 
-// Open opens a perf.data file. A regular file is mapped into memory and
-// read without copying; anything else (a FIFO, /dev/stdin) is streamed and
-// must be in the pipe format.
+// Open opens a perf.data file. A regular file's header and features are
+// mapped, its records read in 1 MiB chunks; anything else (a FIFO,
+// /dev/stdin) is streamed and must be in the pipe format.
 func Open(name string) (*Reader, error) {
 	f, err := os.Open(name)
 	if err != nil {
