@@ -3,6 +3,7 @@ package perfunwind
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -13,20 +14,35 @@ import (
 func TestKallsyms(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "kallsyms")
-	text := "ffffffffc0001000 t mod_func\t[mymod]\n" +
-		"ffffffff81000000 T _stext\n" +
+	// The kernel's lines (sorted), then modules' (not sorted); and the
+	// same lines with a module's first, which makes them all parsed.
+	kernel := "ffffffff81000000 T _stext\n" +
 		"ffffffff81000100 t func_a\n" +
 		"ffffffff81000180 d some_data\n" +
 		"ffffffff81000200 W weak_b\n" +
 		"bad line\n" +
-		"ffffffff81000300 T last" // no final newline
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
+		"ffffffff81000300 T last\n"
+	mods := "ffffffffc0002000 t mod_func2\t[mymod]\n" +
+		"ffffffffc0001000 t mod_func\t[mymod]" // no final newline
+	for _, text := range []string{kernel + mods, mods + "\n" + kernel} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkKallsyms(t, path)
 	}
+	zero := filepath.Join(dir, "restricted")
+	os.WriteFile(zero, []byte("0000000000000000 T _stext\n0000000000000000 t func_a\n"), 0o644)
+	if _, err := loadKallsyms(zero); err == nil || !strings.Contains(err.Error(), "kptr_restrict") {
+		t.Errorf("zero addresses: %v", err)
+	}
+}
+
+func checkKallsyms(t *testing.T, path string) {
 	k, err := loadKallsyms(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer k.close()
 	for _, c := range []struct {
 		pc        uint64
 		name, mod string
@@ -36,21 +52,58 @@ func TestKallsyms(t *testing.T) {
 		{0xffffffff81000210, "weak_b", ""},
 		{0xffffffff81000301, "last", ""},
 		{0xffffffffc0001004, "mod_func", "mymod"},
+		{0xffffffffc0002004, "mod_func2", "mymod"},
 		{0xffffffff80000000, "", ""},
 	} {
-		i := k.lookup(c.pc)
-		var name, mod string
-		if i >= 0 {
-			name, mod = k.name(i)
-		}
+		_, name, mod, _ := k.lookup(c.pc)
 		if name != c.name || mod != c.mod {
 			t.Errorf("%#x: %q [%q], want %q [%q]", c.pc, name, mod, c.name, c.mod)
 		}
 	}
-	zero := filepath.Join(dir, "restricted")
-	os.WriteFile(zero, []byte("0000000000000000 T _stext\n0000000000000000 t func_a\n"), 0o644)
-	if _, err := loadKallsyms(zero); err == nil || !strings.Contains(err.Error(), "kptr_restrict") {
-		t.Errorf("zero addresses: %v", err)
+}
+
+// TestKallsymsSearch checks the search in the text of this machine's
+// /proc/kallsyms (when readable with addresses) against a scan of every
+// line, at the start of every function and a byte before the next one.
+func TestKallsymsSearch(t *testing.T) {
+	k, err := loadKallsyms("/proc/kallsyms")
+	if err != nil {
+		t.Skipf("/proc/kallsyms: %v", err)
+	}
+	type sym struct {
+		addr      uint64
+		name, mod string
+	}
+	var all []sym
+	for off := 0; off < len(k.text); {
+		if a, typ, name, mod, ok := k.parseLine(off); ok && isFunc(typ) {
+			all = append(all, sym{a, name, mod})
+		}
+		i := strings.IndexByte(k.text[off:], '\n')
+		if i < 0 {
+			break
+		}
+		off += i + 1
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].addr < all[j].addr })
+	bad := 0
+	for i := 0; i+1 < len(all); i += 97 {
+		for _, pc := range []uint64{all[i].addr, all[i+1].addr - 1} {
+			if all[i+1].addr == all[i].addr {
+				continue
+			}
+			// Of several functions at one address, any may name it.
+			start, name, _, ok := k.lookup(pc)
+			if !ok || start != all[i].addr {
+				bad++
+				if bad < 5 {
+					t.Errorf("%#x: %#x %s, want %#x %s", pc, start, name, all[i].addr, all[i].name)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d wrong lookups", bad)
 	}
 }
 

@@ -256,12 +256,19 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 // kernelFrameMap returns the mapping of a kernel address: the kernel's or
 // its module's when kallsyms names it.
 func (s *Session) kernelFrameMap(pc uint64) *Mapping {
-	k := s.kernelSyms()
-	if i := k.lookup(pc); i >= 0 {
-		_, mod := k.name(i)
-		return s.kernelMapping(mod)
+	if m, ok := s.kernPCs[pc]; ok {
+		return m
 	}
-	return s.kernelMapping("")
+	mod := ""
+	if _, _, md, ok := s.kernelSyms().lookup(pc); ok {
+		mod = md
+	}
+	m := s.kernelMapping(mod)
+	if len(s.kernPCs) >= maxCFIRows {
+		clear(s.kernPCs)
+	}
+	s.kernPCs[pc] = m
+	return m
 }
 
 // StopPlace is where walks that ended early ended: why, and in which

@@ -117,6 +117,7 @@ type Session struct {
 	kern        *kernelSyms
 	kernErr     error
 	kmaps       map[string]*Mapping
+	kernPCs     map[uint64]*Mapping // kernel addresses seen, and their mappings
 
 	// Scratch reused by every sample.
 	ctx    unwind.Context
@@ -151,6 +152,7 @@ func NewSession(opts Options) (*Session, error) {
 		procs:      map[uint32]*process{},
 		threads:    map[uint32]*thread{},
 		kmaps:      map[string]*Mapping{},
+		kernPCs:    map[uint64]*Mapping{},
 	}
 	s.Stats.StopWhere = map[StopPlace]uint64{}
 	if opts.Arch != 0 {
@@ -199,6 +201,10 @@ func (s *Session) adopt(h *perfdata.Header) error {
 
 // Close releases the files the Session opened.
 func (s *Session) Close() error {
+	if s.kernStarted {
+		<-s.kernDone
+		s.kern.close()
+	}
 	for _, f := range s.files {
 		if f.close != nil {
 			f.close()

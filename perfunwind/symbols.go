@@ -176,10 +176,8 @@ func (r *Resolver) kernel(pc uint64) *Loc {
 		return l
 	}
 	l := unknown
-	k := r.s.kernelSyms()
-	if i := k.lookup(pc); i >= 0 {
-		name, _ := k.name(i)
-		l = &Loc{Sym: name, Name: name, Short: name, Offset: pc - k.addrs[i]}
+	if start, name, _, ok := r.s.kernelSyms().lookup(pc); ok {
+		l = &Loc{Sym: name, Name: name, Short: name, Offset: pc - start}
 	}
 	r.kern[pc] = l
 	return l
