@@ -479,3 +479,50 @@ func TestReportOutput(t *testing.T) {
 		t.Errorf("files left: %v", ents)
 	}
 }
+
+// TestReportSymfs records a program that is then moved away: without
+// --symfs its frames are unknown (and the summary says the file is
+// missing); with --symfs DIR holding it under its recorded path, they are
+// named and unwound as before.
+func TestReportSymfs(t *testing.T) {
+	exe, _, _ := reportRecording(t)
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "bin", "prog")
+	os.MkdirAll(filepath.Dir(prog), 0o755)
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(dir, "perf.data")
+	if out, err := exec.Command("perf", "record", "-q", "-N", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", prog, "300").CombinedOutput(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, out)
+	}
+	symfs := filepath.Join(dir, "symfs")
+	moved := filepath.Join(symfs, prog)
+	os.MkdirAll(filepath.Dir(moved), 0o755)
+	if err := os.Rename(prog, moved); err != nil {
+		t.Fatal(err)
+	}
+	without, errs, _ := runCLI(t, "report", "--format", "folded", rec)
+	if strings.Contains(without, ";spin") || !strings.Contains(errs, prog+": ") {
+		t.Errorf("without --symfs: spin named, or the missing file not in the summary:\n%s", errs)
+	}
+	with, errs, code := runCLI(t, "report", "-q", "--format", "folded", "--symfs", symfs, rec)
+	if code != 0 || !strings.Contains(with, ";work;rec;") {
+		t.Errorf("--symfs: exit %d %s, no work;rec; in\n%.500s", code, errs, with)
+	}
+	// Another build at that path is refused: its tables and symbols
+	// would be another program's.
+	other, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	os.WriteFile(moved, other, 0o755)
+	out, errs, _ := runCLI(t, "report", "--format", "folded", "--symfs", symfs, rec)
+	if strings.Contains(out, ";work;") || !regexp.MustCompile(`build ID [0-9a-f]+, recorded [0-9a-f]+`).MatchString(errs) {
+		t.Errorf("another build: frames named, or no build-ID mismatch in the summary:\n%s", errs)
+	}
+}
