@@ -33,8 +33,10 @@ pointers, per frame, over the files the recording mapped (found at
 their paths, or under --symfs, or in perf's build-ID cache ~/.debug;
 a file whose build ID is not the recorded one is not used). The walk
 ends cleanly where the stack copy ends. Kernel frames come from the
-sample's callchain, named from /proc/kallsyms when the recording is
-from the running kernel.
+sample's callchain, named from perf's copy of the recorded kernel's
+kallsyms (~/.debug/[kernel.kallsyms]/BUILDID/kallsyms), or from
+/proc/kallsyms when the recording is from the running kernel, or from
+--kallsyms FILE; else they are shown as addresses.
 
 Formats (--format):
   pprof   (default) a pprof profile, -o FILE (default profile.pb.gz):
@@ -72,7 +74,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	fs.alias("i", "inlines")
 	noDemangle := fs.Bool("no-demangle", false, "keep C++ and Rust symbol names as they are in the symbol table")
 	symfs := fs.String("symfs", "", "look for the recorded files under `DIR` (a copy of the recording machine's files)")
-	kallsyms := fs.String("kallsyms", "", "name kernel frames from this kallsyms `FILE` (default: /proc/kallsyms when the recording is from the running kernel)")
+	kallsyms := fs.String("kallsyms", "", "name kernel frames from this kallsyms `FILE` (default: perf's copy of the recorded kernel's, or /proc/kallsyms of the same kernel)")
 	quiet := fs.Bool("quiet", false, "print no summary")
 	fs.alias("q", "quiet")
 	operands, code, ok := fs.parse(args)
