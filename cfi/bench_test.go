@@ -67,9 +67,11 @@ func benchInputs(b *testing.B) []*benchInput {
 		}
 		text := f.Section(".text")
 		rng := rand.New(rand.NewSource(1))
+		var ctx UnwindContext
+		var r Row
 		for len(in.pcs) < 4096 {
 			pc := text.Addr + uint64(rng.Int63n(int64(text.Size)))
-			if _, err := tab.RulesForPC(pc); err == nil {
+			if _, err := tab.RowForPC(&ctx, pc, &r); err == nil {
 				in.pcs = append(in.pcs, pc)
 			}
 		}
@@ -91,8 +93,7 @@ func BenchmarkParse(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				tab.buildIndex()
-				if len(tab.index) == 0 {
+				if len(tab.sortedIndex()) == 0 {
 					b.Fatal("no FDEs")
 				}
 			}
@@ -124,9 +125,10 @@ func BenchmarkDelveParse(b *testing.B) {
 	}
 }
 
-// BenchmarkRulesForPC looks up the rules for random text PCs through
-// .eh_frame_hdr, as an unwinder would.
-func BenchmarkRulesForPC(b *testing.B) {
+// BenchmarkRowForPC looks up the rules for random text PCs through
+// .eh_frame_hdr, as an unwinder would (BenchmarkRulesForPC before the
+// lookup took a context).
+func BenchmarkRowForPC(b *testing.B) {
 	for _, in := range benchInputs(b) {
 		b.Run(in.name, func(b *testing.B) {
 			tab, err := FromELF(in.f, ".eh_frame")
@@ -134,11 +136,13 @@ func BenchmarkRulesForPC(b *testing.B) {
 				b.Fatal(err)
 			}
 			var sink int64
+			var ctx UnwindContext
+			var r Row
 			b.ReportAllocs()
 			b.ResetTimer()
 			defer cpuTimer(b)()
 			for i := 0; i < b.N; i++ {
-				r, err := tab.RulesForPC(in.pcs[i&(len(in.pcs)-1)])
+				_, err := tab.RowForPC(&ctx, in.pcs[i&(len(in.pcs)-1)], &r)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -203,7 +207,7 @@ func TestDelveAgrees(t *testing.T) {
 	text := f.Section(".text")
 	checked := 0
 	for pc := text.Addr; pc < text.Addr+text.Size; pc += 7 {
-		r, err := tab.RulesForPC(pc)
+		r, err := lookup(tab, pc)
 		if err != nil {
 			continue
 		}

@@ -140,6 +140,15 @@ func (s *section) table(addr uint64) *Table {
 	return t
 }
 
+// lookup is Table.RowForPC with a context of its own, returning a Row
+// that shares nothing with later lookups.
+func lookup(t *Table, pc uint64) (Row, error) {
+	var ctx UnwindContext
+	var r Row
+	_, err := t.RowForPC(&ctx, pc, &r)
+	return r, err
+}
+
 // fmtRow renders a row compactly for assertions.
 func fmtRow(r *Row) string {
 	var b strings.Builder

@@ -6,18 +6,25 @@
 // The package is built for three kinds of users: tools that print or
 // verify CFI (see Dump for output identical to readelf -wF), converters
 // that turn CFI into other formats such as SFrame (walk Entries and each
-// FDE's rows with NewUnwindTable), and unwinders (RulesForPC plus
+// FDE's rows with NewUnwindTable), and unwinders (RowForPC plus
 // EvalExpression). It follows the design of debug/dwarf and gimli:
 //
 //   - a Table is a zero-copy view over the section bytes; CIEs, FDEs,
 //     instruction programs and expressions are sub-slices of them;
+//   - a Table does not change once made and may be shared by goroutines;
+//     the scratch state of a lookup is an UnwindContext the caller owns
+//     (gimli's UnwindContext), so RowForPC does not allocate;
+//   - call frame instructions and DWARF expressions are decoded in one
+//     place each, InstructionIter and OperationIter, which the
+//     interpreter, the evaluator and the printers all read through;
 //   - errors are *Error values that name the section and byte offset, and
 //     a malformed entry only affects itself;
 //   - rows are produced as a stream, in one pass over each program;
 //   - lookups use the .eh_frame_hdr binary-search table when present, a
-//     sorted index otherwise, cache CIE initial rules and reuse scratch
-//     state, so RulesForPC does not allocate.
+//     sorted index otherwise, and cache CIEs with their initial rules.
 //
-// No input makes the package panic, loop without end or allocate more than
-// a bounded multiple of the input size.
+// No input makes the package panic or loop without end, and what one
+// costs is bounded by its size: DW_CFA_remember_state nests at most 64 Ki
+// deep, a row holds at most 256 register rules, and the printers write
+// rows as they are computed.
 package cfi

@@ -52,7 +52,7 @@ func FromELF(f *elf.File, section string) (*Table, error) {
 	}
 	if kind == EHFrame {
 		if h := f.Section(".eh_frame_hdr"); h != nil && h.Type != elf.SHT_NOBITS {
-			if hd, err := h.Data(); err == nil {
+			if hd, err := elffile.SectionData(h); err == nil {
 				o.Hdr, o.HdrAddr = hd, h.Addr
 			}
 		}
@@ -99,11 +99,14 @@ func elfPointerReader(f *elf.File) func(uint64, int) (uint64, error) {
 // SectionData returns a section's bytes, decompressed, and for a
 // relocatable object with its relocations applied the way binutils readelf
 // applies them to debug sections (so FDE addresses become section-relative
-// symbol values rather than zeros), skipping those it cannot apply.
+// symbol values rather than zeros), skipping those it cannot apply. A
+// compressed section may expand to at most elffile.MaxDecompressed (256
+// MiB) and to no more than its compressed bytes can hold; beyond, the
+// error wraps elffile.ErrTooLarge and nothing is decompressed.
 func SectionData(f *elf.File, s *elf.Section) ([]byte, error) {
 	data, err := elffile.RelocatedData(f, s, true)
 	if err != nil {
-		return nil, fmt.Errorf("cfi: reading %s: %v", s.Name, err)
+		return nil, fmt.Errorf("cfi: reading %s: %w", s.Name, err)
 	}
 	return data, nil
 }

@@ -153,7 +153,7 @@ func TestAugmentations(t *testing.T) {
 	if fdes[2].PCBegin != 0x3000 || fdes[2].CIE.FDEEncoding != PEUData8 {
 		t.Errorf("zRX: %+v", fdes[2])
 	}
-	if r, err := tab.RulesForPC(0x3004); err != nil || r.CFA.Offset != 24 {
+	if r, err := lookup(tab, 0x3004); err != nil || r.CFA.Offset != 24 {
 		t.Errorf("zRX rules: %+v %v", r.CFA, err)
 	}
 	if !fdes[3].CIE.BKey || !fdes[3].CIE.MTETagged || fdes[3].CIE.CodeAlign != 4 || fdes[3].CIE.RA != 30 {
@@ -193,11 +193,11 @@ func TestDebugFrame(t *testing.T) {
 			if fdes != 2 {
 				t.Errorf("v%d 64=%v: %d FDEs", version, is64, fdes)
 			}
-			r, err := tab.RulesForPC(0x1001)
+			r, err := lookup(tab, 0x1001)
 			if err != nil || fmtRow(&r) != "[1001,1010) cfa=r7+16 r16=c-8" {
 				t.Errorf("v%d 64=%v: %s %v", version, is64, fmtRow(&r), err)
 			}
-			r, err = tab.RulesForPC(0x101f)
+			r, err = lookup(tab, 0x101f)
 			if err != nil || fmtRow(&r) != "[1010,1020) cfa=r7+8 r16=c-8" {
 				t.Errorf("v%d 64=%v: %s %v", version, is64, fmtRow(&r), err)
 			}
@@ -260,14 +260,14 @@ func TestMalformed(t *testing.T) {
 	}
 	// Lookups still work for the good FDEs; the bad program fails alone.
 	for _, pc := range []uint64{0x1000, 0x7008} {
-		if _, err := tab.RulesForPC(pc); err != nil {
-			t.Errorf("RulesForPC(%#x): %v", pc, err)
+		if _, err := lookup(tab, pc); err != nil {
+			t.Errorf("RowForPC(%#x): %v", pc, err)
 		}
 	}
-	if _, err := tab.RulesForPC(0x6000); err == nil {
+	if _, err := lookup(tab, 0x6000); err == nil {
 		t.Error("unknown opcode not reported")
 	}
-	if _, err := tab.RulesForPC(0x4000); !errors.Is(err, ErrNoFDE) {
+	if _, err := lookup(tab, 0x4000); !errors.Is(err, ErrNoFDE) {
 		t.Errorf("FDE with bad CIE is indexed: %v", err)
 	}
 }
@@ -305,12 +305,12 @@ func TestEHFrameHdr(t *testing.T) {
 		}
 		for i := 0; i < 50; i++ {
 			pc := uint64(0x1000 + i*0x40 + 0x10)
-			r, err := tab.RulesForPC(pc)
+			r, err := lookup(tab, pc)
 			if err != nil || r.CFA.Offset != int64(16+i) {
-				t.Errorf("truncate=%v: RulesForPC(%#x) = %+v, %v", truncate, pc, r.CFA, err)
+				t.Errorf("truncate=%v: RowForPC(%#x) = %+v, %v", truncate, pc, r.CFA, err)
 			}
 			// The gap after each FDE is not covered.
-			if _, err := tab.RulesForPC(pc + 0x28); !errors.Is(err, ErrNoFDE) {
+			if _, err := lookup(tab, pc+0x28); !errors.Is(err, ErrNoFDE) {
 				t.Errorf("truncate=%v: gap %#x: %v", truncate, pc+0x28, err)
 			}
 		}
@@ -324,5 +324,39 @@ func TestEHFrameHdr(t *testing.T) {
 	}
 	if _, err := ParseEHFrameHdr([]byte{2, 0, 0, 0, 0, 0, 0, 0}, 0, le, 8); err == nil {
 		t.Error("version 2 accepted")
+	}
+}
+
+// TestNegativeRange checks an FDE whose sdata4 address range is negative
+// (the high bit set), in the encoding linkers emit: it covers nothing,
+// whichever decoder reads it (the fast one for short augmentation data,
+// the general one for long), and no lookup returns it (the index used to
+// take the range as unsigned and return the FDE for a PC it does not
+// cover).
+func TestNegativeRange(t *testing.T) {
+	le := binary.LittleEndian
+	for _, augLen := range []int{0, 200} {
+		s := newSection(EHFrame)
+		cie := s.cie(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
+		beginField := uint64(len(s.b)) + 8
+		body := u32(le, uint32(0x1000-beginField))  // begin 0x1000, section at 0
+		body = append(body, u32(le, 0xfffffff0)...) // range -16
+		body = append(body, uleb(uint64(augLen))...)
+		body = append(body, make([]byte, augLen)...)
+		body = append(body, adv(4)...)
+		off := s.fde(cie, body)
+		tab := s.table(0)
+		f, err := tab.FDEAt(off)
+		if err != nil || f.PCBegin != 0x1000 || f.PCEnd != 0x1000-16 {
+			t.Errorf("aug %d: FDE [%#x,%#x), %v; want [0x1000,0xff0)", augLen, f.PCBegin, f.PCEnd, err)
+		}
+		for _, pc := range []uint64{0x1000, 0x1004, 0x7fffffff} {
+			if _, err := lookup(tab, pc); !errors.Is(err, ErrNoFDE) {
+				t.Errorf("aug %d: RowForPC(%#x): %v, want ErrNoFDE", augLen, pc, err)
+			}
+			if _, err := tab.FindFDE(pc); !errors.Is(err, ErrNoFDE) {
+				t.Errorf("aug %d: FindFDE(%#x): %v, want ErrNoFDE", augLen, pc, err)
+			}
+		}
 	}
 }

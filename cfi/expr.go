@@ -105,6 +105,140 @@ type EvalOptions struct {
 // entries, and a fixed array keeps evaluation allocation-free.
 const exprStackSize = 64
 
+// Operation is one decoded DWARF expression operation (DW_OP_*).
+type Operation struct {
+	Op byte // the DW_OP_* opcode
+	// Reg is the register of DW_OP_regN, regx, bregN and bregx, as
+	// encoded (regx and bregx take any LEB128 number).
+	Reg uint64
+	// Value is the other operand: the constant of litN, constN*, addr,
+	// constu and consts, the addend of plus_uconst, bregN and bregx, the
+	// index of pick, the size of deref_size, the branch offset of skip and
+	// bra. Signed operands are stored as int64 bits, sign-extended.
+	Value uint64
+	// Offset is the position of the operation in the expression.
+	Offset int
+}
+
+// OperationIter decodes a DWARF expression one operation at a time,
+// without allocating. It is the package's only decoder of expressions:
+// EvalExpression, the readelf printer and the SFrame converter's pattern
+// matching read through it. It knows the operations CFI uses (those
+// EvalExpression and readelf name); an operation it does not know ends
+// the walk after it is returned, since its operands' size is unknown.
+//
+//	it := cfi.NewOperationIter(expr, binary.LittleEndian, 8)
+//	var op cfi.Operation
+//	for it.Next(&op) {
+//		...
+//	}
+type OperationIter struct {
+	b        buf
+	addrSize int
+	err      error
+}
+
+// errUnknownOp ends an expression walk at an operation of unknown size.
+var errUnknownOp = errors.New("cfi: unknown DWARF expression operation")
+
+// NewOperationIter returns an iterator over expr, whose DW_OP_addr and
+// fixed-size constants are in order (nil: little-endian) and whose
+// addresses are addrSize bytes (0: 8).
+func NewOperationIter(expr []byte, order binary.ByteOrder, addrSize int) OperationIter {
+	e := little
+	if order != nil {
+		e = endianOf(order)
+	}
+	if addrSize == 0 {
+		addrSize = 8
+	}
+	return OperationIter{b: buf{data: expr, order: e}, addrSize: addrSize}
+}
+
+// More reports whether operations are left to decode.
+func (it *OperationIter) More() bool { return it.b.pos < len(it.b.data) && it.err == nil }
+
+// Pos returns the position after the operation decoded last (the end of
+// the expression after a truncated one).
+func (it *OperationIter) Pos() int { return it.b.pos }
+
+// Err returns what ended the walk early: a truncated operand, or an
+// operation the iterator does not know; nil at the expression's end.
+func (it *OperationIter) Err() error { return it.err }
+
+// Jump moves the position by off bytes from Pos, as DW_OP_skip and
+// DW_OP_bra do; it reports false, not moving, for a target outside the
+// expression (its end included is inside).
+func (it *OperationIter) Jump(off int) bool {
+	np := it.b.pos + off
+	if np < 0 || np > len(it.b.data) {
+		return false
+	}
+	it.b.pos = np
+	return true
+}
+
+// Next decodes the next operation into op. It returns false at the end of
+// the expression and on a truncated operand (see Err); then op holds the
+// opcode and what was decoded before the end (a truncated LEB128 keeps
+// its low bits, a truncated fixed-size value is 0), which the readelf
+// printer shows.
+func (it *OperationIter) Next(op *Operation) bool {
+	b := &it.b
+	*op = Operation{Offset: b.pos}
+	if b.pos >= len(b.data) || it.err != nil {
+		return false
+	}
+	c := b.u8()
+	op.Op = c
+	switch {
+	case c >= opLit0 && c <= opLit31:
+		op.Value = uint64(c - opLit0)
+		return true
+	case c >= opReg0 && c <= opReg31:
+		op.Reg = uint64(c - opReg0)
+		return true
+	case c >= opBreg0 && c <= opBreg31:
+		op.Reg = uint64(c - opBreg0)
+		op.Value = uint64(b.sleb())
+	case c == opAddr:
+		op.Value = b.uint(it.addrSize)
+	case c == opConst1u, c == opPick, c == opDerefSize:
+		op.Value = uint64(b.u8())
+	case c == opConst1s:
+		op.Value = uint64(int64(int8(b.u8())))
+	case c == opConst2u:
+		op.Value = uint64(b.u16())
+	case c == opConst2s, c == opSkip, c == opBra:
+		op.Value = uint64(int64(int16(b.u16())))
+	case c == opConst4u:
+		op.Value = uint64(b.u32())
+	case c == opConst4s:
+		op.Value = uint64(int64(int32(b.u32())))
+	case c == opConst8u, c == opConst8s:
+		op.Value = b.u64()
+	case c == opConstu, c == opPlusUconst:
+		op.Value = b.uleb()
+	case c == opConsts:
+		op.Value = uint64(b.sleb())
+	case c == opRegx:
+		op.Reg = b.uleb()
+	case c == opBregx:
+		op.Reg = b.uleb()
+		op.Value = uint64(b.sleb())
+	default:
+		if _, ok := exprOpNames[c]; !ok {
+			it.err = errUnknownOp
+		}
+		return true
+	}
+	if b.err != nil {
+		it.err = errTruncated
+		return false
+	}
+	return true
+}
+
 // EvalExpression evaluates a DWARF expression as CFI uses it (CFA and
 // register rules: breg, lit, const, arithmetic and logic, comparison,
 // deref, plus_uconst, skip and bra) and returns the value on top of the
@@ -131,9 +265,9 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 		stack[sp] = v
 		sp++
 	}
-	b := buf{data: expr, order: endianOf(order)}
-	fail := func(format string, args ...any) (uint64, error) {
-		return 0, fmt.Errorf("cfi: expression at byte %d: "+format, append([]any{b.pos}, args...)...)
+	it := NewOperationIter(expr, order, addrSize)
+	fail := func(pos int, format string, args ...any) (uint64, error) {
+		return 0, fmt.Errorf("cfi: expression at byte %d: "+format, append([]any{pos}, args...)...)
 	}
 	push := func(v uint64) bool {
 		if sp == exprStackSize {
@@ -166,132 +300,106 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 	if addrSize == 4 {
 		mask = 0xffffffff
 	}
-	for steps := 0; b.pos < len(b.data); steps++ {
+	var op Operation
+	for steps := 0; it.More(); steps++ {
 		if steps >= maxSteps {
 			return 0, ErrExprTooLong
 		}
-		op := b.u8()
+		ok := it.Next(&op)
+		// Errors about the stack are reported after the opcode, before
+		// its operands: an operation that needs more than the stack holds
+		// fails so even when its operand is cut short.
+		after := op.Offset + 1
 		need := 0
-		switch {
-		case op >= opLit0 && op <= opLit31:
-			if !push(uint64(op - opLit0)) {
-				return fail("stack overflow")
-			}
-			continue
-		case op >= opBreg0 && op <= opBreg31, op == opBregx:
-			r := Reg(op - opBreg0)
-			if op == opBregx {
-				r = Reg(b.uleb())
-			}
-			off := b.sleb()
-			if b.err != nil {
-				return fail("truncated operand")
-			}
-			if o.Regs == nil {
-				return fail("register r%d needed but no registers given", r)
-			}
-			v, ok := o.Regs.Reg(r)
-			if !ok {
-				return fail("register r%d unknown", r)
-			}
-			if !push((v + uint64(off)) & mask) {
-				return fail("stack overflow")
-			}
-			continue
-		case op >= opReg0 && op <= opReg31, op == opRegx:
-			return fail("DW_OP_reg* names a location, not a value")
-		}
-		switch op {
-		case opAddr, opConst1u, opConst1s, opConst2u, opConst2s, opConst4u, opConst4s, opConst8u, opConst8s, opConstu, opConsts:
-			var v uint64
-			switch op {
-			case opAddr:
-				v = b.uint(addrSize)
-			case opConst1u:
-				v = uint64(b.u8())
-			case opConst1s:
-				v = uint64(int64(int8(b.u8())))
-			case opConst2u:
-				v = uint64(b.u16())
-			case opConst2s:
-				v = uint64(int64(int16(b.u16())))
-			case opConst4u:
-				v = uint64(b.u32())
-			case opConst4s:
-				v = uint64(int64(int32(b.u32())))
-			case opConst8u, opConst8s:
-				v = b.u64()
-			case opConstu:
-				v = b.uleb()
-			case opConsts:
-				v = uint64(b.sleb())
-			}
-			if b.err != nil {
-				return fail("truncated operand")
-			}
-			if !push(v) {
-				return fail("stack overflow")
-			}
-			continue
-		case opNop:
-			continue
-		case opSkip, opBra:
-			d := int16(b.u16())
-			if b.err != nil {
-				return fail("truncated operand")
-			}
-			if op == opBra {
-				if sp < 1 {
-					return fail("stack underflow")
-				}
-				sp--
-				if stack[sp] == 0 {
-					continue
-				}
-			}
-			np := b.pos + int(d)
-			if np < 0 || np > len(b.data) {
-				return fail("branch target %d outside the expression", np)
-			}
-			b.pos = np
-			continue
-		case opDup, opDeref, opDerefSize, opNeg, opNot, opAbs, opPlusUconst, opPick:
-			need = 1
-		case opDrop:
+		switch op.Op {
+		case opDup, opDeref, opDerefSize, opNeg, opNot, opAbs, opPlusUconst, opPick, opDrop:
 			need = 1
 		case opOver, opSwap, opAnd, opDiv, opMinus, opMod, opMul, opOr, opPlus, opShl, opShr, opShra, opXor,
 			opEq, opGe, opGt, opLe, opLt, opNe:
 			need = 2
 		case opRot:
 			need = 3
-		default:
-			return fail("unsupported operation %#x", op)
+		}
+		c := op.Op
+		if !ok {
+			if c == opRegx {
+				return fail(after, "DW_OP_reg* names a location, not a value")
+			}
+			if need > 0 && sp < need {
+				return fail(after, "stack underflow")
+			}
+			return fail(it.Pos(), "truncated operand")
+		}
+		switch {
+		case c >= opLit0 && c <= opLit31:
+			if !push(op.Value) {
+				return fail(it.Pos(), "stack overflow")
+			}
+			continue
+		case c >= opBreg0 && c <= opBreg31, c == opBregx:
+			r := Reg(op.Reg)
+			if o.Regs == nil {
+				return fail(it.Pos(), "register r%d needed but no registers given", r)
+			}
+			v, ok := o.Regs.Reg(r)
+			if !ok {
+				return fail(it.Pos(), "register r%d unknown", r)
+			}
+			if !push((v + op.Value) & mask) {
+				return fail(it.Pos(), "stack overflow")
+			}
+			continue
+		case c >= opReg0 && c <= opReg31, c == opRegx:
+			return fail(after, "DW_OP_reg* names a location, not a value")
+		}
+		switch c {
+		case opAddr, opConst1u, opConst1s, opConst2u, opConst2s, opConst4u, opConst4s, opConst8u, opConst8s, opConstu, opConsts:
+			if !push(op.Value) {
+				return fail(it.Pos(), "stack overflow")
+			}
+			continue
+		case opNop:
+			continue
+		case opSkip, opBra:
+			if c == opBra {
+				if sp < 1 {
+					return fail(it.Pos(), "stack underflow")
+				}
+				sp--
+				if stack[sp] == 0 {
+					continue
+				}
+			}
+			if !it.Jump(int(int64(op.Value))) {
+				return fail(it.Pos(), "branch target %d outside the expression", it.Pos()+int(int64(op.Value)))
+			}
+			continue
+		}
+		if need == 0 {
+			return fail(after, "unsupported operation %#x", c)
 		}
 		if sp < need {
-			return fail("stack underflow")
+			return fail(after, "stack underflow")
 		}
 		top := &stack[sp-1]
-		switch op {
+		switch c {
 		case opDup:
 			if !push(*top) {
-				return fail("stack overflow")
+				return fail(it.Pos(), "stack overflow")
 			}
 		case opDrop:
 			sp--
 		case opPick:
-			i := int(b.u8())
-			if b.err != nil {
-				return fail("truncated operand")
-			}
+			i := int(op.Value)
 			if i >= sp {
-				return fail("DW_OP_pick %d beyond the stack", i)
+				return fail(it.Pos(), "DW_OP_pick %d beyond the stack", i)
 			}
 			if !push(stack[sp-1-i]) {
-				return fail("stack overflow")
+				return fail(it.Pos(), "stack overflow")
 			}
 		case opOver:
 			if !push(stack[sp-2]) {
-				return fail("stack overflow")
+				return fail(it.Pos(), "stack overflow")
 			}
 		case opSwap:
 			stack[sp-1], stack[sp-2] = stack[sp-2], stack[sp-1]
@@ -299,18 +407,15 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 			stack[sp-1], stack[sp-2], stack[sp-3] = stack[sp-2], stack[sp-3], stack[sp-1]
 		case opDeref, opDerefSize:
 			size := addrSize
-			if op == opDerefSize {
-				size = int(b.u8())
-				if b.err != nil {
-					return fail("truncated operand")
-				}
+			if c == opDerefSize {
+				size = int(op.Value)
 				if size < 1 || size > 8 {
-					return fail("DW_OP_deref_size %d", size)
+					return fail(it.Pos(), "DW_OP_deref_size %d", size)
 				}
 			}
 			v, err := read(*top, size)
 			if err != nil {
-				return fail("reading %d bytes at %#x: %v", size, *top, err)
+				return fail(it.Pos(), "reading %d bytes at %#x: %v", size, *top, err)
 			}
 			*top = v
 		case opNeg:
@@ -322,15 +427,11 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 				*top = -*top
 			}
 		case opPlusUconst:
-			v := b.uleb()
-			if b.err != nil {
-				return fail("truncated operand")
-			}
-			*top += v
+			*top += op.Value
 		default:
 			x, y := stack[sp-2], stack[sp-1] // second, top
 			var r uint64
-			switch op {
+			switch c {
 			case opAnd:
 				r = x & y
 			case opOr:
@@ -345,7 +446,7 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 				r = x * y
 			case opDiv:
 				if y == 0 {
-					return fail("division by zero")
+					return fail(it.Pos(), "division by zero")
 				}
 				if int64(y) == -1 && int64(x) == -1<<63 {
 					r = x
@@ -354,7 +455,7 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 				}
 			case opMod:
 				if y == 0 {
-					return fail("division by zero")
+					return fail(it.Pos(), "division by zero")
 				}
 				r = x % y
 			case opShl:
@@ -390,9 +491,6 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 			sp--
 			stack[sp-1] = r
 		}
-		if b.err != nil {
-			return fail("truncated operand")
-		}
 	}
 	if sp == 0 {
 		return 0, errors.New("cfi: expression left an empty stack")
@@ -425,79 +523,69 @@ var exprOpNames = map[byte]string{
 func ExprString(expr []byte, a Arch) string { return string(appendExprText(nil, expr, a)) }
 
 func appendExprText(out []byte, expr []byte, a Arch) []byte {
-	b := buf{data: expr, order: little}
-	first := true
-	for b.pos < len(b.data) {
+	// readelf's order and address size, whatever the file's.
+	it := NewOperationIter(expr, nil, 8)
+	var op Operation
+	for first := true; ; first = false {
+		ok := it.Next(&op)
+		if !ok && it.Err() == nil {
+			return out
+		}
 		if !first {
 			out = append(out, "; "...)
 		}
-		first = false
-		op := b.u8()
-		switch {
-		case op >= opLit0 && op <= opLit31:
-			out = append(out, "DW_OP_lit"...)
-			out = strconv.AppendUint(out, uint64(op-opLit0), 10)
-			continue
-		case op >= opReg0 && op <= opReg31:
-			out = append(out, "DW_OP_reg"...)
-			out = strconv.AppendUint(out, uint64(op-opReg0), 10)
-			out = append(out, " ("...)
-			out = append(out, a.RegName(Reg(op-opReg0))...)
-			out = append(out, ')')
-			continue
-		case op >= opBreg0 && op <= opBreg31:
-			out = append(out, "DW_OP_breg"...)
-			out = strconv.AppendUint(out, uint64(op-opBreg0), 10)
-			out = append(out, " ("...)
-			out = append(out, a.RegName(Reg(op-opBreg0))...)
-			out = append(out, "): "...)
-			out = strconv.AppendInt(out, b.sleb(), 10)
-			continue
-		}
-		name, ok := exprOpNames[op]
-		if !ok {
-			out = append(out, "DW_OP_0x"...)
-			out = strconv.AppendUint(out, uint64(op), 16)
+		out = appendOpText(out, &op, a)
+		if !ok || it.Err() != nil {
 			return out
 		}
-		out = append(out, name...)
-		switch op {
-		case opConst1u, opPick, opDerefSize:
-			out = append(out, ": "...)
-			out = strconv.AppendUint(out, uint64(b.u8()), 10)
-		case opConst1s:
-			out = append(out, ": "...)
-			out = strconv.AppendInt(out, int64(int8(b.u8())), 10)
-		case opConst2u:
-			out = append(out, ": "...)
-			out = strconv.AppendUint(out, uint64(b.u16()), 10)
-		case opConst2s, opSkip, opBra:
-			out = append(out, ": "...)
-			out = strconv.AppendInt(out, int64(int16(b.u16())), 10)
-		case opConst4u:
-			out = append(out, ": "...)
-			out = strconv.AppendUint(out, uint64(b.u32()), 10)
-		case opConst4s:
-			out = append(out, ": "...)
-			out = strconv.AppendInt(out, int64(int32(b.u32())), 10)
-		case opConst8u, opConst8s, opAddr:
-			out = append(out, ": 0x"...)
-			out = strconv.AppendUint(out, b.u64(), 16)
-		case opConstu, opPlusUconst, opRegx:
-			out = append(out, ": "...)
-			out = strconv.AppendUint(out, b.uleb(), 10)
-		case opConsts:
-			out = append(out, ": "...)
-			out = strconv.AppendInt(out, b.sleb(), 10)
-		case opBregx:
-			out = append(out, ": "...)
-			out = strconv.AppendUint(out, b.uleb(), 10)
-			out = append(out, ' ')
-			out = strconv.AppendInt(out, b.sleb(), 10)
-		}
-		if b.err != nil {
-			break
-		}
+	}
+}
+
+// appendOpText formats one operation as readelf does.
+func appendOpText(out []byte, op *Operation, a Arch) []byte {
+	c := op.Op
+	switch {
+	case c >= opLit0 && c <= opLit31:
+		out = append(out, "DW_OP_lit"...)
+		return strconv.AppendUint(out, op.Value, 10)
+	case c >= opReg0 && c <= opReg31:
+		out = append(out, "DW_OP_reg"...)
+		out = strconv.AppendUint(out, op.Reg, 10)
+		out = append(out, " ("...)
+		out = append(out, a.RegName(Reg(op.Reg))...)
+		return append(out, ')')
+	case c >= opBreg0 && c <= opBreg31:
+		out = append(out, "DW_OP_breg"...)
+		out = strconv.AppendUint(out, op.Reg, 10)
+		out = append(out, " ("...)
+		out = append(out, a.RegName(Reg(op.Reg))...)
+		out = append(out, "): "...)
+		return strconv.AppendInt(out, int64(op.Value), 10)
+	}
+	name, ok := exprOpNames[c]
+	if !ok {
+		out = append(out, "DW_OP_0x"...)
+		return strconv.AppendUint(out, uint64(c), 16)
+	}
+	out = append(out, name...)
+	switch c {
+	case opConst1u, opPick, opDerefSize, opConst2u, opConst4u, opConstu, opPlusUconst:
+		out = append(out, ": "...)
+		out = strconv.AppendUint(out, op.Value, 10)
+	case opConst1s, opConst2s, opSkip, opBra, opConst4s, opConsts:
+		out = append(out, ": "...)
+		out = strconv.AppendInt(out, int64(op.Value), 10)
+	case opConst8u, opConst8s, opAddr:
+		out = append(out, ": 0x"...)
+		out = strconv.AppendUint(out, op.Value, 16)
+	case opRegx:
+		out = append(out, ": "...)
+		out = strconv.AppendUint(out, op.Reg, 10)
+	case opBregx:
+		out = append(out, ": "...)
+		out = strconv.AppendUint(out, op.Reg, 10)
+		out = append(out, ' ')
+		out = strconv.AppendInt(out, int64(op.Value), 10)
 	}
 	return out
 }

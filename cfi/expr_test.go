@@ -117,7 +117,7 @@ func TestExprPLT(t *testing.T) {
 	}
 	plt := f.Section(".plt")
 	pc := plt.Addr + 0x10 // first PLT entry (the expression row)
-	row, err := tab.RulesForPC(pc)
+	row, err := lookup(tab, pc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestExprDRAP(t *testing.T) {
 		t.Fatal(err)
 	}
 	var row Row
-	if err := tab.RowForPC(&fde, 0x65, &row); err != nil {
+	if err := tab.FDERow(&UnwindContext{}, &fde, 0x65, &row); err != nil {
 		t.Fatal(err)
 	}
 	if row.CFA.Kind != CFAExpression || row.Rule(6).Kind != RuleExpression {

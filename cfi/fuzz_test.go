@@ -48,6 +48,7 @@ func fuzzOne(t *testing.T, data []byte, flags uint8) {
 		t.Fatal(err)
 	}
 	var pcs []uint64
+	var ctx UnwindContext // one for every lookup of this input
 	it := tab.Entries()
 	n := 0
 	for it.Next() {
@@ -56,10 +57,14 @@ func fuzzOne(t *testing.T, data []byte, flags uint8) {
 			t.Fatalf("entry walk does not advance")
 		}
 		e := it.Entry()
+		if e.Kind == KindCIE && e.Err == nil {
+			decodeAll(t, tab.CIEInstructions(e.CIE), len(e.CIE.Instructions))
+		}
 		if e.Kind != KindFDE || e.Err != nil {
 			continue
 		}
 		fde := *e.FDE
+		decodeAll(t, tab.FDEInstructions(&fde), len(fde.Instructions))
 		pcs = append(pcs, fde.PCBegin, fde.PCBegin+(fde.PCEnd-fde.PCBegin)/2, fde.PCEnd-1)
 		ut := tab.NewUnwindTable(&fde)
 		rows := 0
@@ -82,11 +87,14 @@ func fuzzOne(t *testing.T, data []byte, flags uint8) {
 			}
 		}
 		var row Row
-		tab.RowForPC(&fde, fde.PCBegin, &row)
+		tab.FDERow(&ctx, &fde, fde.PCBegin, &row)
 	}
 	pcs = append(pcs, 0, 0x10000, ^uint64(0))
+	var row Row
 	for _, pc := range pcs {
-		tab.RulesForPC(pc)
+		if f, err := tab.RowForPC(&ctx, pc, &row); err == nil && !f.Contains(pc) {
+			t.Fatalf("RowForPC(%#x) found FDE [%#x,%#x)", pc, f.PCBegin, f.PCEnd)
+		}
 	}
 	if h := tab.Hdr(); h != nil {
 		for i := 0; i < h.Len() && i < 64; i++ {
@@ -98,6 +106,26 @@ func fuzzOne(t *testing.T, data []byte, flags uint8) {
 	p.frames(kind.String(), tab)
 	p.hdr(data, 0x8000)
 	p.flush()
+}
+
+// decodeAll walks a program with the instruction decoder alone: every
+// instruction takes at least a byte, so the walk ends within n steps.
+func decodeAll(t *testing.T, it InstructionIter, n int) {
+	var ins Instruction
+	for i := 0; it.Next(&ins); i++ {
+		if i > n {
+			t.Fatalf("instruction walk does not advance")
+		}
+		if ins.Expr != nil {
+			o := NewOperationIter(ins.Expr, nil, 8)
+			var op Operation
+			for j := 0; o.Next(&op); j++ {
+				if j > len(ins.Expr) {
+					t.Fatalf("operation walk does not advance")
+				}
+			}
+		}
+	}
 }
 
 // FuzzParse feeds arbitrary bytes to the parser, the row stream, the

@@ -115,9 +115,9 @@ func TestOpcodes(t *testing.T) {
 		for ut.Next() {
 			want := fmtRow(ut.Row())
 			for _, pc := range []uint64{ut.Row().Start, ut.Row().End - 1} {
-				r, err := tab.RulesForPC(pc)
+				r, err := lookup(tab, pc)
 				if err != nil || fmtRow(&r) != want {
-					t.Errorf("%s: RulesForPC(%#x) = %q, %v; want %q", c.name, pc, fmtRow(&r), err, want)
+					t.Errorf("%s: RowForPC(%#x) = %q, %v; want %q", c.name, pc, fmtRow(&r), err, want)
 				}
 			}
 		}
@@ -175,8 +175,8 @@ func TestRestoreStateErrors(t *testing.T) {
 		if !errors.As(err, &e) || !strings.Contains(e.Msg, c.msg) {
 			t.Errorf("%s: error %v, want *Error containing %q", c.name, err, c.msg)
 		}
-		if _, err := tab.RulesForPC(0x1000); err == nil {
-			t.Errorf("%s: RulesForPC succeeded on a bad program", c.name)
+		if _, err := lookup(tab, 0x1000); err == nil {
+			t.Errorf("%s: RowForPC succeeded on a bad program", c.name)
 		}
 	}
 }
@@ -253,11 +253,11 @@ func TestManyRules(t *testing.T) {
 	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
 	s.absFDE(cie, 0x1000, 0x10, false, instr)
 	tab := s.table(0)
-	a, err := tab.RulesForPC(0x1000)
+	a, err := lookup(tab, 0x1000)
 	if err != nil || a.NumRules() != inlineRules+11 {
 		t.Fatalf("first row: %d rules, %v", a.NumRules(), err)
 	}
-	b, err := tab.RulesForPC(0x1008)
+	b, err := lookup(tab, 0x1008)
 	if err != nil || b.NumRules() != inlineRules+10 {
 		t.Fatalf("second row: %d rules, %v", b.NumRules(), err)
 	}

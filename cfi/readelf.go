@@ -19,6 +19,10 @@ import (
 // every advance (even by zero), no rows for programs of only DW_CFA_nop,
 // remembered states shared by all entries of a section, and "bad
 // register" lines for numbers beyond the architecture's table.
+//
+// Sections are read with SectionData (a compressed one may expand to at
+// most elffile.MaxDecompressed) and rows are printed as they are computed,
+// so memory stays bounded by the section size whatever the row count.
 func Dump(w io.Writer, f *elf.File, section string) error {
 	found := false
 	var firstErr error
@@ -334,9 +338,8 @@ func (p *printer) frames(name string, t *Table) {
 			p.out = append(p.out, " ra="...)
 			p.out = strconv.AppendInt(p.out, int64(int32(cie.RA)), 10)
 			p.out = append(p.out, '\n')
-			sc.cols = p.scanRegs(cie.Instructions, cie, nil, c)
-			ut.u.fdeBegin = 0
-			ut.u.reset(cie, cie.Instructions, cie.instrOff, nil, 0)
+			sc.cols = p.scanRegs(t, cie.Instructions, cie.instrOff, cie, nil, c)
+			ut.u.reset(cie, cie.Instructions, cie.instrOff, 0, nil, 0)
 			ut.end, ut.done = 0, false
 			p.rows(ut, cie, sc.cols, int(cie.AddressSize))
 			sc.init.copyFrom(&ut.u.state)
@@ -416,9 +419,8 @@ func (p *printer) frames(name string, t *Table) {
 			init = Row{}
 			cols = cols[:0]
 		}
-		cols = p.scanRegs(instr, cie, cols, c)
-		ut.u.fdeBegin = begin
-		ut.u.reset(cie, instr, uint64(instrPos), &init, begin)
+		cols = p.scanRegs(t, instr, uint64(instrPos), cie, cols, c)
+		ut.u.reset(cie, instr, uint64(instrPos), begin, &init, begin)
 		ut.end, ut.done = begin+rng, false
 		p.rows(ut, cie, cols, ptrSize)
 		off = h.end
@@ -496,83 +498,29 @@ func (p *printer) fdeFields(t *Table, h *header, cie *CIE) (begin, rng uint64, i
 }
 
 // scanRegs is readelf's first pass over a program: every register an
-// instruction names becomes a display column (added to cols, sorted).
-func (p *printer) scanRegs(instr []byte, cie *CIE, cols []Reg, c *compat) []Reg {
-	b := buf{data: instr, order: p.order}
-	encSize := p.addrSize
+// instruction names becomes a display column (added to cols, sorted). It
+// decodes as readelf does (see InstructionIter's readelf mode) and, like
+// readelf, still counts the register of an instruction cut short.
+func (p *printer) scanRegs(t *Table, instr []byte, off uint64, cie *CIE, cols []Reg, c *compat) []Reg {
+	it := t.instrIter(cie, instr, off, 0)
+	it.readelf = true
+	it.setLocSize = p.addrSize
 	if cie.FDEEncoding != 0 {
-		encSize = sizeOfEncoded(cie.FDEEncoding, int(cie.AddressSize))
+		it.setLocSize = sizeOfEncoded(cie.FDEEncoding, int(cie.AddressSize))
 	}
-	skip := func(n int) {
-		if b.left() < n {
-			b.pos = len(b.data)
-		} else {
-			b.pos += n
+	var ins Instruction
+	for {
+		ok := it.Next(&ins)
+		if !ok && it.Err() == nil {
+			return cols
 		}
-	}
-	for b.pos < len(b.data) {
-		raw := b.data[b.pos]
-		b.pos++
-		op := Op(raw)
-		if raw&0xc0 != 0 {
-			op = Op(raw & 0xc0)
+		if ins.Op.namesColumn() && ins.Reg != 0xffffffff && !c.bad(ins.Reg) {
+			cols = insertReg(cols, ins.Reg)
 		}
-		reg := int64(-1)
-		switch op {
-		case OpOffset:
-			b.uleb()
-			reg = int64(raw & 0x3f)
-		case OpRestore:
-			reg = int64(raw & 0x3f)
-		case OpSetLoc:
-			skip(encSize)
-		case OpAdvanceLoc1:
-			skip(1)
-		case OpAdvanceLoc2:
-			skip(2)
-		case OpAdvanceLoc4:
-			skip(4)
-		case OpMIPSAdvanceLoc8:
-			skip(8)
-		case OpOffsetExtended, OpValOffset, OpRegister, OpGNUNegativeOffsetExtended:
-			reg = int64(uint32(b.uleb()))
-			b.uleb()
-		case OpRestoreExtended, OpUndefined, OpSameValue:
-			reg = int64(uint32(b.uleb()))
-		case OpDefCFA:
-			b.uleb()
-			b.uleb()
-		case OpDefCFARegister, OpDefCFAOffset, OpGNUArgsSize:
-			b.uleb()
-		case OpDefCFAExpression:
-			n := b.uleb()
-			if n > uint64(b.left()) {
-				b.pos = len(b.data)
-			} else {
-				b.pos += int(n)
-			}
-		case OpExpression, OpValExpression:
-			reg = int64(uint32(b.uleb()))
-			n := b.uleb()
-			if n > uint64(b.left()) {
-				b.pos = len(b.data)
-			} else {
-				b.pos += int(n)
-			}
-		case OpOffsetExtendedSF, OpValOffsetSF:
-			reg = int64(uint32(b.uleb()))
-			b.sleb()
-		case OpDefCFASF:
-			b.uleb()
-			b.sleb()
-		case OpDefCFAOffsetSF:
-			b.sleb()
-		}
-		if reg >= 0 && reg != 0xffffffff && !c.bad(Reg(reg)) {
-			cols = insertReg(cols, Reg(reg))
+		if !ok {
+			return cols
 		}
 	}
-	return cols
 }
 
 func insertReg(cols []Reg, r Reg) []Reg {
@@ -662,5 +610,6 @@ func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []Reg, ptrSize int) {
 			p.out = append(p.out, ' ')
 		}
 		p.out = append(p.out, '\n')
+		p.maybeFlush() // one FDE may have millions of rows
 	}
 }

@@ -29,6 +29,13 @@ type CFARule struct {
 // Real frames keep well under it (AArch64 with x19-x30 and d8-d15 is 20).
 const inlineRules = 24
 
+// maxRules bounds the register rules of a row: more distinct registers
+// than any architecture has (gimli allows 192). Rules are kept sorted and
+// DW_CFA_remember_state copies them all, so the bound also bounds the
+// work of one instruction; a program that names more registers fails
+// ("too many register rules").
+const maxRules = 256
+
 // slot is the compact, pointer-free form a Row stores a rule in, so rows
 // copy with a plain memmove. Expressions are offsets into the section.
 type slot struct {
@@ -135,18 +142,23 @@ func (r *Row) Rule(col Reg) Rule {
 }
 
 // set stores the rule s for column s.col, keeping rules sorted by column.
-func (r *Row) set(s slot) {
+// It returns false, changing nothing, when the row already holds maxRules
+// rules and s.col is not among them.
+func (r *Row) set(s slot) bool {
 	i, ok := r.find(s.col)
 	if ok {
 		*r.ptr(i) = s
-		return
+		return true
 	}
 	if r.n < inlineRules {
 		// Common case: shift within the inline array.
 		copy(r.rules[i+1:r.n+1], r.rules[i:r.n])
 		r.rules[i] = s
 		r.n++
-		return
+		return true
+	}
+	if r.n >= maxRules {
+		return false
 	}
 	r.extra = append(r.extra, slot{})
 	for j := r.n; j > i; j-- {
@@ -154,6 +166,7 @@ func (r *Row) set(s slot) {
 	}
 	*r.ptr(i) = s
 	r.n++
+	return true
 }
 
 // del removes any rule for col.

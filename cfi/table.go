@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 )
 
 // Options describe a CFI section to New: where it is loaded and how to
@@ -19,7 +20,8 @@ type Options struct {
 	DataBase  uint64           // base for DW_EH_PE_datarel (e.g. .got on i386)
 	// ReadPointer resolves DW_EH_PE_indirect pointers by reading size
 	// bytes at a virtual address; nil leaves indirect pointers unresolved
-	// (an error for the FDE that uses one).
+	// (an error for the FDE that uses one). A Table used from several
+	// goroutines calls it from several goroutines.
 	ReadPointer func(addr uint64, size int) (uint64, error)
 	// Hdr is the .eh_frame_hdr section and HdrAddr its address; when its
 	// binary-search table is usable, lookups use it instead of an index.
@@ -53,6 +55,9 @@ type CIE struct {
 	Instructions        []byte // initial instructions (view into the section)
 
 	instrOff uint64
+	owner    *Table // the Table whose cache holds the CIE; nil if none
+	// The rules after the initial instructions, computed before the CIE
+	// is shared (initDone), then never changed.
 	init     Row
 	initDone bool
 	initErr  error
@@ -82,8 +87,17 @@ func (f *FDE) Contains(pc uint64) bool { return pc >= f.PCBegin && pc < f.PCEnd 
 
 // Table gives access to one CFI section: iteration over its entries, the
 // row tables of FDEs and fast PC lookups. It keeps views into the section
-// bytes and never copies them. A Table caches parsed CIEs and lookup state
-// and is not safe for concurrent use; Clone gives each goroutine its own.
+// bytes and never copies them.
+//
+// A Table does not change once made, and all its methods may be called
+// from several goroutines at once. It fills two caches on first use,
+// each safely: decoded CIEs (with their initial rules; a mutex guards the
+// map, and a CIE is never changed once in it) and, without a usable
+// .eh_frame_hdr, the sorted FDE index (built once, under a sync.Once).
+// What its methods return is the caller's (FDE values, Rows) or immutable
+// (*CIE). The mutable state of a walk or a lookup lives in values the
+// caller owns, each for one goroutine at a time: EntryIterator,
+// UnwindTable, InstructionIter and UnwindContext.
 type Table struct {
 	kind     SectionKind
 	name     string
@@ -98,15 +112,11 @@ type Table struct {
 	deref    func(uint64, int) (uint64, error)
 	hdr      *EHFrameHdr
 
-	cies    map[uint64]*CIE
-	lastCIE *CIE
+	ciesMu sync.Mutex
+	cies   map[uint64]*CIE
 
-	index      []indexEntry
-	indexBuilt bool
-
-	scratch interp
-	fde     FDE
-	out     Row
+	indexOnce sync.Once
+	index     []indexEntry
 }
 
 type indexEntry struct {
@@ -140,18 +150,6 @@ func New(data []byte, o Options) (*Table, error) {
 	return t, nil
 }
 
-// Clone returns a Table sharing the section bytes, header and index but
-// with its own caches, for use from another goroutine.
-func (t *Table) Clone() *Table {
-	if !t.indexBuilt && t.hdr == nil {
-		t.buildIndex()
-	}
-	c := &Table{kind: t.kind, name: t.name, data: t.data, addr: t.addr, order: t.order, end: t.end, addrSize: t.addrSize,
-		arch: t.arch, text: t.text, dataBase: t.dataBase, deref: t.deref, hdr: t.hdr,
-		cies: make(map[uint64]*CIE), index: t.index, indexBuilt: t.indexBuilt}
-	return c
-}
-
 // Kind returns whether this is .eh_frame or .debug_frame data.
 func (t *Table) Kind() SectionKind { return t.kind }
 
@@ -161,7 +159,8 @@ func (t *Table) Arch() Arch { return t.arch }
 // Addr returns the section's virtual address.
 func (t *Table) Addr() uint64 { return t.addr }
 
-// Data returns the section bytes the table reads (relocated for objects).
+// Data returns the section bytes the table reads (relocated for objects),
+// shared with the Table: they must not be modified.
 func (t *Table) Data() []byte { return t.data }
 
 // AddrSize returns the default pointer size in bytes.
@@ -177,12 +176,14 @@ func (t *Table) errAt(off uint64, format string, args ...any) *Error {
 	return &Error{Section: t.name, Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
+// ptrCtx is the context for decoding pointers from a buffer whose first
+// byte is at section offset secOff.
 func (t *Table) ptrCtx(secOff uint64, cie *CIE) ptrCtx {
 	as := t.addrSize
 	if cie != nil && cie.AddressSize != 0 {
 		as = int(cie.AddressSize)
 	}
-	return ptrCtx{secAddr: t.addr, addrSize: as, text: t.text, data: t.dataBase, deref: t.deref}
+	return ptrCtx{secAddr: t.addr + secOff, addrSize: as, text: t.text, data: t.dataBase, deref: t.deref}
 }
 
 // header is the common start of a CIE or FDE.
@@ -282,13 +283,13 @@ func (t *Table) ciePointer(h *header) (uint64, bool) {
 }
 
 // CIEAt decodes the CIE whose length field is at section offset off.
-// CIEs are cached, so repeated calls are cheap and return the same *CIE.
+// CIEs are cached, so repeated calls are cheap and return the same *CIE,
+// which must not be changed.
 func (t *Table) CIEAt(off uint64) (*CIE, error) {
-	if c := t.lastCIE; c != nil && c.Offset == off {
-		return c, nil
-	}
-	if c, ok := t.cies[off]; ok {
-		t.lastCIE = c
+	t.ciesMu.Lock()
+	c, ok := t.cies[off]
+	t.ciesMu.Unlock()
+	if ok {
 		return c, nil
 	}
 	h, err := t.readHeader(off)
@@ -298,13 +299,36 @@ func (t *Table) CIEAt(off uint64) (*CIE, error) {
 	if h.zero || !h.isCIE {
 		return nil, t.errAt(off, "not a CIE")
 	}
-	c, err := t.parseCIE(&h)
-	if err != nil {
+	if c, err = t.parseCIE(&h); err != nil {
 		return nil, err
 	}
-	t.cies[off] = c
-	t.lastCIE = c
+	// Complete the CIE before sharing it: from then on it is read only.
+	var u interp
+	c.initErr = t.runCIE(&u, c)
+	c.init.copyFrom(&u.state)
+	c.initDone = true
+	c.owner = t
+	t.ciesMu.Lock()
+	if first, ok := t.cies[off]; ok {
+		c = first // another goroutine decoded it too
+	} else {
+		t.cies[off] = c
+	}
+	t.ciesMu.Unlock()
 	return c, nil
+}
+
+// cachedCIE is CIEAt through a one-entry cache owned by the caller: FDEs
+// mostly share one CIE, so most calls skip the lock.
+func (t *Table) cachedCIE(off uint64, last **CIE) (*CIE, error) {
+	if c := *last; c != nil && c.Offset == off && c.owner == t {
+		return c, nil
+	}
+	c, err := t.CIEAt(off)
+	if err == nil {
+		*last = c
+	}
+	return c, err
 }
 
 func (t *Table) parseCIE(h *header) (*CIE, error) {
@@ -358,8 +382,7 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 		}
 		ab := buf{data: c.AugData, order: t.end}
 		augBase := uint64(b.pos - len(c.AugData))
-		ctx := t.ptrCtx(0, c)
-		ctx.secAddr = t.addr + augBase
+		ctx := t.ptrCtx(augBase, c)
 	letters:
 		for _, l := range aug[1:] {
 			switch l {
@@ -418,11 +441,12 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 // FDEAt decodes the FDE whose length field is at section offset off.
 func (t *Table) FDEAt(off uint64) (FDE, error) {
 	var f FDE
-	err := t.fdeAt(off, &f)
+	var last *CIE
+	err := t.fdeAt(off, &f, &last)
 	return f, err
 }
 
-func (t *Table) fdeAt(off uint64, f *FDE) error {
+func (t *Table) fdeAt(off uint64, f *FDE, last **CIE) error {
 	h, err := t.readHeader(off)
 	if err != nil {
 		return err
@@ -430,10 +454,10 @@ func (t *Table) fdeAt(off uint64, f *FDE) error {
 	if h.zero || h.isCIE {
 		return t.errAt(off, "not an FDE")
 	}
-	return t.parseFDE(&h, f)
+	return t.parseFDE(&h, f, last)
 }
 
-func (t *Table) parseFDE(h *header, f *FDE) error {
+func (t *Table) parseFDE(h *header, f *FDE, last **CIE) error {
 	co, ok := t.ciePointer(h)
 	if !ok {
 		return t.errAt(h.off, "CIE pointer %#x points before the section", h.id)
@@ -441,7 +465,7 @@ func (t *Table) parseFDE(h *header, f *FDE) error {
 	if co == h.off {
 		return t.errAt(h.off, "CIE pointer points to the FDE itself")
 	}
-	cie, err := t.CIEAt(co)
+	cie, err := t.cachedCIE(co, last)
 	if err != nil {
 		return t.errAt(h.off, "CIE pointer %#x: %v", co, err)
 	}
@@ -450,12 +474,13 @@ func (t *Table) parseFDE(h *header, f *FDE) error {
 
 func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
 	if t.kind == EHFrame && cie.FDEEncoding == PEPCRel|PESData4 && cie.SegmentSize == 0 && cie.LSDAEncoding == PEOmit {
-		// Fast path for what linkers emit: pcrel sdata4 begin, udata4
-		// range, and an empty (or lengthy but unused) augmentation.
+		// Fast path for what linkers emit: pcrel sdata4 begin, sdata4
+		// range (read as the general path reads it: signed), and an empty
+		// (or lengthy but unused) augmentation.
 		p := h.body
 		if h.end-p >= 9 {
 			begin := t.addr + uint64(p) + uint64(int64(int32(t.end.Uint32(t.data[p:]))))
-			end := begin + uint64(t.end.Uint32(t.data[p+4:]))
+			end := begin + uint64(int64(int32(t.end.Uint32(t.data[p+4:]))))
 			if t.addrSize == 4 {
 				begin &= 0xffffffff
 				end &= 0xffffffff
@@ -535,22 +560,28 @@ func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
 	return nil
 }
 
-// initialRow returns the CIE's rules after its initial instructions,
-// computed once per CIE.
-func (t *Table) initialRow(c *CIE) (*Row, error) {
+// runCIE runs a CIE's initial instructions in u.
+func (t *Table) runCIE(u *interp, c *CIE) error {
+	u.t = t
+	u.reset(c, c.Instructions, c.instrOff, 0, nil, 0)
+	var ins Instruction
+	for u.next(&ins) {
+		u.apply(&ins)
+	}
+	return u.err
+}
+
+// initialRow returns the CIE's rules after its initial instructions:
+// those computed when the Table cached it, or, for a CIE from elsewhere,
+// computed again into scratch.
+func (t *Table) initialRow(c *CIE, scratch *Row) (*Row, error) {
 	if c.initDone {
 		return &c.init, c.initErr
 	}
 	var u interp
-	u.t = t
-	u.reset(c, c.Instructions, c.instrOff, nil, 0)
-	for u.pos < len(u.instr) && u.err == nil {
-		u.step()
-	}
-	c.init.copyFrom(&u.state)
-	c.initErr = u.err
-	c.initDone = true
-	return &c.init, c.initErr
+	err := t.runCIE(&u, c)
+	scratch.copyFrom(&u.state)
+	return scratch, err
 }
 
 // Entry is one item of a section walk: a CIE, an FDE or a terminator.
@@ -580,6 +611,7 @@ type EntryIterator struct {
 	off  uint64
 	e    Entry
 	fde  FDE
+	last *CIE
 	err  error
 	done bool
 }
@@ -609,10 +641,10 @@ func (it *EntryIterator) Next() bool {
 		it.e.Kind = KindTerminator
 	case h.isCIE:
 		it.e.Kind = KindCIE
-		it.e.CIE, it.e.Err = t.CIEAt(h.off)
+		it.e.CIE, it.e.Err = t.cachedCIE(h.off, &it.last)
 	default:
 		it.e.Kind = KindFDE
-		it.e.Err = t.parseFDE(&h, &it.fde)
+		it.e.Err = t.parseFDE(&h, &it.fde, &it.last)
 		it.e.FDE = &it.fde
 		it.e.CIE = it.fde.CIE
 	}
@@ -625,13 +657,19 @@ func (it *EntryIterator) Entry() Entry { return it.e }
 // Err returns the error that ended the walk early (a bad length field).
 func (it *EntryIterator) Err() error { return it.err }
 
+// sortedIndex returns the index of FDE ranges, building it on first use.
+func (t *Table) sortedIndex() []indexEntry {
+	t.indexOnce.Do(t.buildIndex)
+	return t.index
+}
+
 // buildIndex collects the ranges of all decodable FDEs, sorted, for
-// lookups when no usable .eh_frame_hdr exists.
+// lookups when no usable .eh_frame_hdr exists. Only sortedIndex calls it.
 func (t *Table) buildIndex() {
-	t.indexBuilt = true
 	// Entries are at least 8 bytes; this bounds the capacity by the input.
 	ix := make([]indexEntry, 0, len(t.data)/32+1)
 	var f FDE
+	var last *CIE
 	data, n := t.data, uint64(len(t.data))
 	for off := uint64(0); off < n; {
 		// Inline fast path: 32-bit .eh_frame FDE in the usual encoding.
@@ -644,11 +682,11 @@ func (t *Table) buildIndex() {
 					off = next
 					continue
 				}
-				if c := t.lastCIE; c != nil && id <= off+4 && c.Offset == off+4-id &&
+				if c := last; c != nil && id <= off+4 && c.Offset == off+4-id &&
 					c.FDEEncoding == PEPCRel|PESData4 && c.SegmentSize == 0 {
 					p := off + 8
 					begin := t.addr + p + uint64(int64(int32(t.end.Uint32(data[p:]))))
-					end := begin + uint64(t.end.Uint32(data[p+4:]))
+					end := begin + uint64(int64(int32(t.end.Uint32(data[p+4:]))))
 					if t.addrSize == 4 {
 						begin &= 0xffffffff
 						end &= 0xffffffff
@@ -669,9 +707,9 @@ func (t *Table) buildIndex() {
 		if h.zero || h.isCIE {
 			continue
 		}
-		begin, end, ok := t.fdeRange(&h)
+		begin, end, ok := t.fdeRange(&h, &last)
 		if !ok {
-			if t.parseFDE(&h, &f) != nil {
+			if t.parseFDE(&h, &f, &last) != nil {
 				continue
 			}
 			begin, end = f.PCBegin, f.PCEnd
@@ -750,7 +788,7 @@ func sortIndex(ix []indexEntry) {
 
 // fdeRange decodes just the address range of an FDE in the encoding
 // linkers emit (pcrel sdata4, CIE cached); ok is false for anything else.
-func (t *Table) fdeRange(h *header) (begin, end uint64, ok bool) {
+func (t *Table) fdeRange(h *header, last **CIE) (begin, end uint64, ok bool) {
 	if t.kind != EHFrame || h.idWidth != 4 || h.end-h.body < 8 {
 		return 0, 0, false
 	}
@@ -758,19 +796,16 @@ func (t *Table) fdeRange(h *header) (begin, end uint64, ok bool) {
 	if !okp {
 		return 0, 0, false
 	}
-	c := t.lastCIE
-	if c == nil || c.Offset != co {
-		var err error
-		if c, err = t.CIEAt(co); err != nil {
-			return 0, 0, false
-		}
+	c, err := t.cachedCIE(co, last)
+	if err != nil {
+		return 0, 0, false
 	}
 	if c.FDEEncoding != PEPCRel|PESData4 || c.SegmentSize != 0 {
 		return 0, 0, false
 	}
 	p := h.body
 	begin = t.addr + uint64(p) + uint64(int64(int32(t.end.Uint32(t.data[p:]))))
-	end = begin + uint64(t.end.Uint32(t.data[p+4:]))
+	end = begin + uint64(int64(int32(t.end.Uint32(t.data[p+4:]))))
 	if t.addrSize == 4 {
 		begin &= 0xffffffff
 		end &= 0xffffffff
@@ -813,15 +848,16 @@ func radixSort(ix []indexEntry) {
 	}
 }
 
-// FDEForPC finds the FDE covering pc, through .eh_frame_hdr's search
-// table when present and a built index otherwise.
-func (t *Table) FDEForPC(pc uint64) (FDE, error) {
+// FindFDE finds the FDE covering pc, through .eh_frame_hdr's search
+// table when present and a built index otherwise (sframe's FindFunc).
+func (t *Table) FindFDE(pc uint64) (FDE, error) {
 	var f FDE
-	err := t.fdeForPC(pc, &f)
+	var last *CIE
+	err := t.fdeForPC(pc, &f, &last)
 	return f, err
 }
 
-func (t *Table) fdeForPC(pc uint64, f *FDE) error {
+func (t *Table) fdeForPC(pc uint64, f *FDE, last **CIE) error {
 	if t.hdr != nil {
 		fdeAddr, ok := t.hdr.lookup(pc)
 		if !ok {
@@ -831,7 +867,7 @@ func (t *Table) fdeForPC(pc uint64, f *FDE) error {
 		if fdeAddr < t.addr || off >= uint64(len(t.data)) {
 			return &Error{Section: ".eh_frame_hdr", Offset: 0, Msg: fmt.Sprintf("FDE address %#x outside .eh_frame", fdeAddr)}
 		}
-		if err := t.fdeAt(off, f); err != nil {
+		if err := t.fdeAt(off, f, last); err != nil {
 			return err
 		}
 		if !f.Contains(pc) {
@@ -839,105 +875,117 @@ func (t *Table) fdeForPC(pc uint64, f *FDE) error {
 		}
 		return nil
 	}
-	if !t.indexBuilt {
-		t.buildIndex()
-	}
-	ix := t.index
+	ix := t.sortedIndex()
 	i := sort.Search(len(ix), func(i int) bool { return ix[i].begin > pc })
 	for j := i - 1; j >= 0 && j >= i-4; j-- {
 		if pc < ix[j].end {
-			return t.fdeAt(ix[j].off, f)
+			if err := t.fdeAt(ix[j].off, f, last); err != nil {
+				return err
+			}
+			if !f.Contains(pc) {
+				return ErrNoFDE
+			}
+			return nil
 		}
 	}
 	return ErrNoFDE
 }
 
-// RulesForPC returns the row of the CFI table that applies at pc. It
-// does not allocate in the steady state: CIE initial rules are cached and
-// the interpreter's scratch state is reused.
-func (t *Table) RulesForPC(pc uint64) (Row, error) {
-	// Filling a Row kept in the Table and copying it out once is cheaper
-	// than zeroing a fresh one first.
-	err := t.rulesForPC(pc, &t.out)
-	if err != nil {
-		return Row{}, err
+// RowForPC computes into r the row of the CFI table that applies at pc
+// and returns the FDE it comes from (a pointer into ctx, valid until its
+// next use), as sframe's RowForPC does for SFrame. ctx holds the scratch
+// state (see UnwindContext); r is the caller's, its storage reused, so
+// lookups do not allocate in the steady state.
+func (t *Table) RowForPC(ctx *UnwindContext, pc uint64, r *Row) (*FDE, error) {
+	f := &ctx.fde
+	if err := t.fdeForPC(pc, f, &ctx.cie); err != nil {
+		return nil, err
 	}
-	r := t.out
-	if len(r.extra) > 0 {
-		// Rows with more than inlineRules rules must not share their
-		// overflow with the next lookup.
-		r.extra = append([]slot(nil), r.extra...)
+	if err := t.rowAt(ctx, f, pc, r); err != nil {
+		return nil, err
 	}
-	return r, nil
+	return f, nil
 }
 
-// RulesForPCInto is RulesForPC writing into a caller-provided Row, which
-// avoids copying the Row on return.
-func (t *Table) RulesForPCInto(pc uint64, r *Row) error { return t.rulesForPC(pc, r) }
-
-func (t *Table) rulesForPC(pc uint64, r *Row) error {
-	f := &t.fde
-	if err := t.fdeForPC(pc, f); err != nil {
-		return err
-	}
-	return t.rowAt(f, pc, r)
-}
-
-// RowForPC computes the row of fde that applies at pc.
-func (t *Table) RowForPC(fde *FDE, pc uint64, r *Row) error {
+// FDERow computes into r the row of fde that applies at pc.
+func (t *Table) FDERow(ctx *UnwindContext, fde *FDE, pc uint64, r *Row) error {
 	if !fde.Contains(pc) {
 		return ErrNoFDE
 	}
-	return t.rowAt(fde, pc, r)
+	return t.rowAt(ctx, fde, pc, r)
 }
 
-func (t *Table) rowAt(f *FDE, pc uint64, r *Row) error {
-	init, err := t.initialRow(f.CIE)
+func (t *Table) rowAt(ctx *UnwindContext, f *FDE, pc uint64, r *Row) error {
+	init, err := t.initialRow(f.CIE, &ctx.init)
 	if err != nil {
 		return err
 	}
-	u := &t.scratch
+	u := &ctx.u
 	u.t = t
-	u.fdeBegin = f.PCBegin
-	u.reset(f.CIE, f.Instructions, f.instrOff, init, f.PCBegin)
+	u.reset(f.CIE, f.Instructions, f.instrOff, f.PCBegin, init, f.PCBegin)
 	end := f.PCEnd
-	instr := u.instr
 	ca, da := f.CIE.CodeAlign, f.CIE.DataAlign
-	for u.pos < len(instr) {
-		// Fast paths for the instructions compilers emit most; everything
-		// else goes through step.
-		raw := instr[u.pos]
-		switch raw >> 6 {
-		case 1: // DW_CFA_advance_loc
-			nl := u.loc + uint64(raw&0x3f)*ca
+	it := &u.it
+	data, pos := it.data, it.pos
+	var ins Instruction
+	for {
+		// The instructions compilers emit most are decoded and applied
+		// inline, the position kept in a register; everything else goes
+		// through next and apply.
+		if d, ok := advanceLocAt(data, pos); ok {
+			nl := u.loc + d*ca
 			if pc < nl && pc >= u.loc {
 				end = nl
 				goto done
 			}
 			u.loc = nl
-			u.pos++
+			pos++
 			continue
-		case 2: // DW_CFA_offset with a one-byte operand
-			if u.pos+1 < len(instr) && instr[u.pos+1] < 0x80 {
-				u.state.set(slot{col: Reg(raw & 0x3f), kind: RuleOffset, val: int64(instr[u.pos+1]) * da})
-				u.pos += 2
-				continue
-			}
-		case 0:
-			if raw == byte(OpDefCFAOffset) && u.pos+1 < len(instr) && instr[u.pos+1] < 0x80 && u.state.CFA.Kind != CFAUndefined {
-				u.state.CFA.Offset = int64(instr[u.pos+1])
-				u.state.CFA.signed = false
-				u.pos += 2
-				continue
-			}
-			if raw == byte(OpNop) {
-				u.pos++
-				continue
-			}
 		}
-		adv, nl := u.step()
-		if u.err != nil {
-			return u.err
+		if op, reg, v, ok := shortAt(data, pos); ok {
+			if op == OpOffset {
+				if !u.state.set(slot{col: reg, kind: RuleOffset, val: int64(v) * da}) {
+					return t.errAt(it.off+uint64(pos), "too many register rules (more than %d)", maxRules)
+				}
+			} else {
+				if u.state.CFA.Kind == CFAUndefined {
+					u.state.CFA.Kind = CFARegOffset
+				}
+				u.state.CFA.Offset = int64(v)
+				u.state.CFA.signed = false
+			}
+			pos += 2
+			continue
+		}
+		if op, reg, ok := bareAt(data, pos); ok {
+			pos++
+			switch op {
+			case OpRestore:
+				u.restoreRule(op, reg, pos-1)
+			case OpRememberState:
+				u.remember(pos)
+			case OpRestoreState:
+				u.restoreState(pos)
+			}
+			if u.err != nil {
+				return u.err
+			}
+			continue
+		}
+		it.pos = pos
+		if !it.next(&ins) {
+			break
+		}
+		pos = it.pos
+		var adv bool
+		var nl uint64
+		switch ins.Op {
+		case OpAdvanceLoc1, OpAdvanceLoc2, OpAdvanceLoc4, OpMIPSAdvanceLoc8:
+			adv, nl = true, u.loc+ins.Operand*ca
+		default:
+			if adv, nl = u.apply(&ins); u.err != nil {
+				return u.err
+			}
 		}
 		if adv {
 			if pc < nl && pc >= u.loc {
@@ -946,6 +994,9 @@ func (t *Table) rowAt(f *FDE, pc uint64, r *Row) error {
 			}
 			u.loc = nl
 		}
+	}
+	if err := it.Err(); err != nil {
+		return err
 	}
 done:
 	r.copyFrom(&u.state)

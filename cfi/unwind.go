@@ -1,14 +1,15 @@
 package cfi
 
-import (
-	"fmt"
-	"math"
+// DW_CFA_remember_state snapshots are bounded in number (maxRememberDepth
+// states on the stack) and in the register rules they hold together
+// (maxSavedRules), so that neither many empty states nor a few large ones
+// make the interpreter allocate without bound: at most about 5 MiB (64 Ki
+// states of 72 bytes, 256 Ki rules of 16). Real code nests one or two
+// deep. Beyond either, the program fails ("nested too deep").
+const (
+	maxRememberDepth = 1 << 16
+	maxSavedRules    = 1 << 18
 )
-
-// maxSavedRules bounds the storage of DW_CFA_remember_state snapshots
-// (rules summed over the whole stack), so hostile input cannot make the
-// interpreter allocate without bound. Real code nests one or two deep.
-const maxSavedRules = 1 << 18
 
 // savedState is one DW_CFA_remember_state snapshot; its register rules
 // live in the interpreter's slab at [off, off+n).
@@ -19,16 +20,14 @@ type savedState struct {
 	off, n   int
 }
 
-// interp executes call frame instructions. It is reused across FDEs (and
-// lookups) so that steady-state work does not allocate.
+// interp executes call frame instructions, read through an
+// InstructionIter. It lives in an UnwindContext or an UnwindTable and is
+// reused across FDEs, so that steady-state work does not allocate.
 type interp struct {
-	t        *Table
-	cie      *CIE
-	instr    []byte
-	pos      int
-	instrOff uint64 // section offset of instr[0]
-	inCIE    bool
-	fdeBegin uint64 // for funcrel set_loc
+	t     *Table
+	cie   *CIE
+	it    InstructionIter
+	inCIE bool
 
 	loc   uint64
 	state Row
@@ -42,20 +41,21 @@ type interp struct {
 	compat  *compat // non-nil when emulating readelf's display quirks
 }
 
-func (u *interp) fail(format string, args ...any) {
+// fail records an error at the section offset off.
+func (u *interp) fail(off int, format string, args ...any) {
 	if u.err == nil {
-		u.err = &Error{Section: u.t.name, Offset: u.instrOff + uint64(u.pos), Msg: fmt.Sprintf(format, args...)}
+		u.err = u.t.errAt(u.it.off+uint64(off), format, args...)
 	}
-	u.pos = len(u.instr)
 }
 
-// reset prepares to run instr with the state copied from init (nil for
-// an empty state, as at the start of a CIE).
-func (u *interp) reset(cie *CIE, instr []byte, off uint64, init *Row, loc uint64) {
+// reset prepares to run the program instr (at section offset off, of an
+// FDE starting at fdeBegin) with the state copied from init (nil for an
+// empty state, as at the start of a CIE). Location loc is the program's
+// first. The iterator is set field by field: a lookup's hot path.
+func (u *interp) reset(cie *CIE, instr []byte, off, fdeBegin uint64, init *Row, loc uint64) {
 	u.cie = cie
-	u.instr = instr
-	u.pos = 0
-	u.instrOff = off
+	it := &u.it
+	it.t, it.cie, it.data, it.pos, it.off, it.fdeBegin, it.err = u.t, cie, instr, 0, off, fdeBegin, nil
 	u.loc = loc
 	u.init = init
 	u.inCIE = init == nil
@@ -75,91 +75,39 @@ func (u *interp) reset(cie *CIE, instr []byte, off uint64, init *Row, loc uint64
 	u.err = nil
 }
 
-func (u *interp) uleb() uint64 {
-	v, pos, ok := decodeULEB(u.instr, u.pos)
-	u.pos = pos
-	if !ok {
-		u.fail("truncated LEB128 operand")
-		return 0
-	}
-	return v
-}
-
-func (u *interp) sleb() int64 {
-	v, pos, ok := decodeSLEB(u.instr, u.pos)
-	u.pos = pos
-	if !ok {
-		u.fail("truncated LEB128 operand")
-		return 0
-	}
-	return v
-}
-
-func (u *interp) reg() Reg {
-	v := u.uleb()
-	if v > math.MaxUint32 {
-		u.fail("register number %d too large", v)
-		return 0
-	}
-	return Reg(v)
-}
-
-func (u *interp) fixed(n int) uint64 {
-	if len(u.instr)-u.pos < n {
-		u.fail("truncated operand")
-		return 0
-	}
-	b := u.instr[u.pos : u.pos+n]
-	u.pos += n
-	switch n {
-	case 1:
-		return uint64(b[0])
-	case 2:
-		return uint64(u.t.end.Uint16(b))
-	case 4:
-		return uint64(u.t.end.Uint32(b))
-	}
-	return u.t.end.Uint64(b)
-}
-
-func (u *interp) block() []byte {
-	n := u.uleb()
+// next decodes the next instruction. At the end of the program, or on a
+// decoding error (then recorded in u.err), it returns false.
+func (u *interp) next(ins *Instruction) bool {
 	if u.err != nil {
-		return nil
+		return false
 	}
-	if n > uint64(len(u.instr)-u.pos) {
-		u.fail("expression length %d exceeds the entry", n)
-		return nil
+	if u.it.Next(ins) {
+		return true
 	}
-	b := u.instr[u.pos : u.pos+int(n) : u.pos+int(n)]
-	u.pos += int(n)
-	return b
-}
-
-// exprSlot makes a rule slot for an expression just read by block.
-func (u *interp) exprSlot(k RuleKind, e []byte) slot {
-	return slot{kind: k, val: exprVal(uint32(u.instrOff)+uint32(u.pos-len(e)), uint32(len(e)))}
+	if err := u.it.Err(); err != nil {
+		if ins.Op != OpNop {
+			u.allNops = false
+		}
+		u.err = err
+	}
+	return false
 }
 
 // setRule applies a register rule, honouring readelf's bad-register
 // handling in compat mode.
-func (u *interp) setRule(op Op, col Reg, s slot) {
-	if u.err != nil {
+func (u *interp) setRule(ins *Instruction, s slot) {
+	if u.compat != nil && u.compat.badReg(u, ins.Op, ins.Reg, s) {
 		return
 	}
-	if u.compat != nil && u.compat.badReg(u, op, col, s) {
-		return
+	s.col = ins.Reg
+	if !u.state.set(s) {
+		u.fail(ins.Offset, "too many register rules (more than %d)", maxRules)
 	}
-	s.col = col
-	u.state.set(s)
 }
 
 // restoreRule resets col to its rule at the end of the CIE's initial
 // instructions (DW_CFA_restore).
-func (u *interp) restoreRule(op Op, col Reg) {
-	if u.err != nil {
-		return
-	}
+func (u *interp) restoreRule(op Op, col Reg, off int) {
 	if u.compat != nil && u.compat.badReg(u, op, col, slot{}) {
 		return
 	}
@@ -167,180 +115,103 @@ func (u *interp) restoreRule(op Op, col Reg) {
 		return // restoring to the CIE's own state is a no-op inside it
 	}
 	if i, ok := u.init.find(col); ok {
-		u.state.set(*u.init.ptr(i))
+		if !u.state.set(*u.init.ptr(i)) {
+			u.fail(off, "too many register rules (more than %d)", maxRules)
+		}
 	} else {
 		u.state.del(col)
 	}
 }
 
-// step executes one instruction. It reports whether the instruction
-// advanced the location and, if so, the new location. On malformed input
-// u.err is set and the position moves to the end.
-func (u *interp) step() (advanced bool, newLoc uint64) {
-	raw := u.instr[u.pos]
-	u.pos++
-	op := Op(raw)
-	if raw&0xc0 != 0 {
-		op = Op(raw & 0xc0)
-	}
+// exprSlot makes a rule slot for the expression of the instruction just
+// decoded (an expression operand comes last).
+func (u *interp) exprSlot(k RuleKind, e []byte) slot {
+	return slot{kind: k, val: exprVal(uint32(u.it.off)+uint32(u.it.pos-len(e)), uint32(len(e)))}
+}
+
+// apply executes one decoded instruction. It reports whether the
+// instruction advanced the location and, if so, the new location. A
+// semantic error (an unknown opcode, a mismatched restore_state, too many
+// rules) is recorded in u.err.
+func (u *interp) apply(ins *Instruction) (advanced bool, newLoc uint64) {
+	op := ins.Op
 	if op != OpNop {
 		u.allNops = false
 	}
 	ca := u.cie.CodeAlign
 	da := u.cie.DataAlign
 	switch op {
-	case OpAdvanceLoc:
-		return true, u.loc + uint64(raw&0x3f)*ca
-	case OpOffset:
-		off := u.uleb()
-		u.setRule(op, Reg(raw&0x3f), slot{kind: RuleOffset, val: int64(off) * da})
-	case OpRestore:
-		u.restoreRule(op, Reg(raw&0x3f))
-	case OpNop:
+	case OpAdvanceLoc, OpAdvanceLoc1, OpAdvanceLoc2, OpAdvanceLoc4, OpMIPSAdvanceLoc8:
+		return true, u.loc + ins.Operand*ca
 	case OpSetLoc:
-		v, ok := u.setLoc()
-		if !ok {
-			return false, 0
-		}
-		return true, v
-	case OpAdvanceLoc1, OpAdvanceLoc2, OpAdvanceLoc4, OpMIPSAdvanceLoc8:
-		// advance_loc1/2/4 are consecutive opcodes; the MIPS advance_loc8
-		// (0x1d) clamps to the last size.
-		d := u.fixed([...]int{1, 2, 4, 8}[min(int(op-OpAdvanceLoc1), 3)])
-		if u.err != nil {
-			return false, 0
-		}
-		return true, u.loc + d*ca
-	case OpOffsetExtended:
-		r := u.reg()
-		off := u.uleb()
-		u.setRule(op, r, slot{kind: RuleOffset, val: int64(off) * da})
+		return true, ins.Operand
+	case OpOffset, OpOffsetExtended:
+		u.setRule(ins, slot{kind: RuleOffset, val: int64(ins.Operand) * da})
 	case OpOffsetExtendedSF:
-		r := u.reg()
-		off := u.sleb()
-		u.setRule(op, r, slot{kind: RuleOffset, val: off * da})
-	case OpValOffset:
-		r := u.reg()
-		off := u.uleb()
-		u.setRule(op, r, slot{kind: RuleValOffset, val: int64(off) * da})
-	case OpValOffsetSF:
-		r := u.reg()
-		off := u.sleb()
-		u.setRule(op, r, slot{kind: RuleValOffset, val: off * da})
+		u.setRule(ins, slot{kind: RuleOffset, val: int64(ins.Operand) * da})
+	case OpValOffset, OpValOffsetSF:
+		u.setRule(ins, slot{kind: RuleValOffset, val: int64(ins.Operand) * da})
 	case OpGNUNegativeOffsetExtended:
-		r := u.reg()
-		off := u.uleb()
-		u.setRule(op, r, slot{kind: RuleOffset, val: -int64(off) * da})
-	case OpRestoreExtended:
-		r := u.reg()
-		u.restoreRule(op, r)
+		u.setRule(ins, slot{kind: RuleOffset, val: -int64(ins.Operand) * da})
+	case OpRestore, OpRestoreExtended:
+		u.restoreRule(op, ins.Reg, ins.Offset)
+	case OpNop:
 	case OpUndefined:
-		r := u.reg()
-		u.setRule(op, r, slot{kind: RuleUndefined})
+		u.setRule(ins, slot{kind: RuleUndefined})
 	case OpSameValue:
-		r := u.reg()
-		u.setRule(op, r, slot{kind: RuleSameValue})
+		u.setRule(ins, slot{kind: RuleSameValue})
 	case OpRegister:
-		r := u.reg()
-		r2 := u.reg()
-		u.setRule(op, r, slot{kind: RuleRegister, val: int64(r2)})
-	case OpExpression, OpValExpression:
-		r := u.reg()
-		e := u.block()
-		k := RuleExpression
-		if op == OpValExpression {
-			k = RuleValExpression
-		}
-		u.setRule(op, r, u.exprSlot(k, e))
+		u.setRule(ins, slot{kind: RuleRegister, val: int64(ins.Operand)})
+	case OpExpression:
+		u.setRule(ins, u.exprSlot(RuleExpression, ins.Expr))
+	case OpValExpression:
+		u.setRule(ins, u.exprSlot(RuleValExpression, ins.Expr))
 	case OpRememberState:
-		u.remember()
+		u.remember(ins.Offset + 1)
 	case OpRestoreState:
-		u.restoreState()
+		u.restoreState(ins.Offset + 1)
 	case OpDefCFA:
-		r := u.reg()
-		off := u.uleb()
-		if u.err == nil {
-			u.state.CFA = CFARule{Kind: CFARegOffset, Reg: r, Offset: int64(off)}
-		}
+		u.state.CFA = CFARule{Kind: CFARegOffset, Reg: ins.Reg, Offset: int64(ins.Operand)}
 	case OpDefCFASF:
-		r := u.reg()
-		off := u.sleb()
-		if u.err == nil {
-			u.state.CFA = CFARule{Kind: CFARegOffset, Reg: r, Offset: off * da, signed: true}
-		}
+		u.state.CFA = CFARule{Kind: CFARegOffset, Reg: ins.Reg, Offset: int64(ins.Operand) * da, signed: true}
 	case OpDefCFARegister:
-		r := u.reg()
-		if u.err == nil {
-			// Keeps the offset; after an expression, readelf and gimli both
-			// fall back to the previous offset.
-			u.state.CFA.Kind = CFARegOffset
-			u.state.CFA.Reg = r
-			u.state.CFA.Expr = nil
-		}
+		// Keeps the offset; after an expression, readelf and gimli both
+		// fall back to the previous offset.
+		u.state.CFA.Kind = CFARegOffset
+		u.state.CFA.Reg = ins.Reg
+		u.state.CFA.Expr = nil
 	case OpDefCFAOffset:
-		off := u.uleb()
-		if u.err == nil {
-			if u.state.CFA.Kind == CFAUndefined {
-				u.state.CFA.Kind = CFARegOffset
-			}
-			u.state.CFA.Offset = int64(off)
-			u.state.CFA.signed = false
+		if u.state.CFA.Kind == CFAUndefined {
+			u.state.CFA.Kind = CFARegOffset
 		}
+		u.state.CFA.Offset = int64(ins.Operand)
+		u.state.CFA.signed = false
 	case OpDefCFAOffsetSF:
-		off := u.sleb()
-		if u.err == nil {
-			if u.state.CFA.Kind == CFAUndefined {
-				u.state.CFA.Kind = CFARegOffset
-			}
-			u.state.CFA.Offset = off * da
-			u.state.CFA.signed = true
+		if u.state.CFA.Kind == CFAUndefined {
+			u.state.CFA.Kind = CFARegOffset
 		}
+		u.state.CFA.Offset = int64(ins.Operand) * da
+		u.state.CFA.signed = true
 	case OpDefCFAExpression:
-		e := u.block()
-		if u.err == nil {
-			u.state.CFA.Kind = CFAExpression
-			u.state.CFA.Expr = e
-		}
+		u.state.CFA.Kind = CFAExpression
+		u.state.CFA.Expr = ins.Expr
 	case OpGNUArgsSize:
-		v := u.uleb()
-		if u.err == nil {
-			u.state.ArgsSize = v
-		}
+		u.state.ArgsSize = ins.Operand
 	case OpGNUWindowSave, OpAArch64NegateRAStateWithPC:
 		u.state.RASigned = !u.state.RASigned
 	default:
 		if u.compat != nil {
 			u.compat.unknownOp(op)
 		}
-		u.pos--
-		u.fail("unknown call frame instruction %#x", uint8(op))
+		u.fail(ins.Offset, "unknown call frame instruction %#x", uint8(op))
 	}
 	return false, 0
 }
 
-func (u *interp) setLoc() (uint64, bool) {
-	b := buf{data: u.instr, pos: u.pos, order: u.t.end}
-	var v uint64
-	var err error
-	if u.t.kind == EHFrame {
-		c := u.t.ptrCtx(u.instrOff, u.cie)
-		c.funcBase = u.fdeBegin
-		v, err = b.readEncoded(u.cie.FDEEncoding, &c)
-	} else {
-		v = b.uint(int(u.cie.AddressSize))
-		err = b.err
-	}
-	if err != nil {
-		u.fail("DW_CFA_set_loc: %v", err)
-		return 0, false
-	}
-	u.pos = b.pos
-	return v, true
-}
-
-func (u *interp) remember() {
-	if len(u.slab)+u.state.n > maxSavedRules {
-		u.fail("DW_CFA_remember_state nested too deep")
+// remember executes DW_CFA_remember_state; errors are reported at off.
+func (u *interp) remember(off int) {
+	if len(u.stack) >= maxRememberDepth || len(u.slab)+u.state.n > maxSavedRules {
+		u.fail(off, "DW_CFA_remember_state nested too deep")
 		return
 	}
 	s := savedState{cfa: u.state.CFA, raSigned: u.state.RASigned, argsSize: u.state.ArgsSize, off: len(u.slab), n: u.state.n}
@@ -350,13 +221,14 @@ func (u *interp) remember() {
 	u.stack = append(u.stack, s)
 }
 
-func (u *interp) restoreState() {
+// restoreState executes DW_CFA_restore_state; errors are reported at off.
+func (u *interp) restoreState(off int) {
 	if len(u.stack) == 0 {
 		if u.compat != nil {
 			u.compat.mismatchedRestore()
 			return
 		}
-		u.fail("DW_CFA_restore_state without DW_CFA_remember_state")
+		u.fail(off, "DW_CFA_restore_state without DW_CFA_remember_state")
 		return
 	}
 	s := u.stack[len(u.stack)-1]
@@ -376,9 +248,24 @@ func (u *interp) restoreState() {
 	u.slab = u.slab[:s.off]
 }
 
+// UnwindContext is the scratch space of the row lookups (Table.RowForPC,
+// Table.FDERow): the interpreter's state and DW_CFA_remember_state stack,
+// the FDE found, and the CIE used last. It is what makes lookups
+// allocation-free while the Table stays immutable: each goroutine that
+// looks up rows owns a context (the zero value is ready), which may serve
+// any number of Tables but only one lookup at a time. It holds at most
+// the bounded remember_state stack (see maxRememberDepth).
+type UnwindContext struct {
+	u    interp
+	fde  FDE
+	cie  *CIE // the CIE found last, to skip the Table's shared cache
+	init Row  // initial rules of a CIE not from a Table (see initialRow)
+}
+
 // UnwindTable streams the rows of one FDE's (or CIE's) CFI table. Rows
 // are computed in a single pass over the instructions: each advance emits
-// the row that held up to the new location.
+// the row that held up to the new location. An UnwindTable is the
+// caller's: it belongs to one goroutine.
 //
 //	ut := tab.NewUnwindTable(&fde)
 //	for ut.Next() {
@@ -389,11 +276,11 @@ func (u *interp) restoreState() {
 type UnwindTable struct {
 	u       interp
 	end     uint64
-	row     Row
 	done    bool
 	isCIE   bool
-	keepAll bool // emit empty rows too (readelf emulation)
+	keepAll bool // emit empty rows too (CIE tables, the readelf printer)
 	final   bool // the last emitted row was the end-of-program row
+	init    Row  // initial rules of a CIE not from a Table
 }
 
 // NewUnwindTable starts the row stream of fde. Rows with an empty address
@@ -405,9 +292,13 @@ func (t *Table) NewUnwindTable(fde *FDE) *UnwindTable {
 }
 
 // NewCIEUnwindTable streams the rows produced by a CIE's initial
-// instructions alone (addresses start at 0), as readelf shows them.
+// instructions alone, as readelf shows them. These rows have no address
+// range of their own (Start counts from 0, and the final row's End is 0),
+// so every one is kept, an advance by zero included:
+// one row per advance, then the state at the end of the instructions,
+// unless they are only DW_CFA_nop (or none).
 func (t *Table) NewCIEUnwindTable(cie *CIE) *UnwindTable {
-	ut := &UnwindTable{}
+	ut := &UnwindTable{keepAll: true}
 	ut.resetCIE(t, cie)
 	return ut
 }
@@ -417,15 +308,14 @@ func (ut *UnwindTable) resetFDE(t *Table, fde *FDE) {
 	ut.done = false
 	ut.isCIE = false
 	ut.final = false
-	init, err := t.initialRow(fde.CIE)
+	init, err := t.initialRow(fde.CIE, &ut.init)
 	if err != nil {
-		ut.u.reset(fde.CIE, nil, fde.instrOff, &Row{}, fde.PCBegin)
+		ut.u.reset(fde.CIE, nil, fde.instrOff, fde.PCBegin, &Row{}, fde.PCBegin)
 		ut.u.err = err
 		ut.done = true
 		return
 	}
-	ut.u.fdeBegin = fde.PCBegin
-	ut.u.reset(fde.CIE, fde.Instructions, fde.instrOff, init, fde.PCBegin)
+	ut.u.reset(fde.CIE, fde.Instructions, fde.instrOff, fde.PCBegin, init, fde.PCBegin)
 	ut.end = fde.PCEnd
 }
 
@@ -434,8 +324,7 @@ func (ut *UnwindTable) resetCIE(t *Table, cie *CIE) {
 	ut.done = false
 	ut.isCIE = true
 	ut.final = false
-	ut.u.fdeBegin = 0
-	ut.u.reset(cie, cie.Instructions, cie.instrOff, nil, 0)
+	ut.u.reset(cie, cie.Instructions, cie.instrOff, 0, nil, 0)
 	ut.end = 0
 }
 
@@ -443,8 +332,16 @@ func (ut *UnwindTable) resetCIE(t *Table, cie *CIE) {
 // on malformed instructions (see Err).
 func (ut *UnwindTable) Next() bool {
 	u := &ut.u
+	var ins Instruction
 	for !ut.done {
-		if u.pos >= len(u.instr) || u.err != nil {
+		var adv bool
+		var nl uint64
+		// DW_CFA_advance_loc, the commonest, is decoded and applied inline.
+		if d, ok := advanceLocAt(u.it.data, u.it.pos); ok && u.err == nil {
+			u.it.pos++
+			u.allNops = false
+			adv, nl = true, u.loc+d*u.cie.CodeAlign
+		} else if !u.next(&ins) {
 			ut.done = true
 			if ut.keepAll {
 				if u.allNops {
@@ -456,12 +353,13 @@ func (ut *UnwindTable) Next() bool {
 			ut.emit(ut.end)
 			ut.final = true
 			return true
+		} else {
+			adv, nl = u.apply(&ins)
 		}
-		adv, nl := u.step()
 		if adv {
 			ut.emit(nl)
 			u.loc = nl
-			if ut.keepAll || ut.row.Start < ut.row.End {
+			if ut.keepAll || u.state.Start < u.state.End {
 				return true
 			}
 		}
@@ -469,15 +367,17 @@ func (ut *UnwindTable) Next() bool {
 	return false
 }
 
+// emit makes the interpreter's state the current row, up to end: rules do
+// not change between an advance and the caller's reading of the row, so
+// the state is the row and nothing is copied.
 func (ut *UnwindTable) emit(end uint64) {
-	ut.row.copyFrom(&ut.u.state)
-	ut.row.Start = ut.u.loc
-	ut.row.End = end
+	ut.u.state.Start = ut.u.loc
+	ut.u.state.End = end
 }
 
 // Row returns the current row. The pointer stays valid until the next
 // call to Next; copy the Row to keep it.
-func (ut *UnwindTable) Row() *Row { return &ut.row }
+func (ut *UnwindTable) Row() *Row { return &ut.u.state }
 
 // Err returns the error that ended the stream early, if any.
 func (ut *UnwindTable) Err() error { return ut.u.err }

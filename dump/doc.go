@@ -1,18 +1,26 @@
-// Package dump prints SFrame sections for people and programs: the text
-// of `objdump --sframe`, byte for byte (the dialect of binutils 2.40 for
-// version 1 sections, which newer objdump refuses, and of 2.47 for
-// versions 2 and 3), and a stable JSON form of the same content.
+// Package dump holds the printers, for people and programs, each named
+// WriteKINDText or WriteKINDJSON and taking the writer first:
 //
-// An Input is a section ready to print, loaded from an ELF file (LoadELF,
-// FromELF: relocations of relocatable objects applied as objdump applies
-// them) or from a bare section (FromRaw). Text prints it as objdump does,
-// after FileHeader's line; JSON writes it as one JSON object, and Build
+//   - SFrame sections: WriteSFrameText, the text of `objdump --sframe`,
+//     byte for byte (the dialect of binutils 2.40 for version 1 sections,
+//     which newer objdump refuses, and of 2.47 for versions 2 and 3), and
+//     WriteSFrameJSON, a stable JSON form of the same content;
+//   - DWARF CFI: WriteCFIJSON, the CIEs, FDEs and rows of an ELF file's
+//     .eh_frame and .debug_frame, streamed;
+//   - stack traces (unwind.Trace): WriteTraceText, as gdb's "thread apply
+//     all bt" prints them, and WriteTraceJSON.
+//
+// An Input is an SFrame section ready to print, loaded from an ELF file
+// (LoadELF, FromELF: relocations of relocatable objects applied as
+// objdump applies them) or from a bare section (FromRaw).
+// WriteSFrameText prints it as objdump does, after WriteFileHeader's
+// line; WriteSFrameJSON writes it as one JSON object, and SFrameJSON
 // returns that object for callers that want the values:
 //
 //	in, err := dump.LoadELF("a.out", "") // ".sframe", or the SHT_GNU_SFRAME section
 //	...
-//	dump.FileHeader(os.Stdout, in.Path, in.Format)
-//	err = dump.Text(os.Stdout, in.SFrame, in.Section)
+//	dump.WriteFileHeader(os.Stdout, in.Path, in.Format)
+//	err = dump.WriteSFrameText(os.Stdout, in.SFrame, in.Section)
 //
 // The JSON form gives rules as values (kind, base, offset) rather than
 // objdump's notation, and addresses as "0x..." strings so that readers

@@ -23,8 +23,8 @@ func render(t testing.TB, path string) []byte {
 		t.Fatalf("%s: %v", path, err)
 	}
 	var b bytes.Buffer
-	FileHeader(&b, filepath.Base(path), in.Format)
-	if err := Text(&b, in.SFrame, in.Section); err != nil {
+	WriteFileHeader(&b, filepath.Base(path), in.Format)
+	if err := WriteSFrameText(&b, in.SFrame, in.Section); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return b.Bytes()
@@ -88,7 +88,7 @@ func TestCorpusJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		if err := JSON(&b, in); err != nil {
+		if err := WriteSFrameJSON(&b, in); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		var j JSONFile
@@ -135,7 +135,7 @@ func TestJSONKernelAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := JSON(&b, k); err != nil {
+	if err := WriteSFrameJSON(&b, k); err != nil {
 		t.Fatal(err)
 	}
 	checkDoubles(t, "kernel", b.Bytes())
@@ -192,12 +192,12 @@ func BenchmarkText(b *testing.B) {
 		b.Fatal(err)
 	}
 	var buf bytes.Buffer
-	Text(&buf, in.SFrame, in.Section)
+	WriteSFrameText(&buf, in.SFrame, in.Section)
 	b.SetBytes(int64(buf.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
 		buf.Reset()
-		if err := Text(&buf, in.SFrame, in.Section); err != nil {
+		if err := WriteSFrameText(&buf, in.SFrame, in.Section); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -240,14 +240,14 @@ func TestSharedRowsBounded(t *testing.T) {
 	}
 	var e *sframe.Error
 	var b bytes.Buffer
-	err = Text(&b, s, ".sframe")
+	err = WriteSFrameText(&b, s, ".sframe")
 	if !errors.As(err, &e) || e.Kind != sframe.ErrCountMismatch || e.Func != 1 {
 		t.Errorf("Text: %v, want a count mismatch in function 1", err)
 	}
 	if rows := strings.Count(b.String(), "  sp+8 "); rows != k {
 		t.Errorf("Text printed %d rows, want the header's %d", rows, k)
 	}
-	j, err := Build(&Input{Path: "shared", Format: "raw", Section: ".sframe", SFrame: s})
+	j, err := SFrameJSON(&Input{Path: "shared", Format: "raw", Section: ".sframe", SFrame: s})
 	if !errors.As(err, &e) || e.Kind != sframe.ErrCountMismatch || e.Func != 1 {
 		t.Errorf("Build: %v, want a count mismatch in function 1", err)
 	}

@@ -16,15 +16,15 @@ import (
 // Print an executable's SFrame section as objdump --sframe does. The
 // dump of testdata/drap-O2.elf is compared with the one objdump 2.47
 // printed, shipped beside it.
-func ExampleText() {
+func ExampleWriteSFrameText() {
 	const path = "../testdata/drap-O2.elf"
 	in, err := dump.LoadELF(path, "")
 	if err != nil {
 		log.Fatal(err)
 	}
 	var b bytes.Buffer
-	dump.FileHeader(&b, filepath.Base(in.Path), in.Format) // objdump names the file as given
-	if err := dump.Text(&b, in.SFrame, in.Section); err != nil {
+	dump.WriteFileHeader(&b, filepath.Base(in.Path), in.Format) // objdump names the file as given
+	if err := dump.WriteSFrameText(&b, in.SFrame, in.Section); err != nil {
 		log.Fatal(err)
 	}
 	want, err := os.ReadFile(path + ".sframe.txt")
@@ -60,13 +60,14 @@ func ExampleText() {
 	// identical to objdump: true
 }
 
-// Read the rules as values: Build returns the JSON form that JSON writes.
-func ExampleBuild() {
+// Read the rules as values: SFrameJSON returns the JSON form that
+// WriteSFrameJSON writes.
+func ExampleSFrameJSON() {
 	in, err := dump.LoadELF("../testdata/drap-O2.elf", "")
 	if err != nil {
 		log.Fatal(err)
 	}
-	j, err := dump.Build(in)
+	j, err := dump.SFrameJSON(in)
 	if err != nil {
 		log.Fatal(err)
 	}

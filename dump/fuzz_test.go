@@ -46,16 +46,16 @@ func FuzzDecode(f *testing.F) {
 		}
 		s.RowForPC(addr)
 		in := &Input{Path: "fuzz", Format: "raw", Section: ".sframe", SFrame: s}
-		terr := Text(io.Discard, s, ".sframe")
-		jerr := JSON(io.Discard, in)
+		terr := WriteSFrameText(io.Discard, s, ".sframe")
+		jerr := WriteSFrameJSON(io.Discard, in)
 		if verr == nil && (terr != nil || jerr != nil) {
 			t.Fatalf("valid section fails to dump: text %v, json %v", terr, jerr)
 		}
 		if verr == nil {
 			// A valid section dumps the same way twice (no hidden state).
 			var a, b bytes.Buffer
-			Text(&a, s, ".sframe")
-			Text(&b, s, ".sframe")
+			WriteSFrameText(&a, s, ".sframe")
+			WriteSFrameText(&b, s, ".sframe")
 			if !bytes.Equal(a.Bytes(), b.Bytes()) {
 				t.Fatal("dump is not deterministic")
 			}

@@ -107,10 +107,10 @@ type JSONRule struct {
 	Padding bool `json:"padding,omitempty"`
 }
 
-// Build converts a loaded section to its JSON form. Like Text, it stops
-// with an error at a row it cannot decode or past the header's FRE count,
-// returning what it built so far.
-func Build(in *Input) (*JSONFile, error) {
+// SFrameJSON converts a loaded section to its JSON form. Like
+// WriteSFrameText, it stops with an error at a row it cannot decode or
+// past the header's FRE count, returning what it built so far.
+func SFrameJSON(in *Input) (*JSONFile, error) {
 	s := in.SFrame
 	out := &JSONFile{File: in.Path, Format: in.Format, Section: in.Section, Functions: []JSONFunction{}}
 	h := &out.Header
@@ -192,9 +192,9 @@ func jsonRule(s *sframe.Section, r sframe.Rule) *JSONRule {
 	return j
 }
 
-// JSON writes the JSON form of in as one line-terminated object.
-func JSON(w io.Writer, in *Input) error {
-	j, err := Build(in)
+// WriteSFrameJSON writes the JSON form of in as one line-terminated object.
+func WriteSFrameJSON(w io.Writer, in *Input) error {
+	j, err := SFrameJSON(in)
 	if err != nil {
 		return err
 	}

@@ -41,9 +41,9 @@ func FromELF(f *elf.File, path, secName string) (*Input, error) {
 		}
 		return nil, fmt.Errorf("no %s section", secName)
 	}
-	raw, err := sec.Data()
+	raw, err := elffile.SectionData(sec)
 	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+		return nil, err
 	}
 	data := raw
 	if len(raw) < 3 || raw[2] != byte(sframe.Version1) {

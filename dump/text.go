@@ -10,18 +10,18 @@ import (
 	"github.com/sframekit/sframekit/sframe"
 )
 
-// FileHeader writes the line objdump prints before the dumps of a file.
-func FileHeader(w io.Writer, name, format string) error {
+// WriteFileHeader writes the line objdump prints before the dumps of a file.
+func WriteFileHeader(w io.Writer, name, format string) error {
 	_, err := fmt.Fprintf(w, "\n%s:     file format %s\n\n", name, format)
 	return err
 }
 
-// Text writes the SFrame section s, named secName, as objdump --sframe
+// WriteSFrameText writes the SFrame section s, named secName, as objdump --sframe
 // prints it. Rows that cannot be decoded stop the dump with an error after
 // what was printed so far, and so does a row past the header's FRE count
 // (bounded by the section size), so that functions sharing their rows
 // cannot make a small section print gigabytes.
-func Text(w io.Writer, s *sframe.Section, secName string) error {
+func WriteSFrameText(w io.Writer, s *sframe.Section, secName string) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	err := text(bw, s, secName)
 	if ferr := bw.Flush(); err == nil {

@@ -2,7 +2,12 @@
 // returns their bytes as a consumer should see them: in relocatable
 // objects, with the section's own relocations applied, the way objdump
 // and readelf show them. It builds on debug/elf and adds only what that
-// package leaves out (relocating arbitrary sections, BFD target names).
+// package leaves out: relocating arbitrary sections, BFD target names,
+// decoding the headers of images debug/elf cannot open (cut short, or
+// only partly in a process's memory) with one parser (Header), and
+// writing ELF files: rewriting sections and adding a loadable segment.
+// It knows ELF only; what goes into an SFrame section is the business
+// of package sframegen.
 package elffile
 
 import (
@@ -75,9 +80,9 @@ func Data(f *elf.File, sec *elf.Section) ([]byte, error) {
 // lenient skips them, as readelf does for debug sections; otherwise they
 // are errors.
 func RelocatedData(f *elf.File, sec *elf.Section, lenient bool) ([]byte, error) {
-	data, err := sec.Data()
+	data, err := SectionData(sec)
 	if err != nil {
-		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
+		return nil, err
 	}
 	if f.Type != elf.ET_REL {
 		return data, nil
@@ -85,15 +90,22 @@ func RelocatedData(f *elf.File, sec *elf.Section, lenient bool) ([]byte, error) 
 	return relocate(f, sec, data, lenient)
 }
 
-// relocSections returns the relocation sections that apply to sec.
-func relocSections(f *elf.File, sec *elf.Section) []*elf.Section {
-	var out []*elf.Section
-	idx := -1
+// SectionIndex returns the index of sec in f's section header table, or
+// -1 when sec is not one of f's sections.
+func SectionIndex(f *elf.File, sec *elf.Section) int {
 	for i, s := range f.Sections {
 		if s == sec {
-			idx = i
+			return i
 		}
 	}
+	return -1
+}
+
+// RelocSections returns the relocation sections (SHT_RELA and SHT_REL)
+// that apply to sec, in section header order.
+func RelocSections(f *elf.File, sec *elf.Section) []*elf.Section {
+	var out []*elf.Section
+	idx := SectionIndex(f, sec)
 	for _, s := range f.Sections {
 		if (s.Type == elf.SHT_RELA || s.Type == elf.SHT_REL) && int(s.Info) == idx {
 			out = append(out, s)
@@ -102,69 +114,88 @@ func relocSections(f *elf.File, sec *elf.Section) []*elf.Section {
 	return out
 }
 
-// reloc is one relocation entry, whatever its class and kind.
-type reloc struct {
-	off    uint64
-	sym    uint32
-	typ    uint32
-	addend int64
-	rela   bool
+// Reloc is one relocation entry, whatever its class and kind.
+type Reloc struct {
+	Off    uint64 // r_offset: where in the target section
+	Sym    uint32 // symbol table index (0: none; debug/elf's Symbols()[Sym-1])
+	Type   uint32 // machine-specific type
+	Addend int64  // r_addend of a RELA entry; 0 for REL
+	Rela   bool   // the entry is RELA (has an addend field)
+}
+
+// Relocs decodes the entries of the relocation section rs (SHT_RELA or
+// SHT_REL, either class and byte order) of f. A partial entry at the end
+// is ignored. The entries take about as much memory as the section's
+// bytes.
+func Relocs(f *elf.File, rs *elf.Section) ([]Reloc, error) {
+	rd, err := SectionData(rs)
+	if err != nil {
+		return nil, fmt.Errorf("section %s: %w", rs.Name, err)
+	}
+	bo := f.ByteOrder
+	is64 := f.Class == elf.ELFCLASS64
+	rela := rs.Type == elf.SHT_RELA
+	ent := relocSize(f, rs)
+	out := make([]Reloc, 0, len(rd)/ent)
+	for p := 0; p+ent <= len(rd); p += ent {
+		r := Reloc{Rela: rela}
+		if is64 {
+			r.Off = bo.Uint64(rd[p:])
+			info := bo.Uint64(rd[p+8:])
+			r.Sym, r.Type = elf.R_SYM64(info), elf.R_TYPE64(info)
+			if rela {
+				r.Addend = int64(bo.Uint64(rd[p+16:]))
+			}
+		} else {
+			r.Off = uint64(bo.Uint32(rd[p:]))
+			info := bo.Uint32(rd[p+4:])
+			r.Sym, r.Type = elf.R_SYM32(info), elf.R_TYPE32(info)
+			if rela {
+				r.Addend = int64(int32(bo.Uint32(rd[p+8:])))
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func relocate(f *elf.File, sec *elf.Section, data []byte, lenient bool) ([]byte, error) {
-	rels := relocSections(f, sec)
+	rels := RelocSections(f, sec)
 	if len(rels) == 0 {
 		return data, nil
 	}
-	syms, err := f.Symbols()
+	syms, err := Symbols(f)
 	if err != nil && !lenient {
 		return nil, fmt.Errorf("section %s: relocations need the symbol table: %w", sec.Name, err)
 	}
-	out := make([]byte, len(data))
-	copy(out, data)
-	bo := f.ByteOrder
-	is64 := f.Class == elf.ELFCLASS64
+	out := data // SectionData's buffer is the caller's: relocate in place
 	for _, rs := range rels {
-		rd, err := rs.Data()
+		rr, err := Relocs(f, rs)
 		if err != nil {
 			if lenient {
 				continue
 			}
-			return nil, fmt.Errorf("section %s: %w", rs.Name, err)
+			return nil, err
 		}
-		rela := rs.Type == elf.SHT_RELA
-		ent := 8 // Elf32_Rel
-		switch {
-		case is64 && rela:
-			ent = 24
-		case is64:
-			ent = 16
-		case rela:
-			ent = 12
-		}
-		for p := 0; p+ent <= len(rd); p += ent {
-			r := reloc{rela: rela}
-			if is64 {
-				r.off = bo.Uint64(rd[p:])
-				info := bo.Uint64(rd[p+8:])
-				r.sym, r.typ = elf.R_SYM64(info), elf.R_TYPE64(info)
-				if rela {
-					r.addend = int64(bo.Uint64(rd[p+16:]))
-				}
-			} else {
-				r.off = uint64(bo.Uint32(rd[p:]))
-				info := bo.Uint32(rd[p+4:])
-				r.sym, r.typ = elf.R_SYM32(info), elf.R_TYPE32(info)
-				if rela {
-					r.addend = int64(int32(bo.Uint32(rd[p+8:])))
-				}
-			}
-			if err := apply(f, sec, syms, out, bo, r); err != nil && !lenient {
-				return nil, fmt.Errorf("section %s: relocation at %#x in %s: %w", sec.Name, p, rs.Name, err)
+		for i, r := range rr {
+			if err := apply(f, sec, syms, out, f.ByteOrder, r); err != nil && !lenient {
+				return nil, fmt.Errorf("section %s: relocation at %#x in %s: %w", sec.Name, i*relocSize(f, rs), rs.Name, err)
 			}
 		}
 	}
 	return out, nil
+}
+
+// relocSize is the size of one entry of the relocation section rs.
+func relocSize(f *elf.File, rs *elf.Section) int {
+	n := 8 // offset and info words
+	if rs.Type == elf.SHT_RELA {
+		n = 12 // and an addend
+	}
+	if f.Class == elf.ELFCLASS64 {
+		n *= 2
+	}
+	return n
 }
 
 // relocKind describes what a relocation type computes and its width.
@@ -222,46 +253,70 @@ func relocKind(m elf.Machine, t uint32) (pcrel bool, size int, ok bool) {
 	return false, 0, false
 }
 
+// PCRelType returns machine m's PC-relative relocation type of the given
+// width (4 or 8 bytes): what a field holding "target - field address"
+// needs, e.g. R_X86_64_PC32 or R_X86_64_PC64.
+func PCRelType(m elf.Machine, size int) (uint32, bool) {
+	switch m {
+	case elf.EM_X86_64:
+		if size == 4 {
+			return uint32(elf.R_X86_64_PC32), true
+		}
+		return uint32(elf.R_X86_64_PC64), true
+	case elf.EM_AARCH64:
+		if size == 4 {
+			return uint32(elf.R_AARCH64_PREL32), true
+		}
+		return uint32(elf.R_AARCH64_PREL64), true
+	case elf.EM_S390:
+		if size == 4 {
+			return uint32(elf.R_390_PC32), true
+		}
+		return uint32(elf.R_390_PC64), true
+	}
+	return 0, false
+}
+
 // apply computes S + A (- P for PC-relative types) into out. REL entries
 // take their addend from the bytes being relocated.
-func apply(f *elf.File, sec *elf.Section, syms []elf.Symbol, out []byte, order binary.ByteOrder, r reloc) error {
-	pcrel, size, ok := relocKind(f.Machine, r.typ)
+func apply(f *elf.File, sec *elf.Section, syms []elf.Symbol, out []byte, order binary.ByteOrder, r Reloc) error {
+	pcrel, size, ok := relocKind(f.Machine, r.Type)
 	if !ok {
-		return fmt.Errorf("unsupported relocation type %d for %s", r.typ, f.Machine)
+		return fmt.Errorf("unsupported relocation type %d for %s", r.Type, f.Machine)
 	}
 	if size == 0 {
 		return nil
 	}
-	if r.off > uint64(len(out)) || uint64(len(out))-r.off < uint64(size) {
-		return fmt.Errorf("offset %#x outside the %d-byte section", r.off, len(out))
+	if r.Off > uint64(len(out)) || uint64(len(out))-r.Off < uint64(size) {
+		return fmt.Errorf("offset %#x outside the %d-byte section", r.Off, len(out))
 	}
 	var s uint64
-	if r.sym != 0 {
-		if int(r.sym) > len(syms) {
-			return fmt.Errorf("symbol index %d out of range", r.sym)
+	if r.Sym != 0 {
+		if int(r.Sym) > len(syms) {
+			return fmt.Errorf("symbol index %d out of range", r.Sym)
 		}
-		sym := syms[r.sym-1] // debug/elf drops the null symbol
+		sym := syms[r.Sym-1] // debug/elf drops the null symbol
 		s = sym.Value
 		if sym.Section != elf.SHN_UNDEF && sym.Section < elf.SHN_LORESERVE && int(sym.Section) < len(f.Sections) {
 			s += f.Sections[sym.Section].Addr
 		}
 	}
-	addend := r.addend
-	if !r.rela {
+	addend := r.Addend
+	if !r.Rela {
 		if size == 4 {
-			addend = int64(int32(order.Uint32(out[r.off:])))
+			addend = int64(int32(order.Uint32(out[r.Off:])))
 		} else {
-			addend = int64(order.Uint64(out[r.off:]))
+			addend = int64(order.Uint64(out[r.Off:]))
 		}
 	}
 	v := s + uint64(addend)
 	if pcrel {
-		v -= sec.Addr + r.off
+		v -= sec.Addr + r.Off
 	}
 	if size == 4 {
-		order.PutUint32(out[r.off:], uint32(v))
+		order.PutUint32(out[r.Off:], uint32(v))
 	} else {
-		order.PutUint64(out[r.off:], v)
+		order.PutUint64(out[r.Off:], v)
 	}
 	return nil
 }

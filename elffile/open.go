@@ -3,7 +3,6 @@ package elffile
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -134,42 +133,28 @@ func maxEnd(want, off, n uint64) uint64 {
 
 // checkHeader returns ErrNotELF or a *TruncatedError when the file header
 // or the header tables it points to do not fit in size bytes. Other
-// defects are left to debug/elf.
+// defects (an unknown class or byte order among them) are left to
+// debug/elf.
 func checkHeader(r io.ReaderAt, size int64) error {
-	var h [64]byte
-	n, _ := r.ReadAt(h[:min(int64(len(h)), size)], 0)
-	if n < 4 || string(h[:4]) != elf.ELFMAG {
-		return ErrNotELF
+	h, err := ReadHeader(io.NewSectionReader(r, 0, size))
+	var te *TruncatedError
+	switch {
+	case errors.Is(err, ErrNotELF) || errors.As(err, &te):
+		return err
+	case err != nil:
+		return nil
 	}
-	is64 := n <= int(elf.EI_CLASS) || elf.Class(h[elf.EI_CLASS]) != elf.ELFCLASS32
-	hdrSize := 52
-	if is64 {
-		hdrSize = 64
+	want := uint64(ehdrSize32)
+	if h.Class != elf.ELFCLASS32 {
+		want = ehdrSize64
 	}
-	if n < hdrSize {
-		return &TruncatedError{int64(n), uint64(hdrSize)}
+	if h.Phnum > 0 {
+		want = maxEnd(want, h.Phoff, uint64(h.Phentsize)*uint64(h.Phnum))
 	}
-	var bo binary.ByteOrder = binary.LittleEndian
-	if elf.Data(h[elf.EI_DATA]) == elf.ELFDATA2MSB {
-		bo = binary.BigEndian
-	}
-	var phoff, shoff uint64
-	var phent, phnum, shent, shnum uint16
-	if is64 {
-		phoff, shoff = bo.Uint64(h[32:]), bo.Uint64(h[40:])
-		phent, phnum, shent, shnum = bo.Uint16(h[54:]), bo.Uint16(h[56:]), bo.Uint16(h[58:]), bo.Uint16(h[60:])
-	} else {
-		phoff, shoff = uint64(bo.Uint32(h[28:])), uint64(bo.Uint32(h[32:]))
-		phent, phnum, shent, shnum = bo.Uint16(h[42:]), bo.Uint16(h[44:]), bo.Uint16(h[46:]), bo.Uint16(h[48:])
-	}
-	want := uint64(hdrSize)
-	if phnum > 0 {
-		want = maxEnd(want, phoff, uint64(phent)*uint64(phnum))
-	}
-	if shoff != 0 {
+	if h.Shoff != 0 {
 		// shnum 0 with an offset: the count is in section 0 (extended
 		// numbering), which must be there.
-		want = maxEnd(want, shoff, uint64(shent)*uint64(max(shnum, 1)))
+		want = maxEnd(want, h.Shoff, uint64(h.Shentsize)*uint64(max(h.Shnum, 1)))
 	}
 	if want > uint64(size) {
 		return &TruncatedError{size, want}

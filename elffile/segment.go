@@ -5,22 +5,38 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // SegmentPlan is where AddSFrameSegment puts a new SFrame section in an
 // executable or shared library: a read-only PT_LOAD segment after every
-// existing one, holding the program header table too when that table has
-// no room to grow where it is.
+// existing one, on pages of its own in the file and in memory.
+//
+// The program header table grows by the new entries. Where it can, it
+// stays where the linker put it, right after the ELF header, which is
+// the only place binutils' strip and objcopy lay it out without
+// complaint: it grows into unused bytes after it, or into the space of
+// the sections that follow it when those are referenced only through
+// program headers (.interp and notes), which then move to the start of
+// the new segment. Otherwise the table moves to a PT_LOAD segment of its
+// own, on its own pages (glibc matches the table to segments by whole
+// pages), at an address congruent to the end of the last segment's file
+// contents (where strip will put it), and a PT_PHDR entry describes it
+// (glibc finds a shared library's table through PT_PHDR when present).
 type SegmentPlan struct {
 	// Addr is the virtual address of the SFrame section and Offset its
 	// file offset.
 	Addr, Offset uint64
-	// SegAddr and SegOffset are the new segment's address and offset;
-	// Align its alignment (the largest of the existing PT_LOADs).
+	// SegAddr and SegOffset are the address and offset of the new
+	// segment holding the section; Align its alignment (the largest of
+	// the existing PT_LOADs', between 4 KiB and 64 KiB).
 	SegAddr, SegOffset, Align uint64
-	// MovePHDRs says the program header table moves to the start of the
-	// new segment (there is no slack after it in the file).
+	// MovePHDRs says the program header table moves to a new segment of
+	// its own, before the one holding the section.
 	MovePHDRs bool
+	// Moved names the sections moved from after the program header
+	// table to the start of the new segment, to make room for the table.
+	Moved []string
 	// NumPHDRs is the number of program headers after the change.
 	NumPHDRs int
 
@@ -28,10 +44,22 @@ type SegmentPlan struct {
 	reuseSF  int // index of an existing PT_GNU_SFRAME header, or -1
 	lastLoad int // index of the last PT_LOAD header
 	sframeSh int // index of an existing .sframe section, or -1
+	hasPhdr  bool
+	// The program header table's place after the change.
+	phOff, phAddr uint64
+	// MovePHDRs: the PT_LOAD holding the table.
+	phSegOff, phSegAddr uint64
+	// Moved sections: their indices, the file range [moveLo, moveHi)
+	// they came from, and how far they move in the file and in memory.
+	moves          []int
+	moveLo, moveHi uint64
+	moveOff        uint64 // new file offset of moveLo
+	moveAddr       uint64 // new address of moveLo
 }
 
 // elf64Layout is the parsed header of a 64-bit ELF image.
 type elf64Layout struct {
+	h                   *Header
 	o                   binary.ByteOrder
 	typ                 elf.Type
 	phoff, shoff        uint64
@@ -42,54 +70,61 @@ type elf64Layout struct {
 	shstrOff, shstrSize uint64
 }
 
-const (
-	ehdrSize64 = 64
-	phdrSize64 = 56
-	shdrSize64 = 64
-)
-
 func parse64(src []byte) (*elf64Layout, error) {
-	if len(src) < ehdrSize64 || string(src[:4]) != elf.ELFMAG {
-		return nil, errors.New("not an ELF file")
+	h, err := DecodeHeader(src)
+	if err != nil {
+		return nil, err
 	}
-	if elf.Class(src[elf.EI_CLASS]) != elf.ELFCLASS64 {
+	if h.Class != elf.ELFCLASS64 {
 		return nil, errors.New("only 64-bit ELF files are supported")
 	}
-	l := &elf64Layout{}
-	switch elf.Data(src[elf.EI_DATA]) {
-	case elf.ELFDATA2LSB:
-		l.o = binary.LittleEndian
-	case elf.ELFDATA2MSB:
-		l.o = binary.BigEndian
-	default:
-		return nil, errors.New("unknown ELF data encoding")
-	}
-	o := l.o
-	l.typ = elf.Type(o.Uint16(src[16:]))
+	l := &elf64Layout{h: h, o: h.ByteOrder, typ: elf.Type(h.Type)}
 	if l.typ != elf.ET_EXEC && l.typ != elf.ET_DYN {
 		return nil, fmt.Errorf("%v: only executables and shared libraries get a loadable segment", l.typ)
 	}
-	l.phoff, l.shoff = o.Uint64(src[32:]), o.Uint64(src[40:])
-	phent, shent := int(o.Uint16(src[54:])), int(o.Uint16(src[58:]))
-	l.phnum, l.shnum, l.shstrndx = int(o.Uint16(src[56:])), int(o.Uint16(src[60:])), int(o.Uint16(src[62:]))
-	if l.phnum == 0 || phent != phdrSize64 {
-		return nil, errors.New("no usable program header table")
-	}
+	l.phoff, l.shoff = h.Phoff, h.Shoff
+	phent, shent := int(h.Phentsize), int(h.Shentsize)
+	l.phnum, l.shnum, l.shstrndx = int(h.Phnum), int(h.Shnum), int(h.Shstrndx)
 	if l.shnum == 0 || shent != shdrSize64 || l.shnum >= int(elf.SHN_LORESERVE)-1 || l.shstrndx >= l.shnum {
 		return nil, errors.New("no usable section header table (or extended section numbering)")
 	}
 	n := uint64(len(src))
-	if l.phoff > n || (n-l.phoff)/phdrSize64 < uint64(l.phnum) || l.shoff > n || (n-l.shoff)/shdrSize64 < uint64(l.shnum) {
-		return nil, errors.New("header tables run past the end of the file")
+	if l.shoff > n || (n-l.shoff)/shdrSize64 < uint64(l.shnum) {
+		return nil, errors.New("section header table runs past the end of the file")
 	}
-	// The tables as debug/elf's structs, whose layout is the file's.
-	l.phdrs = make([]elf.Prog64, l.phnum)
-	l.shdrs = make([]elf.Section64, l.shnum)
-	if _, err := binary.Decode(src[l.phoff:l.phoff+uint64(l.phnum)*phdrSize64], o, l.phdrs); err != nil {
+	if l.shdrs, err = h.decodeSections(src[l.shoff:], l.shnum); err != nil {
+		return nil, fmt.Errorf("section headers: %w", err)
+	}
+	if l.phnum == pnXNUM {
+		// Extended numbering: the count is in section 0's sh_info.
+		l.phnum = int(l.shdrs[0].Info)
+	}
+	if l.phnum == 0 || phent != phdrSize64 {
+		return nil, errors.New("no usable program header table")
+	}
+	// The count is checked against the file size before the table is
+	// allocated.
+	if l.phoff > n || (n-l.phoff)/phdrSize64 < uint64(l.phnum) {
+		return nil, errors.New("program header table runs past the end of the file")
+	}
+	if l.phdrs, err = h.DecodeProgs(src[l.phoff:], l.phnum); err != nil {
 		return nil, fmt.Errorf("program headers: %w", err)
 	}
-	if _, err := binary.Decode(src[l.shoff:l.shoff+uint64(l.shnum)*shdrSize64], o, l.shdrs); err != nil {
-		return nil, fmt.Errorf("section headers: %w", err)
+	// Everything the planner compares lies in the file and in the
+	// address space, so that no sum wraps.
+	for i := range l.shdrs {
+		sh := &l.shdrs[i]
+		if hasFileBytes(sh) && (sh.Off > n || sh.Size > n-sh.Off) {
+			return nil, fmt.Errorf("section %d lies outside the file", i)
+		}
+		if sh.Addr+sh.Size < sh.Addr {
+			return nil, fmt.Errorf("section %d wraps around the address space", i)
+		}
+	}
+	for i, ph := range l.phdrs {
+		if ph.Off > n || ph.Filesz > n-ph.Off || ph.Vaddr+ph.Memsz < ph.Vaddr || ph.Paddr+ph.Memsz < ph.Paddr {
+			return nil, fmt.Errorf("program header %d: segment outside the file or wrapping around the address space", i)
+		}
 	}
 	ss := l.shdrs[l.shstrndx]
 	if ss.Off > n || ss.Size > n-ss.Off {
@@ -121,32 +156,56 @@ func (l *elf64Layout) secName(src []byte, i int) string {
 	return ""
 }
 
+// hasFileBytes reports whether section sh takes bytes in the file.
+func hasFileBytes(sh *elf.Section64) bool {
+	t := elf.SectionType(sh.Type)
+	return t != elf.SHT_NOBITS && t != elf.SHT_NULL && sh.Size != 0
+}
+
+// overlaps reports whether [a, a+n) and [b, b+m) share a byte.
+func overlaps(a, n, b, m uint64) bool {
+	return n != 0 && m != 0 && a < b+m && b < a+n
+}
+
+// maxPageAlign bounds the alignment of the new segments: a page of its
+// own on any page size the existing segments allow, up to 64 KiB (the
+// largest base page of the Linux ports in use), without padding the file
+// to a 2 MiB boundary for files linked with a huge maximum page size.
+const maxPageAlign = 64 << 10
+
 // PlanSFrameSegment computes where AddSFrameSegment would put an SFrame
 // section in the ELF image src, without changing anything. The plan
-// does not depend on the section's size.
+// does not depend on the section's size. The image's headers are checked
+// against its size: tables that run past its end are errors.
 func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 	l, err := parse64(src)
 	if err != nil {
 		return nil, err
 	}
 	p := &SegmentPlan{l: l, reuseSF: -1, lastLoad: -1, sframeSh: -1, Align: 0x1000}
-	var vend uint64
+	var vend, fileEnd uint64
 	for i, ph := range l.phdrs {
 		switch elf.ProgType(ph.Type) {
 		case elf.PT_LOAD:
 			p.lastLoad = i
-			if e := ph.Vaddr + ph.Memsz; e > vend {
-				vend = e
+			vend = max(vend, ph.Vaddr+ph.Memsz)
+			if ph.Filesz != 0 {
+				fileEnd = max(fileEnd, ph.Off+ph.Filesz)
 			}
-			if ph.Align > p.Align && ph.Align&(ph.Align-1) == 0 && ph.Align <= 1<<30 {
-				p.Align = ph.Align
+			if ph.Align > p.Align && ph.Align&(ph.Align-1) == 0 {
+				p.Align = min(ph.Align, maxPageAlign)
 			}
 		case PT_GNU_SFRAME:
 			p.reuseSF = i
+		case elf.PT_PHDR:
+			p.hasPhdr = true
 		}
 	}
 	if p.lastLoad < 0 {
 		return nil, errors.New("no PT_LOAD segment")
+	}
+	if vend > 1<<62 || uint64(len(src)) > 1<<62 {
+		return nil, errors.New("segments too high in the address space")
 	}
 	for i := range l.shdrs {
 		if l.secName(src, i) == ".sframe" || elf.SectionType(l.shdrs[i].Type) == SHT_GNU_SFRAME {
@@ -158,50 +217,238 @@ func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 	if p.reuseSF < 0 {
 		p.NumPHDRs++
 	}
-	p.MovePHDRs = !phdrSlack(l, src, p.NumPHDRs)
-	p.SegOffset = alignUp(uint64(len(src)), 8)
-	// The address is congruent to the offset modulo the alignment, on a
-	// page of its own after every existing segment.
-	p.SegAddr = alignUp(vend, p.Align) + p.SegOffset%p.Align
-	p.Offset, p.Addr = p.SegOffset, p.SegAddr
-	if p.MovePHDRs {
-		d := alignUp(uint64(p.NumPHDRs)*phdrSize64, 8)
-		p.Offset += d
-		p.Addr += d
+	segOff := alignUp(uint64(len(src)), p.Align)
+	segAddr := alignUp(vend, p.Align)
+	switch {
+	case phdrSlack(l, src, p.NumPHDRs):
+		p.phOff = l.phoff
+		p.SegOffset, p.SegAddr = segOff, segAddr
+		p.Offset, p.Addr = segOff, segAddr
+	case p.planMoves(src):
+		p.phOff = l.phoff
+		// The moved bytes keep their offset modulo 8 (their alignment),
+		// at the start of the new segment.
+		r := p.moveLo % 8
+		p.moveOff, p.moveAddr = segOff+r, segAddr+r
+		p.SegOffset, p.SegAddr = p.moveOff, p.moveAddr
+		end := p.moveHi - p.moveLo
+		p.Offset, p.Addr = alignUp(p.moveOff+end, 8), alignUp(p.moveAddr+end, 8)
+		for _, i := range p.moves {
+			p.Moved = append(p.Moved, l.secName(src, i))
+		}
+	default:
+		p.MovePHDRs = true
+		p.NumPHDRs++ // the table's own PT_LOAD
+		if !p.hasPhdr {
+			p.NumPHDRs++
+		}
+		// Where old loaders compute the table's address (linearPHDRs).
+		segOff, segAddr = p.linearPHDRs(segOff, segAddr)
+		// strip packs the table's segment right after the last file
+		// contents: an address congruent to that end keeps the table's
+		// segment where strip puts it valid.
+		r := fileEnd % p.Align
+		p.phSegOff, p.phSegAddr = segOff+r, segAddr+r
+		p.phOff, p.phAddr = alignUp(p.phSegOff, 8), alignUp(p.phSegAddr, 8)
+		size := uint64(p.NumPHDRs) * phdrSize64
+		p.SegOffset = alignUp(p.phOff+size, p.Align)
+		p.SegAddr = alignUp(p.phAddr+size, p.Align)
+		p.Offset, p.Addr = p.SegOffset, p.SegAddr
+	}
+	if !p.MovePHDRs {
+		// The table's address: where its PT_LOAD maps it.
+		for _, ph := range l.phdrs {
+			if elf.ProgType(ph.Type) == elf.PT_LOAD && ph.Off <= l.phoff && l.phoff < ph.Off+ph.Filesz {
+				p.phAddr = ph.Vaddr + (l.phoff - ph.Off)
+				break
+			}
+		}
 	}
 	return p, nil
 }
 
+// tableLoad returns the index of the PT_LOAD whose file contents hold
+// the program header table grown to n entries, or -1.
+func tableLoad(l *elf64Layout, n int) int {
+	start, end := l.phoff, l.phoff+uint64(n)*phdrSize64
+	for i, ph := range l.phdrs {
+		if elf.ProgType(ph.Type) == elf.PT_LOAD && ph.Off <= start && start < ph.Off+ph.Filesz {
+			if end <= ph.Off+ph.Filesz && end-ph.Off <= ph.Memsz {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// maxLinearPad bounds the zero bytes linearPHDRs may add to the file.
+const maxLinearPad = 16 << 20
+
+// linearPHDRs moves the new segments, which will hold the program header
+// table, from file offset off and address addr to where loaders that
+// compute AT_PHDR as the first PT_LOAD's address minus its offset plus
+// e_phoff expect the table: Linux before 5.18 and qemu-user (7.2 at
+// least) do, ignoring where PT_PHDR or the segments say the table is,
+// and a static program, which finds its TLS segment through AT_PHDR,
+// crashes when the table is elsewhere. The file is padded (by at most
+// maxLinearPad bytes, whole alignment units) until that address is at or
+// above addr, the first free page; off and addr come back unchanged when
+// that is not possible.
+func (p *SegmentPlan) linearPHDRs(off, addr uint64) (uint64, uint64) {
+	first := -1
+	for i, ph := range p.l.phdrs {
+		if elf.ProgType(ph.Type) == elf.PT_LOAD && (first < 0 || ph.Vaddr < p.l.phdrs[first].Vaddr) {
+			first = i
+		}
+	}
+	if first < 0 {
+		return off, addr
+	}
+	ph := p.l.phdrs[first]
+	if ph.Off > ph.Vaddr {
+		return off, addr
+	}
+	base := ph.Vaddr - ph.Off
+	o := off
+	if base+o < addr {
+		// Whole alignment units keep the offset's congruence.
+		o += alignUp(addr-(base+o), p.Align)
+	}
+	if o-off > maxLinearPad || base+o < base {
+		return off, addr
+	}
+	return o, base + o
+}
+
 // phdrSlack reports whether the program header table can grow to n
 // entries where it is: the bytes after it are used by no section and
-// still lie in the same PT_LOAD (and PT_PHDR) segment.
+// still lie in the same PT_LOAD segment.
 func phdrSlack(l *elf64Layout, src []byte, n int) bool {
-	start, end := l.phoff, l.phoff+uint64(n)*phdrSize64
-	if end > uint64(len(src)) {
+	start, size := l.phoff, uint64(n)*phdrSize64
+	if start+size > uint64(len(src)) || start < ehdrSize64 {
 		return false
 	}
-	if start < ehdrSize64 && end > 0 {
-		return false
-	}
-	for _, sh := range l.shdrs {
-		if elf.SectionType(sh.Type) == elf.SHT_NOBITS || elf.SectionType(sh.Type) == elf.SHT_NULL || sh.Size == 0 {
-			continue
-		}
-		if sh.Off < end && sh.Off+sh.Size > start {
+	for i := range l.shdrs {
+		if sh := &l.shdrs[i]; hasFileBytes(sh) && overlaps(sh.Off, sh.Size, start, size) {
 			return false
 		}
 	}
-	if l.shoff < end && l.shoff+uint64(l.shnum)*shdrSize64 > start {
+	if overlaps(l.shoff, uint64(l.shnum)*shdrSize64, start, size) {
 		return false
 	}
-	covered := false
-	for _, ph := range l.phdrs {
-		if elf.ProgType(ph.Type) == elf.PT_LOAD && ph.Off <= start && start < ph.Off+ph.Filesz {
-			covered = end <= ph.Off+ph.Filesz
+	return tableLoad(l, n) >= 0
+}
+
+// movable reports whether section i is referenced only through program
+// headers (PT_INTERP, PT_NOTE, PT_GNU_PROPERTY), so that it can move
+// when those headers follow it: the program interpreter's name and
+// notes.
+func (p *SegmentPlan) movable(src []byte, i int) bool {
+	sh := &p.l.shdrs[i]
+	if sh.Flags&uint64(elf.SHF_ALLOC) == 0 || sh.Flags&uint64(elf.SHF_WRITE|elf.SHF_EXECINSTR|elf.SHF_TLS) != 0 || sh.Addralign > 8 {
+		return false
+	}
+	switch elf.SectionType(sh.Type) {
+	case elf.SHT_NOTE:
+		return true
+	case elf.SHT_PROGBITS:
+		return p.l.secName(src, i) == ".interp"
+	}
+	return false
+}
+
+// planMoves looks for the sections to move out of the program header
+// table's way so that it grows to NumPHDRs entries in place: every
+// section in the bytes it needs, and with them every section sharing a
+// PT_NOTE, PT_INTERP or PT_GNU_PROPERTY segment with one of them. It
+// fails when one of those sections is referenced otherwise (by address,
+// from code or the dynamic section) or another kind of segment covers
+// them.
+func (p *SegmentPlan) planMoves(src []byte) bool {
+	l := p.l
+	ld := tableLoad(l, p.NumPHDRs)
+	if ld < 0 || l.phoff < ehdrSize64 {
+		return false
+	}
+	load := l.phdrs[ld]
+	need, needAddr := l.phoff, load.Vaddr+(l.phoff-load.Off)
+	size := uint64(p.NumPHDRs) * phdrSize64
+	if overlaps(l.shoff, uint64(l.shnum)*shdrSize64, need, size) {
+		return false
+	}
+	lo, hi := uint64(0), uint64(0) // the file range to move, empty at first
+	take := func(a, n uint64) {
+		if n == 0 {
+			return
+		}
+		if hi == lo {
+			lo, hi = a, a+n
+			return
+		}
+		lo, hi = min(lo, a), max(hi, a+n)
+	}
+	moved := map[int]bool{}
+	for changed := true; changed; {
+		changed = false
+		for i := range l.shdrs {
+			sh := &l.shdrs[i]
+			if moved[i] || sh.Flags&uint64(elf.SHF_ALLOC) == 0 && !hasFileBytes(sh) {
+				continue
+			}
+			inTable := overlaps(sh.Addr, sh.Size, needAddr, size) && sh.Flags&uint64(elf.SHF_ALLOC) != 0
+			if hasFileBytes(sh) && (overlaps(sh.Off, sh.Size, need, size) || overlaps(sh.Off, sh.Size, lo, hi-lo)) {
+				inTable = true
+			}
+			if !inTable {
+				continue
+			}
+			if !p.movable(src, i) {
+				return false
+			}
+			moved[i], changed = true, true
+			take(sh.Off, sh.Size)
+		}
+		for _, ph := range l.phdrs {
+			if !overlaps(ph.Off, ph.Filesz, lo, hi-lo) {
+				continue
+			}
+			switch elf.ProgType(ph.Type) {
+			case elf.PT_LOAD:
+				if ph != load {
+					return false
+				}
+			case elf.PT_NOTE, elf.PT_INTERP, PT_GNU_PROPERTY:
+				if ph.Off < lo || ph.Off+ph.Filesz > hi {
+					take(ph.Off, ph.Filesz)
+					changed = true
+				}
+			default:
+				return false
+			}
 		}
 	}
-	return covered
+	if len(moved) == 0 || lo < need || hi > load.Off+load.Filesz {
+		return false
+	}
+	// The moved range keeps its layout: it holds moved sections only.
+	for i := range l.shdrs {
+		if sh := &l.shdrs[i]; !moved[i] && hasFileBytes(sh) && overlaps(sh.Off, sh.Size, lo, hi-lo) {
+			return false
+		}
+	}
+	for i := range l.shdrs {
+		if moved[i] {
+			p.moves = append(p.moves, i)
+		}
+	}
+	slices.SortFunc(p.moves, func(a, b int) int { return int(l.shdrs[a].Off) - int(l.shdrs[b].Off) })
+	p.moveLo, p.moveHi = lo, hi
+	return true
 }
+
+// PT_GNU_PROPERTY is the program header type of the GNU property note.
+const PT_GNU_PROPERTY elf.ProgType = 0x6474e553
 
 // AddSFrameSegment returns a copy of the executable or shared library
 // src in which data, an SFrame section built for the address plan.Addr
@@ -210,10 +457,10 @@ func phdrSlack(l *elf64Layout, src []byte, n int) bool {
 // program header points at it (an existing one is reused), and a section
 // header named .sframe of type SHT_GNU_SFRAME describes it (an existing
 // .sframe header is retargeted; its old bytes stay in the file, unused).
-// When the program header table has no slack, it moves to the start of
-// the new segment and PT_PHDR follows it, as ELF rewriting tools do. The
-// section header table is rewritten after the new segment; nothing else
-// moves.
+// The program header table grows as the plan says; the section header
+// table is rewritten after the new segment; nothing else moves. More
+// than 65,534 program headers are written with extended numbering (the
+// count in section header 0's sh_info).
 func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error) {
 	l := plan.l
 	if l == nil {
@@ -227,26 +474,38 @@ func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error
 		Paddr: plan.SegAddr, Filesz: segSize, Memsz: segSize, Align: plan.Align}
 	sf := elf.Prog64{Type: uint32(PT_GNU_SFRAME), Flags: uint32(elf.PF_R), Off: plan.Offset, Vaddr: plan.Addr,
 		Paddr: plan.Addr, Filesz: uint64(len(data)), Memsz: uint64(len(data)), Align: 8}
-	phTabOff, phTabAddr := l.phoff, uint64(0)
-	if plan.MovePHDRs {
-		phTabOff, phTabAddr = plan.SegOffset, plan.SegAddr
-	} else {
-		for _, ph := range l.phdrs {
-			if elf.ProgType(ph.Type) == elf.PT_LOAD && ph.Off <= l.phoff && l.phoff < ph.Off+ph.Filesz {
-				phTabAddr = ph.Vaddr + (l.phoff - ph.Off)
-			}
-		}
-	}
 	phTabSize := uint64(plan.NumPHDRs) * phdrSize64
+	phdr := elf.Prog64{Type: uint32(elf.PT_PHDR), Flags: uint32(elf.PF_R), Off: plan.phOff, Vaddr: plan.phAddr,
+		Paddr: plan.phAddr, Filesz: phTabSize, Memsz: phTabSize, Align: 8}
+	if plan.MovePHDRs && !plan.hasPhdr {
+		phdrs = append(phdrs, phdr)
+	}
+	// Moved bytes keep their offset from their address.
+	movedAt := func(off uint64) (newOff, newAddr uint64) {
+		newOff = off - plan.moveLo + plan.moveOff
+		return newOff, newOff - plan.moveOff + plan.moveAddr
+	}
+	inMoved := func(off, n uint64) bool {
+		return len(plan.moves) > 0 && n != 0 && off >= plan.moveLo && off+n <= plan.moveHi
+	}
 	for i, ph := range l.phdrs {
 		switch {
 		case i == plan.reuseSF:
 			ph = sf
 		case elf.ProgType(ph.Type) == elf.PT_PHDR:
-			ph.Off, ph.Vaddr, ph.Paddr, ph.Filesz, ph.Memsz = phTabOff, phTabAddr, phTabAddr, phTabSize, phTabSize
+			ph = phdr
+		case elf.ProgType(ph.Type) != elf.PT_LOAD && inMoved(ph.Off, ph.Filesz):
+			ph.Off, ph.Vaddr = movedAt(ph.Off)
+			ph.Paddr = ph.Vaddr
 		}
 		phdrs = append(phdrs, ph)
 		if i == plan.lastLoad {
+			if plan.MovePHDRs {
+				end := plan.phOff + phTabSize
+				phdrs = append(phdrs, elf.Prog64{Type: uint32(elf.PT_LOAD), Flags: uint32(elf.PF_R), Off: plan.phSegOff,
+					Vaddr: plan.phSegAddr, Paddr: plan.phSegAddr, Filesz: end - plan.phSegOff, Memsz: end - plan.phSegOff,
+					Align: plan.Align})
+			}
 			phdrs = append(phdrs, load)
 		}
 	}
@@ -259,6 +518,9 @@ func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error
 
 	// Section headers and, when a name must be added, the name table.
 	shdrs := append([]elf.Section64(nil), l.shdrs...)
+	for _, i := range plan.moves {
+		shdrs[i].Off, shdrs[i].Addr = movedAt(shdrs[i].Off)
+	}
 	sec := elf.Section64{Type: uint32(SHT_GNU_SFRAME), Flags: uint64(elf.SHF_ALLOC), Addr: plan.Addr, Off: plan.Offset,
 		Size: uint64(len(data)), Addralign: 8}
 	var newStrtab []byte
@@ -270,12 +532,24 @@ func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error
 		sec.Name = uint32(l.shstrSize)
 		shdrs = append(shdrs, sec)
 	}
+	if len(phdrs) >= pnXNUM {
+		shdrs[0].Info = uint32(len(phdrs))
+	} else {
+		shdrs[0].Info = 0
+	}
 
-	out := make([]byte, plan.SegOffset, plan.Offset+uint64(len(data))+uint64(len(newStrtab))+uint64(len(shdrs)+1)*shdrSize64+16)
+	end := plan.Offset + uint64(len(data))
+	if err := checkSymtabs(src, l); err != nil {
+		return nil, err
+	}
+	out := make([]byte, end, end+uint64(len(newStrtab))+uint64(len(shdrs)+1)*shdrSize64+16)
 	copy(out, src)
-	// The new segment: [program headers] data.
-	out = out[:plan.Offset]
-	out = append(out, data...)
+	if len(plan.moves) > 0 {
+		copy(out[plan.moveOff:], src[plan.moveLo:plan.moveHi])
+		clear(out[plan.moveLo:plan.moveHi])
+	}
+	copy(out[plan.Offset:], data)
+	plan.moveSymbols(out)
 	if newStrtab != nil {
 		out = append(out, make([]byte, alignUp(uint64(len(out)), 8)-uint64(len(out)))...)
 		shdrs[l.shstrndx].Off = uint64(len(out))
@@ -286,14 +560,59 @@ func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error
 	shoff := uint64(len(out))
 	out, err := binary.Append(out, o, shdrs)
 	if err == nil {
-		_, err = binary.Encode(out[phTabOff:], o, phdrs)
+		_, err = binary.Encode(out[plan.phOff:], o, phdrs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("elffile: writing headers: %w", err)
 	}
-	o.PutUint64(out[32:], phTabOff)
-	o.PutUint64(out[40:], shoff)
-	o.PutUint16(out[56:], uint16(len(phdrs)))
-	o.PutUint16(out[60:], uint16(len(shdrs)))
+	h := *l.h
+	h.Phoff, h.Shoff = plan.phOff, shoff
+	h.Phnum, h.Shnum = uint16(min(len(phdrs), pnXNUM)), uint16(len(shdrs))
+	if err := h.encode(out); err != nil {
+		return nil, fmt.Errorf("elffile: writing headers: %w", err)
+	}
 	return out, nil
+}
+
+// checkSymtabs checks that the symbol tables lie in the file.
+func checkSymtabs(src []byte, l *elf64Layout) error {
+	for i := range l.shdrs {
+		sh := &l.shdrs[i]
+		if t := elf.SectionType(sh.Type); t != elf.SHT_SYMTAB && t != elf.SHT_DYNSYM {
+			continue
+		}
+		if sh.Off > uint64(len(src)) || sh.Size > uint64(len(src))-sh.Off {
+			return fmt.Errorf("symbol table (section %d) outside the file", i)
+		}
+	}
+	return nil
+}
+
+// moveSymbols adds to the value of every symbol defined in a moved
+// section how far the section moved, in the symbol tables of out (a
+// copy of the input image, whose tables are where they were).
+func (p *SegmentPlan) moveSymbols(out []byte) {
+	if len(p.moves) == 0 {
+		return
+	}
+	l := p.l
+	delta := map[uint16]uint64{}
+	for _, i := range p.moves {
+		old := l.shdrs[i]
+		addr := p.moveAddr + (old.Off - p.moveLo)
+		delta[uint16(i)] = addr - old.Addr
+	}
+	const symSize = 24
+	for i := range l.shdrs {
+		sh := &l.shdrs[i]
+		if t := elf.SectionType(sh.Type); t != elf.SHT_SYMTAB && t != elf.SHT_DYNSYM {
+			continue
+		}
+		tab := out[sh.Off : sh.Off+sh.Size]
+		for j := 0; j+symSize <= len(tab); j += symSize {
+			if d, ok := delta[l.o.Uint16(tab[j+6:])]; ok {
+				l.o.PutUint64(tab[j+8:], l.o.Uint64(tab[j+8:])+d)
+			}
+		}
+	}
 }

@@ -2,7 +2,6 @@ package elffile
 
 import (
 	"debug/elf"
-	"encoding/binary"
 	"fmt"
 )
 
@@ -17,120 +16,61 @@ type SectionUpdate struct {
 	Type elf.SectionType
 }
 
-// elfLayout gives the positions of the headers of an ELF image.
+// elfLayout is the header of an ELF image and the number of its program
+// and section headers (extended numbering resolved), checked against
+// the image's size.
 type elfLayout struct {
-	is64      bool
-	order     binary.ByteOrder
-	typ       elf.Type
-	shoff     uint64
-	shentsize int
-	shnum     int
-	phoff     uint64
-	phentsize int
-	phnum     int
+	*Header
+	phnum, shnum int
 }
 
 func parseLayout(src []byte) (*elfLayout, error) {
-	if len(src) < 52 || string(src[:4]) != elf.ELFMAG {
-		return nil, fmt.Errorf("not an ELF file")
+	h, err := DecodeHeader(src)
+	if err != nil {
+		return nil, err
 	}
-	l := &elfLayout{}
-	switch elf.Class(src[elf.EI_CLASS]) {
-	case elf.ELFCLASS64:
-		l.is64 = true
-	case elf.ELFCLASS32:
-	default:
-		return nil, fmt.Errorf("unknown ELF class %d", src[elf.EI_CLASS])
-	}
-	switch elf.Data(src[elf.EI_DATA]) {
-	case elf.ELFDATA2LSB:
-		l.order = binary.LittleEndian
-	case elf.ELFDATA2MSB:
-		l.order = binary.BigEndian
-	default:
-		return nil, fmt.Errorf("unknown ELF data encoding %d", src[elf.EI_DATA])
-	}
-	o := l.order
-	l.typ = elf.Type(o.Uint16(src[16:]))
-	if l.is64 {
-		if len(src) < 64 {
-			return nil, fmt.Errorf("truncated ELF header")
-		}
-		l.phoff = o.Uint64(src[32:])
-		l.shoff = o.Uint64(src[40:])
-		l.phentsize = int(o.Uint16(src[54:]))
-		l.phnum = int(o.Uint16(src[56:]))
-		l.shentsize = int(o.Uint16(src[58:]))
-		l.shnum = int(o.Uint16(src[60:]))
-	} else {
-		l.phoff = uint64(o.Uint32(src[28:]))
-		l.shoff = uint64(o.Uint32(src[32:]))
-		l.phentsize = int(o.Uint16(src[42:]))
-		l.phnum = int(o.Uint16(src[44:]))
-		l.shentsize = int(o.Uint16(src[46:]))
-		l.shnum = int(o.Uint16(src[48:]))
-	}
-	minSh, minPh := 40, 32
-	if l.is64 {
-		minSh, minPh = 64, 56
-	}
-	if l.shoff == 0 {
+	l := &elfLayout{Header: h, phnum: int(h.Phnum), shnum: int(h.Shnum)}
+	if h.Shoff == 0 {
 		return nil, fmt.Errorf("no section header table")
 	}
-	if l.shentsize < minSh {
-		return nil, fmt.Errorf("section header entry size %d too small", l.shentsize)
-	}
-	if l.shoff > uint64(len(src)) || uint64(len(src))-l.shoff < uint64(l.shentsize) {
+	if h.Shoff > uint64(len(src)) {
 		return nil, fmt.Errorf("section header table outside the file")
 	}
-	if l.shnum == 0 {
-		// Extended numbering: the count is in section 0's sh_size.
-		sh := l.readShdr(src, 0)
-		l.shnum = int(min(sh.size, uint64(len(src))))
+	if l.shnum == 0 || l.phnum == pnXNUM {
+		// Extended numbering: the counts are in section 0's sh_size and
+		// sh_info.
+		sh, err := h.decodeSections(src[h.Shoff:], 1)
+		if err != nil {
+			return nil, err
+		}
+		if l.shnum == 0 {
+			l.shnum = int(min(sh[0].Size, uint64(len(src))))
+		}
+		if l.phnum == pnXNUM {
+			l.phnum = int(min(uint64(sh[0].Info), uint64(len(src))))
+		}
 	}
-	if (uint64(len(src))-l.shoff)/uint64(l.shentsize) < uint64(l.shnum) {
-		return nil, fmt.Errorf("section header table (%d entries) runs past the end of the file", l.shnum)
+	if _, err := tableFits("section", len(src)-int(h.Shoff), l.shnum, int(h.Shentsize), h.sectionSize()); err != nil {
+		return nil, err
 	}
 	if l.phnum > 0 {
-		if l.phentsize < minPh || l.phoff > uint64(len(src)) || (uint64(len(src))-l.phoff)/uint64(l.phentsize) < uint64(l.phnum) {
+		if h.Phoff > uint64(len(src)) {
 			return nil, fmt.Errorf("program header table outside the file")
+		}
+		if _, err := tableFits("program", len(src)-int(h.Phoff), l.phnum, int(h.Phentsize), h.progSize()); err != nil {
+			return nil, err
 		}
 	}
 	return l, nil
 }
 
-// shdr holds the section header fields the writer reads or changes.
-type shdr struct {
-	typ       elf.SectionType
-	flags     uint64
-	offset    uint64
-	size      uint64
-	addralign uint64
-}
+func (l *elfLayout) shdrOff(i int) int { return int(l.Shoff) + i*int(l.Shentsize) }
 
-func (l *elfLayout) shdrOff(i int) int { return int(l.shoff) + i*l.shentsize }
+func (l *elfLayout) phdrOff(i int) int { return int(l.Phoff) + i*int(l.Phentsize) }
 
-func (l *elfLayout) readShdr(src []byte, i int) shdr {
-	p := src[l.shdrOff(i):]
-	o := l.order
-	if l.is64 {
-		return shdr{elf.SectionType(o.Uint32(p[4:])), o.Uint64(p[8:]), o.Uint64(p[24:]), o.Uint64(p[32:]), o.Uint64(p[48:])}
-	}
-	return shdr{elf.SectionType(o.Uint32(p[4:])), uint64(o.Uint32(p[8:])), uint64(o.Uint32(p[16:])), uint64(o.Uint32(p[20:])), uint64(o.Uint32(p[32:]))}
-}
-
-func (l *elfLayout) writeShdr(dst []byte, i int, h shdr) {
-	p := dst[l.shdrOff(i):]
-	o := l.order
-	o.PutUint32(p[4:], uint32(h.typ))
-	if l.is64 {
-		o.PutUint64(p[24:], h.offset)
-		o.PutUint64(p[32:], h.size)
-		return
-	}
-	o.PutUint32(p[16:], uint32(h.offset))
-	o.PutUint32(p[20:], uint32(h.size))
-}
+// maxMoveAlign bounds the alignment of a section RewriteSections moves,
+// and so the padding before it: 2 MiB, the largest page size in use.
+const maxMoveAlign = 2 << 20
 
 // RewriteSections returns a copy of the ELF image src in which the
 // sections named by updates have new contents. Everything else is left
@@ -140,7 +80,14 @@ func (l *elfLayout) writeShdr(dst []byte, i int, h shdr) {
 // (aligned to its sh_addralign) and its header pointed there, which is
 // allowed only for sections that are not loaded (not SHF_ALLOC) or in
 // relocatable objects. When a PT_GNU_SFRAME segment starts at a section
-// that shrinks, the segment's sizes become the section's.
+// that shrinks, the segment's sizes become the section's; a section
+// rewritten with contents of the same size leaves the file as it was but
+// for those contents.
+//
+// Limits: the output is the input plus the new contents and less than
+// 2 MiB of padding per moved section (an alignment above 2 MiB is an
+// error); the header tables are checked against the input's size
+// before they are read.
 func RewriteSections(src []byte, updates []SectionUpdate) ([]byte, error) {
 	l, err := parseLayout(src)
 	if err != nil {
@@ -152,62 +99,71 @@ func RewriteSections(src []byte, updates []SectionUpdate) ([]byte, error) {
 		if u.Index <= 0 || u.Index >= l.shnum {
 			return nil, fmt.Errorf("section index %d out of range [1, %d)", u.Index, l.shnum)
 		}
-		h := l.readShdr(out, u.Index)
-		if h.typ == elf.SHT_NOBITS {
+		h, err := l.decodeSection(out[l.shdrOff(u.Index):])
+		if err != nil {
+			return nil, err
+		}
+		if elf.SectionType(h.Type) == elf.SHT_NOBITS {
 			return nil, fmt.Errorf("section %d has no file contents (SHT_NOBITS)", u.Index)
 		}
-		if h.offset > uint64(len(src)) || uint64(len(src))-h.offset < h.size {
+		if h.Off > uint64(len(src)) || uint64(len(src))-h.Off < h.Size {
 			return nil, fmt.Errorf("section %d lies outside the file", u.Index)
 		}
 		newSize := uint64(len(u.Data))
 		if u.Type != 0 {
-			h.typ = u.Type
+			h.Type = uint32(u.Type)
 		}
-		if newSize <= h.size {
-			copy(out[h.offset:], u.Data)
-			clear(out[h.offset+newSize : h.offset+h.size])
-			l.shrinkSegment(out, h, newSize)
-		} else {
-			if h.flags&uint64(elf.SHF_ALLOC) != 0 && l.typ != elf.ET_REL {
-				return nil, fmt.Errorf("section %d grows from %d to %d bytes, and a loaded section of a linked file cannot move", u.Index, h.size, newSize)
+		if newSize <= h.Size {
+			copy(out[h.Off:], u.Data)
+			clear(out[h.Off+newSize : h.Off+h.Size])
+			if newSize < h.Size {
+				if err := l.shrinkSegment(out, h.Off, newSize); err != nil {
+					return nil, err
+				}
 			}
-			align := max(h.addralign, 1)
+		} else {
+			if h.Flags&uint64(elf.SHF_ALLOC) != 0 && elf.Type(l.Type) != elf.ET_REL {
+				return nil, fmt.Errorf("section %d grows from %d to %d bytes, and a loaded section of a linked file cannot move", u.Index, h.Size, newSize)
+			}
+			align := max(h.Addralign, 1)
+			if align > maxMoveAlign {
+				return nil, fmt.Errorf("section %d grows and would move to the end of the file, but its alignment %#x is more than %#x", u.Index, align, maxMoveAlign)
+			}
 			end := (uint64(len(out)) + align - 1) / align * align
-			if !l.is64 && end+newSize > 1<<32 {
+			if !l.is64() && end+newSize > 1<<32 {
 				return nil, fmt.Errorf("ELF32 file would exceed 4 GiB")
 			}
 			out = append(out, make([]byte, end-uint64(len(out)))...)
 			out = append(out, u.Data...)
-			h.offset = end
+			h.Off = end
 		}
-		h.size = newSize
-		l.writeShdr(out, u.Index, h)
+		h.Size = newSize
+		if err := l.encodeSection(out[l.shdrOff(u.Index):], &h); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
-// shrinkSegment updates a PT_GNU_SFRAME segment that starts at section
-// h, which now holds n bytes: the segment's sizes become n (ld 2.47 makes
-// the segment overhang the section; the new size is the exact one).
-func (l *elfLayout) shrinkSegment(out []byte, h shdr, n uint64) {
-	o := l.order
+// shrinkSegment updates a PT_GNU_SFRAME segment that starts at file
+// offset off, where a section now holds n bytes: the segment's sizes
+// become n (ld 2.47 makes the segment overhang the section; the new size
+// is the exact one).
+func (l *elfLayout) shrinkSegment(out []byte, off, n uint64) error {
 	for i := 0; i < l.phnum; i++ {
-		p := out[int(l.phoff)+i*l.phentsize:]
-		if elf.ProgType(o.Uint32(p)) != PT_GNU_SFRAME {
+		p, err := l.decodeProg(out[l.phdrOff(i):])
+		if err != nil {
+			return err
+		}
+		if elf.ProgType(p.Type) != PT_GNU_SFRAME || p.Off != off {
 			continue
 		}
-		if l.is64 {
-			if o.Uint64(p[8:]) == h.offset {
-				o.PutUint64(p[32:], n)
-				o.PutUint64(p[40:], n)
-			}
-			continue
-		}
-		if uint64(o.Uint32(p[4:])) == h.offset {
-			o.PutUint32(p[16:], uint32(n))
-			o.PutUint32(p[20:], uint32(n))
+		p.Filesz, p.Memsz = n, n
+		if err := l.encodeProg(out[l.phdrOff(i):], &p); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func totalLen(us []SectionUpdate) int {

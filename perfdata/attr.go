@@ -69,6 +69,18 @@ type Attr struct {
 // sample_id trailer (pid/tid, time, id, stream id, cpu as SampleType says).
 func (a *Attr) SampleIDAll() bool { return a.Flags&AttrSampleIDAll != 0 }
 
+// ParseAttr decodes a perf_event_attr held in b in byte order o: the
+// struct as a perf.data file stores it, or as a live profiler gives it to
+// perf_event_open. Its size field says how much of b it occupies (0
+// means AttrSizeVer0); it must be a multiple of 8, at most 4 KiB and
+// within b. The attribute has no IDs, name or index: a caller that
+// decodes records of several events sets IDs (and may set Name and Index)
+// before giving it to NewDecoder. Errors are *Error values whose Off is
+// the offset within b.
+func ParseAttr(b []byte, o binary.ByteOrder) (*Attr, error) {
+	return parseAttr(b, o, 0)
+}
+
 // parseAttr decodes a perf_event_attr from b, whose length is the size the
 // attribute occupies. off is b's offset in the input, for errors.
 func parseAttr(b []byte, o binary.ByteOrder, off int64) (*Attr, error) {
@@ -124,15 +136,19 @@ func parseAttr(b []byte, o binary.ByteOrder, off int64) (*Attr, error) {
 	}
 	// The flags are C bit-fields: allocated from the least significant bit
 	// on little-endian machines and from the most significant on big-endian
-	// ones, so a big-endian word is read bit-reversed.
+	// ones, so a big-endian word is read bit-reversed. (Big-endian by what
+	// o does: binary.NativeEndian is not binary.BigEndian on any machine.)
 	fl := o.Uint64(b[40:])
-	if o == binary.BigEndian {
+	if o.Uint16(bigEndianProbe[:]) == 1 {
 		fl = bits.Reverse64(fl)
 	}
 	a.Flags = AttrFlags(fl)
 	a.derive()
 	return a, nil
 }
+
+// bigEndianProbe reads as 1 in big-endian byte order.
+var bigEndianProbe = [2]byte{0, 1}
 
 // derive computes the positions of the sample ID, as perf does to find
 // the event of a record before decoding it.

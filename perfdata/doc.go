@@ -36,6 +36,11 @@
 //		}
 //	}
 //
+// Records from elsewhere in the kernel's layout, such as those of a live
+// perf_event ring buffer (package perfevent), decode into the same types
+// through a Decoder (NewDecoder, with the events' attributes from
+// ParseAttr), so that one path serves recordings and live sessions.
+//
 // # Untrusted input
 //
 // A recording is untrusted input. Every size and count is checked against

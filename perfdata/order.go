@@ -45,7 +45,7 @@ const maxPinned = 32
 // it has none (such records are delivered at once).
 func (r *Reader) timeOf(raw []byte) uint64 {
 	t := RecordType(r.o.Uint32(raw))
-	a, msg := r.attrOf(raw, t)
+	a, msg := r.dec.attrOf(raw, t)
 	if a == nil || msg != "" || a.SampleType&SampleTime == 0 {
 		return 0
 	}

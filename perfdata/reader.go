@@ -100,9 +100,7 @@ type Reader struct {
 	compIn  int64
 	compOut int64
 
-	byID         map[uint64]*Attr
-	idPos, isPos int
-	posErr       string
+	dec Decoder // of the events in hdr.Attrs
 
 	ordered bool
 	started bool
@@ -251,9 +249,8 @@ func NewReader(rd io.Reader) (*Reader, error) {
 }
 
 func (r *Reader) init() {
-	r.rec.o = r.o
-	r.byID = make(map[uint64]*Attr)
-	r.attrsChanged()
+	r.dec = Decoder{o: r.o, e: endianOf(r.o), byID: make(map[uint64]*Attr)}
+	r.dec.setAttrs(r.hdr.Attrs)
 }
 
 // Header returns what the recording says about itself. In pipe mode it
@@ -297,67 +294,6 @@ func (r *Reader) Close() error {
 		r.err = errors.New("perfdata: reader closed")
 	}
 	return err
-}
-
-// attrsChanged rebuilds the ID index after attributes were added, and
-// checks, as perf does, that events agree on where a record's ID is.
-func (r *Reader) attrsChanged() {
-	attrs := r.hdr.Attrs
-	for _, a := range attrs {
-		for _, id := range a.IDs {
-			r.byID[id] = a
-		}
-	}
-	r.posErr = ""
-	if len(attrs) < 2 {
-		return
-	}
-	r.idPos, r.isPos = attrs[0].idPos, attrs[0].isPos
-	if r.idPos < 0 || r.isPos < 0 {
-		r.posErr = "several events without sample IDs: records cannot be matched to events"
-		return
-	}
-	for _, a := range attrs[1:] {
-		if a.idPos != r.idPos || a.isPos != r.isPos {
-			r.posErr = fmt.Sprintf("events %d and 0 disagree on the position of the sample ID", a.Index)
-			return
-		}
-	}
-}
-
-// attrOf finds the event of a kernel record, as perf does: the only event;
-// the first one for records without a trailer, or with ID 0
-// (synthesized); else the one owning the record's ID, or nil.
-func (r *Reader) attrOf(raw []byte, t RecordType) (*Attr, string) {
-	attrs := r.hdr.Attrs
-	switch {
-	case len(attrs) == 0:
-		return nil, ""
-	case len(attrs) == 1:
-		return attrs[0], ""
-	case t != RecordSample && !attrs[0].SampleIDAll():
-		return attrs[0], ""
-	case r.posErr != "":
-		return nil, r.posErr
-	}
-	n := (len(raw) - recordHeaderSize) / 8
-	var at int
-	if t == RecordSample {
-		if r.idPos >= n {
-			return nil, ""
-		}
-		at = r.idPos
-	} else {
-		if r.isPos > n {
-			return nil, ""
-		}
-		at = n - r.isPos
-	}
-	id := r.o.Uint64(raw[recordHeaderSize+8*at:])
-	if id == 0 {
-		return attrs[0], ""
-	}
-	return r.byID[id], ""
 }
 
 // Next returns the next record, or io.EOF after the last. Any other error
@@ -595,18 +531,19 @@ func (r *Reader) decompress(raw []byte, off int64) error {
 	return nil
 }
 
-// setRecord fills r.rec from a record's bytes: header, event, typed body;
+// setRecord fills r.rec from a record's bytes, through the Decoder;
 // perf's own records that describe the recording update the header.
 func (r *Reader) setRecord(raw []byte, off, doff int64) error {
 	rec := &r.rec
-	rec.Type = RecordType(r.o.Uint32(raw))
-	rec.Misc = Misc(r.o.Uint16(raw[4:]))
-	rec.Raw = raw
+	if RecordType(r.o.Uint32(raw)) >= RecordUserTypeStart {
+		if err := r.userRecord(raw, off, doff); err != nil {
+			return err
+		}
+	}
+	kind, at, msg := r.dec.decode(rec, raw)
 	rec.Offset = off
 	rec.DecompOffset = doff
-	rec.Attr = nil
-	rec.PayloadSize = 0
-	fail := func(kind ErrKind, at int, msg string) error {
+	if at >= 0 {
 		e := &Error{Off: off, DecompOff: doff, Kind: kind, Msg: rec.Type.String() + ": " + msg}
 		if doff < 0 {
 			e.Off += int64(at)
@@ -614,21 +551,6 @@ func (r *Reader) setRecord(raw []byte, off, doff int64) error {
 			e.DecompOff += int64(at)
 		}
 		return e
-	}
-	if rec.Type < RecordUserTypeStart {
-		a, msg := r.attrOf(raw, rec.Type)
-		if msg != "" {
-			return fail(ErrBadAttr, 0, msg)
-		}
-		rec.Attr = a
-	} else if err := r.userRecord(raw, off, doff); err != nil {
-		return err
-	}
-	if n, has, _ := payloadSize(raw, r.o); has {
-		rec.PayloadSize = n
-	}
-	if at, msg := rec.decodeBody(); at >= 0 {
-		return fail(ErrBadRecord, at, msg)
 	}
 	return nil
 }
@@ -662,7 +584,7 @@ func (r *Reader) userRecord(raw []byte, off, doff int64) error {
 		}
 		a.Index = len(r.hdr.Attrs)
 		r.hdr.Attrs = append(r.hdr.Attrs, a)
-		r.attrsChanged()
+		r.dec.setAttrs(r.hdr.Attrs)
 	case RecordHeaderFeature:
 		if len(body) < 8 {
 			return bad("%d-byte body", len(body))
@@ -689,7 +611,7 @@ func (r *Reader) userRecord(raw []byte, off, doff int64) error {
 			return bad("%d-byte body", len(body))
 		}
 		if o.Uint64(body) == 2 {
-			if a := r.byID[o.Uint64(body[8:])]; a != nil {
+			if a := r.dec.byID[o.Uint64(body[8:])]; a != nil {
 				a.Name = cstring(body[16:])
 			}
 		}

@@ -99,7 +99,9 @@ type Cgroup struct {
 
 // Record is one record of a recording, as Reader.Next returns it: valid
 // until the next call to Next, its slices pointing into the Reader's
-// buffers (or the mapped file). The typed accessors return nil when the
+// buffers (or the mapped file). Decoder.Decode fills a caller's Record
+// the same way from a record's bytes, such as those of a live ring
+// buffer. The typed accessors return nil when the
 // record is of another type (or its event is unknown, for Sample).
 type Record struct {
 	Type RecordType
@@ -123,6 +125,7 @@ type Record struct {
 	PayloadSize uint64
 
 	o        binary.ByteOrder
+	e        endian // what o is
 	sample   Sample
 	mmap     Mmap
 	comm     Comm
@@ -268,30 +271,41 @@ func decodeTrailer(id *Identity, body []byte, a *Attr, o binary.ByteOrder) ([]by
 // and Attr). It returns the failing offset within the record and a
 // message, or -1.
 func (r *Record) decodeBody() (int, string) {
-	o := r.o
-	body := r.Raw[recordHeaderSize:]
 	r.ID = Identity{}
 	r.decoded = false
 	if r.Type == RecordSample {
-		if r.Attr == nil {
-			return -1, ""
-		}
-		at, msg := decodeSample(&r.sample, body, r.Attr, o)
-		if at >= 0 {
-			return recordHeaderSize + at, msg
-		}
-		s := &r.sample
-		r.ID = Identity{Present: s.Type & (SampleTID | SampleTime | SampleID | SampleStreamID | SampleCPU | SampleIdentifier),
-			Pid: s.Pid, Tid: s.Tid, Time: s.Time, ID: s.ID, StreamID: s.StreamID, CPU: s.CPU}
-		if s.Type&SampleIdentifier != 0 {
-			r.ID.ID = s.Identifier
-		}
-		r.decoded = true
-		return -1, ""
+		return r.decodeSampleBody()
 	}
 	if r.Type >= RecordUserTypeStart {
 		return -1, ""
 	}
+	return r.decodeKernelBody()
+}
+
+// decodeSampleBody decodes a SAMPLE (apart from the other kernel records,
+// whose decoding needs a large stack frame).
+func (r *Record) decodeSampleBody() (int, string) {
+	if r.Attr == nil {
+		return -1, ""
+	}
+	s := &r.sample
+	at, msg := decodeSample(s, r.Raw[recordHeaderSize:], r.Attr, r.o, r.e)
+	if at >= 0 {
+		return recordHeaderSize + at, msg
+	}
+	r.ID = Identity{Present: s.Type & (SampleTID | SampleTime | SampleID | SampleStreamID | SampleCPU | SampleIdentifier),
+		Pid: s.Pid, Tid: s.Tid, Time: s.Time, ID: s.ID, StreamID: s.StreamID, CPU: s.CPU}
+	if s.Type&SampleIdentifier != 0 {
+		r.ID.ID = s.Identifier
+	}
+	r.decoded = true
+	return -1, ""
+}
+
+// decodeKernelBody decodes a kernel record other than SAMPLE.
+func (r *Record) decodeKernelBody() (int, string) {
+	o := r.o
+	body := r.Raw[recordHeaderSize:]
 	b, ok := decodeTrailer(&r.ID, body, r.Attr, o)
 	if !ok {
 		return recordHeaderSize, fmt.Sprintf("%d-byte body shorter than its %d-byte sample_id trailer", len(body), r.Attr.trailerSize)

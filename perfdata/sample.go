@@ -221,13 +221,34 @@ func (s *Sample) WeightVar2() uint16 { return uint16(s.Weight >> 32) }
 // WeightVar3 returns the third, 16-bit part (var3_w).
 func (s *Sample) WeightVar3() uint16 { return uint16(s.Weight >> 48) }
 
+// endian reads integers in one of the two byte orders (true: big-endian)
+// with calls that the compiler inlines, which a binary.ByteOrder's are
+// not: a sample has many fields.
+type endian bool
+
+func endianOf(o binary.ByteOrder) endian { return o.Uint16(bigEndianProbe[:]) == 1 }
+
+func (e endian) u64(b []byte) uint64 {
+	if e {
+		return binary.BigEndian.Uint64(b)
+	}
+	return binary.LittleEndian.Uint64(b)
+}
+
+func (e endian) u32(b []byte) uint32 {
+	if e {
+		return binary.BigEndian.Uint32(b)
+	}
+	return binary.LittleEndian.Uint32(b)
+}
+
 // branchHWIndex is PERF_SAMPLE_BRANCH_HW_INDEX of branch_sample_type.
 const branchHWIndex = 1 << 17
 
 // decodeSample decodes the body of a SAMPLE record (b without the 8-byte
-// header) for event a. It returns the offset in b where decoding failed
+// header) for event a, in byte order o, which e is. It returns the offset in b where decoding failed
 // with a message, or -1.
-func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder) (int, string) {
+func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder, e endian) (int, string) {
 	*s = Sample{Type: a.SampleType}
 	t := a.SampleType
 	if t&SamplePeriod == 0 && a.Flags&AttrFreq == 0 {
@@ -241,7 +262,7 @@ func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder) (int, string
 		if len(b)-p < 8 {
 			return 0, false
 		}
-		v := o.Uint64(b[p:])
+		v := e.u64(b[p:])
 		p += 8
 		return v, true
 	}
@@ -249,7 +270,7 @@ func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder) (int, string
 		if len(b)-p < 8 {
 			return 0, 0, false
 		}
-		x, y := o.Uint32(b[p:]), o.Uint32(b[p+4:])
+		x, y := e.u32(b[p:]), e.u32(b[p+4:])
 		p += 8
 		return x, y, true
 	}
@@ -309,7 +330,7 @@ func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder) (int, string
 		if len(b)-p < 4 {
 			return trunc("raw size")
 		}
-		n := o.Uint32(b[p:])
+		n := e.u32(b[p:])
 		p += 4
 		if s.RawData, ok = span(uint64(n)); !ok {
 			return trunc(fmt.Sprintf("raw data of %d bytes", n))

@@ -26,14 +26,14 @@ type cfiRow struct {
 const maxCFIRows = 1 << 16
 
 // Lookup implements unwind.CFI.
-func (c *cfiCache) Lookup(pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
+func (c *cfiCache) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
 	if e, ok := c.rows[pc]; ok {
 		if e.ok {
 			*row = e.row
 		}
 		return e.cie, e.ok, nil
 	}
-	cie, ok, err := c.t.Lookup(pc, row)
+	cie, ok, err := c.t.Lookup(ctx, pc, row)
 	// Rows with rules beyond those a Row holds inline keep them in a
 	// slice that a copy would share: those are not cached (rare).
 	if err == nil && (!ok || row.NumRules() <= maxInlineRules) {

@@ -5,9 +5,12 @@
 # threads blocked 200+ frames deep (plus main, 3 shallow workers, a thread
 # in a signal handler and one in qsort). All three tools stop the same
 # process, in one run of this script.
-# Usage: scripts/bench-stack.sh [DEPTH]   (default 250; RUNS=10, GDB_RUNS=3)
+# Usage: scripts/bench-stack.sh [DEPTH]   (default 250; RUNS=15, GDB_RUNS=5,
+# HF_RUNS=40; DEEP=N deep threads instead of 5: DEEP=0 leaves 6 shallow
+# threads)
 set -euo pipefail
 depth=${1:-250}
+deep=${DEEP:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${BENCH_DIR:-/tmp/sframekit-bench-stack}
 mkdir -p "$work"
@@ -18,7 +21,7 @@ rm -f ready.txt stdin.fifo
 mkfifo stdin.fifo
 # stdin is a FIFO this script holds open: the program exits at EOF when the
 # script ends, and is killed by the trap in any case.
-./stackprog 5 "$depth" < stdin.fifo > ready.txt &
+./stackprog "$deep" "$depth" < stdin.fifo > ready.txt &
 pid=$!
 exec 3> stdin.fifo
 trap 'kill $pid 2>/dev/null || true; rm -f stdin.fifo' EXIT

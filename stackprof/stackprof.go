@@ -7,7 +7,8 @@
 // Frames keep the names and source positions the Tracer found; the
 // profile's mappings say so (HasFunctions, and HasFilenames when source
 // positions were looked up), so pprof does not symbolize the addresses
-// again.
+// again. Calls the compiler inlined at a frame (Tracer.Inlines) are
+// lines of its location, innermost first, as pprof shows inlined calls.
 package stackprof
 
 import (
@@ -110,8 +111,24 @@ func (b *Builder) location(f *unwind.SymFrame) *profile.Location {
 		return l
 	}
 	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: f.PC, Mapping: b.mapping(f.Module)}
+	// pprof's Line list is innermost first, as Inlined is: each inlined
+	// call at the position in it (the PC's for the innermost, then the
+	// call site of the one inside), and the function of the frame last,
+	// at the call site of the outermost inlined call.
+	file, line := f.File, f.Line
+	for _, in := range f.Inlined {
+		n := in.Name
+		if n == "" {
+			n = "??"
+		}
+		l.Line = append(l.Line, profile.Line{Function: b.function(n, "", file), Line: int64(line)})
+		file, line = in.File, in.Line
+	}
+	if name == "" && len(l.Line) > 0 {
+		name = "??"
+	}
 	if name != "" {
-		l.Line = []profile.Line{{Function: b.function(name, f.Func, f.File), Line: int64(f.Line)}}
+		l.Line = append(l.Line, profile.Line{Function: b.function(name, f.Func, file), Line: int64(line)})
 	}
 	if f.File != "" && l.Mapping != nil {
 		l.Mapping.HasFilenames = true

@@ -2,11 +2,13 @@ package stackprof
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/sframekit/sframekit/symbolize"
 	"github.com/sframekit/sframekit/unwind"
 )
 
@@ -85,5 +87,44 @@ func TestBuilder(t *testing.T) {
 	}
 	if q.Sample[0].Label["thread_name"][0] != "prog" || q.Sample[1].Label["thread_name"] != nil {
 		t.Errorf("thread_name labels: %v %v", q.Sample[0].Label, q.Sample[1].Label)
+	}
+}
+
+// TestBuilderInlines: calls inlined at a frame become the lines of its
+// location, innermost first, each at the position in it, and the frame's
+// own function last, at the call site of the outermost inlined call; as
+// `sframe stack -i` prints them, and as pprof reads them.
+func TestBuilderInlines(t *testing.T) {
+	exe := &unwind.Module{Name: "/bin/prog", Start: 0x400000, End: 0x500000}
+	tr := &unwind.Trace{PID: 7, Threads: []unwind.ThreadTrace{{TID: 7, Frames: []unwind.SymFrame{
+		{Frame: unwind.Frame{PC: 0x401000, Module: exe}, Func: "outer", File: "inner.h", Line: 3,
+			Inlined: []symbolize.Inline{{Name: "inner", File: "mid.h", Line: 20}, {Name: "", File: "prog.c", Line: 40}}},
+		{Frame: unwind.Frame{PC: 0x400800, Module: exe}, Func: "main", File: "prog.c", Line: 50},
+	}}}}
+	b := NewBuilder()
+	b.Add(tr)
+	p, err := b.Profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	q, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range q.Sample[0].Location {
+		var lines []string
+		for _, ln := range l.Line {
+			lines = append(lines, fmt.Sprintf("%s@%s:%d", ln.Function.Name, ln.Function.Filename, ln.Line))
+		}
+		got = append(got, strings.Join(lines, " "))
+	}
+	want := []string{"inner@inner.h:3 ??@mid.h:20 outer@prog.c:40", "main@prog.c:50"}
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Errorf("locations %q\nwant %q", got, want)
 	}
 }

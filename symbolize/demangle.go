@@ -1,20 +1,1012 @@
 package symbolize
 
-import "github.com/ianlancetaylor/demangle"
+import (
+	"strconv"
+
+	"github.com/ianlancetaylor/demangle"
+)
+
+// maxDemangledPow bounds demangled names to 1<<maxDemangledPow bytes.
+// Symbol tables come from the programs being looked at: a crafted name
+// can expand far beyond its size (C++ substitutions and Rust back
+// references multiply it), and a cut name is worse than the symbol.
+const maxDemangledPow = 16
 
 // Demangle returns the source-level form of a C++ (Itanium ABI) or Rust
-// symbol name, as c++filt and gdb print it, or name itself when it is not
-// a mangled name, does not demangle, or would demangle to more than 64 KB.
+// symbol name as c++filt prints it, or name itself when it is not a
+// mangled name, does not demangle, or would demangle to more than 64 KB.
+//
+// Rust names are demangled as c++filt (and gdb) do, in their verbose
+// form: a legacy name keeps its hash as a last path element
+// (std::rt::lang_start::h0123456789abcdef), and a v0 name shows each
+// crate's disambiguator (std[8b1e3a5c2d4f6e7a]::rt::lang_start::<()>) and
+// the type of each constant generic argument. As in c++filt, a name
+// starting with _ZN is tried as a legacy Rust name first, then as C++.
 func Demangle(name string) string {
 	if len(name) < 2 || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') {
-		return name // the common case, C names, without the library's checks
+		return name // the common case, C names, without the checks below
 	}
-	// Symbol tables come from the programs being looked at: bound what a
-	// crafted name can expand to (substitutions multiply its length); the
-	// library stops at the bound, and a cut name is worse than the symbol.
-	const maxPow = 16
-	if d := demangle.Filter(name, demangle.Verbose, demangle.MaxLength(maxPow)); len(d) < 1<<maxPow {
+	if d, ok := demangleRust(name, 1<<maxDemangledPow); ok {
+		return d
+	}
+	if name[1] == 'R' {
+		return name // not a valid Rust v0 name, and not C++ either
+	}
+	if d := demangle.Filter(name, demangle.Verbose, demangle.NoRust, demangle.MaxLength(maxDemangledPow)); len(d) < 1<<maxDemangledPow {
 		return d
 	}
 	return name
+}
+
+// Limits of the Rust demangler on crafted names: its nesting depth (the
+// 1,024 of libiberty, c++filt's library) and the number of code points a
+// Punycode identifier may insert (decoding costs their number times the
+// identifier's length).
+const (
+	rustMaxDepth       = 1024
+	rustMaxPunycodeLen = 4096
+)
+
+// rustDemangler holds the state of one Rust demangling: the symbol after
+// its prefix, the read position and the output.
+type rustDemangler struct {
+	sym      string
+	next     int
+	out      []byte
+	max      int  // output bound
+	err      bool // the symbol is malformed (or the output too long)
+	skip     bool // parse without printing (impl paths, instantiating crate)
+	legacy   bool
+	depth    int    // nesting depth of the recursive parsers
+	lifetime uint64 // bound lifetimes in scope (v0 binders)
+}
+
+// demangleRust demangles a legacy (_ZN...17h<hash>E) or v0 (_R...) Rust
+// symbol; ok is false when name is not one or the result would exceed
+// max bytes.
+func demangleRust(name string, max int) (string, bool) {
+	d := &rustDemangler{max: max}
+	switch {
+	case len(name) > 2 && name[:2] == "_R":
+		d.sym = name[2:]
+		if c := d.sym[0]; c < 'A' || c > 'Z' { // a v0 path starts with its tag
+			return "", false
+		}
+		// Only [_0-9a-zA-Z], up to an optional "." suffix (LLVM's
+		// ".llvm.NNN"), which is not printed.
+		for i := 0; i < len(d.sym); i++ {
+			c := d.sym[i]
+			if c == '.' {
+				d.sym = d.sym[:i]
+				break
+			}
+			if !isRustIdentByte(c) {
+				return "", false
+			}
+		}
+		d.path(true)
+		if !d.err && d.next < len(d.sym) {
+			d.skip = true // the instantiating crate is not printed
+			d.path(false)
+		}
+		if d.next != len(d.sym) {
+			d.err = true
+		}
+	case len(name) > 3 && name[:3] == "_ZN":
+		d.legacy = true
+		d.sym = name[3:]
+		if !d.legacyName() {
+			return "", false
+		}
+	default:
+		return "", false
+	}
+	if d.err {
+		return "", false
+	}
+	return string(d.out), true
+}
+
+func isRustIdentByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// legacyName demangles a legacy name: length-prefixed path elements ending
+// with E, the last of which is the hash "h" and 16 hexadecimal digits.
+// A suffix after the E that starts with '.' (".llvm.NNN") is dropped.
+func (d *rustDemangler) legacyName() bool {
+	for i := 0; i < len(d.sym); i++ {
+		c := d.sym[i]
+		if !isRustIdentByte(c) && c != '$' && c != '.' && c != ':' && c != '@' {
+			return false
+		}
+	}
+	// Drop a ".suffix": cut back to an E that a '.' follows.
+	n := len(d.sym)
+	dot := true
+	for n > 0 && !(dot && d.sym[n-1] == 'E') {
+		dot = d.sym[n-1] == '.'
+		n--
+	}
+	if n == 0 || d.sym[n-1] != 'E' {
+		return false
+	}
+	n--
+	if n <= 19 || d.sym[n-19:n-16] != "17h" {
+		return false
+	}
+	d.sym = d.sym[:n]
+	// First pass: every element is well formed and the last is a hash.
+	var last string
+	for d.next < len(d.sym) {
+		last = d.ident().ascii
+		if d.err || last == "" {
+			return false
+		}
+	}
+	if !isLegacyHash(last) {
+		return false
+	}
+	d.next = 0
+	for d.next < len(d.sym) {
+		if d.next > 0 {
+			d.print("::")
+		}
+		d.printIdent(d.ident())
+	}
+	return !d.err
+}
+
+// isLegacyHash reports whether s is "h" and 16 lowercase hexadecimal
+// digits with at least 5 distinct digits, as rustc writes the hash.
+func isLegacyHash(s string) bool {
+	if len(s) != 17 || s[0] != 'h' {
+		return false
+	}
+	var seen uint16
+	for i := 1; i < 17; i++ {
+		v := hexNibble(s[i])
+		if v < 0 {
+			return false
+		}
+		seen |= 1 << v
+	}
+	n := 0
+	for ; seen != 0; seen &= seen - 1 {
+		n++
+	}
+	return n >= 5
+}
+
+func hexNibble(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	}
+	return -1
+}
+
+func (d *rustDemangler) peek() byte {
+	if d.next < len(d.sym) {
+		return d.sym[d.next]
+	}
+	return 0
+}
+
+func (d *rustDemangler) eat(c byte) bool {
+	if d.peek() == c {
+		d.next++
+		return true
+	}
+	return false
+}
+
+func (d *rustDemangler) nextByte() byte {
+	c := d.peek()
+	if c == 0 {
+		d.err = true
+	} else {
+		d.next++
+	}
+	return c
+}
+
+func (d *rustDemangler) print(s string) {
+	if d.err || d.skip {
+		return
+	}
+	if len(d.out)+len(s) > d.max {
+		d.err = true
+		return
+	}
+	d.out = append(d.out, s...)
+}
+
+func (d *rustDemangler) printUint(v uint64) { d.print(strconv.FormatUint(v, 10)) }
+
+// enter counts one level of nesting, failing past rustMaxDepth; leave
+// undoes it.
+func (d *rustDemangler) enter() bool {
+	if d.depth++; d.depth > rustMaxDepth {
+		d.err = true
+	}
+	return !d.err
+}
+
+func (d *rustDemangler) leave() { d.depth-- }
+
+// int62 parses a base-62 number ending in '_' ("_" is 0, "0_" is 1).
+func (d *rustDemangler) int62() uint64 {
+	if d.eat('_') {
+		return 0
+	}
+	var x uint64
+	for !d.err && !d.eat('_') {
+		c := d.nextByte()
+		x *= 62
+		switch {
+		case c >= '0' && c <= '9':
+			x += uint64(c - '0')
+		case c >= 'a' && c <= 'z':
+			x += 10 + uint64(c-'a')
+		case c >= 'A' && c <= 'Z':
+			x += 36 + uint64(c-'A')
+		default:
+			d.err = true
+			return 0
+		}
+	}
+	return x + 1
+}
+
+// optInt62 parses an optional tag followed by a base-62 number: 0 when
+// the tag is absent, else the number plus one.
+func (d *rustDemangler) optInt62(tag byte) uint64 {
+	if !d.eat(tag) {
+		return 0
+	}
+	return 1 + d.int62()
+}
+
+// hexNibbles parses lowercase hexadecimal digits ending in '_' and
+// returns their value (modulo 2^64) and number.
+func (d *rustDemangler) hexNibbles() (v uint64, n int) {
+	for !d.eat('_') {
+		c := d.nextByte()
+		h := hexNibble(c)
+		if h < 0 {
+			d.err = true
+			return 0, 0
+		}
+		v = v<<4 | uint64(h)
+		n++
+	}
+	return v, n
+}
+
+// rustIdent is an identifier: its ASCII part and, for a Punycode
+// identifier (v0 "u" prefix), the encoded insertions.
+type rustIdent struct {
+	ascii, punycode string
+}
+
+func (id rustIdent) empty() bool { return id.ascii == "" && id.punycode == "" }
+
+// ident parses a decimal length and that many bytes; in v0 names an
+// optional "u" marks Punycode and an optional '_' separates the length
+// from identifiers starting with a digit or '_'.
+func (d *rustDemangler) ident() rustIdent {
+	puny := !d.legacy && d.eat('u')
+	c := d.nextByte()
+	if c < '0' || c > '9' {
+		d.err = true
+		return rustIdent{}
+	}
+	n := int(c - '0')
+	if c != '0' {
+		for p := d.peek(); p >= '0' && p <= '9'; p = d.peek() {
+			d.next++
+			if n > len(d.sym) {
+				d.err = true
+				return rustIdent{}
+			}
+			n = n*10 + int(p-'0')
+		}
+	}
+	if !d.legacy {
+		d.eat('_')
+	}
+	if n > len(d.sym)-d.next {
+		d.err = true
+		return rustIdent{}
+	}
+	s := d.sym[d.next : d.next+n]
+	d.next += n
+	if !puny {
+		return rustIdent{ascii: s}
+	}
+	// The last '_' separates the ASCII part from the insertions.
+	i := len(s) - 1
+	for i >= 0 && s[i] != '_' {
+		i--
+	}
+	if i == len(s)-1 {
+		d.err = true
+		return rustIdent{}
+	}
+	if i < 0 {
+		return rustIdent{punycode: s}
+	}
+	return rustIdent{ascii: s[:i], punycode: s[i+1:]}
+}
+
+// printIdent prints an identifier: legacy escapes ($LT$, $u20$, ..)
+// decoded, v0 Punycode decoded to UTF-8.
+func (d *rustDemangler) printIdent(id rustIdent) {
+	if d.err || d.skip {
+		return
+	}
+	if d.legacy {
+		d.printLegacyIdent(id.ascii)
+		return
+	}
+	if id.punycode == "" {
+		d.print(id.ascii)
+		return
+	}
+	d.printPunycode(id)
+}
+
+func (d *rustDemangler) printLegacyIdent(s string) {
+	// The mangler puts '_' before an identifier that starts with an
+	// escape, to start it with a letter or '_'.
+	if len(s) >= 2 && s[0] == '_' && s[1] == '$' {
+		s = s[1:]
+	}
+	for len(s) > 0 {
+		n := 0
+		switch s[0] {
+		case '$':
+			c, k := legacyEscape(s)
+			if c == 0 {
+				d.print(s) // unknown escape: the rest as it is
+				return
+			}
+			d.print(string(rune(c)))
+			n = k
+		case '.':
+			if len(s) >= 2 && s[1] == '.' {
+				d.print("::")
+				n = 2
+			} else {
+				d.print(".")
+				n = 1
+			}
+		default:
+			for n < len(s) && s[n] != '$' && s[n] != '.' {
+				n++
+			}
+			d.print(s[:n])
+		}
+		s = s[n:]
+	}
+}
+
+// legacyEscape decodes the escape "$...$" at the start of s: the
+// character and the escape's length, or 0 when it is not one.
+func legacyEscape(s string) (byte, int) {
+	if len(s) < 3 || s[0] != '$' {
+		return 0, 0
+	}
+	e := s[1:]
+	var c byte
+	n := 0
+	if e[0] == 'C' {
+		c, n = ',', 1
+	} else if len(e) > 2 {
+		n = 2
+		switch e[:2] {
+		case "SP":
+			c = '@'
+		case "BP":
+			c = '*'
+		case "RF":
+			c = '&'
+		case "LT":
+			c = '<'
+		case "GT":
+			c = '>'
+		case "LP":
+			c = '('
+		case "RP":
+			c = ')'
+		default:
+			if e[0] == 'u' && len(e) > 3 {
+				n = 3
+				hi, lo := hexNibble(e[1]), hexNibble(e[2])
+				if hi < 0 || lo < 0 || hi > 7 {
+					return 0, 0
+				}
+				if c = byte(hi<<4 | lo); c < 0x20 {
+					return 0, 0
+				}
+			}
+		}
+	}
+	if c == 0 || len(e) <= n || e[n] != '$' {
+		return 0, 0
+	}
+	return c, n + 2
+}
+
+// printPunycode decodes a v0 Punycode identifier (RFC 3492 with Rust's
+// parameters) and prints it as UTF-8. Deltas cut short print nothing, as
+// in libiberty.
+func (d *rustDemangler) printPunycode(id rustIdent) {
+	if len(id.punycode) > rustMaxPunycodeLen {
+		d.err = true
+		return
+	}
+	const (
+		base = 36
+		tmin = 1
+		tmax = 26
+		skew = 38
+	)
+	out := make([]uint32, 0, len(id.ascii)+len(id.punycode))
+	for i := 0; i < len(id.ascii); i++ {
+		out = append(out, uint32(id.ascii[i]))
+	}
+	damp, bias, i := uint64(700), uint64(72), uint64(0)
+	c := uint32(0x80)
+	p := id.punycode
+	for pos := 0; pos < len(p); {
+		var delta, w, k uint64 = 0, 1, 0
+		for {
+			k += base
+			t := uint64(0)
+			if k >= bias {
+				t = k - bias
+			}
+			t = min(max(t, tmin), tmax)
+			if pos >= len(p) {
+				return
+			}
+			ch := p[pos]
+			pos++
+			var dv uint64
+			switch {
+			case ch >= 'a' && ch <= 'z':
+				dv = uint64(ch - 'a')
+			case ch >= '0' && ch <= '9':
+				dv = 26 + uint64(ch-'0')
+			default:
+				d.err = true
+				return
+			}
+			delta += dv * w
+			w *= base - t
+			if dv < t {
+				break
+			}
+		}
+		n := uint64(len(out)) + 1
+		i += delta
+		c += uint32(i / n)
+		i %= n
+		out = append(out, 0)
+		copy(out[i+1:], out[i:])
+		out[i] = c
+		if pos == len(p) {
+			break
+		}
+		i++
+		delta /= damp
+		damp = 2
+		delta += delta / n
+		k = 0
+		for delta > ((base-tmin)*tmax)/2 {
+			delta /= base - tmin
+			k += base
+		}
+		bias = k + ((base-tmin+1)*delta)/(delta+skew)
+	}
+	b := make([]byte, 0, 4*len(out))
+	for _, c := range out {
+		// UTF-8 written as libiberty writes it (no check for surrogates
+		// or values past U+10FFFF).
+		switch {
+		case c < 0x80:
+			b = append(b, byte(c))
+		case c < 0x800:
+			b = append(b, 0xc0|byte(c>>6&0x3f), 0x80|byte(c&0x3f))
+		case c < 0x10000:
+			b = append(b, 0xe0|byte(c>>12&0x3f), 0x80|byte(c>>6&0x3f), 0x80|byte(c&0x3f))
+		default:
+			b = append(b, 0xf0|byte(c>>18), 0x80|byte(c>>12&0x3f), 0x80|byte(c>>6&0x3f), 0x80|byte(c&0x3f))
+		}
+	}
+	d.print(string(b))
+}
+
+// backref parses a back reference and returns the position it names,
+// which must come before the reference (start is where its tag was).
+func (d *rustDemangler) backref(start int) (int, bool) {
+	v := d.int62()
+	if d.err || d.skip {
+		return 0, false
+	}
+	if v >= uint64(start) {
+		d.err = true
+		return 0, false
+	}
+	return int(v), true
+}
+
+// path demangles a v0 path; inValue is set for the symbol's own path,
+// where generic arguments print as ::<...>.
+func (d *rustDemangler) path(inValue bool) {
+	if d.err || !d.enter() {
+		return
+	}
+	defer d.leave()
+	start := d.next
+	switch tag := d.nextByte(); tag {
+	case 'C': // crate root
+		dis := d.optInt62('s')
+		name := d.ident()
+		d.printIdent(name)
+		d.print("[")
+		d.print(strconv.FormatUint(dis, 16))
+		d.print("]")
+	case 'N': // nested path in a namespace
+		ns := d.nextByte()
+		isLower, isUpper := ns >= 'a' && ns <= 'z', ns >= 'A' && ns <= 'Z'
+		if !isLower && !isUpper {
+			d.err = true
+			return
+		}
+		d.path(inValue)
+		dis := d.optInt62('s')
+		name := d.ident()
+		if isUpper { // closures, shims and other special namespaces
+			d.print("::{")
+			switch ns {
+			case 'C':
+				d.print("closure")
+			case 'S':
+				d.print("shim")
+			default:
+				d.print(string(rune(ns)))
+			}
+			if !name.empty() {
+				d.print(":")
+				d.printIdent(name)
+			}
+			d.print("#")
+			d.printUint(dis)
+			d.print("}")
+		} else if !name.empty() {
+			d.print("::")
+			d.printIdent(name)
+		}
+	case 'M', 'X', 'Y': // inherent impl, trait impl, trait definition
+		if tag != 'Y' {
+			d.optInt62('s')
+			skip := d.skip
+			d.skip = true // the impl's own path is not printed
+			d.path(inValue)
+			d.skip = skip
+		}
+		d.print("<")
+		d.typ()
+		if tag != 'M' {
+			d.print(" as ")
+			d.path(false)
+		}
+		d.print(">")
+	case 'I': // generic arguments
+		d.path(inValue)
+		if inValue {
+			d.print("::")
+		}
+		d.print("<")
+		for i := 0; !d.err && !d.eat('E'); i++ {
+			if i > 0 {
+				d.print(", ")
+			}
+			d.genericArg()
+		}
+		d.print(">")
+	case 'B':
+		if pos, ok := d.backref(start); ok {
+			old := d.next
+			d.next = pos
+			d.path(inValue)
+			d.next = old
+		}
+	default:
+		d.err = true
+	}
+}
+
+func (d *rustDemangler) genericArg() {
+	switch {
+	case d.eat('L'):
+		d.printLifetime(d.int62())
+	case d.eat('K'):
+		d.constant()
+	default:
+		d.typ()
+	}
+}
+
+// printLifetime prints the lifetime of index lt: 0 is '_, others count
+// back from the innermost binder ('a, 'b, ..., then '_26, ...).
+func (d *rustDemangler) printLifetime(lt uint64) {
+	d.print("'")
+	if lt == 0 {
+		d.print("_")
+		return
+	}
+	depth := d.lifetime - lt
+	if depth < 26 {
+		d.print(string(rune('a' + depth)))
+	} else {
+		d.print("_")
+		d.printUint(depth)
+	}
+}
+
+// binder parses an optional binder of late-bound lifetimes ("G"),
+// printing "for<'a, 'b> ".
+func (d *rustDemangler) binder() {
+	if d.err {
+		return
+	}
+	n := d.optInt62('G')
+	if n == 0 {
+		return
+	}
+	if d.skip { // nothing to print: do not loop over a crafted count
+		d.lifetime += n
+		return
+	}
+	d.print("for<")
+	for i := uint64(0); i < n && !d.err; i++ {
+		if i > 0 {
+			d.print(", ")
+		}
+		d.lifetime++
+		d.printLifetime(1)
+	}
+	d.print("> ")
+}
+
+// basicRustType names the basic type of a one-letter tag, or "".
+func basicRustType(tag byte) string {
+	switch tag {
+	case 'b':
+		return "bool"
+	case 'c':
+		return "char"
+	case 'e':
+		return "str"
+	case 'u':
+		return "()"
+	case 'a':
+		return "i8"
+	case 's':
+		return "i16"
+	case 'l':
+		return "i32"
+	case 'x':
+		return "i64"
+	case 'n':
+		return "i128"
+	case 'i':
+		return "isize"
+	case 'h':
+		return "u8"
+	case 't':
+		return "u16"
+	case 'm':
+		return "u32"
+	case 'y':
+		return "u64"
+	case 'o':
+		return "u128"
+	case 'j':
+		return "usize"
+	case 'f':
+		return "f32"
+	case 'd':
+		return "f64"
+	case 'z':
+		return "!"
+	case 'p':
+		return "_"
+	case 'v':
+		return "..."
+	}
+	return ""
+}
+
+// typ demangles a v0 type.
+func (d *rustDemangler) typ() {
+	if d.err {
+		return
+	}
+	start := d.next
+	tag := d.nextByte()
+	if s := basicRustType(tag); s != "" {
+		d.print(s)
+		return
+	}
+	if !d.enter() {
+		return
+	}
+	defer d.leave()
+	switch tag {
+	case 'R', 'Q': // references
+		d.print("&")
+		if d.eat('L') {
+			if lt := d.int62(); lt != 0 {
+				d.printLifetime(lt)
+				d.print(" ")
+			}
+		}
+		if tag != 'R' {
+			d.print("mut ")
+		}
+		d.typ()
+	case 'P', 'O': // raw pointers
+		if tag == 'P' {
+			d.print("*const ")
+		} else {
+			d.print("*mut ")
+		}
+		d.typ()
+	case 'A', 'S': // arrays and slices
+		d.print("[")
+		d.typ()
+		if tag == 'A' {
+			d.print("; ")
+			d.constant()
+		}
+		d.print("]")
+	case 'T': // tuples
+		d.print("(")
+		i := 0
+		for ; !d.err && !d.eat('E'); i++ {
+			if i > 0 {
+				d.print(", ")
+			}
+			d.typ()
+		}
+		if i == 1 {
+			d.print(",")
+		}
+		d.print(")")
+	case 'F': // function pointers
+		old := d.lifetime
+		d.binder()
+		if d.eat('U') {
+			d.print("unsafe ")
+		}
+		if d.eat('K') {
+			abi := "C"
+			if !d.eat('C') {
+				id := d.ident()
+				if id.ascii == "" || id.punycode != "" {
+					d.err = true
+					d.lifetime = old
+					return
+				}
+				abi = id.ascii
+			}
+			d.print(`extern "`)
+			// '-' in ABI names is mangled as '_'. (libiberty checks the
+			// first byte after each '_' only from the second on: kept.)
+			for i := 0; i < len(abi); i++ {
+				if abi[i] == '_' {
+					d.print(abi[:i])
+					d.print("-")
+					abi = abi[i+1:]
+					i = 0
+				}
+			}
+			d.print(abi)
+			d.print(`" `)
+		}
+		d.print("fn(")
+		for i := 0; !d.err && !d.eat('E'); i++ {
+			if i > 0 {
+				d.print(", ")
+			}
+			d.typ()
+		}
+		d.print(")")
+		if !d.eat('u') { // () as return type is not printed
+			d.print(" -> ")
+			d.typ()
+		}
+		d.lifetime = old
+	case 'D': // trait objects
+		d.print("dyn ")
+		old := d.lifetime
+		d.binder()
+		for i := 0; !d.err && !d.eat('E'); i++ {
+			if i > 0 {
+				d.print(" + ")
+			}
+			d.dynTrait()
+		}
+		d.lifetime = old
+		if !d.eat('L') {
+			d.err = true
+			return
+		}
+		if lt := d.int62(); lt != 0 {
+			d.print(" + ")
+			d.printLifetime(lt)
+		}
+	case 'B':
+		if pos, ok := d.backref(start); ok {
+			old := d.next
+			d.next = pos
+			d.typ()
+			d.next = old
+		}
+	default:
+		d.next = start // a path, which reads the tag again
+		d.path(false)
+	}
+}
+
+// dynTrait demangles one trait of a trait object, with its associated
+// type bindings inside its generic arguments: dyn Trait<T, Assoc = X>.
+func (d *rustDemangler) dynTrait() {
+	if d.err {
+		return
+	}
+	open := d.pathMaybeOpenGenerics()
+	for d.eat('p') {
+		if open {
+			d.print(", ")
+		} else {
+			d.print("<")
+		}
+		open = true
+		d.printIdent(d.ident())
+		d.print(" = ")
+		d.typ()
+	}
+	if open {
+		d.print(">")
+	}
+}
+
+// pathMaybeOpenGenerics demangles a path, leaving the '>' of its generic
+// arguments out (open true) so that bindings can follow.
+func (d *rustDemangler) pathMaybeOpenGenerics() (open bool) {
+	if d.err || !d.enter() {
+		return false
+	}
+	defer d.leave()
+	start := d.next
+	switch {
+	case d.eat('B'):
+		if pos, ok := d.backref(start); ok {
+			old := d.next
+			d.next = pos
+			open = d.pathMaybeOpenGenerics()
+			d.next = old
+		}
+	case d.eat('I'):
+		d.path(false)
+		d.print("<")
+		open = true
+		for i := 0; !d.err && !d.eat('E'); i++ {
+			if i > 0 {
+				d.print(", ")
+			}
+			d.genericArg()
+		}
+	default:
+		d.path(false)
+	}
+	return open
+}
+
+// constant demangles a constant generic argument, followed by ": TYPE".
+func (d *rustDemangler) constant() {
+	if d.err || !d.enter() {
+		return
+	}
+	defer d.leave()
+	start := d.next
+	if d.eat('B') {
+		if pos, ok := d.backref(start); ok {
+			old := d.next
+			d.next = pos
+			d.constant()
+			d.next = old
+		}
+		return
+	}
+	tag := d.nextByte()
+	switch tag {
+	case 'p': // placeholder
+		d.print("_")
+		return
+	case 'h', 't', 'm', 'y', 'o', 'j':
+		d.constUint()
+	case 'a', 's', 'l', 'x', 'n', 'i':
+		if d.eat('n') {
+			d.print("-")
+		}
+		d.constUint()
+	case 'b':
+		v, n := d.hexNibbles()
+		switch {
+		case n != 1 || v > 1:
+			d.err = true
+		case v == 0:
+			d.print("false")
+		default:
+			d.print("true")
+		}
+	case 'c':
+		v, n := d.hexNibbles()
+		if n == 0 || n > 8 {
+			d.err = true
+			return
+		}
+		d.print("'")
+		switch {
+		case v == '\t':
+			d.print(`\t`)
+		case v == '\r':
+			d.print(`\r`)
+		case v == '\n':
+			d.print(`\n`)
+		case v > ' ' && v < '~':
+			d.print(string(rune(v)))
+		default:
+			d.print(`\u{`)
+			d.print(strconv.FormatUint(v, 16))
+			d.print("}")
+		}
+		d.print("'")
+	default:
+		d.err = true
+		return
+	}
+	if !d.err {
+		d.print(": ")
+		d.print(basicRustType(tag))
+	}
+}
+
+// constUint prints an unsigned constant: decimal, or its hexadecimal
+// digits when they do not fit in 64 bits.
+func (d *rustDemangler) constUint() {
+	if d.err {
+		return
+	}
+	start := d.next
+	v, n := d.hexNibbles()
+	switch {
+	case d.err:
+	case n > 16:
+		d.print("0x")
+		d.print(d.sym[start : start+n])
+	case n > 0:
+		d.printUint(v)
+	default:
+		d.err = true
+	}
 }

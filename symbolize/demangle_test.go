@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,4 +81,179 @@ func TestDemangleBounded(t *testing.T) {
 	if got := Demangle("_Z4deepi"); got != "deep(int)" {
 		t.Errorf("Demangle(_Z4deepi) = %q", got)
 	}
+}
+
+// rustc returns the Rust compiler: on PATH, or rustup's default place. It
+// skips the test when there is none, and fails it under CI. (The test
+// needs rustc 1.59 or later, for -C symbol-mangling-version=v0.)
+func rustc(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("rustc"); err == nil {
+		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		p := filepath.Join(home, ".cargo", "bin", "rustc")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("rustc not found; required under CI")
+	}
+	t.Skip("rustc not found")
+	return ""
+}
+
+// cxxfilt demangles names with c++filt, each given as an argument (on
+// its standard input c++filt would split names at characters such as
+// '@').
+func cxxfilt(t *testing.T, names []string) []string {
+	t.Helper()
+	var out []string
+	for len(names) > 0 {
+		n := min(len(names), 500)
+		b, err := exec.Command("c++filt", names[:n]...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(lines) != n {
+			t.Fatalf("c++filt printed %d lines for %d names", len(lines), n)
+		}
+		out = append(out, lines...)
+		names = names[n:]
+	}
+	return out
+}
+
+// TestDemangleRustMatchesCxxfilt builds a Rust program with legacy and
+// with v0 symbol names and demangles every Rust symbol of both (the
+// program's and the standard library's, a few thousand) as c++filt
+// does: legacy names with their hash, v0 names with crate
+// disambiguators, closures, shims, trait objects, function pointers,
+// constants and a Punycode identifier.
+func TestDemangleRustMatchesCxxfilt(t *testing.T) {
+	testprog.NeedTool(t, "c++filt")
+	rc := rustc(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		flags []string
+		must  []string // in c++filt's output
+	}{
+		{"legacy", nil, []string{
+			"::__rust_begin_short_backtrace::h",
+			"<rustprog::Square as rustprog::Shape>::area::h",
+		}},
+		{"v0", []string{"-C", "symbol-mangling-version=v0"}, []string{
+			"]::größe",
+			"::with_const::<3: usize, true: bool, 'x': char, -4: i32>",
+			`::takes_fn::<extern "C" fn(i32) -> i32>`,
+			"::takes_fn::<for<'a> fn(&'a u8) -> u8>",
+			"::takes_fn::<unsafe fn(u32) -> u32>",
+			"::call_dyn",
+			"dyn core[",
+			"{closure#0}",
+			"{shim:vtable#0}",
+			"::Wrap<u16, 3: usize>>::first",
+		}},
+	} {
+		exe := filepath.Join(dir, c.name)
+		args := append([]string{"-O", "-o", exe}, c.flags...)
+		if out, err := exec.Command(rc, append(args, "testdata/rustprog.rs")...).CombinedOutput(); err != nil {
+			t.Fatalf("rustc %v: %v\n%s", args, err, out)
+		}
+		f, err := elf.Open(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, err := f.Symbols()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		seen := map[string]bool{}
+		for _, s := range syms {
+			if (strings.HasPrefix(s.Name, "_ZN") || strings.HasPrefix(s.Name, "_R")) && !seen[s.Name] {
+				seen[s.Name] = true
+				names = append(names, s.Name)
+			}
+		}
+		want := cxxfilt(t, names)
+		bad, rust := 0, 0
+		for i, n := range names {
+			if want[i] != n {
+				rust++
+			}
+			if got := Demangle(n); got != want[i] {
+				if bad++; bad <= 10 {
+					t.Errorf("%s: %s:\n got  %s\n want %s", c.name, n, got, want[i])
+				}
+			}
+		}
+		t.Logf("%s: %d names, %d demangled by c++filt, %d differ", c.name, len(names), rust, bad)
+		if rust < 500 {
+			t.Errorf("%s: only %d names to compare", c.name, rust)
+		}
+		all := strings.Join(want, "\n")
+		for _, m := range c.must {
+			if !strings.Contains(all, m) {
+				t.Errorf("%s: no %q among c++filt's names", c.name, m)
+			}
+		}
+	}
+}
+
+// TestDemangleRustCrafted: malformed and hostile v0 names come back as
+// they are, quickly: deep nesting, a back reference to itself or ahead,
+// a binder of 2^60 lifetimes, an expansion past the output bound.
+func TestDemangleRustCrafted(t *testing.T) {
+	expand := "_RINvC1a1bT" // a tuple of back references to the tuple before
+	for i := 0; i < 40; i++ {
+		expand += "TB6_B6_E"
+	}
+	for _, name := range []string{
+		"_R" + strings.Repeat("NvNv", 2000) + "C1a",
+		"_RB_",
+		"_RB0_",
+		"_RNvB5_1a",
+		"_RINvC1a1bFGzzzzzzzzzz_EuEE",
+		"_RINvC1a1bFGzzzzzzzzzz_EuEEC1c", // the same in the skipped crate
+		"_RNvC1au3abc_",
+		"_RNvC1a9999999999999999999999",
+		expand,
+	} {
+		if got := Demangle(name); got != name {
+			t.Errorf("%.60s: demangled to %.80q", name, got)
+		}
+	}
+	// Well-formed names of each kind, checked by c++filt by hand.
+	for name, want := range map[string]string{
+		"_RNvC7mycrate3foo":                             "mycrate[0]::foo",
+		"_RNvCs1234_7mycrate3foo.llvm.123":              "mycrate[3c1c0]::foo",
+		"_ZN3foo3a.b17h0123456789abcdefE":               "foo::a.b::h0123456789abcdef",
+		"_ZN3foo3bar17h0123456789abcdefE.llvm.1234":     "foo::bar::h0123456789abcdef",
+		"_ZN3std2rt10lang_start17h0123456789abcdefE":    "std::rt::lang_start::h0123456789abcdef",
+		"_ZN3std2rt10lang_start17h0000000000000000E":    "std::rt::lang_start::h0000000000000000", // not a hash: C++
+		"_ZN4core3fmt11write$u20$x17h0123456789abcdefE": "core::fmt::write x::h0123456789abcdef",
+	} {
+		if got := Demangle(name); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}
+
+// FuzzDemangle: no name may panic, loop or demangle past the bound.
+func FuzzDemangle(f *testing.F) {
+	for _, s := range []string{"_RNvC7mycrate3foo", "_RINvCslJxvM8I8iJi_8rustprog10with_constKj3_Kb1_Kc78_Kln4_EB2_",
+		"_RINvCslJxvM8I8iJi_8rustprog8takes_fnFG_RL0_hEhEB2_", "_RNvXs3_NtNtCsgEmfK2I1SDS_4core4hash3sipINtB5_6HasherNtB5_11Sip13RoundsENtB7_6Hasher5writeCs56HGsqMBDvY_4prog",
+		"_ZN3std2rt10lang_start17h0123456789abcdefE", "_ZN8rustprog13gr$uf6$$udf$e17h35eaf6bd87099d4cE", "_Z4deepi"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if d := Demangle(name); len(d) >= 1<<maxDemangledPow && d != name {
+			t.Errorf("%d bytes", len(d))
+		}
+	})
 }

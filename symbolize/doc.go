@@ -24,9 +24,15 @@
 // function is attributed to that function and to the line of the call.
 //
 // Symbols are kept sorted for binary search; the line index is built on
-// the first line lookup in an object. Lookups do not allocate once an
+// the first line lookup in an object. A Lazy Symbolizer, for a few
+// lookups per object (one stack trace), builds no index: LookupFuncs
+// answers a batch of addresses in one pass over the symbol table. Lookups do not allocate once an
 // object is loaded. A Symbolizer is safe for concurrent use. Object files
 // are untrusted input: a file that cannot be read makes its lookups fail
 // (Err says why), inlining is followed at most 64 levels deep, and
 // Demangle leaves alone a name whose demangled form would pass 64 KB.
+// Sections are read through elffile, so a compressed symbol table or
+// DWARF section may expand to at most elffile.MaxDecompressed (256 MiB;
+// the DWARF sections together too), and an object beyond that gets no
+// symbols or lines, with Err saying why.
 package symbolize

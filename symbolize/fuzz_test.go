@@ -13,7 +13,8 @@ import (
 
 // FuzzSymbolize loads arbitrary bytes as an ELF object (the way the vDSO
 // image read from a target is loaded) and looks up functions, lines and
-// inlined calls in it: no input may panic. Seeds: the corpus files up to 256 KB, and a
+// inlined calls in it: no input may panic, and a Lazy symbolizer's
+// LookupFuncs must name what LookupFunc names. Seeds: the corpus files up to 256 KB, and a
 // small program with DWARF line tables built with gcc -g when gcc is
 // there.
 func FuzzSymbolize(f *testing.F) {
@@ -64,6 +65,17 @@ func FuzzSymbolize(f *testing.F) {
 			}
 		}
 		_ = s.Err("[fuzz]")
+		// A Lazy symbolizer names the same functions, for any bytes.
+		lazy := New()
+		lazy.DebugDirs, lazy.Lazy = nil, true
+		defer lazy.Close()
+		if lazy.Register("[fuzz]", bytes.NewReader(data)) == nil {
+			for i, got := range lazy.LookupFuncs("[fuzz]", addrs) {
+				if want, _ := s.LookupFunc("[fuzz]", addrs[i]); got != want {
+					t.Fatalf("%#x: lazy %+v, index %+v", addrs[i], got, want)
+				}
+			}
+		}
 		if len(data) > 0 && len(data) < 4096 {
 			_ = Demangle("_Z" + string(data))
 		}

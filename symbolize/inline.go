@@ -27,7 +27,7 @@ const maxInlineDepth = 64
 // no inlined call or there is no DWARF.
 func (s *Symbolizer) Inlines(path string, addr uint64) []Inline {
 	m := s.get(path, nil)
-	if m.err != nil {
+	if m.err != nil || m.loadSyms() != nil {
 		return nil
 	}
 	m.linesOnce.Do(m.buildLines)

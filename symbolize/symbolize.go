@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // Symbol describes an address.
@@ -61,12 +63,26 @@ type Symbolizer struct {
 	DebugDirs []string
 	// PerfNames chooses, among the symbols starting at one address, the
 	// one perf names it by (see perfBetter) rather than the one gdb shows
-	// (see better), so that output compares with perf's. Set before the
+	// (see better), and counts labels in code (untyped symbols, such as
+	// ld.so's _start) as symbols of their own, as perf does, so that
+	// output compares with perf's. It turns Lazy off. Set before the
 	// first lookup.
 	PerfNames bool
 
+	// Lazy makes the Symbolizer read no symbol table whole: LookupFuncs
+	// then finds the addresses it is given in one pass over the table,
+	// keeping only the winners, where otherwise it would sort every
+	// function of the object into an index first. That is cheaper for a
+	// few lookups per object (a one-shot stack trace), dearer for many
+	// (a profiler): set it only for the former, before the first lookup.
+	// Results are the same either way.
+	Lazy bool
+
 	mu   sync.Mutex
 	mods map[string]*module
+
+	scanMu sync.Mutex // one lazy pass at a time: they share scan
+	scan   []byte     // the buffer lazy passes read tables through
 }
 
 // New returns a Symbolizer searching DefaultDebugDir for debug files.
@@ -79,8 +95,20 @@ type module struct {
 	once sync.Once
 	err  error
 
-	src    func() (*elf.File, error) // opens the object (Register or path)
+	src func() (*elf.File, error) // opens the object (Register or path)
+
+	// symMu guards what loading the symbols sets: a lazy module (opened
+	// by a Lazy Symbolizer) reads them on the first lookup that needs the
+	// whole table (loadSyms), until then lookups scan f's and dbg's.
+	symMu  sync.Mutex
+	lazy   bool
+	perf   bool      // Symbolizer.PerfNames
+	loaded bool      // syms, labels, dwFile and symErr are set
+	f, dbg *elf.File // lazy, not loaded: the object and its debug file (or nil)
+	symErr error     // no symbols and no DWARF
+
 	syms   []sym
+	labels []sym       // untyped code labels (readTextLabels)
 	debug  string      // separate debug file used, if any
 	dwFile *elf.File   // file whose DWARF the line index is built from; closed after
 	execs  [][2]uint64 // executable section ranges, for line sequences
@@ -120,9 +148,9 @@ func (s *Symbolizer) get(key string, src func() (*elf.File, error)) *module {
 		m = &module{src: src}
 		s.mods[key] = m
 	}
-	dirs, perf := s.DebugDirs, s.PerfNames
+	dirs, lazy, perf := s.DebugDirs, s.Lazy && !s.PerfNames, s.PerfNames
 	s.mu.Unlock()
-	m.once.Do(func() { m.err = m.load(key, dirs, perf) })
+	m.once.Do(func() { m.err = m.load(key, dirs, lazy, perf) })
 	return m
 }
 
@@ -162,6 +190,12 @@ func (s *Symbolizer) Err(path string) error {
 	if m.err != nil {
 		return m.err
 	}
+	m.symMu.Lock()
+	err := m.symErr
+	m.symMu.Unlock()
+	if err != nil {
+		return err
+	}
 	return m.linesErr
 }
 
@@ -186,6 +220,12 @@ func (s *Symbolizer) Close() error {
 }
 
 func (m *module) close() {
+	m.symMu.Lock()
+	if !m.loaded {
+		m.closeFiles()
+		m.loaded = true // nothing left to load from
+	}
+	m.symMu.Unlock()
 	if m.dwFile != nil {
 		m.dwFile.Close()
 		m.dwFile = nil
@@ -198,7 +238,7 @@ func (m *module) close() {
 // cannot be read (see Err).
 func (s *Symbolizer) Lookup(path string, addr uint64) (sym Symbol, ok bool) {
 	m := s.get(path, nil)
-	if m.err != nil {
+	if m.err != nil || m.loadSyms() != nil {
 		return Symbol{}, false
 	}
 	sym, ok = m.lookupFunc(addr)
@@ -213,7 +253,7 @@ func (s *Symbolizer) Lookup(path string, addr uint64) (sym Symbol, ok bool) {
 // DWARF line table.
 func (s *Symbolizer) LookupFunc(path string, addr uint64) (Symbol, bool) {
 	m := s.get(path, nil)
-	if m.err != nil {
+	if m.err != nil || m.loadSyms() != nil {
 		return Symbol{}, false
 	}
 	return m.lookupFunc(addr)
@@ -221,7 +261,8 @@ func (s *Symbolizer) LookupFunc(path string, addr uint64) (Symbol, bool) {
 
 // lookupFunc picks the function symbol with the greatest start <= addr
 // whose size covers addr; a symbol without size covers everything up to
-// the next symbol.
+// the next symbol, inside its own section (as gdb and eu-addr2line: _fini,
+// the last symbol, does not name every address above it).
 func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 	syms := m.syms
 	lo, hi := 0, len(syms)
@@ -235,10 +276,14 @@ func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 	}
 	i := lo - 1
 	if i < 0 {
-		return Symbol{}, false
+		return m.lookupLabel(addr, 0)
 	}
 	pick := -1
-	if syms[i].size == 0 || addr-syms[i].start < syms[i].size {
+	if syms[i].size == 0 {
+		if m.sameSection(syms[i].start, addr) {
+			pick = i
+		}
+	} else if addr-syms[i].start < syms[i].size {
 		pick = i
 	} else {
 		// An enclosing function before a sized symbol that ends early
@@ -251,10 +296,24 @@ func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 		}
 	}
 	if pick < 0 {
-		return Symbol{}, false
+		return m.lookupLabel(addr, syms[i].start+syms[i].size)
 	}
 	s := &syms[pick]
 	return Symbol{Name: s.name, Start: s.start, Size: s.size, Offset: addr - s.start}, true
+}
+
+// sameSection reports whether addr lies in the executable section holding
+// start; true when the file has no section headers to tell.
+func (m *module) sameSection(start, addr uint64) bool {
+	if len(m.execs) == 0 {
+		return true
+	}
+	for _, r := range m.execs {
+		if start >= r[0] && start < r[1] {
+			return addr < r[1]
+		}
+	}
+	return false
 }
 
 // lookupLine finds the line-table row covering addr.
@@ -277,8 +336,9 @@ func (m *module) lookupLine(addr uint64) (string, int, bool) {
 	return m.files[rows[i].file], int(rows[i].line), true
 }
 
-// load reads the symbols of the object and finds its DWARF.
-func (m *module) load(name string, debugDirs []string, perfNames bool) error {
+// load opens the object and finds its debug file; unless lazy, it also
+// reads the symbols and finds the DWARF (loadSyms).
+func (m *module) load(name string, debugDirs []string, lazy, perf bool) error {
 	f, err := m.src()
 	if err != nil {
 		return fmt.Errorf("symbolize: %s: %w", name, err)
@@ -289,27 +349,66 @@ func (m *module) load(name string, debugDirs []string, perfNames bool) error {
 		}
 	}
 
-	var dbg *elf.File
-	if path := m.debugFile(f, name, debugDirs); path != "" {
-		if d, err := elf.Open(path); err == nil {
-			dbg = d
-			m.debug = path
+	path, dbg := m.debugFile(f, name, debugDirs)
+	if dbg != nil {
+		m.debug = path
+	}
+	m.f, m.dbg, m.lazy, m.perf = f, dbg, lazy, perf
+	if lazy {
+		return nil
+	}
+	m.loaded = true
+	return m.readSyms(name)
+}
+
+// loadSyms reads the symbols of a lazy module not read yet, and returns
+// why the module has none (nil when it has).
+func (m *module) loadSyms() error {
+	if !m.lazy { // set once, by load
+		return nil
+	}
+	m.symMu.Lock()
+	defer m.symMu.Unlock()
+	if !m.loaded {
+		m.loaded = true
+		m.symErr = m.readSyms("")
+	}
+	return m.symErr
+}
+
+// closeFiles closes m.f and m.dbg, unless one is the DWARF file.
+func (m *module) closeFiles() {
+	for _, f := range []*elf.File{m.f, m.dbg} {
+		if f != nil && f != m.dwFile {
+			f.Close()
 		}
 	}
+	m.f, m.dbg = nil, nil
+}
 
+// readSyms reads the symbols of m.f (and m.dbg) and picks the file whose
+// DWARF gives lines; it closes the other files.
+func (m *module) readSyms(name string) error {
+	f, dbg := m.f, m.dbg
+	if f == nil {
+		return fmt.Errorf("symbolize: %s: closed", name)
+	}
 	// Symbols: the debug file's .symtab, else ours, else .dynsym.
 	var cs []cand
 	if dbg != nil {
-		cs = readFuncSyms(dbg, elf.SHT_SYMTAB)
+		cs = readFuncSyms(dbg, elf.SHT_SYMTAB, m.perf)
 	}
 	if len(cs) == 0 {
-		cs = readFuncSyms(f, elf.SHT_SYMTAB)
+		cs = readFuncSyms(f, elf.SHT_SYMTAB, m.perf)
+		m.labels = readTextLabels(f)
+	} else {
+		m.labels = readTextLabels(dbg)
 	}
 	if len(cs) == 0 {
-		cs = readFuncSyms(f, elf.SHT_DYNSYM)
+		cs = readFuncSyms(f, elf.SHT_DYNSYM, m.perf)
 	}
 	pick := better
-	if perfNames {
+	if m.perf {
 		pick = perfBetter
 	}
 	m.syms = funcSyms(cs, pick)
@@ -318,18 +417,10 @@ func (m *module) load(name string, debugDirs []string, perfNames bool) error {
 	switch {
 	case dbg != nil && dbg.Section(".debug_info") != nil:
 		m.dwFile = dbg
-		f.Close()
 	case f.Section(".debug_info") != nil:
 		m.dwFile = f
-		if dbg != nil {
-			dbg.Close()
-		}
-	default:
-		f.Close()
-		if dbg != nil {
-			dbg.Close()
-		}
 	}
+	m.closeFiles()
 	if len(m.syms) == 0 && m.dwFile == nil {
 		return fmt.Errorf("symbolize: %s: no symbols and no DWARF", name)
 	}
@@ -340,14 +431,19 @@ func (m *module) load(name string, debugDirs []string, perfNames bool) error {
 type cand struct {
 	sym
 	bind  elf.SymBind
-	label bool // an untyped symbol in code
+	label bool // an untyped symbol in code (only with PerfNames)
 }
 
 // readFuncSyms returns the function symbols of f's first section of type
 // typ. It reads the table directly rather than through (*elf.File).Symbols,
 // which builds a string for every symbol of every kind: a libc debug
 // file's .symtab has 10,000 entries, and only its functions are wanted.
-func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
+// Memory is what it costs most (each new page is a page fault, and those
+// are slow in virtual machines): the table is streamed twice through one
+// 64 KB buffer, to count the functions and then to fill a slice of
+// exactly that size, and the string table is read straight into the one
+// string the names are substrings of.
+func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) []cand {
 	var sec *elf.Section
 	for _, s := range f.Sections {
 		if s.Type == typ {
@@ -358,26 +454,54 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 	if sec == nil || int(sec.Link) >= len(f.Sections) || sec.Link == 0 {
 		return nil
 	}
-	data, err := sec.Data()
-	if err != nil {
+	// Compressed tables may expand to at most elffile.MaxDecompressed,
+	// and to no more than their stored bytes can hold.
+	if elffile.CheckSection(sec) != nil || elffile.CheckSection(f.Sections[sec.Link]) != nil {
 		return nil
 	}
-	strb, err := f.Sections[sec.Link].Data()
-	if err != nil {
-		return nil
-	}
-	// One string for the whole table: names are substrings of it, not an
-	// allocation each.
-	strs := string(strb)
 	bo := f.ByteOrder
 	is64 := f.Class == elf.ELFCLASS64
 	size := 16
 	if is64 {
 		size = 24
 	}
-	var out []cand
-	for off := size; off+size <= len(data); off += size { // entry 0 is null
-		e := data[off : off+size]
+	buf := make([]byte, 2730*size) // about 64 KB, whole entries
+	var sb strings.Builder
+	strsec := f.Sections[sec.Link]
+	if strsec.Type == elf.SHT_NOBITS {
+		return nil
+	}
+	if strsec.Flags&elf.SHF_COMPRESSED == 0 && strsec.Size < 1<<30 {
+		sb.Grow(int(strsec.Size))
+	}
+	if _, err := io.CopyBuffer(&sb, strsec.Open(), buf); err != nil {
+		return nil
+	}
+	strs := sb.String()
+
+	// each calls fn with every entry of the table but the null one.
+	each := func(fn func(e []byte)) error {
+		r := sec.Open()
+		first := true
+		for {
+			n, err := io.ReadFull(r, buf)
+			n -= n % size
+			for off := 0; off < n; off += size {
+				if !first {
+					fn(buf[off : off+size])
+				}
+				first = false
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	// parse decodes an entry; ok is false for what is not a function.
+	parse := func(e []byte) (c cand, ok bool) {
 		var name uint32
 		var info uint8
 		var shndx uint16
@@ -391,50 +515,56 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 			info, shndx = e[12], bo.Uint16(e[14:])
 		}
 		t := elf.ST_TYPE(info)
-		// Labels (untyped symbols) in code name what they start, as
-		// perf and gdb show them: _start in ld.so, entry points written
-		// in assembly.
-		label := t == elf.STT_NOTYPE && int(shndx) < len(f.Sections) && f.Sections[shndx].Flags&elf.SHF_EXECINSTR != 0
+		// With labels, untyped symbols in code count too, as perf counts
+		// them: _start in ld.so, entry points written in assembly.
+		label := labels && t == elf.STT_NOTYPE && int(shndx) < len(f.Sections) && f.Sections[shndx].Flags&elf.SHF_EXECINSTR != 0
 		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC && !label) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || value == 0 {
-			continue
+			return c, false
 		}
 		if int(name) >= len(strs) {
-			continue
+			return c, false
 		}
 		n := strings.IndexByte(strs[name:], 0)
 		if n <= 0 {
-			continue
+			return c, false
 		}
 		nm := strs[name : int(name)+n]
 		if label && (nm[0] == '$' || strings.HasPrefix(nm, ".L")) {
-			continue // AArch64 and ARM mapping symbols, assembler locals
+			return c, false // AArch64 and ARM mapping symbols, assembler locals
 		}
-		out = append(out, cand{sym{value, sz, nm}, elf.ST_BIND(info), label})
+		return cand{sym{value, sz, nm}, elf.ST_BIND(info), label}, true
+	}
+	count := 0
+	if err := each(func(e []byte) {
+		if _, ok := parse(e); ok {
+			count++
+		}
+	}); err != nil || count == 0 {
+		return nil
+	}
+	out := make([]cand, 0, count)
+	if err := each(func(e []byte) {
+		if c, ok := parse(e); ok && len(out) < count {
+			out = append(out, c)
+		}
+	}); err != nil {
+		return nil
 	}
 	return out
 }
 
 // better reports whether a should name the address rather than b (same
-// start): a function over a label, then a sized symbol over an unsized one, then global over weak over
+// start): a sized symbol over an unsized one, then global over weak over
 // local, then the name with fewer leading underscores, then the shorter,
 // then the first in alphabetical order.
 func better(a, b *cand) bool {
-	if a.label != b.label {
+	if a.label != b.label { // labels compete only with PerfNames
 		return !a.label
 	}
 	if (a.size > 0) != (b.size > 0) {
 		return a.size > 0
 	}
-	rank := func(b elf.SymBind) int {
-		switch b {
-		case elf.STB_GLOBAL:
-			return 0
-		case elf.STB_WEAK:
-			return 1
-		}
-		return 2
-	}
-	if ra, rb := rank(a.bind), rank(b.bind); ra != rb {
+	if ra, rb := bindRank(a.bind), bindRank(b.bind); ra != rb {
 		return ra < rb
 	}
 	under := func(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
@@ -472,13 +602,30 @@ func perfBetter(a, b *cand) bool {
 	return len(a.name) > len(b.name)
 }
 
+// bindRank orders bindings for better: global, weak, then the others.
+func bindRank(b elf.SymBind) int {
+	switch b {
+	case elf.STB_GLOBAL:
+		return 0
+	case elf.STB_WEAK:
+		return 1
+	}
+	return 2
+}
+
 // funcSyms sorts the candidates by start and keeps the best one per
 // start, as pick (better or perfBetter) says; candidates of equal start
 // are offered in table order. Sorting on the address alone keeps the sort
 // cheap; the full order is applied only within runs of equal starts.
 func funcSyms(cs []cand, pick func(a, b *cand) bool) []sym {
 	order := sortedByStart(cs)
-	out := make([]sym, 0, len(cs))
+	n := 0 // distinct starts: the result's exact size
+	for i := range order {
+		if i == 0 || cs[order[i]].start != cs[order[i-1]].start {
+			n++
+		}
+	}
+	out := make([]sym, 0, n)
 	for i := 0; i < len(order); {
 		best := &cs[order[i]]
 		j := i + 1
@@ -494,26 +641,26 @@ func funcSyms(cs []cand, pick func(a, b *cand) bool) []sym {
 }
 
 // sortedByStart returns the indexes of cs in order of start address.
-// When starts fit in 44 bits and indexes in 20 (every user-space object),
+// When starts fit in 43 bits and indexes in 20 (every user-space object),
 // start and index are packed into one integer so that the sort compares
-// plain integers; otherwise it sorts with a comparison function.
+// plain integers, and the keys become the indexes in place; otherwise it
+// sorts with a comparison function.
 func sortedByStart(cs []cand) []int {
 	const idxBits = 20
-	order := make([]int, len(cs))
 	packable := len(cs) < 1<<idxBits
 	for i := range cs {
-		if cs[i].start >= 1<<(64-idxBits) {
+		if cs[i].start >= 1<<(63-idxBits) {
 			packable = false
 		}
 	}
+	order := make([]int, len(cs))
 	if packable {
-		keys := make([]uint64, len(cs))
 		for i := range cs {
-			keys[i] = cs[i].start<<idxBits | uint64(i)
+			order[i] = int(cs[i].start<<idxBits | uint64(i))
 		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			order[i] = int(k & (1<<idxBits - 1))
+		slices.Sort(order) // non-negative: starts have 43 bits
+		for i, k := range order {
+			order[i] = k & (1<<idxBits - 1)
 		}
 		return order
 	}
@@ -531,7 +678,7 @@ func (m *module) buildLines() {
 	if m.dwFile == nil {
 		return
 	}
-	dw, err := m.dwFile.DWARF()
+	dw, err := elffile.DWARF(m.dwFile)
 	m.dwFile.Close()
 	m.dwFile = nil
 	if err != nil {
@@ -626,21 +773,22 @@ func (m *module) inExec(addr uint64) bool {
 
 // debugFile finds a separate debug file for f: by build ID under each
 // debug dir, then by .gnu_debuglink next to the object, in its .debug
-// subdirectory, and under each debug dir.
-func (m *module) debugFile(f *elf.File, name string, debugDirs []string) string {
+// subdirectory, and under each debug dir. It returns it opened (the
+// check opens it anyway), or "" and nil.
+func (m *module) debugFile(f *elf.File, name string, debugDirs []string) (string, *elf.File) {
 	id := buildID(f)
 	if len(id) >= 2 {
 		h := hex.EncodeToString(id)
 		for _, d := range debugDirs {
 			p := filepath.Join(d, ".build-id", h[:2], h[2:]+".debug")
-			if sameBuildID(p, id) {
-				return p
+			if d := openSameBuildID(p, id); d != nil {
+				return p, d
 			}
 		}
 	}
 	link, crc, ok := debugLink(f)
 	if !ok || !filepath.IsAbs(name) {
-		return ""
+		return "", nil
 	}
 	dir := filepath.Dir(name)
 	cands := []string{filepath.Join(dir, link), filepath.Join(dir, ".debug", link)}
@@ -654,16 +802,18 @@ func (m *module) debugFile(f *elf.File, name string, debugDirs []string) string 
 			continue
 		}
 		if len(id) > 0 {
-			if sameBuildID(c, id) {
-				return c
+			if d := openSameBuildID(c, id); d != nil {
+				return c, d
 			}
 			continue
 		}
 		if fileCRC(c) == crc {
-			return c
+			if d, err := elf.Open(c); err == nil {
+				return c, d
+			}
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // buildID returns the NT_GNU_BUILD_ID of f, or nil.
@@ -672,7 +822,7 @@ func buildID(f *elf.File) []byte {
 		if s.Type != elf.SHT_NOTE {
 			continue
 		}
-		data, err := s.Data()
+		data, err := elffile.SectionData(s)
 		if err != nil {
 			continue
 		}
@@ -697,13 +847,17 @@ func buildID(f *elf.File) []byte {
 	return nil
 }
 
-func sameBuildID(path string, id []byte) bool {
+// openSameBuildID opens the ELF file at path if its build ID is id.
+func openSameBuildID(path string, id []byte) *elf.File {
 	f, err := elf.Open(path)
 	if err != nil {
-		return false
+		return nil
 	}
-	defer f.Close()
-	return bytes.Equal(buildID(f), id)
+	if !bytes.Equal(buildID(f), id) {
+		f.Close()
+		return nil
+	}
+	return f
 }
 
 // debugLink parses .gnu_debuglink: a file name, padding to 4, and the CRC32
@@ -713,7 +867,7 @@ func debugLink(f *elf.File) (string, uint32, bool) {
 	if s == nil {
 		return "", 0, false
 	}
-	data, err := s.Data()
+	data, err := elffile.SectionData(s)
 	if err != nil {
 		return "", 0, false
 	}

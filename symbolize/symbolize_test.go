@@ -436,7 +436,7 @@ func TestReadFuncSymsMatchesDebugElf(t *testing.T) {
 					want = append(want, cand{sym{s.Value, s.Size, s.Name}, elf.ST_BIND(s.Info), label})
 				}
 			}
-			got := readFuncSyms(f, typ)
+			got := readFuncSyms(f, typ, true)
 			if !slices.Equal(got, want) {
 				t.Errorf("%s %v: %d symbols read directly, %d through debug/elf, or they differ", path, typ, len(got), len(want))
 			}
@@ -459,5 +459,135 @@ func BenchmarkLoadLibc(b *testing.B) {
 			b.Fatal("no symbol")
 		}
 		s.Close()
+	}
+}
+
+// TestSizelessSymbolEndsWithSection checks that a symbol without size
+// (_fini, frame_dummy) names addresses up to the next symbol only inside
+// its own section, as eu-addr2line does: past .fini, between sections and
+// past the last one, eu-addr2line finds no function, and neither may we.
+func TestSizelessSymbolEndsWithSection(t *testing.T) {
+	testprog.NeedTool(t, "eu-addr2line")
+	exe := filepath.Join("..", "testdata", "drap-O2.elf")
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Every 4th address from the first executable section to 0x200 past
+	// the last one, through the gaps between sections.
+	var lo, hi uint64 = ^uint64(0), 0
+	for _, sec := range f.Sections {
+		if sec.Flags&elf.SHF_EXECINSTR != 0 {
+			lo, hi = min(lo, sec.Addr), max(hi, sec.Addr+sec.Size)
+		}
+	}
+	var addrs []uint64
+	args := []string{"-f", "-e", exe}
+	for a := lo; a < hi+0x200; a += 4 {
+		addrs = append(addrs, a)
+		args = append(args, fmt.Sprintf("%#x", a))
+	}
+	out := strings.Split(strings.TrimSpace(run(t, "eu-addr2line", args...)), "\n")
+	if len(out) != 2*len(addrs) {
+		t.Fatalf("eu-addr2line printed %d lines for %d addresses", len(out), len(addrs))
+	}
+	s := New()
+	defer s.Close()
+	bad := 0
+	for i, a := range addrs {
+		want := out[2*i]
+		if want == "??" {
+			want = ""
+		}
+		got := ""
+		if sym, ok := s.LookupFunc(exe, a); ok {
+			got = sym.Name
+		}
+		if got != want {
+			if bad++; bad <= 10 {
+				t.Errorf("%#x: got %q, eu-addr2line %q", a, got, want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d addresses differ from eu-addr2line", bad, len(addrs))
+	}
+}
+
+// TestLazyMatchesIndex checks that a Lazy symbolizer's LookupFuncs, one
+// pass over the symbol table per call, names addresses exactly as
+// LookupFunc does from the sorted index: at the start, middle and last
+// byte of functions (answered lazily: the test checks that the table was
+// not read whole), and just past their ends and at random addresses
+// (where labels, enclosing symbols or nothing may decide: read whole).
+// Files: this machine's libc (with its separate debug file when
+// installed) and libstdc++ (many aliases at one address), the test
+// binary, and the corpus's executables and libraries of every
+// architecture.
+func TestLazyMatchesIndex(t *testing.T) {
+	exe, _ := os.Executable()
+	files := []string{"/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", exe}
+	corpus := os.Getenv("SFRAMEKIT_CORPUS")
+	if corpus == "" {
+		corpus = "../../shared/corpus"
+	}
+	for _, pat := range []string{"*/*/*.elf", "*/*/*.so"} {
+		m, _ := filepath.Glob(filepath.Join(corpus, pat))
+		files = append(files, m...)
+	}
+	rnd := uint64(1)
+	lazyAnswers := 0
+	for _, path := range files {
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		full := New()
+		full.LookupFunc(path, 0)
+		syms := full.mods[path].syms
+		if len(syms) == 0 {
+			continue
+		}
+		check := func(addrs []uint64, wantLazy bool) {
+			t.Helper()
+			lazy := New()
+			lazy.Lazy = true
+			defer lazy.Close()
+			got := lazy.LookupFuncs(path, addrs)
+			for i, a := range addrs {
+				want, _ := full.LookupFunc(path, a)
+				if got[i] != want {
+					t.Errorf("%s %#x: lazy %+v, index %+v", path, a, got[i], want)
+				}
+			}
+			if m := lazy.mods[path]; !m.loaded {
+				lazyAnswers++
+			} else if wantLazy {
+				t.Errorf("%s %#x: lazy lookup read the whole table", path, addrs)
+			}
+		}
+		// Batches of 8 functions spread over the table.
+		step := max(1, len(syms)/40)
+		for i := 0; i+8 <= len(syms); i += step * 8 {
+			var in, past, random []uint64
+			for _, s := range syms[i : i+8] {
+				if s.size == 0 {
+					in = append(in, s.start)
+				} else {
+					in = append(in, s.start, s.start+s.size/2, s.start+s.size-1)
+				}
+				past = append(past, s.start+s.size)
+				rnd = rnd*6364136223846793005 + 1442695040888963407
+				random = append(random, syms[0].start+rnd%(syms[len(syms)-1].start-syms[0].start+1))
+			}
+			check(in, !strings.HasSuffix(path, ".o")) // sizeless symbols: sameSection decides
+			check(past, false)
+			check(random, false)
+			check(append(in, 0, ^uint64(0)), false)
+		}
+		full.Close()
+	}
+	if lazyAnswers == 0 {
+		t.Fatal("no lookup was answered lazily")
 	}
 }

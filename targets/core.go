@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Note types read from cores (those missing from debug/elf).
@@ -45,6 +46,16 @@ const (
 // maxNoteSegment bounds the size of one PT_NOTE segment read into memory.
 const maxNoteSegment = 256 << 20
 
+// maxFileEntries bounds the NT_FILE mappings used: twice Linux's default
+// vm.max_map_count (65,530), and more than the kernel's default 4 MiB
+// NT_FILE note can list. A core listing more keeps the first ones, with
+// a warning: every mapping costs memory and time (a module each, in the
+// worst case), and a crafted core must not cost gigabytes.
+const maxFileEntries = 1 << 17
+
+// maxWarnings bounds the warnings a core collects; the rest are counted.
+const maxWarnings = 100
+
 // coreThread is one NT_PRSTATUS note.
 type coreThread struct {
 	tid, sig int
@@ -67,6 +78,9 @@ type coreNotes struct {
 	auxv     [][2]uint64
 	files    []ntFileEntry
 	pageSize uint64
+	// filesListed is the number of mappings NT_FILE lists, when it is
+	// more than the maxFileEntries kept in files.
+	filesListed uint64
 }
 
 // parseCoreNotes parses the contents of PT_NOTE segments of a core for
@@ -101,31 +115,22 @@ func (n *coreNotes) parse(data []byte, machine elf.Machine, bo binary.ByteOrder)
 func (n *coreNotes) parseNote(typ uint32, desc []byte, machine elf.Machine, bo binary.ByteOrder) error {
 	switch typ {
 	case ntPRSTATUS:
-		nregs := amd64NumUser
-		if machine == elf.EM_AARCH64 {
-			nregs = arm64NumUser
-		}
-		if len(desc) < prstatusReg+8*nregs {
-			return fmt.Errorf("NT_PRSTATUS: %d bytes, want at least %d", len(desc), prstatusReg+8*nregs)
+		regs, err := prstatusRegs(machine, desc, bo)
+		if err != nil {
+			return err
 		}
 		t := coreThread{
-			tid: int(int32(bo.Uint32(desc[prstatusPid:]))),
-			sig: int(int16(bo.Uint16(desc[prstatusCursig:]))),
-		}
-		if machine == elf.EM_AARCH64 {
-			var u [arm64NumUser]uint64
-			for i := range u {
-				u[i] = bo.Uint64(desc[prstatusReg+8*i:])
-			}
-			t.regs = arm64FromUser(&u)
-		} else {
-			var u [amd64NumUser]uint64
-			for i := range u {
-				u[i] = bo.Uint64(desc[prstatusReg+8*i:])
-			}
-			t.regs = amd64FromUser(&u)
+			tid:  int(int32(bo.Uint32(desc[prstatusPid:]))),
+			sig:  int(int16(bo.Uint16(desc[prstatusCursig:]))),
+			regs: regs,
 		}
 		n.threads = append(n.threads, t)
+	case ntPRFPREG:
+		// The floating-point registers of the thread of the last
+		// NT_PRSTATUS; only s390x keeps some in Regs.
+		if machine == elf.EM_S390 && len(n.threads) > 0 {
+			return addS390XFPRs(&n.threads[len(n.threads)-1].regs, desc, bo)
+		}
 	case ntPRPSINFO:
 		if len(desc) < prpsinfoSize {
 			return fmt.Errorf("NT_PRPSINFO: %d bytes, want %d", len(desc), prpsinfoSize)
@@ -156,8 +161,14 @@ func (n *coreNotes) parseNote(typ uint32, desc []byte, machine elf.Machine, bo b
 			return fmt.Errorf("NT_FILE: bad page size %d", pageSize)
 		}
 		names := desc[16+24*count:]
-		files := make([]ntFileEntry, 0, count)
-		for i := uint64(0); i < count; i++ {
+		keep := count
+		if keep > maxFileEntries {
+			keep = maxFileEntries
+			n.filesListed = count
+		}
+		files := make([]ntFileEntry, 0, keep)
+		paths := map[string]string{} // one string per distinct path
+		for i := uint64(0); i < keep; i++ {
 			e := desc[16+24*i:]
 			f := ntFileEntry{start: bo.Uint64(e), end: bo.Uint64(e[8:])}
 			pgoff := bo.Uint64(e[16:])
@@ -172,7 +183,12 @@ func (n *coreNotes) parseNote(typ uint32, desc []byte, machine elf.Machine, bo b
 				}
 				j = len(names) // last name without its NUL
 			}
-			f.path = string(names[:j])
+			path, ok := paths[string(names[:j])]
+			if !ok {
+				path = string(names[:j])
+				paths[path] = path
+			}
+			f.path = path
 			names = names[min(j+1, len(names)):]
 			files = append(files, f)
 		}
@@ -212,11 +228,32 @@ type Core struct {
 	threads  []Thread
 	modules  []Module
 	warnings []error
+	dropped  int // warnings past maxWarnings
 	mem      *coreMem
 }
 
-// OpenCore opens the core file corePath (ET_CORE, 64-bit, x86-64 or
-// AArch64, written by the kernel or by gdb's gcore).
+// warn records a warning, up to maxWarnings.
+func (c *Core) warn(err error) {
+	if len(c.warnings) < maxWarnings {
+		c.warnings = append(c.warnings, err)
+	} else {
+		c.dropped++
+	}
+}
+
+// warnf records a warning made with fmt.Errorf, formatted only when it
+// is kept.
+func (c *Core) warnf(format string, args ...any) {
+	if len(c.warnings) < maxWarnings {
+		c.warnings = append(c.warnings, fmt.Errorf(format, args...))
+	} else {
+		c.dropped++
+	}
+}
+
+// OpenCore opens the core file corePath (ET_CORE, 64-bit, x86-64,
+// AArch64 or s390x, written by the kernel, by gdb's gcore or by
+// qemu-user).
 //
 // Threads come from the NT_PRSTATUS notes, the main thread's name from
 // NT_PRPSINFO, modules from NT_FILE (and the vDSO from the auxiliary
@@ -224,13 +261,27 @@ type Core struct {
 // core did not dump (gdb and the kernel leave out unmodified text), from the
 // mapped files themselves. exePath, if not empty, replaces the recorded
 // path of the main executable (found through AT_ENTRY), for a binary that
-// has moved since the core was written.
+// has moved since the core was written. OpenCoreWith takes more options.
+//
+// Limits, against crafted cores: a PT_NOTE segment of at most 256 MiB is
+// read; of the mappings NT_FILE lists, the first 131,072 are used (twice
+// Linux's default vm.max_map_count), and each file is opened and read
+// once however often it is mapped, so that opening costs time and memory
+// linear in those (about 1 KB per mapping); warnings stop at 100.
 func OpenCore(corePath, exePath string) (*Core, error) {
+	return OpenCoreWith(corePath, CoreOptions{Exe: exePath})
+}
+
+// OpenCoreWith is OpenCore with options: the executable, and a sysroot
+// for the shared libraries of a core from another machine or
+// architecture. Cores without NT_FILE (qemu-user's) need o.Exe to find
+// their modules; see CoreOptions.
+func OpenCoreWith(corePath string, o CoreOptions) (*Core, error) {
 	f, err := os.Open(corePath)
 	if err != nil {
 		return nil, fmt.Errorf("targets: opening core: %w", err)
 	}
-	c, err := openCore(f, corePath, exePath)
+	c, err := openCoreWith(f, corePath, o)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("targets: core %s: %w", corePath, err)
@@ -241,6 +292,12 @@ func OpenCore(corePath, exePath string) (*Core, error) {
 
 // openCore reads a core from r.
 func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
+	return openCoreWith(r, corePath, CoreOptions{Exe: exePath})
+}
+
+// openCoreWith reads a core from r.
+func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err error) {
+	exePath := o.Exe
 	size, err := readerSize(r)
 	if err != nil {
 		return nil, err
@@ -255,7 +312,7 @@ func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
 	if ef.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("%v cores are not supported", ef.Class)
 	}
-	if ef.Machine != elf.EM_X86_64 && ef.Machine != elf.EM_AARCH64 {
+	if ef.Machine != elf.EM_X86_64 && ef.Machine != elf.EM_AARCH64 && ef.Machine != elf.EM_S390 {
 		return nil, fmt.Errorf("unsupported machine %v", ef.Machine)
 	}
 	c = &Core{path: corePath, arch: ef.Machine}
@@ -281,7 +338,7 @@ func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
 				s.filesz = s.memsz
 			}
 			if p.Vaddr+p.Memsz < p.Vaddr {
-				c.warnings = append(c.warnings, fmt.Errorf("PT_LOAD %d at %#x wraps around; ignored", i, p.Vaddr))
+				c.warnf("PT_LOAD %d at %#x wraps around; ignored", i, p.Vaddr)
 				continue
 			}
 			if s.off > uint64(size) || s.filesz > uint64(size)-s.off {
@@ -290,7 +347,7 @@ func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
 				if s.off < uint64(size) {
 					avail = uint64(size) - s.off
 				}
-				c.warnings = append(c.warnings, fmt.Errorf("PT_LOAD %d at %#x: %#x of %#x bytes present (truncated core)", i, p.Vaddr, avail, s.filesz))
+				c.warnf("PT_LOAD %d at %#x: %#x of %#x bytes present (truncated core)", i, p.Vaddr, avail, s.filesz)
 				s.filesz = avail
 			}
 			segs = append(segs, s)
@@ -325,8 +382,13 @@ func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
 			c.exe = exePath
 		}
 	} else if exePath != "" {
-		c.warnings = append(c.warnings, errors.New("main executable not found in NT_FILE; exe path override unused"))
+		if len(notes.files) > 0 {
+			c.warn(errors.New("main executable not found in NT_FILE; exe path override unused"))
+		}
 		c.exe = exePath
+	}
+	if o.Sysroot != "" {
+		sysrootFiles(notes.files, c.exe, o.Sysroot)
 	}
 
 	c.mem = &coreMem{r: r, segs: segs, files: append([]ntFileEntry(nil), notes.files...), open: map[string]*os.File{}}
@@ -345,15 +407,98 @@ func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
 		c.threads = append(c.threads, th)
 	}
 
+	if notes.filesListed > 0 {
+		c.warnf("NT_FILE lists %d mappings; only the first %d are used", notes.filesListed, len(notes.files))
+	}
 	c.modules = c.buildModules(&notes)
+	if len(notes.files) == 0 {
+		// qemu-user writes no NT_FILE: find the modules from the
+		// executable and the dynamic linker's list.
+		c.addLoadedModules(&notes, o, ef.ByteOrder)
+	}
+	c.checkFiles()
+	if c.dropped > 0 {
+		c.warnings = append(c.warnings, fmt.Errorf("%d more warnings left out", c.dropped))
+	}
 	return c, nil
+}
+
+// checkFiles warns about the modules whose file is missing, or is not the
+// file the process ran: its GNU build ID differs from the one in the
+// module's first page, which the kernel and gdb dump for ELF files.
+func (c *Core) checkFiles() {
+	fileIDs := map[string][]byte{}
+	warned := map[string]bool{}
+	for i := range c.modules {
+		m := &c.modules[i]
+		if m.IsVDSO() {
+			continue
+		}
+		what := "library"
+		if m.Path == c.exe {
+			what = "executable"
+		}
+		var coreID []byte
+		if c.firstPageDumped(m) {
+			for _, mp := range m.Mappings {
+				if mp.Offset == 0 {
+					coreID, _ = readBuildID(memReader{dumpedMem{c.mem}, mp.Start}, mp.End-mp.Start)
+					break
+				}
+			}
+		}
+		if m.File == "" {
+			if warned[m.Path] {
+				continue
+			}
+			warned[m.Path] = true
+			id := ""
+			if coreID != nil {
+				id = fmt.Sprintf(" (build ID %x)", coreID)
+			}
+			c.warnf("%s %s%s not found: its frames can be neither unwound with its tables nor named", what, m.Path, id)
+			continue
+		}
+		if coreID == nil {
+			continue // nothing to compare with
+		}
+		fileID, ok := fileIDs[m.File]
+		if !ok {
+			if f, err := c.mem.file(m.File); err == nil {
+				fileID, _ = readBuildID(f, ^uint64(0))
+			}
+			fileIDs[m.File] = fileID
+		}
+		if !bytes.Equal(fileID, coreID) && !warned[m.File] {
+			warned[m.File] = true
+			got := "none"
+			if fileID != nil {
+				got = fmt.Sprintf("%x", fileID)
+			}
+			c.warnf("%s %s is not the file the process ran: its build ID is %s, the core's %x; its frames may be unwound and named wrongly", what, m.File, got, coreID)
+		}
+	}
+}
+
+// dumpedMem reads only the bytes a core holds (no mapped file), to learn
+// what the process had mapped.
+type dumpedMem struct{ m *coreMem }
+
+// ReadAt implements Memory.
+func (d dumpedMem) ReadAt(p []byte, addr int64) (int, error) {
+	a := uint64(addr)
+	s := d.m.segAt(a)
+	if s == nil || a-s.vaddr >= s.filesz || uint64(len(p)) > s.filesz-(a-s.vaddr) {
+		return 0, fmt.Errorf("targets: core memory at %#x: not dumped: %w", a, ErrUnmapped)
+	}
+	return d.m.r.ReadAt(p, int64(s.off+(a-s.vaddr)))
 }
 
 // isRegular reports whether path names a regular file (following links):
 // mapped device files are never opened.
 func isRegular(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
+	var st syscall.Stat_t
+	return syscall.Stat(path, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG
 }
 
 // readerSize returns the size of r (an *os.File, or anything with Size).
@@ -373,24 +518,51 @@ func readerSize(r io.ReaderAt) (int64, error) {
 
 // buildModules groups the NT_FILE mappings into modules and adds the vDSO.
 func (c *Core) buildModules(notes *coreNotes) []Module {
-	var raw []rawMapping
+	raw := make([]rawMapping, 0, len(c.mem.files))
 	for _, fm := range c.mem.files {
 		raw = append(raw, rawMapping{Mapping: Mapping{Start: fm.start, End: fm.end, Offset: fm.off, Perm: c.mem.permAt(fm.start)}, path: fm.path})
 	}
-	var mods []Module
-	for _, m := range groupModules(raw) {
-		if isRegular(m.Path) {
+	// A path mapped many times (a crafted core lists one a million times)
+	// is checked, read and warned about once.
+	type pathInfo struct {
+		regular, warned bool
+		progs           *fileProgs // read when first needed
+	}
+	paths := map[string]*pathInfo{}
+	groups := groupModules(raw)
+	mods := make([]Module, 0, len(groups)+1)
+	for _, m := range groups {
+		pi := paths[m.Path]
+		if pi == nil {
+			pi = &pathInfo{regular: isRegular(m.Path)}
+			paths[m.Path] = pi
+		}
+		if pi.regular {
 			m.File = m.Path
 		}
-		var open func() (io.ReaderAt, io.Closer, error)
-		if m.File != "" {
-			file := m.File
-			open = func() (io.ReaderAt, io.Closer, error) {
-				f, err := os.Open(file)
-				return f, f, err
+		var isELF bool
+		var err error
+		if c.firstPageDumped(&m) {
+			var open func() (io.ReaderAt, io.Closer, error)
+			if m.File != "" {
+				file := m.File
+				open = func() (io.ReaderAt, io.Closer, error) {
+					f, err := os.Open(file)
+					return f, f, err
+				}
 			}
+			isELF, err = resolveBias(&m, c.mem, open, notes.pageSize)
+		} else {
+			// The program headers come from the file (the core has not
+			// got them): the same for every module of this path.
+			if pi.progs == nil {
+				pi.progs = &fileProgs{path: m.Path}
+				if pi.regular {
+					pi.progs = c.readFileProgs(m.Path)
+				}
+			}
+			isELF, err = pi.progs.bias(&m, notes.pageSize)
 		}
-		isELF, err := resolveBias(&m, c.mem, open, notes.pageSize)
 		if !isELF {
 			if errors.Is(err, errNotELF) {
 				continue // a data file the program mapped
@@ -402,8 +574,10 @@ func (c *Core) buildModules(notes *coreNotes) []Module {
 				continue
 			}
 		}
-		if err != nil {
-			c.warnings = append(c.warnings, err)
+		// (A missing file gets its warning from checkFiles.)
+		if err != nil && m.File != "" && !pi.warned {
+			pi.warned = true
+			c.warn(err)
 		}
 		mods = append(mods, m)
 	}
@@ -411,11 +585,61 @@ func (c *Core) buildModules(notes *coreNotes) []Module {
 		if m, err := c.vdsoModule(v, notes.pageSize); err == nil {
 			mods = append(mods, m)
 		} else {
-			c.warnings = append(c.warnings, err)
+			c.warn(err)
 		}
 	}
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Start < mods[j].Start })
 	return mods
+}
+
+// firstPageDumped reports whether the core holds the first page of m's
+// file (its mapping of offset 0), where its program headers are.
+func (c *Core) firstPageDumped(m *Module) bool {
+	for _, mp := range m.Mappings {
+		if mp.Offset == 0 {
+			s := c.mem.segAt(mp.Start)
+			return s != nil && mp.Start-s.vaddr < s.filesz
+		}
+	}
+	return false
+}
+
+// fileProgs is what the program headers of a mapped file say, read once
+// per path.
+type fileProgs struct {
+	path string
+	segs []loadSeg
+	err  error // why segs could not be read
+}
+
+// readFileProgs reads the PT_LOAD headers of the file mapped at path,
+// through the core's memory reader (which reads mapped files).
+func (c *Core) readFileProgs(path string) *fileProgs {
+	fp := &fileProgs{path: path}
+	f, err := c.mem.file(path)
+	if err == nil {
+		fp.segs, err = readLoadSegs(f)
+	}
+	if err != nil {
+		if !errors.Is(err, errNotELF) {
+			err = fmt.Errorf("targets: load bias of %s: from file: %w", path, err)
+		}
+		fp.err = err
+	}
+	return fp
+}
+
+// bias sets m's load bias from the file's program headers, as
+// resolveBias does.
+func (fp *fileProgs) bias(m *Module, pageSize uint64) (isELF bool, err error) {
+	if fp.segs == nil {
+		return false, fp.err // nil for a missing file
+	}
+	if b, ok := computeBias(fp.segs, m.Mappings, pageSize); ok {
+		m.Bias, m.HasBias = b, true
+		return true, nil
+	}
+	return true, fmt.Errorf("targets: load bias of %s: no mapping matches a PT_LOAD segment", fp.path)
 }
 
 // vdsoModule describes the vDSO whose ELF header is at addr.
@@ -458,8 +682,9 @@ func (c *Core) Exe() string { return c.exe }
 // Args returns the start of the command line recorded in NT_PRPSINFO.
 func (c *Core) Args() string { return c.args }
 
-// Threads returns the threads in note order; in a kernel-written core the
-// first is the thread that received the fatal signal.
+// Threads returns the threads in note order; in a core written by the
+// kernel or qemu-user the first is the thread that received the fatal
+// signal.
 func (c *Core) Threads() []Thread { return c.threads }
 
 // Modules returns the ELF modules, sorted by Start.
@@ -469,7 +694,9 @@ func (c *Core) Modules() []Module { return c.modules }
 func (c *Core) Memory() Memory { return c.mem }
 
 // Warnings returns non-fatal problems found while opening the core: a
-// truncated core, modules whose file is missing or whose bias is unknown.
+// truncated core, modules whose file is missing, is not the one the
+// process ran (its build ID differs from the one in the core) or whose
+// bias is unknown.
 func (c *Core) Warnings() []error { return c.warnings }
 
 // Close closes the core and the mapped files opened to read memory.

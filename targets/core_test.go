@@ -244,6 +244,55 @@ func TestOpenCoreExeOverride(t *testing.T) {
 	checkTextBytes(t, c.Memory(), exeMod)
 }
 
+// TestOpenCoreChecksFiles: a core opened with its executable gives no
+// warning; with another build of the program, or a path where nothing
+// is, a warning names the executable and says what is wrong: the build
+// ID in the core (from the first page gcore dumps) differs from the
+// file's, or the file is missing.
+func TestOpenCoreChecksFiles(t *testing.T) {
+	fx := sharedCore(t)
+	other := testprog.Build(t, "testdata/targprog.c", "-g", "-O2") // another build: another build ID
+	check := func(exe, want string) {
+		t.Helper()
+		c, err := OpenCore(fx.core, exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var ws []string
+		for _, w := range c.Warnings() {
+			ws = append(ws, w.Error())
+		}
+		all := strings.Join(ws, "\n")
+		switch {
+		case want == "" && len(ws) != 0:
+			t.Errorf("--exe %s: warnings\n%s", exe, all)
+		case want != "" && !strings.Contains(all, want):
+			t.Errorf("--exe %s: warnings\n%s\nwant %q", exe, all, want)
+		}
+	}
+	check("", "")
+	check(fx.exe, "")
+	id, err := readBuildID(mustOpen(t, fx.exe), ^uint64(0))
+	if err != nil || len(id) == 0 {
+		t.Fatalf("build ID of %s: %x, %v", fx.exe, id, err)
+	}
+	otherID, _ := readBuildID(mustOpen(t, other), ^uint64(0))
+	check(other, fmt.Sprintf("executable %s is not the file the process ran: its build ID is %x, the core's %x", other, otherID, id))
+	missing := filepath.Join(t.TempDir(), "targprog")
+	check(missing, fmt.Sprintf("executable %s (build ID %x) not found", missing, id))
+}
+
+func mustOpen(t *testing.T, name string) *os.File {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // noteSegment returns the contents of the core's first PT_NOTE segment.
 func noteSegment(t testing.TB, core string) []byte {
 	f, err := elf.Open(core)
@@ -341,12 +390,16 @@ func FuzzCoreNotes(f *testing.F) {
 			f.Add(noteSegment(f, sharedCore(f).core))
 		}
 	}
-	f.Add(synthNotes(elf.EM_AARCH64, binary.LittleEndian))
-	f.Add(synthNotes(elf.EM_X86_64, binary.LittleEndian))
+	f.Add(synthNotes(elf.EM_AARCH64, binary.LittleEndian, nil))
+	f.Add(synthNotes(elf.EM_X86_64, binary.LittleEndian, nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64} {
+		for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64, elf.EM_S390} {
 			var n coreNotes
-			if err := n.parse(data, m, binary.LittleEndian); err != nil {
+			var bo binary.ByteOrder = binary.LittleEndian
+			if m == elf.EM_S390 {
+				bo = binary.BigEndian
+			}
+			if err := n.parse(data, m, bo); err != nil {
 				continue
 			}
 			if len(n.threads) > len(data)/300 {

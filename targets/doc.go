@@ -6,7 +6,8 @@
 //
 //   - a live process, stopped with ptrace for as long as the *Process is
 //     open (AttachProcess, Linux only);
-//   - a core file, as written by the kernel or by gdb's gcore (OpenCore).
+//   - a core file, as written by the kernel, by gdb's gcore or by
+//     qemu-user, of x86-64, AArch64 or s390x (OpenCore, OpenCoreWith).
 //
 // Both implement Target: Threads (registers and stop signal of each
 // thread), Modules (sorted by address; FindModule finds the one holding

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // loadSeg is one PT_LOAD program header.
@@ -23,71 +25,99 @@ const maxPhnum = 0xffff
 // ELF header and the program header table are read, so it works on the
 // first page of a loaded object.
 func readLoadSegs(r io.ReaderAt) ([]loadSeg, error) {
-	var id [elf.EI_NIDENT]byte
-	if _, err := r.ReadAt(id[:], 0); err != nil {
-		return nil, fmt.Errorf("reading ELF ident: %w", err)
-	}
-	if string(id[:4]) != elf.ELFMAG {
-		return nil, errNotELF
-	}
-	var bo binary.ByteOrder
-	switch elf.Data(id[elf.EI_DATA]) {
-	case elf.ELFDATA2LSB:
-		bo = binary.LittleEndian
-	case elf.ELFDATA2MSB:
-		bo = binary.BigEndian
-	default:
-		return nil, fmt.Errorf("bad ELF data encoding %d", id[elf.EI_DATA])
-	}
-	var phoff, phentsize, phnum uint64
-	var want uint64
-	switch elf.Class(id[elf.EI_CLASS]) {
-	case elf.ELFCLASS64:
-		var h [64]byte
-		if _, err := r.ReadAt(h[:], 0); err != nil {
-			return nil, fmt.Errorf("reading ELF header: %w", err)
-		}
-		phoff = bo.Uint64(h[32:])
-		phentsize = uint64(bo.Uint16(h[54:]))
-		phnum = uint64(bo.Uint16(h[56:]))
-		want = 56
-	case elf.ELFCLASS32:
-		var h [52]byte
-		if _, err := r.ReadAt(h[:], 0); err != nil {
-			return nil, fmt.Errorf("reading ELF header: %w", err)
-		}
-		phoff = uint64(bo.Uint32(h[28:]))
-		phentsize = uint64(bo.Uint16(h[42:]))
-		phnum = uint64(bo.Uint16(h[44:]))
-		want = 32
-	default:
-		return nil, fmt.Errorf("bad ELF class %d", id[elf.EI_CLASS])
-	}
-	if phnum == 0 || phnum > maxPhnum || phentsize < want || phentsize > 1024 || phoff > 1<<40 {
-		return nil, fmt.Errorf("bad program header table (phoff %#x, phentsize %d, phnum %d)", phoff, phentsize, phnum)
-	}
-	tab := make([]byte, phnum*phentsize) // bounded: < 64 MiB, usually < 1 KiB
-	if _, err := r.ReadAt(tab, int64(phoff)); err != nil {
-		return nil, fmt.Errorf("reading program headers: %w", err)
+	phs, _, err := readProgs(r)
+	if err != nil {
+		return nil, err
 	}
 	var segs []loadSeg
-	for i := uint64(0); i < phnum; i++ {
-		p := tab[i*phentsize:]
-		if elf.ProgType(bo.Uint32(p)) != elf.PT_LOAD {
-			continue
+	for _, p := range phs {
+		if p.typ == elf.PT_LOAD {
+			segs = append(segs, p.loadSeg)
 		}
-		var s loadSeg
-		if want == 56 {
-			s = loadSeg{off: bo.Uint64(p[8:]), vaddr: bo.Uint64(p[16:]), filesz: bo.Uint64(p[32:]), memsz: bo.Uint64(p[40:])}
-		} else {
-			s = loadSeg{off: uint64(bo.Uint32(p[4:])), vaddr: uint64(bo.Uint32(p[8:])), filesz: uint64(bo.Uint32(p[16:])), memsz: uint64(bo.Uint32(p[20:]))}
-		}
-		segs = append(segs, s)
 	}
 	if len(segs) == 0 {
 		return nil, errors.New("no PT_LOAD segment")
 	}
 	return segs, nil
+}
+
+// prog is one program header.
+type prog struct {
+	typ elf.ProgType
+	loadSeg
+}
+
+// readProgs reads the program headers of the ELF image readable through
+// r, and its byte order, through elffile's one header parser.
+func readProgs(r io.ReaderAt) ([]prog, binary.ByteOrder, error) {
+	h, err := elffile.ReadHeader(r)
+	if errors.Is(err, elffile.ErrNotELF) {
+		return nil, nil, errNotELF
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading ELF header: %w", err)
+	}
+	phoff, phentsize, phnum := h.Phoff, uint64(h.Phentsize), uint64(h.Phnum)
+	if phnum == 0 || phnum > maxPhnum || phentsize > 1024 || phoff > 1<<40 {
+		return nil, nil, fmt.Errorf("bad program header table (phoff %#x, phentsize %d, phnum %d)", phoff, phentsize, phnum)
+	}
+	tab := make([]byte, phnum*phentsize) // bounded: < 64 MiB, usually < 1 KiB
+	if _, err := r.ReadAt(tab, int64(phoff)); err != nil {
+		return nil, nil, fmt.Errorf("reading program headers: %w", err)
+	}
+	progs, err := h.DecodeProgs(tab, int(phnum))
+	if err != nil {
+		return nil, nil, fmt.Errorf("bad program header table: %w", err)
+	}
+	out := make([]prog, 0, len(progs))
+	for _, p := range progs {
+		out = append(out, prog{typ: elf.ProgType(p.Type), loadSeg: loadSeg{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz, memsz: p.Memsz}})
+	}
+	return out, h.ByteOrder, nil
+}
+
+// ntGNUBuildID is the note type of a GNU build ID.
+const ntGNUBuildID = 3
+
+// maxBuildIDNotes bounds the bytes of PT_NOTE segments read for a build
+// ID (real ones hold a few notes, under 1 KiB).
+const maxBuildIDNotes = 64 << 10
+
+// readBuildID returns the GNU build ID (NT_GNU_BUILD_ID) of the ELF
+// image readable through r, or nil when it has none. r reads the file's
+// bytes from offset 0, or the image's first mapping in memory (which
+// maps the file from offset 0): notes are found at their file offsets
+// below limit.
+func readBuildID(r io.ReaderAt, limit uint64) ([]byte, error) {
+	phs, bo, err := readProgs(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range phs {
+		if p.typ != elf.PT_NOTE || p.filesz > maxBuildIDNotes || p.off > limit || p.filesz > limit-p.off {
+			continue
+		}
+		buf := make([]byte, p.filesz)
+		if _, err := r.ReadAt(buf, int64(p.off)); err != nil {
+			return nil, fmt.Errorf("reading notes: %w", err)
+		}
+		for len(buf) >= 12 {
+			namesz, descsz, typ := uint64(bo.Uint32(buf)), uint64(bo.Uint32(buf[4:])), bo.Uint32(buf[8:])
+			name := 12 + (namesz+3)&^3
+			end := name + (descsz+3)&^3
+			if namesz > uint64(len(buf)) || descsz > uint64(len(buf)) || name+descsz > uint64(len(buf)) {
+				break
+			}
+			if typ == ntGNUBuildID && namesz == 4 && string(buf[12:16]) == "GNU\x00" && descsz > 0 {
+				return append([]byte(nil), buf[name:name+descsz]...), nil
+			}
+			if end >= uint64(len(buf)) {
+				break
+			}
+			buf = buf[end:]
+		}
+	}
+	return nil, nil
 }
 
 // computeBias finds the load bias of an object given its PT_LOAD segments
@@ -152,23 +182,25 @@ func groupModules(raw []rawMapping) []Module {
 		path  string
 		inode uint64
 	}
-	var mods []Module
-	open := map[key]int{} // index in mods of the current module of a path
+	// At most one module per mapping: one allocation, not the growth of
+	// an append (which costs several times the final size in copies).
+	mods := make([]Module, 0, len(raw))
+	hasZero := make([]bool, 0, len(raw)) // per module: it has a mapping of offset 0
+	open := map[key]int{}                // index in mods of the current module of a path
 	for _, r := range raw {
 		k := key{r.path, r.inode}
 		i, ok := open[k]
-		if ok && r.Offset == 0 {
-			for _, m := range mods[i].Mappings {
-				if m.Offset == 0 {
-					ok = false
-					break
-				}
-			}
+		if ok && r.Offset == 0 && hasZero[i] {
+			ok = false
 		}
 		if !ok {
 			mods = append(mods, Module{Path: r.path, Inode: r.inode, Start: r.Start, Offset: r.Offset})
+			hasZero = append(hasZero, false)
 			i = len(mods) - 1
 			open[k] = i
+		}
+		if r.Offset == 0 {
+			hasZero[i] = true
 		}
 		m := &mods[i]
 		m.Mappings = append(m.Mappings, r.Mapping)

@@ -3,6 +3,7 @@
 package targets
 
 import (
+	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // StopTimeout bounds how long AttachProcess waits for one thread to stop
@@ -25,6 +28,11 @@ var StopTimeout = 10 * time.Second
 // maxAttachRounds bounds the re-reads of /proc/PID/task while threads keep
 // appearing during the attach.
 const maxAttachRounds = 100
+
+// reapTimeout bounds how long the tracer waits for the exit of threads
+// that died while attached, to collect them so that the process's parent
+// can reap it.
+const reapTimeout = time.Second
 
 // Process is a live process stopped with ptrace. All its threads stay
 // stopped until Close, which detaches them and lets the process continue.
@@ -60,18 +68,25 @@ type tracer struct {
 	tid  int // the OS thread's id
 }
 
-func newTracer() *tracer {
+// startTracer starts the tracer goroutine with first as its first job,
+// and returns once first has run: one switch between threads for the
+// start and the attach together.
+func startTracer(first func(t *tracer)) *tracer {
 	t := &tracer{reqs: make(chan func())}
-	ready := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		t.tid = unix.Gettid()
-		close(ready)
+		// Polls for thread stops sleep some microseconds: ask the kernel
+		// not to stretch those sleeps (the default slack is 50 us).
+		unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
+		first(t)
+		close(done)
 		for f := range t.reqs {
 			f()
 		}
 	}()
-	<-ready
+	<-done
 	return t
 }
 
@@ -92,7 +107,17 @@ func (t *tracer) stop() { close(t.reqs) }
 // PTRACE_INTERRUPT; /proc/PID/task is read again until no new thread
 // appears, so threads created during the attach are caught. Threads that
 // exit during the attach are left out. All ptrace requests run on one
-// dedicated OS thread. On error every thread attached so far is detached.
+// dedicated OS thread, the attach (seizing, waiting for the stops,
+// reading the registers) in one request to it. On error every thread
+// attached so far is detached.
+//
+// The error says what the process is when it cannot be attached: gone
+// (ErrGone: no such process, a zombie, or exited during the attach, in
+// which case the threads that died attached are collected, so that the
+// parent can reap the process at once), a kernel thread, or not
+// permitted (with what ptrace permission needs: the same user and a
+// dumpable process, what kernel.yama.ptrace_scope allows, or
+// CAP_SYS_PTRACE).
 //
 // Do not call wait4(-1, ...) (syscall.Wait4 with pid -1) elsewhere in the
 // program while a Process is open: it could consume the tracees' stops.
@@ -103,20 +128,28 @@ func AttachProcess(pid int) (*Process, error) {
 	if pid == os.Getpid() {
 		return nil, fmt.Errorf("targets: attach %d: cannot trace the calling process", pid)
 	}
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	exe, err := exeLink(pid)
 	if err != nil {
-		if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); serr != nil {
-			return nil, fmt.Errorf("targets: attach %d: no such process", pid)
-		}
-		return nil, fmt.Errorf("targets: attach %d: reading executable link (kernel thread?): %w", pid, err)
+		return nil, err
 	}
 	if err := checkExeClass(pid); err != nil {
+		if _, gone := exeLink(pid); gone != nil {
+			return nil, gone // exited meanwhile
+		}
+		if exiting(pid) {
+			return nil, &goneError{fmt.Sprintf("targets: attach %d: process %d is exiting", pid, pid)}
+		}
 		return nil, fmt.Errorf("targets: attach %d: %w", pid, err)
 	}
 
-	p := &Process{pid: pid, arch: hostArch, exe: exe, tr: newTracer()}
+	p := &Process{pid: pid, arch: hostArch, exe: exe}
 	var attachErr error
-	p.tr.do(func() { attachErr = p.attachAll() })
+	p.tr = startTracer(func(t *tracer) {
+		p.tr = t
+		if attachErr = p.attachAll(); attachErr == nil {
+			attachErr = p.readRegs()
+		}
+	})
 	if attachErr != nil {
 		p.Close()
 		return nil, attachErr
@@ -128,6 +161,101 @@ func AttachProcess(pid int) (*Process, error) {
 	return p, nil
 }
 
+// procStat is what /proc/PID/stat says about a task.
+type procStat struct {
+	comm  string
+	state byte
+	ppid  int
+	flags uint64
+}
+
+// pfKthread is the kernel's PF_KTHREAD task flag.
+const pfKthread = 0x00200000
+
+// readStat parses /proc/PID/task/TID/stat (TID 0: /proc/PID/stat).
+func readStat(pid, tid int) (procStat, error) {
+	name := fmt.Sprintf("/proc/%d/stat", pid)
+	if tid != 0 {
+		name = fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return procStat{}, err
+	}
+	// "PID (COMM) S PPID PGRP SESSION TTY TPGID FLAGS ...": COMM may hold
+	// spaces and parentheses, so the fields start after the last ')'.
+	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if i < 0 || j < i {
+		return procStat{}, fmt.Errorf("%s: unexpected format", name)
+	}
+	st := procStat{comm: string(b[i+1 : j])}
+	f := strings.Fields(string(b[j+1:]))
+	if len(f) < 7 || len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("%s: unexpected format", name)
+	}
+	st.state = f[0][0]
+	st.ppid, _ = strconv.Atoi(f[1])
+	st.flags, _ = strconv.ParseUint(f[6], 10, 64)
+	return st, nil
+}
+
+// exeLink returns the target's executable (the /proc/PID/exe link), or
+// an error that says why there is none: no such process, a zombie, a
+// kernel thread, or no permission.
+func exeLink(pid int) (string, error) {
+	st, serr := readStat(pid, 0)
+	if serr != nil {
+		return "", &goneError{fmt.Sprintf("targets: attach %d: no such process", pid)}
+	}
+	if st.flags&pfKthread != 0 {
+		return "", fmt.Errorf("targets: attach %d: %d is a kernel thread (%s), which has no user-space stack", pid, pid, st.comm)
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err == nil {
+		return exe, nil
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return "", fmt.Errorf("targets: attach %d: permission denied: %s", pid, permissionHint(pid, pid, 0))
+	}
+	// Gone in the meantime, or a zombie (exited, not yet reaped: its
+	// executable link is gone with its memory).
+	if st, serr = readStat(pid, 0); serr != nil {
+		return "", &goneError{fmt.Sprintf("targets: attach %d: no such process (it exited)", pid)}
+	}
+	switch st.state {
+	case 'Z', 'X':
+		if tids, _ := listTasks(pid); len(tids) > 1 {
+			// The main thread exited, others run on: use one of theirs.
+			for _, tid := range tids[1:] {
+				if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%d/exe", pid, tid)); err == nil {
+					return exe, nil
+				}
+			}
+		}
+		return "", &goneError{fmt.Sprintf("targets: attach %d: process %d has exited: it is a zombie that its parent (PID %d) has not reaped", pid, pid, st.ppid)}
+	}
+	if exiting(pid) {
+		return "", &goneError{fmt.Sprintf("targets: attach %d: process %d is exiting", pid, pid)}
+	}
+	return "", fmt.Errorf("targets: attach %d: reading its executable link: %w", pid, err)
+}
+
+// readSmall reads the start of a small file (of /proc) into buf with
+// three system calls, and returns the number of bytes read (0 on error):
+// os.ReadFile spends twice as many on a file it sizes and polls.
+func readSmall(name string, buf []byte) int {
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
 // checkExeClass refuses 32-bit processes, whose registers this package does
 // not decode.
 func checkExeClass(pid int) error {
@@ -136,11 +264,13 @@ func checkExeClass(pid int) error {
 		return fmt.Errorf("opening executable: %w", err)
 	}
 	defer f.Close()
-	var id [elf.EI_NIDENT]byte
-	if _, err := io.ReadFull(f, id[:]); err != nil {
+	h, err := elffile.ReadHeader(f)
+	switch {
+	case errors.Is(err, elffile.ErrNotELF):
+		return nil
+	case err != nil:
 		return fmt.Errorf("reading executable header: %w", err)
-	}
-	if string(id[:4]) == elf.ELFMAG && elf.Class(id[elf.EI_CLASS]) != elf.ELFCLASS64 {
+	case h.Class != elf.ELFCLASS64:
 		return fmt.Errorf("32-bit process not supported")
 	}
 	return nil
@@ -163,37 +293,54 @@ func listTasks(pid int) ([]int, error) {
 
 // taskState returns the state letter of /proc/PID/task/TID/stat, or 0.
 func taskState(pid, tid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	st, err := readStat(pid, tid)
 	if err != nil {
 		return 0
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
+	return st.state
 }
 
-// permissionHint explains an EPERM from PTRACE_SEIZE of thread tid;
-// self is the tracer thread's id, not worth reporting as another tracer.
+// permissionHint explains why ptrace is refused for thread tid of pid:
+// another tracer, another user, Yama's ptrace_scope, and what would
+// allow it. self is the tracer thread's id (0 if none), not worth
+// reporting as another tracer.
 func permissionHint(pid, tid, self int) string {
 	var hints []string
+	var uid string
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid)); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "TracerPid:"); ok {
 				if v = strings.TrimSpace(v); v != "0" && v != strconv.Itoa(self) {
-					hints = append(hints, "already traced by pid "+v)
+					hints = append(hints, "already traced by pid "+v+" (a debugger?)")
+				}
+			}
+			if v, ok := strings.CutPrefix(l, "Uid:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					uid = f[0]
 				}
 			}
 		}
 	}
-	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
-		if v := strings.TrimSpace(string(b)); v != "0" {
-			hints = append(hints, "kernel.yama.ptrace_scope="+v)
-		}
+	me := strconv.Itoa(os.Geteuid())
+	switch {
+	case uid != "" && uid != me:
+		hints = append(hints, fmt.Sprintf("ptrace of another user's process (process %d runs as uid %s, this program as uid %s) needs CAP_SYS_PTRACE: run as root (sudo)", pid, uid, me))
+	default:
+		hints = append(hints, "ptrace needs the same user and a dumpable process (not setuid), or CAP_SYS_PTRACE (root)")
 	}
-	if len(hints) == 0 {
-		hints = append(hints, "need CAP_SYS_PTRACE or the same uid")
+	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
+		switch v := strings.TrimSpace(string(b)); v {
+		case "0":
+			hints = append(hints, "kernel.yama.ptrace_scope=0 (no further restriction)")
+		case "1":
+			hints = append(hints, "kernel.yama.ptrace_scope=1: without CAP_SYS_PTRACE only descendants can be traced (sysctl kernel.yama.ptrace_scope=0 lifts that)")
+		case "2":
+			hints = append(hints, "kernel.yama.ptrace_scope=2: only with CAP_SYS_PTRACE")
+		default:
+			hints = append(hints, "kernel.yama.ptrace_scope="+v+": ptrace is disabled")
+		}
+	} else {
+		hints = append(hints, "kernel.yama.ptrace_scope is not set (no Yama)")
 	}
 	return strings.Join(hints, "; ")
 }
@@ -208,6 +355,10 @@ func (p *Process) attachAll() error {
 		}
 		tids, err := listTasks(p.pid)
 		if err != nil {
+			if len(p.attached) > 0 || os.IsNotExist(err) {
+				p.reapDead()
+				return &goneError{fmt.Sprintf("targets: attach %d: the process exited during the attach", p.pid)}
+			}
 			return fmt.Errorf("targets: attach %d: listing threads: %w", p.pid, err)
 		}
 		var fresh []int
@@ -230,6 +381,9 @@ func (p *Process) attachAll() error {
 		}
 		if len(fresh) == 0 {
 			if len(p.attached) == 0 {
+				if p.exited() {
+					return &goneError{fmt.Sprintf("targets: attach %d: the process exited during the attach", p.pid)}
+				}
 				return fmt.Errorf("targets: attach %d: no thread could be attached", p.pid)
 			}
 			return nil
@@ -269,18 +423,25 @@ func (p *Process) seize(tid int) error {
 	}
 }
 
-// yieldFor is how long waitStops yields before it starts sleeping.
-const yieldFor = 20 * time.Millisecond
+// Polling for stops: the first sleep and the longest. Threads stop as
+// soon as the scheduler runs them, usually within microseconds; the
+// tracer sleeps in between (the CPU is theirs), on the locked thread
+// itself, so that no goroutine switch delays the attach.
+const (
+	pollFirst = 5 * time.Microsecond
+	pollMax   = time.Millisecond
+)
 
-// waitStops polls (WNOHANG, so a thread that never stops cannot hang the
-// caller past StopTimeout) until each of tids has stopped or exited.
+// waitStops waits, polling (WNOHANG, so that a thread that never stops
+// cannot hang the caller past StopTimeout), until each of tids has
+// stopped or exited. It gives up at once when the process exits.
 func (p *Process) waitStops(tids []int) error {
 	pending := append([]int(nil), tids...)
-	start := time.Now()
-	deadline := start.Add(StopTimeout)
-	delay := 5 * time.Microsecond
+	deadline := time.Now().Add(StopTimeout)
+	delay := pollFirst
 	for {
 		rest := pending[:0]
+		died := false
 		for _, tid := range pending {
 			var ws unix.WaitStatus
 			wpid, err := unix.Wait4(tid, &ws, unix.WALL|unix.WNOHANG, nil)
@@ -290,12 +451,14 @@ func (p *Process) waitStops(tids []int) error {
 			switch {
 			case err == unix.ECHILD:
 				p.forget(tid)
+				died = true
 			case err != nil:
 				return fmt.Errorf("targets: attach %d: wait for thread %d: %w", p.pid, tid, err)
 			case wpid == 0:
 				rest = append(rest, tid)
 			case ws.Exited() || ws.Signaled():
 				p.forget(tid)
+				died = true
 			case ws.Stopped():
 				event := uint32(ws) >> 16
 				if event != unix.PTRACE_EVENT_STOP {
@@ -307,24 +470,103 @@ func (p *Process) waitStops(tids []int) error {
 				rest = append(rest, tid)
 			}
 		}
+		progress := len(rest) < len(pending)
 		pending = rest
 		if len(pending) == 0 {
 			return nil
 		}
+		// A thread died, or nothing moves: is the whole process going?
+		// (Killed, it would leave the waits pending until StopTimeout,
+		// holding the zombie from its parent.)
+		if died || (!progress && delay >= pollMax) {
+			if p.exited() {
+				p.reapDead()
+				return &goneError{fmt.Sprintf("targets: attach %d: the process exited during the attach", p.pid)}
+			}
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("targets: attach %d: thread %d did not stop within %v (state %q)", p.pid, pending[0], StopTimeout, taskState(p.pid, pending[0]))
 		}
-		// Threads stop only once the scheduler runs them: for the first
-		// few milliseconds yield the CPU (to them, on a busy machine)
-		// rather than sleep, since each sleep costs a wake-up latency
-		// that on a loaded machine is far longer than the sleep.
-		if time.Since(start) < yieldFor {
-			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-			continue
+		if progress {
+			delay = pollFirst
 		}
-		time.Sleep(delay)
-		if delay < 2*time.Millisecond {
-			delay *= 2
+		nanosleep(delay)
+		delay = min(2*delay, pollMax)
+	}
+}
+
+// nanosleep sleeps the calling OS thread, without the Go scheduler.
+func nanosleep(d time.Duration) {
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	unix.Nanosleep(&ts, nil)
+}
+
+// exited reports whether the process is exiting or has exited: its
+// threads are gone or zombies (state Z or X), or one has SIGKILL pending,
+// which kills them all (kill -9, or exit_group() of another thread).
+func (p *Process) exited() bool { return exiting(p.pid) }
+
+// exiting is Process.exited for process pid.
+func exiting(pid int) bool {
+	tids, err := listTasks(pid)
+	if err != nil {
+		return true
+	}
+	for _, tid := range tids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+		if err != nil {
+			continue // gone since listed
+		}
+		live := true
+		for _, l := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			v = strings.TrimSpace(v)
+			switch k {
+			case "State":
+				if strings.HasPrefix(v, "Z") || strings.HasPrefix(v, "X") {
+					live = false
+				}
+			case "SigPnd", "ShdPnd":
+				if m, err := strconv.ParseUint(v, 16, 64); err == nil && m&(1<<(unix.SIGKILL-1)) != 0 {
+					return true
+				}
+			}
+		}
+		if live {
+			return false
+		}
+	}
+	return true
+}
+
+// reapDead runs on the tracer thread once the process is exiting: it
+// collects the exit of every attached thread, so that none stays a
+// traced zombie that the parent cannot reap. The main thread reports its
+// exit only after the others, so they are collected first.
+func (p *Process) reapDead() {
+	deadline := time.Now().Add(reapTimeout)
+	delay := pollFirst
+	for len(p.attached) > 0 && time.Now().Before(deadline) {
+		var rest []stopped
+		for _, s := range p.attached {
+			var ws unix.WaitStatus
+			wpid, err := unix.Wait4(s.tid, &ws, unix.WALL|unix.WNOHANG, nil)
+			switch {
+			case err == unix.ECHILD, err == nil && wpid == s.tid && (ws.Exited() || ws.Signaled()):
+				// collected (or not ours any more)
+			case err == nil && wpid == s.tid && ws.Stopped():
+				// A stop reported before the death: detaching lets the
+				// kill go on.
+				unix.PtraceDetach(s.tid)
+				rest = append(rest, s)
+			default:
+				rest = append(rest, s)
+			}
+		}
+		p.attached = rest
+		if len(rest) > 0 {
+			nanosleep(delay)
+			delay = min(2*delay, pollMax)
 		}
 	}
 }
@@ -346,26 +588,30 @@ func (p *Process) setSig(tid, sig int) {
 	}
 }
 
-// loadState reads registers (on the tracer thread), names, modules and
-// opens the memory.
-func (p *Process) loadState() error {
-	var regErr error
-	p.tr.do(func() {
-		for _, s := range p.attached {
-			r, err := getRegs(s.tid)
-			if err != nil {
-				regErr = fmt.Errorf("targets: attach %d: registers of thread %d: %w", p.pid, s.tid, err)
-				return
-			}
-			p.threads = append(p.threads, Thread{TID: s.tid, Regs: r, Signal: s.sig})
+// readRegs runs on the tracer thread: the registers of every stopped
+// thread.
+func (p *Process) readRegs() error {
+	for _, s := range p.attached {
+		r, err := getRegs(s.tid)
+		if err == unix.ESRCH && p.exited() {
+			p.reapDead()
+			return &goneError{fmt.Sprintf("targets: attach %d: the process exited during the attach", p.pid)}
 		}
-	})
-	if regErr != nil {
-		return regErr
+		if err != nil {
+			return fmt.Errorf("targets: attach %d: registers of thread %d: %w", p.pid, s.tid, err)
+		}
+		p.threads = append(p.threads, Thread{TID: s.tid, Regs: r, Signal: s.sig})
 	}
+	return nil
+}
+
+// loadState reads the threads' names and the modules, and opens the
+// memory.
+func (p *Process) loadState() error {
+	var buf [64]byte // comm is at most 16 bytes
 	for i := range p.threads {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", p.pid, p.threads[i].TID))
-		p.threads[i].Name = strings.TrimSuffix(string(b), "\n")
+		n := readSmall(fmt.Sprintf("/proc/%d/task/%d/comm", p.pid, p.threads[i].TID), buf[:])
+		p.threads[i].Name = strings.TrimSuffix(string(buf[:n]), "\n")
 	}
 	sort.Slice(p.threads, func(i, j int) bool {
 		a, b := p.threads[i].TID, p.threads[j].TID
@@ -374,16 +620,12 @@ func (p *Process) loadState() error {
 		}
 		return a < b
 	})
-	mem, err := openProcMem(p.pid)
-	if err != nil {
-		return err
-	}
-	p.mem = mem
+	p.mem = &procMem{pid: p.pid, fd: -1}
 	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", p.pid))
 	if err != nil {
 		return fmt.Errorf("targets: attach %d: reading maps: %w", p.pid, err)
 	}
-	p.modules, p.warnings, err = liveModules(p.pid, maps, mem)
+	p.modules, p.warnings, err = liveModules(p.pid, maps, p.mem)
 	if err != nil {
 		return fmt.Errorf("targets: attach %d: %w", p.pid, err)
 	}
@@ -477,8 +719,9 @@ func (p *Process) Threads() []Thread { return p.threads }
 // every file-backed mapping group whose file is ELF, and the vDSO.
 func (p *Process) Modules() []Module { return p.modules }
 
-// Memory returns the process memory, read through /proc/PID/mem. It fails
-// after Close.
+// Memory returns the process memory, read with process_vm_readv (and
+// through /proc/PID/mem for what that cannot read). It fails after
+// Close.
 func (p *Process) Memory() Memory { return p.mem }
 
 // Warnings returns non-fatal problems met while attaching, such as modules
@@ -486,8 +729,10 @@ func (p *Process) Memory() Memory { return p.mem }
 func (p *Process) Warnings() []error { return p.warnings }
 
 // Close detaches every thread, delivering again any signal that arrived
-// during the attach, and leaves the process running. It is idempotent and
-// safe to call from a signal handler goroutine while other goroutines use p.
+// during the attach, and leaves the process running. Threads that died
+// meanwhile (the process was killed) are collected, so that the parent
+// can reap the process. Close is idempotent and safe to call from a
+// signal handler goroutine while other goroutines use p.
 func (p *Process) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -498,11 +743,18 @@ func (p *Process) Close() error {
 	var errs []error
 	if p.tr != nil {
 		p.tr.do(func() {
+			dead := false
 			for _, s := range p.attached {
 				_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(s.tid), 0, uintptr(s.sig), 0, 0)
-				if e != 0 && e != unix.ESRCH {
+				switch {
+				case e == unix.ESRCH:
+					dead = true // not stopped: exiting (or gone)
+				case e != 0:
 					errs = append(errs, fmt.Errorf("thread %d: %w", s.tid, e))
 				}
+			}
+			if dead && p.exited() {
+				p.reapDead()
 			}
 		})
 		p.attached = nil
@@ -517,32 +769,69 @@ func (p *Process) Close() error {
 	return p.closeErr
 }
 
-// procMem reads /proc/PID/mem with pread.
+// procMem reads a process's memory with process_vm_readv: one system
+// call, from any thread, without a file descriptor. What it cannot read
+// (pages the process itself may not read) is read through /proc/PID/mem,
+// opened on first need.
 type procMem struct {
-	pid int
-	mu  sync.RWMutex
-	fd  int
+	pid    int
+	mu     sync.Mutex
+	fd     int // /proc/PID/mem, or -1
+	closed bool
 }
 
-func openProcMem(pid int) (*procMem, error) {
-	fd, err := unix.Open(fmt.Sprintf("/proc/%d/mem", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("targets: opening memory of %d: %w", pid, err)
-	}
-	return &procMem{pid: pid, fd: fd}, nil
-}
-
-// ReadAt reads len(p) bytes at addr; /proc/PID/mem accepts addresses above
-// 1<<63 as negative offsets.
-func (m *procMem) ReadAt(p []byte, addr int64) (int, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.fd < 0 {
+// ReadAt reads len(b) bytes at addr; addresses above 1<<63 are negative
+// offsets.
+func (m *procMem) ReadAt(b []byte, addr int64) (int, error) {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
 		return 0, fmt.Errorf("targets: memory of %d read after Close", m.pid)
 	}
 	n := 0
-	for n < len(p) {
-		k, err := unix.Pread(m.fd, p[n:], addr+int64(n))
+	for n < len(b) {
+		local := []unix.Iovec{{Base: &b[n]}}
+		local[0].SetLen(len(b) - n)
+		remote := []unix.RemoteIovec{{Base: uintptr(uint64(addr) + uint64(n)), Len: len(b) - n}}
+		k, err := unix.ProcessVMReadv(m.pid, local, remote, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || k <= 0 {
+			break
+		}
+		n += k
+	}
+	if n == len(b) {
+		return n, nil
+	}
+	k, err := m.pread(b[n:], uint64(addr)+uint64(n))
+	n += k
+	if err != nil {
+		return n, fmt.Errorf("targets: reading %d bytes at %#x of %d: %w", len(b)-n, uint64(addr)+uint64(n), m.pid, err)
+	}
+	return n, nil
+}
+
+// pread reads through /proc/PID/mem, which reads what process_vm_readv
+// refuses (pages without read permission).
+func (m *procMem) pread(b []byte, addr uint64) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, errors.New("closed")
+	}
+	if m.fd < 0 {
+		fd, err := unix.Open(fmt.Sprintf("/proc/%d/mem", m.pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return 0, fmt.Errorf("%w (%w)", ErrUnmapped, err)
+		}
+		m.fd = fd
+	}
+	n := 0
+	for n < len(b) {
+		k, err := unix.Pread(m.fd, b[n:], int64(addr+uint64(n)))
 		if err == unix.EINTR {
 			continue
 		}
@@ -550,7 +839,7 @@ func (m *procMem) ReadAt(p []byte, addr int64) (int, error) {
 			if err == nil || err == unix.EIO || err == unix.EFAULT {
 				err = ErrUnmapped
 			}
-			return n, fmt.Errorf("targets: reading %d bytes at %#x of %d: %w", len(p)-n, uint64(addr)+uint64(n), m.pid, err)
+			return n, err
 		}
 		n += k
 	}
@@ -564,4 +853,5 @@ func (m *procMem) close() {
 		unix.Close(m.fd)
 		m.fd = -1
 	}
+	m.closed = true
 }

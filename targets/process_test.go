@@ -5,11 +5,13 @@ package targets
 import (
 	"bufio"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -456,4 +458,118 @@ func TestAttachDeletedExecutable(t *testing.T) {
 		t.Errorf("module %+v", m)
 	}
 	checkTextBytes(t, p.Memory(), m)
+}
+
+// TestAttachWhatItIs: a process that cannot be attached is named for what
+// it is, not guessed at: a zombie (exited, not reaped) with its parent, a
+// PID that does not exist, a kernel thread.
+func TestAttachWhatItIs(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "exit 0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(10 * time.Second)
+	for taskState(pid, pid) != 'Z' && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	_, err := AttachProcess(pid)
+	want := fmt.Sprintf("process %d has exited: it is a zombie that its parent (PID %d) has not reaped", pid, os.Getpid())
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrGone) {
+		t.Errorf("zombie: %v\nwant %q (ErrGone)", err, want)
+	}
+	cmd.Wait()
+	if _, err := AttachProcess(pid); err == nil || !strings.Contains(err.Error(), "no such process") || !errors.Is(err, ErrGone) {
+		t.Errorf("reaped: %v", err)
+	}
+
+	// A kernel thread, if this PID namespace shows one.
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		k, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := readStat(k, 0); err == nil && st.flags&pfKthread != 0 {
+			_, err := AttachProcess(k)
+			if err == nil || !strings.Contains(err.Error(), "is a kernel thread ("+st.comm+")") || errors.Is(err, ErrGone) {
+				t.Errorf("kernel thread %d: %v", k, err)
+			}
+			return
+		}
+	}
+	t.Log("no kernel thread visible")
+}
+
+// manySource is a program with 64 threads blocked in pause(); it prints
+// "ready" when they all exist.
+const manySource = `#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static void *f(void *a) { (void)a; for (;;) pause(); return 0; }
+int main(void) {
+	pthread_t t;
+	for (int i = 0; i < 63; i++) pthread_create(&t, 0, f, 0);
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) pause();
+}
+`
+
+// TestAttachKilledDuringAttach kills a process while AttachProcess stops
+// its threads, at varied moments: the attach must end at once (not wait
+// StopTimeout for threads that will never stop), say that the process
+// exited, and leave no traced zombie, so that the parent reaps it.
+// StopTimeout is raised so that waiting for it cannot pass for an end.
+func TestAttachKilledDuringAttach(t *testing.T) {
+	needTool(t, "gcc")
+	dir := t.TempDir()
+	src, exe := filepath.Join(dir, "many.c"), filepath.Join(dir, "many")
+	os.WriteFile(src, []byte(manySource), 0o644)
+	if out, err := exec.Command("gcc", "-O1", "-pthread", "-o", exe, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	defer func(d time.Duration) { StopTimeout = d }(StopTimeout)
+	StopTimeout = time.Hour
+	const guard = 60 * time.Second // far beyond any attach that ends
+	gone := 0
+	for i := 0; i < 30; i++ {
+		tp := testprog.StartCmd(t, exec.Command(exe))
+		pid := tp.PID()
+		res := make(chan error, 1)
+		go func() {
+			p, err := AttachProcess(pid)
+			if err == nil {
+				err = p.Close()
+			}
+			res <- err
+		}()
+		// Spread the kills over the attach of 64 threads.
+		time.Sleep(time.Duration(i%10) * 100 * time.Microsecond)
+		syscall.Kill(pid, syscall.SIGKILL)
+		select {
+		case err := <-res:
+			if errors.Is(err, ErrGone) {
+				gone++
+				if m := err.Error(); !strings.Contains(m, "exited") && !strings.Contains(m, "exiting") && !strings.Contains(m, "no such process") {
+					t.Errorf("run %d: %v", i, err)
+				}
+			} else if err != nil {
+				t.Errorf("run %d: %v", i, err)
+			}
+		case <-time.After(guard):
+			t.Fatalf("run %d: attach still waiting %v after the kill", i, guard)
+		}
+		reaped := make(chan struct{})
+		go func() { tp.Cmd.Wait(); close(reaped) }()
+		select {
+		case <-reaped:
+		case <-time.After(guard):
+			t.Fatalf("run %d: the parent cannot reap the killed process", i)
+		}
+	}
+	t.Logf("%d of 30 attaches ended with the process gone", gone)
+	if gone == 0 {
+		t.Error("no kill landed during an attach")
+	}
 }

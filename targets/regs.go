@@ -52,8 +52,8 @@ const (
 // AArch64 (Arch == elf.EM_AARCH64): 0-30 x0-x30, 31 sp, 32 pc.
 //
 // s390x (Arch == elf.EM_S390): 0-15 r0-r15, 16-31 the FPRs in DWARF order,
-// 32 pc. No target reads s390x threads; unwinders use it for synthetic
-// stacks.
+// 32 pc (the PSW address). Cores of s390x programs have them (the FPRs
+// only when the core has NT_PRFPREG, which qemu-user does not write).
 //
 // Valid has bit n set when register n is known. Targets return threads
 // with every register valid; an unwinder computing a caller's registers can
@@ -61,14 +61,14 @@ const (
 //
 // The zero Regs has no architecture and no valid register.
 type Regs struct {
-	// Arch is elf.EM_X86_64 or elf.EM_AARCH64.
+	// Arch is elf.EM_X86_64, elf.EM_AARCH64 or elf.EM_S390.
 	Arch elf.Machine
 	// R holds the registers by DWARF number; see Valid.
 	R [NumRegs]uint64
 	// Valid is a bit set: bit n is 1 when R[n] is known.
 	Valid uint64
-	// Flags is eflags (x86-64) or pstate (AArch64), when read from a
-	// thread; unwinders need not maintain it.
+	// Flags is eflags (x86-64), pstate (AArch64) or the PSW mask
+	// (s390x), when read from a thread; unwinders need not maintain it.
 	Flags uint64
 	// FSBase and GSBase are the x86-64 segment bases (FSBase is the TLS
 	// pointer); zero elsewhere.

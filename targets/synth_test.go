@@ -5,6 +5,9 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -56,7 +59,7 @@ func synthRegs(m elf.Machine, k int) []uint64 {
 
 // synthNotes builds a note segment: NT_PRPSINFO, two NT_PRSTATUS, NT_AUXV
 // and NT_FILE.
-func synthNotes(m elf.Machine, bo binary.ByteOrder) []byte {
+func synthNotes(m elf.Machine, bo binary.ByteOrder, nfile []byte) []byte {
 	var out []byte
 	ps := make([]byte, prpsinfoSize)
 	bo.PutUint32(ps[prpsinfoPid:], synthPID)
@@ -77,21 +80,27 @@ func synthNotes(m elf.Machine, bo binary.ByteOrder) []byte {
 	bo.PutUint64(aux, atENTRY)
 	bo.PutUint64(aux[8:], 0x400100)
 	out = append(out, synthNote(bo, "CORE", ntAUXV, aux)...)
-	nf := make([]byte, 16+24)
-	bo.PutUint64(nf, 1)
-	bo.PutUint64(nf[8:], 4096)
-	bo.PutUint64(nf[16:], 0x400000)
-	bo.PutUint64(nf[24:], 0x401000)
-	nf = append(nf, synthExe+"\x00"...)
-	out = append(out, synthNote(bo, "CORE", ntFILE, nf)...)
+	if nfile == nil {
+		nfile = make([]byte, 16+24)
+		bo.PutUint64(nfile, 1)
+		bo.PutUint64(nfile[8:], 4096)
+		bo.PutUint64(nfile[16:], 0x400000)
+		bo.PutUint64(nfile[24:], 0x401000)
+		nfile = append(nfile, synthExe+"\x00"...)
+	}
+	out = append(out, synthNote(bo, "CORE", ntFILE, nfile)...)
 	return out
 }
 
 // synthCore builds a little-endian ELF64 core: a PT_NOTE and one PT_LOAD
 // holding a stack whose word at offset i*8 is i.
-func synthCore(m elf.Machine) []byte {
+func synthCore(m elf.Machine) []byte { return synthCoreFiles(m, nil) }
+
+// synthCoreFiles is synthCore with nfile as the NT_FILE note's contents
+// (nil: one mapping of synthExe).
+func synthCoreFiles(m elf.Machine, nfile []byte) []byte {
 	bo := binary.LittleEndian
-	notes := synthNotes(m, bo)
+	notes := synthNotes(m, bo, nfile)
 	const phoff, nph = 64, 2
 	noteOff := uint64(phoff + 56*nph)
 	loadOff := (noteOff + uint64(len(notes)) + 0xfff) &^ 0xfff
@@ -296,5 +305,59 @@ func TestComputeBias(t *testing.T) {
 	}
 	if b, ok := computeBias(segs, maps[1:], 4096); !ok || b != 0 {
 		t.Errorf("non-PIE bias %#x %v (first page unmapped)", b, ok)
+	}
+}
+
+// manyFilesNote returns an NT_FILE note listing n one-page mappings of
+// missing libraries, all of one path (a module each: every mapping is of
+// file offset 0) or each of its own.
+func manyFilesNote(n int, distinct bool) []byte {
+	bo := binary.LittleEndian
+	d := make([]byte, 16+24*n, 16+24*n+20*n)
+	bo.PutUint64(d, uint64(n))
+	bo.PutUint64(d[8:], 4096)
+	for i := 0; i < n; i++ {
+		e := d[16+24*i:]
+		start := uint64(0x10000000) + uint64(i)*0x2000
+		bo.PutUint64(e, start)
+		bo.PutUint64(e[8:], start+0x1000)
+		if distinct {
+			d = fmt.Appendf(d, "/nonexistent/%d.so\x00", i)
+		} else {
+			d = append(d, "/nonexistent/x.so\x00"...)
+		}
+	}
+	return d
+}
+
+// TestOpenCoreManyMappings: a core whose NT_FILE lists a million
+// mappings (each a module of its own) opens using the first
+// maxFileEntries, with a warning, within a memory bound far below what
+// a module per mapping cost before (2 GB for this core), and with a
+// bounded list of warnings.
+func TestOpenCoreManyMappings(t *testing.T) {
+	const n = 1_000_000
+	for _, distinct := range []bool{false, true} {
+		core := synthCoreFiles(elf.EM_X86_64, manyFilesNote(n, distinct))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c, err := openCore(bytes.NewReader(core), "synth", "")
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("distinct paths %v: %d modules, %d MB allocated", distinct, len(c.Modules()), alloc>>20)
+		if alloc > 400<<20 {
+			t.Errorf("distinct paths %v: %d MB allocated opening the core", distinct, alloc>>20)
+		}
+		if len(c.Modules()) != maxFileEntries {
+			t.Errorf("distinct paths %v: %d modules, want %d", distinct, len(c.Modules()), maxFileEntries)
+		}
+		ws := c.Warnings()
+		if len(ws) > maxWarnings+1 || len(ws) == 0 || !strings.Contains(ws[0].Error(), fmt.Sprintf("NT_FILE lists %d mappings; only the first %d are used", n, maxFileEntries)) {
+			t.Errorf("distinct paths %v: %d warnings, first %v", distinct, len(ws), ws[0])
+		}
 	}
 }

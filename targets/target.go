@@ -15,7 +15,8 @@ import (
 // returned by Threads and Modules are snapshots taken when the target was
 // opened; callers must not modify them.
 type Target interface {
-	// Arch returns elf.EM_X86_64 or elf.EM_AARCH64.
+	// Arch returns elf.EM_X86_64, elf.EM_AARCH64 or elf.EM_S390 (cores
+	// only).
 	Arch() elf.Machine
 	// PID returns the process id (of the live process, or recorded in the
 	// core).
@@ -178,6 +179,18 @@ type Memory interface {
 // mapped in a live process, or neither dumped in a core nor backed by a
 // readable mapped file.
 var ErrUnmapped = errors.New("address not available")
+
+// ErrGone is wrapped by the error of AttachProcess when the process does
+// not exist or has exited: no such PID, a zombie, or a process that
+// exited during the attach. A caller sampling a process repeatedly can
+// tell its end from a failure with errors.Is(err, ErrGone).
+var ErrGone = errors.New("process gone")
+
+// goneError is an error about a process that is gone, with its own text.
+type goneError struct{ msg string }
+
+func (e *goneError) Error() string        { return e.msg }
+func (e *goneError) Is(target error) bool { return target == ErrGone }
 
 // ReadUint64 reads a little-endian 64-bit word at addr.
 func ReadUint64(m Memory, addr uint64) (uint64, error) {

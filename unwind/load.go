@@ -13,24 +13,16 @@ import (
 	"github.com/sframekit/sframekit/targets"
 )
 
-// CFITable adapts a *cfi.Table to the CFI interface. A cfi.Table keeps
-// lookup state, so a CFITable serializes its lookups: walks that run in
-// parallel take turns at it. Share one CFITable per table (Cache does)
-// and never copy one.
+// CFITable adapts a *cfi.Table to the CFI interface. A cfi.Table is
+// immutable once parsed, and each walk brings its own lookup context, so
+// walks in parallel use one CFITable without locks.
 type CFITable struct {
-	T  *cfi.Table
-	mu sync.Mutex
+	T *cfi.Table
 }
 
 // Lookup implements CFI.
-func (c *CFITable) Lookup(pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
-	// No defer: its wrapper cost a CFI frame 1% more.
-	c.mu.Lock()
-	f, err := c.T.FDEForPC(pc)
-	if err == nil {
-		err = c.T.RowForPC(&f, pc, row)
-	}
-	c.mu.Unlock()
+func (c *CFITable) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
+	f, err := c.T.RowForPC(ctx, pc, row)
 	switch {
 	case err == nil: // first: errors.Is is a call
 		return f.CIE, true, nil
@@ -89,8 +81,9 @@ func LoadTables(f *elf.File) *Tables {
 // Cache keeps the tables of files already loaded, keyed by path, so that
 // each file is parsed once however many threads, captures or processes
 // use it: the modules it makes for each process share them. It is safe
-// for concurrent use, and so are walks over its modules, from any number
-// of Unwinders.
+// for concurrent use, and so are the tables it holds and walks over its
+// modules, from any number of Unwinders: each walk keeps its lookup state
+// (cfi.UnwindContext) in its own Context.
 type Cache struct {
 	mu     sync.Mutex
 	tables map[cacheKey]*cacheEntry
@@ -141,11 +134,15 @@ func (c *Cache) entry(key cacheKey) *cacheEntry {
 // Prefetch loads the tables of the files at paths in the background, so
 // that a later Modules finds them (or waits for them) instead of loading
 // them itself: a caller that knows a process's files before attaching to
-// it overlaps the loading with the attach.
-func (c *Cache) Prefetch(paths []string) {
+// it overlaps the loading with the attach. One goroutine loads them in
+// turn: more would take every processor from the attach.
+func (c *Cache) Prefetch(paths []string) { go c.Load(paths) }
+
+// Load loads the tables of the files at paths now, each once.
+func (c *Cache) Load(paths []string) {
 	for _, p := range paths {
 		e := c.entry(keyOf(p))
-		go e.once.Do(func() {
+		e.once.Do(func() {
 			e.t = &Tables{}
 			f, err := elf.Open(p)
 			if err != nil {

@@ -9,7 +9,7 @@ import (
 
 // Signal trampolines, recognized by their code as gdb does when neither
 // SFrame nor CFI marks them: the instructions that return from a signal
-// handler into the kernel.
+// handler into the kernel (s390x: s390xsignal.go).
 var (
 	// x86-64 __restore_rt: mov $15, %rax; syscall
 	amd64Sigreturn = []byte{0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05}
@@ -24,6 +24,10 @@ func (w *Context) isSigreturn(pc uint64) bool {
 		want = amd64Sigreturn
 	case elf.EM_AARCH64:
 		want = arm64Sigreturn
+	case elf.EM_S390:
+		_, err := w.mem.m.ReadAt(w.code[:2], int64(pc))
+		ok, _ := s390xSigreturn(w.code[:2])
+		return err == nil && ok
 	default:
 		return false
 	}
@@ -72,6 +76,13 @@ func (w *Context) stepSignal(cur, next *targets.Regs) error {
 			}
 			next.Set(i, v)
 		}
+	case elf.EM_S390:
+		// Which of the two trampolines: their frames differ.
+		if _, err := w.mem.m.ReadAt(w.code[:2], int64(cur.PC())); err != nil {
+			return err
+		}
+		_, rt := s390xSigreturn(w.code[:2])
+		return w.stepSignalS390X(cur, next, rt)
 	default:
 		return errNoRule
 	}

@@ -161,8 +161,12 @@ func (w *Context) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, cf
 }
 
 // stepFP follows the frame-pointer chain: the frame record at FP holds
-// the caller's FP and the return address (AMD64 and AArch64).
+// the caller's FP and the return address (AMD64 and AArch64); on s390x,
+// the back chain.
 func (w *Context) stepFP(cur, next *targets.Regs) error {
+	if w.arch == elf.EM_S390 {
+		return w.stepBackchain(cur, next) // backchain.go
+	}
 	if w.arch != elf.EM_X86_64 && w.arch != elf.EM_AARCH64 {
 		return errNoRule
 	}
@@ -178,13 +182,19 @@ func (w *Context) stepFP(cur, next *targets.Regs) error {
 	if err != nil {
 		return err
 	}
+	cfa := fp + 16
 	if w.arch == elf.EM_AARCH64 {
 		ra = w.strip(ra)
+		// The record may lie anywhere in the frame: the prologue says
+		// where (arm64prologue.go).
+		if c, ok := w.arm64CFA(cur.PC(), fp); ok {
+			cfa = c
+		}
 	}
-	w.cfa = fp + 16
+	w.cfa = cfa
 	newFrame(cur, next)
 	next.Set(targets.PCReg(w.arch), ra)
-	next.Set(targets.SPReg(w.arch), fp+16)
+	next.Set(targets.SPReg(w.arch), cfa)
 	next.Set(targets.FPReg(w.arch), callerFP)
 	return nil
 }
@@ -209,7 +219,7 @@ func (v regsView) Reg(r cfi.Reg) (uint64, bool) { return v.r.Get(int(r)) }
 
 // stepCFI applies the CFI row covering pc (ELF address).
 func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bool) error {
-	cie, ok, err := m.CFI.Lookup(pc, &w.cfi.row)
+	cie, ok, err := m.CFI.Lookup(&w.cfi.ctx, pc, &w.cfi.row)
 	if err != nil || !ok {
 		return errNoRule
 	}

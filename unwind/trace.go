@@ -2,12 +2,6 @@ package unwind
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
-	"github.com/sframekit/sframekit/internal/textfmt"
-	"io"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -49,14 +43,18 @@ func NewTracer() *Tracer {
 
 // Prefetch starts loading, in the background, the unwind tables and
 // symbols of the files at paths (targets.MappedFiles lists a process's
-// before attaching), so that Capture and Symbolize find them ready.
+// before attaching), so that Capture and Symbolize find them ready. One
+// goroutine loads them, tables first (Capture needs those first): the
+// attach is not left waiting for a processor.
 func (tr *Tracer) Prefetch(paths []string) {
-	tr.Cache.Prefetch(paths)
-	if tr.Sym != nil {
-		for _, p := range paths {
-			go tr.Sym.LookupFunc(p, 0)
+	go func() {
+		tr.Cache.Load(paths)
+		if tr.Sym != nil {
+			for _, p := range paths {
+				tr.Sym.LookupFuncs(p, nil)
+			}
 		}
-	}
+	}()
 }
 
 // Trace is the stacks of the threads of a target, as captured by Tracer.
@@ -112,12 +110,20 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 	if tr.Sym != nil {
 		// Read the symbol tables on the other core while this one loads
 		// the unwind tables and unwinds: Symbolize then finds them loaded
-		// (the symbolizer loads each file once, whoever asks first).
+		// (the symbolizer loads each file once, whoever asks first). One
+		// goroutine: each more would take an OS thread of its own while
+		// it waits for a read or for Prefetch's loading.
+		var files []string
 		for i := range tmods {
 			if f := tmods[i].File; f != "" && !tmods[i].IsVDSO() {
-				go tr.Sym.LookupFunc(f, 0)
+				files = append(files, f)
 			}
 		}
+		go func() {
+			for _, f := range files {
+				tr.Sym.LookupFuncs(f, nil)
+			}
+		}()
 	}
 	mods := tr.Cache.Modules(tmods, mem)
 	u, err := New(t.Arch(), mods)
@@ -158,13 +164,25 @@ func (tr *Tracer) Symbolize(trace *Trace) {
 	if tr.Sym == nil {
 		return
 	}
+	if tr.Sym.Lazy && !tr.Source && !tr.Inlines {
+		tr.symbolizeByFile(trace)
+	} else {
+		for i := range trace.Threads {
+			fs := trace.Threads[i].Frames
+			for j := range fs {
+				tr.symbolize(&fs[j])
+			}
+		}
+	}
+	if !tr.Demangle {
+		return
+	}
 	var names map[string]string // demangled once per name: recursion repeats them
 	for i := range trace.Threads {
 		fs := trace.Threads[i].Frames
 		for j := range fs {
 			sf := &fs[j]
-			tr.symbolize(sf)
-			if !tr.Demangle || sf.Func == "" {
+			if sf.Func == "" {
 				continue
 			}
 			d, ok := names[sf.Func]
@@ -180,6 +198,55 @@ func (tr *Tracer) Symbolize(trace *Trace) {
 			sf.Demangled = d
 		}
 	}
+}
+
+// symbolizeByFile names the frames as symbolize does, with one
+// LookupFuncs per file: a Lazy symbolizer then passes over each symbol
+// table once for all the frames in it.
+func (tr *Tracer) symbolizeByFile(trace *Trace) {
+	type batch struct {
+		addrs  []uint64
+		frames []*SymFrame
+	}
+	var files []string
+	batches := map[string]*batch{}
+	for i := range trace.Threads {
+		fs := trace.Threads[i].Frames
+		for j := range fs {
+			sf := &fs[j]
+			m := sf.Module
+			if m == nil || m.File == "" {
+				continue
+			}
+			b := batches[m.File]
+			if b == nil {
+				b = &batch{}
+				batches[m.File] = b
+				files = append(files, m.File)
+			}
+			b.addrs = append(b.addrs, sf.LookupPC()-m.Bias)
+			b.frames = append(b.frames, sf)
+		}
+	}
+	for _, file := range files {
+		b := batches[file]
+		for k, sym := range tr.Sym.LookupFuncs(file, b.addrs) {
+			tr.name(b.frames[k], sym)
+		}
+	}
+}
+
+// name sets the function of sf from sym, what LookupFunc found.
+func (tr *Tracer) name(sf *SymFrame, sym symbolize.Symbol) {
+	if sym.Name == "" {
+		return
+	}
+	sf.Func = sym.Name
+	// Versioned dynamic symbols: "__libc_start_main@@GLIBC_2.34".
+	if i := strings.IndexByte(sf.Func, '@'); i > 0 {
+		sf.Func = sf.Func[:i]
+	}
+	sf.Offset = sf.PC - sf.Module.Bias - sym.Start
 }
 
 func (tr *Tracer) symbolize(sf *SymFrame) {
@@ -200,242 +267,10 @@ func (tr *Tracer) symbolize(sf *SymFrame) {
 	if ok && sym.Line > 0 {
 		sf.File, sf.Line = sym.File, sym.Line
 	}
-	if ok && sym.Name != "" {
-		sf.Func = sym.Name
-		// Versioned dynamic symbols: "__libc_start_main@@GLIBC_2.34".
-		if i := strings.IndexByte(sf.Func, '@'); i > 0 {
-			sf.Func = sf.Func[:i]
-		}
-		sf.Offset = f.PC - m.Bias - sym.Start
+	if ok {
+		tr.name(sf, sym)
 	}
 }
 
 // Complete reports whether the walk reached the outermost frame.
 func (t *ThreadTrace) Complete() bool { return t.Stop == StopEnd }
-
-// moduleName is the module's base name, as gdb prints "from libc.so.6".
-func moduleName(m *Module) string {
-	if m == nil {
-		return ""
-	}
-	return filepath.Base(m.Name)
-}
-
-// WriteText prints the trace the way gdb's "thread apply all bt" does:
-// per thread, a header line "Thread TID (name):" and one line per frame,
-//
-//	#N  0xADDR in func+0xoff [at FILE:LINE] (module) [method]
-//
-// where ADDR is the current PC of frame 0 and the return address of the
-// callers, func is the demangled name when there is one (else the symbol
-// name, "??" when unknown), the source position is there when Symbolize
-// found one (Tracer.Source), and method says which rules found
-// the frame's caller (sframe, cfi, fp, signal; none for the last frame).
-// Calls inlined at a frame's PC (Tracer.Inlines) come before it, numbered
-// as frames as gdb numbers them, with the same ADDR, the inlined
-// function's name without offset, and the method "inline".
-// A signal trampoline prints as "<signal handler called>". A walk that
-// ended before the outermost frame ends with a line "Backtrace stopped:
-// REASON". Threads are separated by blank lines.
-func (t *Trace) WriteText(w io.Writer) error {
-	// Appends rather than fmt: a deep trace has thousands of lines.
-	var b []byte
-	for i := range t.Threads {
-		th := &t.Threads[i]
-		if i > 0 {
-			b = append(b, '\n')
-		}
-		b = append(b, "Thread "...)
-		b = strconv.AppendInt(b, int64(th.TID), 10)
-		if th.Name != "" {
-			b = append(b, " ("...)
-			b = append(b, th.Name...)
-			b = append(b, ')')
-		}
-		b = append(b, ":\n"...)
-		n := 0 // frame number, inlined calls counted as gdb counts them
-		for j := range th.Frames {
-			f := &th.Frames[j]
-			// Inlined calls first, innermost first, each at the
-			// position in it: the PC's for the innermost, then the
-			// call site of the one inside.
-			file, line := f.File, f.Line
-			for k := range f.Inlined {
-				in := &f.Inlined[k]
-				b = appendFrameStart(b, n, f.PC)
-				n++
-				if in.Name != "" {
-					b = append(b, in.Name...)
-				} else {
-					b = append(b, "??"...)
-				}
-				b = appendSource(b, file, line)
-				b = appendModule(b, f.Module)
-				b = append(b, " [inline]\n"...)
-				file, line = in.File, in.Line
-			}
-			b = appendFrameStart(b, n, f.PC)
-			n++
-			switch {
-			case f.Signal:
-				b = append(b, "<signal handler called>"...)
-			case f.Func != "":
-				if f.Demangled != "" {
-					b = append(b, f.Demangled...)
-				} else {
-					b = append(b, f.Func...)
-				}
-				if f.Offset != 0 {
-					b = append(b, "+0x"...)
-					b = strconv.AppendUint(b, f.Offset, 16)
-				}
-			default:
-				b = append(b, "??"...)
-			}
-			b = appendSource(b, file, line)
-			b = appendModule(b, f.Module)
-			b = append(b, " ["...)
-			b = append(b, f.Method.String()...)
-			b = append(b, "]\n"...)
-		}
-		if !th.Complete() {
-			b = append(b, "Backtrace stopped: "...)
-			b = append(b, th.Stop.String()...)
-			if th.Err != nil {
-				b = append(b, ": "...)
-				b = append(b, th.Err.Error()...)
-			}
-			b = append(b, '\n')
-		}
-		if len(b) > 64<<10 {
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
-		}
-	}
-	_, err := w.Write(b)
-	return err
-}
-
-// appendFrameStart appends "#N  0xADDR in ".
-func appendFrameStart(b []byte, n int, pc uint64) []byte {
-	mark := len(b)
-	b = append(b, '#')
-	b = strconv.AppendInt(b, int64(n), 10)
-	b = textfmt.PadTo(b, mark, 3)
-	b = append(b, " 0x"...)
-	b = textfmt.AppendHex(b, pc, 8)
-	return append(b, " in "...)
-}
-
-// appendSource appends " at FILE:LINE" when the position is known.
-func appendSource(b []byte, file string, line int) []byte {
-	if file == "" {
-		return b
-	}
-	b = append(b, " at "...)
-	b = append(b, file...)
-	b = append(b, ':')
-	return strconv.AppendInt(b, int64(line), 10)
-}
-
-// appendModule appends " (module)" when the module is known.
-func appendModule(b []byte, m *Module) []byte {
-	if m == nil {
-		return b
-	}
-	b = append(b, " ("...)
-	b = append(b, moduleName(m)...)
-	return append(b, ')')
-}
-
-// The JSON form of a Trace (WriteJSON). Addresses are strings of
-// hexadecimal digits with a 0x prefix, since 64-bit values do not survive
-// JSON numbers in every reader. Fields may be added; none will change
-// meaning or be removed.
-type (
-	jsonTrace struct {
-		PID     int          `json:"pid"`
-		Threads []jsonThread `json:"threads"`
-	}
-	jsonThread struct {
-		TID      int         `json:"tid"`
-		Name     string      `json:"name,omitempty"`
-		Frames   []jsonFrame `json:"frames"`
-		Complete bool        `json:"complete"`
-		Stop     string      `json:"stop"`
-		Error    string      `json:"error,omitempty"`
-	}
-	jsonInline struct {
-		Function string `json:"function,omitempty"`
-		File     string `json:"file,omitempty"`
-		Line     int    `json:"line,omitempty"`
-	}
-	jsonFrame struct {
-		Index     int          `json:"index"`
-		PC        string       `json:"pc"`
-		SP        string       `json:"sp"`
-		CFA       string       `json:"cfa,omitempty"`
-		Function  string       `json:"function,omitempty"`
-		Demangled string       `json:"demangled,omitempty"`
-		Offset    uint64       `json:"offset"`
-		File      string       `json:"file,omitempty"`
-		Line      int          `json:"line,omitempty"`
-		Inlined   []jsonInline `json:"inlined,omitempty"`
-		Module    string       `json:"module,omitempty"`
-		Method    string       `json:"method"`
-		Signal    bool         `json:"signal,omitempty"`
-	}
-)
-
-func hex(v uint64) string { return fmt.Sprintf("0x%x", v) }
-
-// WriteJSON prints the trace as one JSON object:
-//
-//	{"pid": 1234, "threads": [{"tid": 1234, "name": "prog",
-//	  "frames": [{"index": 0, "pc": "0x7f...", "sp": "0x7ffc...",
-//	    "cfa": "0x7ffc...", "function": "pause", "offset": 34,
-//	    "module": "/usr/lib/x86_64-linux-gnu/libc.so.6",
-//	    "method": "cfi", "signal": false}, ...],
-//	  "complete": true, "stop": "end of stack"}]}
-//
-// pc, sp and cfa are hexadecimal strings ("cfa" is left out when not
-// computed); function (the symbol name) is left out when unknown, and
-// offset is then 0; demangled is its demangled form, for mangled names;
-// file and line, the source position, when the Tracer looked them up;
-// inlined, the calls inlined there, innermost first, each with the
-// function and its call site (Tracer.Inlines);
-// module is the path the target recorded; method is "sframe", "cfi",
-// "fp", "signal" or "none" (see Method); signal marks a signal
-// trampoline frame. complete is false when the walk stopped early, with
-// the reason in stop (see Stop) and, when known, the cause in error.
-func (t *Trace) WriteJSON(w io.Writer) error {
-	jt := jsonTrace{PID: t.PID, Threads: make([]jsonThread, 0, len(t.Threads))}
-	for i := range t.Threads {
-		th := &t.Threads[i]
-		j := jsonThread{TID: th.TID, Name: th.Name, Complete: th.Complete(), Stop: th.Stop.String(), Frames: make([]jsonFrame, 0, len(th.Frames))}
-		if th.Err != nil {
-			j.Error = th.Err.Error()
-		}
-		for k := range th.Frames {
-			f := &th.Frames[k]
-			jf := jsonFrame{Index: k, PC: hex(f.PC), SP: hex(f.SP), Function: f.Func, Demangled: f.Demangled, Offset: f.Offset, File: f.File, Line: f.Line, Method: f.Method.String(), Signal: f.Signal}
-			if f.CFA != 0 {
-				jf.CFA = hex(f.CFA)
-			}
-			for _, in := range f.Inlined {
-				jf.Inlined = append(jf.Inlined, jsonInline{Function: in.Name, File: in.File, Line: in.Line})
-			}
-			if f.Module != nil {
-				jf.Module = f.Module.Name
-			}
-			j.Frames = append(j.Frames, jf)
-		}
-		jt.Threads = append(jt.Threads, j)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false) // C++ names are full of < and >
-	return enc.Encode(jt)
-}

@@ -8,8 +8,10 @@
 // live. The unwinder follows the stack-trace algorithm of the SFrame
 // specification for default and flexible FDEs: "RA undefined" ends the
 // stack, signal trampolines restore the interrupted registers from the
-// signal context (AMD64, AArch64), PC-mask FDEs cover PLTs, s390x callers'
-// SP is CFA-160, signed AArch64 return addresses are stripped, and rules
+// signal context (AMD64, AArch64, s390x), PC-mask FDEs cover PLTs, s390x
+// callers' SP is CFA-160, signed AArch64 return addresses are stripped,
+// the frame-pointer fallback reads AArch64 frame records (sized by the
+// prologue) and the s390x back chain, and rules
 // based on registers other than SP and FP are trusted only in the topmost
 // frame, where those registers are still live.
 //
@@ -97,10 +99,11 @@ func (s Stop) String() string {
 }
 
 // CFI is what the unwinder needs from a module's CFI: the row covering an
-// address (in the module's ELF address space) and the CIE of its FDE.
-// ok is false when no FDE covers pc.
+// address (in the module's ELF address space) and the CIE of its FDE,
+// computed with the caller's scratch state ctx. ok is false when no FDE
+// covers pc.
 type CFI interface {
-	Lookup(pc uint64, row *cfi.Row) (cie *cfi.CIE, ok bool, err error)
+	Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (cie *cfi.CIE, ok bool, err error)
 }
 
 // Module is a loaded ELF object with its unwind tables.
@@ -363,10 +366,10 @@ type Context struct {
 	noFast bool
 }
 
-// cfiScratch is what a CFI step writes: the row looked up and the
-// expression evaluator's initial stack. (A context for cfi's lookups,
-// once they take one, belongs here too.)
+// cfiScratch is what a CFI step writes: cfi's lookup context, the row
+// looked up and the expression evaluator's initial stack.
 type cfiScratch struct {
+	ctx     cfi.UnwindContext
 	row     cfi.Row
 	initial [1]uint64 // the CFA, pushed for register expressions
 }
@@ -467,11 +470,16 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 			return frames, StopDepth, nil
 		}
 		mi := w.moduleIndex(pc)
-		if mi < 0 {
+		// A signal trampoline may lie outside every module (qemu-user's
+		// page of them): step() recognizes it by its code.
+		if mi < 0 && !w.isSigreturn(pc) {
 			frames = append(frames, Frame{PC: pc, SP: sp, Exact: top})
 			return frames, StopNoModule, nil
 		}
-		m := w.mods.modules[mi]
+		var m *Module
+		if mi >= 0 {
+			m = w.mods.modules[mi]
+		}
 		// Caller frames hold return addresses, which may point past the
 		// end of the call's function (noreturn calls): look up PC-1.
 		lookup := pc
@@ -514,6 +522,11 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 // step computes the caller's registers into next, trying each method.
 func (w *Context) step(mi int, pc, lookup uint64, cur, next *targets.Regs, top bool) (Method, error) {
 	w.cfa, w.sig = 0, false
+	if mi < 0 {
+		// walk checked: a sigreturn trampoline in no module.
+		w.sig = true
+		return MethodSignal, w.stepSignal(cur, next)
+	}
 	m := w.mods.modules[mi]
 	elfPC := lookup - m.Bias
 	var firstErr error

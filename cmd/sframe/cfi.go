@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/dump"
 )
 
 func init() {
@@ -14,13 +15,13 @@ func init() {
 }
 
 // runCFI prints the CFI tables of each file: readelf-identical text by
-// default, or the JSON form of cfi.WriteJSON with --json. A file that
+// default, or the JSON form of dump.WriteCFIJSON with --json. A file that
 // cannot be read gets a one-line error and exit status 1; the others are
 // still printed.
 func runCFI(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("cfi", "FILE...", stdout, stderr)
 	section := fs.String("section", "", "print only `SECTION`: .eh_frame, .debug_frame or .eh_frame_hdr (default: all, in file order)")
-	asJSON := fs.Bool("json", false, "print the tables as JSON (addresses as \"0x...\" strings; see README and package cfi, WriteJSON)")
+	asJSON := fs.Bool("json", false, "print the tables as JSON (addresses as \"0x...\" strings; see README and package dump, WriteCFIJSON)")
 	files, code, ok := fs.parse(args)
 	if !ok {
 		return code
@@ -62,7 +63,7 @@ func cfiFile(w io.Writer, name, section string, asJSON, header bool) error {
 		fmt.Fprintf(w, "\nFile: %s\n", name)
 	}
 	if asJSON {
-		return cfi.WriteJSON(w, f.File, name, section)
+		return dump.WriteCFIJSON(w, f.File, name, section)
 	}
 	return cfi.Dump(w, f.File, section)
 }

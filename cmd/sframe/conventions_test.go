@@ -54,7 +54,7 @@ func TestHelp(t *testing.T) {
 		"gen":     {"--base ADDR", "--cfi SECTION", "-o, --output FILE", "--raw", "--stats", "--to-version VERSION"},
 		"verify":  {"--cfi SECTION", "--json", "--section NAME", "--strict"},
 		"stack": {"--core CORE", "--count N", "--exe FILE", "-i, --inlines", "--interval D", "--json", "--max-depth N",
-			"--no-demangle", "--pprof FILE", "-s, --source"},
+			"--no-demangle", "--pprof FILE", "-s, --source", "--sysroot DIR"},
 		"report": {"--comm NAMES", "--format FORMAT", "-i, --inlines", "--kallsyms FILE", "--max-depth N", "--no-demangle",
 			"-o, --output FILE", "--pid PIDS", "-q, --quiet", "-s, --source", "--symfs DIR", "--tid TIDS"},
 	}

@@ -8,7 +8,9 @@ import (
 	"strconv"
 
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/sframe"
+	"github.com/sframekit/sframekit/sframegen"
 )
 
 func init() {
@@ -18,7 +20,7 @@ func init() {
 func runConvert(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("convert", "--to-version 2|3 -o OUT IN", stdout, stderr)
 	toVersion := fs.Int("to-version", 0, "SFrame `VERSION` to write: 2 or 3 (required)")
-	output := fs.String("output", "", "write the result to `FILE` (required; never the input)")
+	output := fs.String("output", "", "write the result to `FILE` (required; never the input; - for standard output)")
 	fs.alias("o", "output")
 	raw := fs.Bool("raw", false, "read IN as a bare SFrame section, not an ELF file")
 	base := fs.String("base", "0", "with --raw: the address `ADDR` the section is loaded at")
@@ -45,7 +47,7 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("bad --base %q", *base)
 	}
 	in := files[0]
-	if same(in, *output) {
+	if *output != "-" && same(in, *output) {
 		fmt.Fprintf(stderr, "sframe convert: %s: refusing to overwrite the input\n", in)
 		return 2
 	}
@@ -60,12 +62,12 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	opts := elffile.ConvertOptions{Version: sframe.Version(*toVersion), Section: *section, DropUnrepresentable: *drop}
-	var res *elffile.ConvertResult
+	opts := sframegen.ToVersionOptions{Version: sframe.Version(*toVersion), Section: *section, DropUnrepresentable: *drop}
+	var res *sframegen.ToVersionResult
 	if *raw {
-		res, err = elffile.ConvertRaw(src, baseAddr, opts)
+		res, err = sframegen.ToVersionRaw(src, baseAddr, opts)
 	} else {
-		res, err = elffile.ConvertSFrame(src, opts)
+		res, err = sframegen.ToVersion(src, opts)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe convert: %s: %v; nothing written\n", in, err)
@@ -74,11 +76,23 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	for _, d := range res.Dropped {
 		fmt.Fprintf(stderr, "sframe convert: %s: dropped %s: %v\n", in, d, d.Err)
 	}
-	if err := writeAtomic(*output, res.Data, in); err != nil {
+	if res.Segment != nil {
+		fmt.Fprintf(stderr, "sframe convert: note: %s: the %s section does not fit in the place of the old one; it goes to a new loadable segment at %#x\n",
+			in, sframe.Version(*toVersion), res.Segment.Addr)
+	}
+	perm := os.FileMode(0o644) // a bare section is data
+	if st, err := os.Stat(in); err == nil && !*raw {
+		perm = st.Mode().Perm() // a converted executable stays one
+	}
+	if err := outfile.Write(*output, res.Data, perm, stdout); err != nil {
 		fmt.Fprintf(stderr, "sframe convert: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s: %s -> %s, %d function(s) written, %d dropped\n", *output, res.From, sframe.Version(*toVersion), res.Funcs, len(res.Dropped))
+	msgs := stdout
+	if *output == "-" {
+		msgs = stderr // stdout holds the file
+	}
+	fmt.Fprintf(msgs, "%s: %s -> %s, %s written, %d dropped\n", *output, res.From, sframe.Version(*toVersion), count(res.Funcs, "function"), len(res.Dropped))
 	return 0
 }
 
@@ -90,35 +104,4 @@ func same(a, b string) bool {
 		return filepath.Clean(a) == filepath.Clean(b)
 	}
 	return os.SameFile(sa, sb)
-}
-
-// writeAtomic writes data to path through a temporary file in the same
-// directory and a rename, with the permissions of the file like.
-func writeAtomic(path string, data []byte, like string) error {
-	mode := os.FileMode(0o644)
-	if st, err := os.Stat(like); err == nil {
-		mode = st.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		os.Remove(name)
-	}
-	return err
 }

@@ -41,10 +41,10 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 		in, err := loadDump(path, *raw, baseAddr, *section)
 		if err == nil {
 			if *asJSON {
-				err = dump.JSON(stdout, in)
+				err = dump.WriteSFrameJSON(stdout, in)
 			} else {
-				dump.FileHeader(stdout, in.Path, in.Format)
-				err = dump.Text(stdout, in.SFrame, in.Section)
+				dump.WriteFileHeader(stdout, in.Path, in.Format)
+				err = dump.WriteSFrameText(stdout, in.SFrame, in.Section)
 			}
 		}
 		if err != nil {

@@ -1,14 +1,16 @@
 package main
 
 import (
+	"debug/elf"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 
-	"github.com/sframekit/sframekit/convert"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/sframe"
+	"github.com/sframekit/sframekit/sframegen"
 )
 
 func init() {
@@ -18,7 +20,7 @@ func init() {
 func runGen(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("gen", "[--to-version 2|3] [--raw [--base ADDR]] -o OUT FILE", stdout, stderr)
 	toVersion := fs.Int("to-version", 3, "SFrame `VERSION` to write: 2 or 3")
-	output := fs.String("output", "", "write the result to `FILE` (required; never the input)")
+	output := fs.String("output", "", "write the result to `FILE` (required; never the input; - for standard output)")
 	fs.alias("o", "output")
 	raw := fs.Bool("raw", false, "write only the bare SFrame section")
 	base := fs.String("base", "", "with --raw: lay the section out as loaded at `ADDR` (default: the address the loadable copy would use)")
@@ -41,7 +43,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("--base needs --raw")
 	}
 	in := files[0]
-	if same(in, *output) {
+	if *output != "-" && same(in, *output) {
 		fmt.Fprintf(stderr, "sframe gen: %s: refusing to overwrite the input\n", in)
 		return 2
 	}
@@ -49,6 +51,10 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe gen: %v\n", err)
 		return 1
+	}
+	perm := os.FileMode(0o644) // a bare section is data
+	if st, err := os.Stat(in); err == nil && !*raw {
+		perm = st.Mode().Perm() // a rewritten executable stays one
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "sframe gen: %s: %v; nothing written\n", in, err)
@@ -58,7 +64,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	res, err := convert.FromELF(f, convert.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
+	res, err := sframegen.FromCFI(f, sframegen.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
 	if err != nil {
 		return fail(err)
 	}
@@ -90,8 +96,12 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 		if out, err = elffile.AddSFrameSegment(src, plan, data); err != nil {
 			return fail(err)
 		}
+		if old := elffile.FindSFrame(f, ""); old != nil {
+			fmt.Fprintf(stderr, "sframe gen: note: %s already has an SFrame section (%s%s); the output has the new one instead\n",
+				in, old.Name, sectionVersion(old))
+		}
 	}
-	if err := writeAtomic(*output, out, in); err != nil {
+	if err := outfile.Write(*output, out, perm, stdout); err != nil {
 		fmt.Fprintf(stderr, "sframe gen: %v\n", err)
 		return 1
 	}
@@ -99,12 +109,40 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if *raw {
 		what = "bare section"
 	}
-	fmt.Fprintf(stdout, "%s: %s %s at %#x, %d function(s), %d left out\n", *output, sframe.Version(*toVersion), what, addr, res.Stats.Funcs, res.Stats.SkippedFuncs)
+	msgs := stdout
+	if *output == "-" {
+		msgs = stderr // stdout holds the file
+	}
+	fmt.Fprintf(msgs, "%s: %s %s at %#x, %s, %d left out\n", *output, sframe.Version(*toVersion), what, addr,
+		count(res.Stats.Funcs, "function"), res.Stats.SkippedFuncs)
 	if *stats {
-		res.Stats.Write(stdout)
+		res.Stats.Write(msgs)
 		for _, s := range res.Skipped {
-			fmt.Fprintf(stdout, "  left out %s\n", s)
+			fmt.Fprintf(msgs, "  left out %s\n", s)
 		}
 	}
 	return 0
+}
+
+// count formats n and the noun, singular or plural: "1 function", "2
+// functions".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// sectionVersion returns ", SFRAME_VERSION_N" for an SFrame section that
+// parses, or "".
+func sectionVersion(s *elf.Section) string {
+	data, err := s.Data()
+	if err != nil {
+		return ""
+	}
+	sec, err := sframe.Parse(data, s.Addr)
+	if err != nil {
+		return ""
+	}
+	return ", " + sec.Version.String()
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -185,6 +187,7 @@ func TestGenRuns(t *testing.T) {
 				os.MkdirAll(libdir, 0o755)
 				gen(t, "-o", filepath.Join(libdir, "libwork.so"), libso)
 				checkLoadable(t, filepath.Join(libdir, "libwork.so"), 3)
+				checkLoadedPhdrs(t, filepath.Join(libdir, "libwork.so"))
 				env = []string{"LD_LIBRARY_PATH=" + libdir}
 			}
 			for _, arg := range []string{"10", "23"} {
@@ -228,8 +231,10 @@ func TestGenRaw(t *testing.T) {
 	// Default base: the loadable copy's address; the bytes must be those
 	// of the copy's .sframe.
 	msg = gen(t, "--raw", "-o", out, src)
-	gen(t, "-o", out+".so", src)
-	f, err := elf.Open(out + ".so")
+	lib := filepath.Join(dir, "libc.so.6")
+	gen(t, "-o", lib, src)
+	checkLoadedPhdrs(t, lib, "LD_LIBRARY_PATH="+dir)
+	f, err := elf.Open(lib)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +245,206 @@ func TestGenRaw(t *testing.T) {
 	if !bytes.Equal(got, want) || !strings.Contains(msg, fmt.Sprintf("at %#x", sec.Addr)) {
 		t.Errorf("raw section (%d bytes, %q) differs from the loadable copy's .sframe at %#x (%d bytes)", len(got), msg, sec.Addr, len(want))
 	}
-	readelfClean(t, out+".so")
+	readelfClean(t, lib)
+}
+
+// systemLib returns the file the compiler cc links as name (libc.so.6,
+// libstdc++.so.6), with symbolic links resolved.
+func systemLib(t *testing.T, cc, name string) string {
+	t.Helper()
+	testprog.NeedTool(t, cc)
+	out, err := exec.Command(cc, "-print-file-name="+name).Output()
+	p := strings.TrimSpace(string(out))
+	if err == nil && filepath.IsAbs(p) {
+		if p, err = filepath.EvalSymlinks(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s does not find %s (%q, %v)", cc, name, p, err)
+	}
+	t.Skipf("%s does not find %s (%q, %v)", cc, name, p, err)
+	return ""
+}
+
+// progHeaders formats the program headers of the ELF file path as the
+// test program testdata/phdrs.c prints them.
+func progHeaders(t *testing.T, path string) string {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b strings.Builder
+	for _, p := range f.Progs {
+		fmt.Fprintf(&b, "%x %x %x %x %x %x %x\n", uint32(p.Type), p.Off, p.Vaddr, p.Filesz, p.Memsz, uint32(p.Flags), p.Align)
+	}
+	return b.String()
+}
+
+// checkLoadedPhdrs loads the shared library lib in a process (with env
+// added to its environment) and checks that dl_iterate_phdr reports
+// exactly the program headers of lib's file: what libgcc's unwinder and
+// every other reader of a loaded module's headers see.
+func checkLoadedPhdrs(t *testing.T, lib string, env ...string) {
+	t.Helper()
+	helper := testprog.Build(t, "testdata/phdrs.c", "-O2")
+	out, errs, rc := runCmd(t, env, helper, lib)
+	if rc != 0 {
+		t.Errorf("%s: loading failed (%d): %s", lib, rc, errs)
+		return
+	}
+	if want := progHeaders(t, lib); out != want {
+		t.Errorf("%s: dl_iterate_phdr reports\n%s\nthe file holds\n%s", lib, out, want)
+	}
+}
+
+// TestGenLibrariesLoad generates copies of libstdc++, libgcc_s and libc,
+// checks that a process loading each sees its program headers as the
+// file has them (the new ones included), and that a C++ exception thrown
+// and caught in a program running on the copies unwinds as it should.
+func TestGenLibrariesLoad(t *testing.T) {
+	dir := t.TempDir()
+	libs := []struct{ cc, name string }{{"g++", "libstdc++.so.6"}, {"gcc", "libgcc_s.so.1"}, {"gcc", "libc.so.6"}}
+	for _, l := range libs {
+		gen(t, "-o", filepath.Join(dir, l.name), systemLib(t, l.cc, l.name))
+		readelfClean(t, filepath.Join(dir, l.name))
+	}
+	env := "LD_LIBRARY_PATH=" + dir
+	for _, l := range libs {
+		// libc is loaded once per process: the helper runs on the copy.
+		checkLoadedPhdrs(t, filepath.Join(dir, l.name), env)
+	}
+	exe := testprog.Build(t, "testdata/cxxthrow.cc", "-O2")
+	out, errs, rc := runCmd(t, []string{env, "LD_TRACE_LOADED_OBJECTS=1"}, exe)
+	for _, l := range libs {
+		if rc != 0 || !strings.Contains(out, filepath.Join(dir, l.name)) {
+			t.Fatalf("the test program does not load %s from %s (%d): %s%s", l.name, dir, rc, out, errs)
+		}
+	}
+	out, errs, rc = runCmd(t, []string{env}, exe)
+	if rc != 0 || out != "caught boom\n" {
+		t.Errorf("C++ throw and catch through the generated libraries: exit %d, %q %q", rc, out, errs)
+	}
+}
+
+// toolWarnings runs name with args and returns what it prints on stdout
+// and stderr, one line each, without the file names it starts with
+// (strip names its temporary files).
+func toolWarnings(t *testing.T, name string, args ...string) []string {
+	t.Helper()
+	out, errs, _ := runCmd(t, nil, name, args...)
+	var lines []string
+	for _, line := range strings.Split(out+errs, "\n") {
+		for _, a := range args {
+			line = strings.ReplaceAll(line, a, "FILE")
+		}
+		if i := strings.Index(line, ": st"); i >= 0 && strings.HasPrefix(line, name+": ") {
+			if j := strings.Index(line[i+2:], ": "); j >= 0 {
+				line = name + ": FILE" + line[i+2+j:]
+			}
+		}
+		if line != "" && line != "No errors" {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// elflintSFrame matches what eu-elflint says of any SFrame segment and
+// section: elfutils before 0.193 knows neither type.
+var elflintSFrame = regexp.MustCompile(`unknown program header entry type 0x6474e554|'\.sframe' has unsupported type 1879048180`)
+
+// newWarnings returns the lines of got not in was.
+func newWarnings(got, was []string) []string {
+	var out []string
+	for _, g := range got {
+		if !slices.Contains(was, g) && !elflintSFrame.MatchString(g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// TestGenStripClean checks that packagers' tools take gen's output as
+// they take its input: strip, objcopy --only-keep-debug and eu-elflint
+// --gnu-ld say nothing of the output they do not say of the input (but
+// that elflint does not know the SFrame types). The stripped copies run
+// as the originals do, load with the headers their files hold, and keep
+// an .sframe that verify accepts. Inputs: a PIE, a non-PIE executable, a
+// small shared library and libc.
+func TestGenStripClean(t *testing.T) {
+	for _, tool := range []string{"strip", "objcopy", "eu-elflint", "gcc"} {
+		testprog.NeedTool(t, tool)
+	}
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	prog, lib := write("prog.c", genProg), write("lib.c", genLib)
+	build := func(out string, args ...string) string {
+		p := filepath.Join(dir, out)
+		if o, e, rc := runCmd(t, nil, "gcc", append(args, "-o", p)...); rc != 0 {
+			t.Fatalf("gcc %v: %s%s", args, o, e)
+		}
+		return p
+	}
+	inputs := []string{
+		build("pie", "-O2", "-fpie", "-pie", prog),
+		build("nopie", "-O2", "-fno-pie", "-no-pie", prog),
+		build("libwork.so", "-O2", "-shared", "-fPIC", lib),
+		systemLib(t, "gcc", "libc.so.6"),
+	}
+	for _, in := range inputs {
+		name := filepath.Base(in)
+		t.Run(name, func(t *testing.T) {
+			sub := filepath.Join(dir, name+".d")
+			os.Mkdir(sub, 0o755)
+			out := filepath.Join(sub, name)
+			gen(t, "-o", out, in)
+			for _, c := range []struct {
+				tool string
+				args func(in, out string) []string
+			}{
+				{"strip", func(in, out string) []string { return []string{"-o", out, in} }},
+				{"objcopy", func(in, out string) []string { return []string{"--only-keep-debug", in, out} }},
+			} {
+				was := toolWarnings(t, c.tool, c.args(in, filepath.Join(sub, "in."+c.tool))...)
+				got := toolWarnings(t, c.tool, c.args(out, filepath.Join(sub, "out."+c.tool))...)
+				if nw := newWarnings(got, was); len(nw) > 0 {
+					t.Errorf("%s on the output of gen: %q (on the input: %q)", c.tool, nw, was)
+				}
+			}
+			stripped := filepath.Join(sub, "out.strip")
+			for _, f := range []string{out, stripped} {
+				was := toolWarnings(t, "eu-elflint", "--gnu-ld", in)
+				got := toolWarnings(t, "eu-elflint", "--gnu-ld", f)
+				if nw := newWarnings(got, was); len(nw) > 0 {
+					t.Errorf("eu-elflint --gnu-ld %s: %q (on the input: %q)", f, nw, was)
+				}
+			}
+			checkLoadable(t, stripped, 3)
+			switch {
+			case name == "libc.so.6":
+				os.Rename(stripped, out)
+				checkLoadedPhdrs(t, out, "LD_LIBRARY_PATH="+sub)
+			case strings.HasSuffix(name, ".so"):
+				checkLoadedPhdrs(t, stripped)
+			default:
+				os.Chmod(stripped, 0o755)
+				o1, e1, rc1 := runCmd(t, nil, in, "12")
+				o2, e2, rc2 := runCmd(t, nil, stripped, "12")
+				if o1 != o2 || e1 != e2 || rc1 != rc2 {
+					t.Errorf("stripped copy: (%d) %q %q, original (%d) %q %q", rc2, o2, e2, rc1, o1, e1)
+				}
+			}
+		})
+	}
 }
 
 // TestGenNoCFI runs gen and verify on a copy of a corpus executable

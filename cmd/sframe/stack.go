@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
 
+	"github.com/sframekit/sframekit/dump"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/stackprof"
 	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
@@ -17,7 +20,7 @@ func init() {
 	register("stack", "print the stack of every thread of a process or core file", runStack)
 }
 
-const stackUsage = `PID | --core CORE [--exe FILE]
+const stackUsage = `PID | --core CORE [--exe FILE] [--sysroot DIR]
 
 Prints one block per thread: "Thread TID (name):", then one line per
 frame, innermost first, as gdb's backtrace prints them:
@@ -60,15 +63,26 @@ FILE): one sample per thread, labeled with the thread id ("thread") and
 name ("thread_name"), functions named as above. With --count N it
 captures a live process N times, --interval apart (default 10ms), into
 one profile: a sampling profile of where the threads are, running or
-blocked.
+blocked. A process that exits before the last capture ends the
+sampling: the profile has the captures made, and a note on standard
+error says how many (exit status 0).
 
 A live process is stopped with ptrace for each capture and detached
-afterwards, also on error or Ctrl-C.`
+afterwards, also on error or Ctrl-C. With --core, warnings on standard
+error name the files that are missing or are not those the process ran
+(their GNU build ID differs from the one the core holds).
+
+Cores of x86-64, AArch64 and s390x programs are read on any machine.
+A core without a list of mapped files (qemu-user's) needs --exe: the
+shared libraries are then found through the dynamic linker's list in
+the core, and looked up under --sysroot (the directory given to qemu's
+-L), as gdb's "set sysroot" does.`
 
 func runStack(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("stack", stackUsage, stdout, stderr)
 	core := fs.String("core", "", "read the threads from core file `CORE` instead of a live process")
-	exe := fs.String("exe", "", "with --core: the executable's `FILE`, if it moved since the core was written")
+	exe := fs.String("exe", "", "with --core: the executable's `FILE`, if it moved since the core was written (needed for cores without NT_FILE, such as qemu-user's)")
+	sysroot := fs.String("sysroot", "", "with --core: look up shared libraries under `DIR`, as gdb's set sysroot (e.g. /usr/aarch64-linux-gnu for qemu-aarch64 -L /usr/aarch64-linux-gnu)")
 	asJSON := fs.Bool("json", false, "print JSON (see above)")
 	maxDepth := fs.Int("max-depth", unwind.DefaultMaxDepth, "stop each walk after `N` frames")
 	noDemangle := fs.Bool("no-demangle", false, "print C++ and Rust symbol names as they are in the symbol table")
@@ -90,6 +104,8 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("--max-depth must be positive")
 	case *exe != "" && *core == "":
 		return fs.fail("--exe needs --core")
+	case *sysroot != "" && *core == "":
+		return fs.fail("--sysroot needs --core")
 	case *count < 1 || *interval < 0:
 		return fs.fail("--count must be positive and --interval not negative")
 	case fs.isSet("interval") && !fs.isSet("count"):
@@ -117,15 +133,23 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	tr.Source = *source
 	tr.Inlines = *inlines
 	tr.MaxDepth = *maxDepth
+	// One capture looks up a few addresses per file: search the symbol
+	// tables for those instead of indexing every function.
+	tr.Sym.Lazy = *count == 1
 	var capture func() (*unwind.Trace, error)
 	switch {
 	case *core != "" && len(operands) == 0:
 		capture = func() (*unwind.Trace, error) {
-			c, err := targets.OpenCore(*core, *exe)
+			c, err := targets.OpenCoreWith(*core, targets.CoreOptions{Exe: *exe, Sysroot: *sysroot})
 			if err != nil {
 				return nil, err
 			}
 			defer c.Close()
+			// A missing or wrong executable or library gives wrong or
+			// short stacks: say so.
+			for _, w := range c.Warnings() {
+				fmt.Fprintf(stderr, "sframe stack: warning: %v\n", w)
+			}
 			return tr.Capture(c)
 		}
 	case *core == "" && len(operands) == 1:
@@ -162,29 +186,43 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	}
 	tr.Symbolize(trace)
 	if *asJSON {
-		err = trace.WriteJSON(stdout)
+		err = dump.WriteTraceJSON(stdout, trace)
 	} else {
-		err = trace.WriteText(stdout)
+		err = dump.WriteTraceText(stdout, trace)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
 		return 1
 	}
-	return 0
+	return code
 }
 
 // stackProfile captures count times, interval apart, and writes the
-// stacks as one pprof profile to path.
+// stacks as one pprof profile to path. A process that exits ends the
+// captures early; the profile then has those made.
 func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), count int, interval time.Duration, path string, stderr io.Writer) int {
 	b := stackprof.NewBuilder()
-	for i := 0; i < count; i++ {
-		if i > 0 {
+	code, n := 0, 0
+captures:
+	for ; n < count; n++ {
+		if n > 0 {
 			time.Sleep(interval)
 		}
 		trace, err := capture()
 		if err != nil {
-			fmt.Fprintf(stderr, "sframe stack: capture %d: %v\n", i+1, err)
-			return 1
+			switch {
+			case n == 0:
+				fmt.Fprintf(stderr, "sframe stack: %v\n", err)
+				return 1
+			case errors.Is(err, targets.ErrGone):
+				// The end of the process ends the sampling; what was
+				// captured is the profile.
+				fmt.Fprintf(stderr, "sframe stack: the process exited after %d of %d captures; the profile has those %d\n", n, count, n)
+			default:
+				fmt.Fprintf(stderr, "sframe stack: capture %d: %v; the profile has the first %d\n", n+1, err, n)
+				code = 1
+			}
+			break captures
 		}
 		tr.Symbolize(trace)
 		b.Add(trace)
@@ -195,11 +233,11 @@ func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), coun
 		err = p.Write(&buf) // gzipped protobuf, what pprof reads
 	}
 	if err == nil {
-		err = writeAtomic(path, buf.Bytes(), "")
+		err = outfile.Write(path, buf.Bytes(), 0o644, nil) // nil: - is os.Stdout
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
 		return 1
 	}
-	return 0
+	return code
 }

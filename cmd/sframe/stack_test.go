@@ -11,7 +11,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -285,7 +287,27 @@ func TestStackCore(t *testing.T) {
 	if len(stops) != 0 {
 		t.Errorf("walks stopped early: %v", stops)
 	}
+	if stderr != "" {
+		t.Errorf("warnings with the right executable: %s", stderr)
+	}
 	sameStacks(t, frames, gdbBT(t, exe, core))
+
+	// Another build of the program where --exe points: a warning says
+	// so. No file there: an error naming it, as for any input file.
+	other := testprog.Build(t, "../../unwind/testdata/stackprog.c", "-O1", "-fomit-frame-pointer", "-Wa,--gsframe")
+	missing := filepath.Join(t.TempDir(), "stackprog")
+	for _, c := range []struct {
+		exe, want string
+		code      int
+	}{
+		{other, "sframe stack: warning: executable " + other + " is not the file the process ran: its build ID is ", 0},
+		{missing, "sframe stack: " + missing + ": no such file or directory", 1},
+	} {
+		_, stderr, code := runCLI(t, "stack", "--core", core, "--exe", c.exe)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("--exe %s: exit %d, stderr %q\nwant exit %d, %q", c.exe, code, stderr, c.code, c.want)
+		}
+	}
 }
 
 // TestStackUsage checks argument errors and -h.
@@ -299,6 +321,7 @@ func TestStackUsage(t *testing.T) {
 		{[]string{"stack", "abc"}, 2},
 		{[]string{"stack", "1", "2"}, 2},
 		{[]string{"stack", "--exe", "x", "1"}, 2},
+		{[]string{"stack", "--sysroot", "/usr", "1"}, 2},
 		{[]string{"stack", "--max-depth", "0", "1"}, 2},
 		{[]string{"stack", "--core", "/nonexistent/core"}, 1},
 		{[]string{"stack", "999999999"}, 1},
@@ -659,4 +682,166 @@ func TestStackInlines(t *testing.T) {
 	if compared < 5 {
 		t.Errorf("only %d frames with inlined calls\n%s", compared, out)
 	}
+
+	// --pprof with -i: each location's lines are the frames the text
+	// shows at that address, inlined calls first, with their positions.
+	text := map[int64][]string{}
+	tid = ""
+	for _, l := range strings.Split(out, "\n") {
+		if m := stackThreadRe.FindStringSubmatch(l); m != nil {
+			tid = m[1]
+		} else if m := ourRe.FindStringSubmatch(l); m != nil {
+			n, _ := strconv.ParseInt(tid, 10, 64)
+			name := m[2]
+			if i := strings.LastIndex(name, "+0x"); i > 0 {
+				name = name[:i]
+			}
+			text[n] = append(text[n], name+"@"+m[3])
+		}
+	}
+	pb := filepath.Join(t.TempDir(), "stack.pb.gz")
+	if _, stderr, code := runCLI(t, "stack", "-i", "--pprof", pb, pid); code != 0 {
+		t.Fatalf("-i --pprof: exit %d: %s", code, stderr)
+	}
+	prof := readProfile(t, pb)
+	if len(prof.Sample) != len(text) {
+		t.Fatalf("%d samples, %d threads in the text", len(prof.Sample), len(text))
+	}
+	inlined := 0
+	for _, s := range prof.Sample {
+		tid := s.NumLabel["thread"][0]
+		var got []string
+		for _, l := range s.Location {
+			if len(l.Line) > 1 {
+				inlined += len(l.Line) - 1
+			}
+			for _, ln := range l.Line {
+				pos := ""
+				if ln.Line != 0 {
+					pos = fmt.Sprintf("%s:%d", ln.Function.Filename, ln.Line)
+				}
+				got = append(got, ln.Function.Name+"@"+pos)
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(text[tid], "\n") {
+			t.Errorf("thread %d: profile\n%s\ntext\n%s", tid, strings.Join(got, "\n"), strings.Join(text[tid], "\n"))
+		}
+	}
+	if inlined < compared {
+		t.Errorf("%d inlined calls in the profile, %d frames with inlined calls in the text", inlined, compared)
+	}
+}
+
+// readProfile parses the pprof profile in file.
+func readProfile(t *testing.T, file string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	prof, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prof
+}
+
+// tracedNow reports whether a thread of pid has a tracer.
+func tracedNow(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return err == nil && !strings.Contains(string(b), "\nTracerPid:\t0\n")
+}
+
+// TestStackPprofTargetExits: the sampled process exits after some
+// captures of many asked for: the profile is written with those, the
+// command says how many, and exits with status 0.
+func TestStackPprofTargetExits(t *testing.T) {
+	p, _ := startStackProg(t)
+	pid := p.PID()
+	out := filepath.Join(t.TempDir(), "stack.pb.gz")
+	type result struct {
+		stderr string
+		code   int
+	}
+	res := make(chan result, 1)
+	go func() {
+		_, stderr, code := runCLI(t, "stack", "--pprof", out, "--count", "100000", "--interval", "20ms", strconv.Itoa(pid))
+		res <- result{stderr, code}
+	}()
+	// Kill the process once a capture has ended: traced, then not.
+	deadline := time.Now().Add(30 * time.Second)
+	for !tracedNow(pid) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	for tracedNow(pid) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	p.Cmd.Process.Kill()
+	var r result
+	select {
+	case r = <-res:
+	case <-time.After(60 * time.Second):
+		t.Fatal("stack --count still sampling a killed process")
+	}
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var k int
+	if _, err := fmt.Sscanf(r.stderr, "sframe stack: the process exited after %d of 100000 captures", &k); err != nil || k < 1 {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	prof := readProfile(t, out)
+	if len(prof.Sample) != 7*k {
+		t.Errorf("%d samples for %d captures of 7 threads", len(prof.Sample), k)
+	}
+}
+
+// TestStackNotPermitted runs `sframe stack PID` as user nobody against a
+// process of root's: the error must be about ptrace permission and what
+// grants it, not a guess at a kernel thread. (This test binary runs
+// itself as nobody, with SFRAME_TEST_ARGS holding the command.)
+func TestStackNotPermitted(t *testing.T) {
+	if args := os.Getenv("SFRAME_TEST_ARGS"); args != "" {
+		os.Exit(run(strings.Fields(args), os.Stdout, os.Stderr))
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a process as another user")
+	}
+	p, _ := startStackProg(t)
+	// A copy of this test binary that nobody can run.
+	dir, err := os.MkdirTemp("", "sframe-nobody-") // t.TempDir's parent is private
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "sframe.test")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestStackNotPermitted$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), fmt.Sprintf("SFRAME_TEST_ARGS=stack %d", p.PID()))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("as nobody: %v, want exit status 1\n%s", err, out)
+	}
+	msg := string(out)
+	for _, want := range []string{"permission denied", "ptrace", "uid 0", "uid 65534", "CAP_SYS_PTRACE", "kernel.yama.ptrace_scope"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("no %q in %q", want, msg)
+		}
+	}
+	if strings.Contains(msg, "kernel thread") {
+		t.Errorf("blames a kernel thread: %q", msg)
+	}
+	p.Ping(t, "still running")
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sframekit/sframekit/convert"
+	"github.com/sframekit/sframekit/sframegen"
 )
 
 func init() {
@@ -42,7 +42,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		path = displayName(path)
-		rep, err := convert.VerifyELF(f.File, convert.VerifyELFOptions{SFrameSection: *section, CFISection: *cfiSec})
+		rep, err := sframegen.VerifyELF(f.File, sframegen.VerifyELFOptions{SFrameSection: *section, CFISection: *cfiSec})
 		f.Close()
 		if err != nil {
 			fmt.Fprintf(stderr, "sframe verify: %s: %v\n", path, err)
@@ -59,7 +59,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			enc.Encode(struct {
 				File string `json:"file"`
 				OK   bool   `json:"ok"`
-				*convert.Report
+				*sframegen.Report
 			}{path, !failed, rep})
 			continue
 		}

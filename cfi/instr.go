@@ -1,0 +1,291 @@
+package cfi
+
+import "math"
+
+// Instruction is one decoded call frame instruction (DW_CFA_*), its
+// operands as encoded: advances and offsets are not yet scaled by the
+// CIE's alignment factors, which the interpreter applies.
+type Instruction struct {
+	// Op is the opcode. For the three primary opcodes it is the high two
+	// bits only (OpAdvanceLoc, OpOffset, OpRestore), the low six being
+	// the delta (Operand) or the register (Reg). An opcode the package
+	// does not know comes with no operands: its length is unknown, so
+	// the interpreter stops there (readelf's column scan goes on).
+	Op Op
+	// Reg is the register operand: the register a rule is for
+	// (DW_CFA_offset*, restore*, undefined, same_value, register,
+	// expression, val_*), or the CFA's base register (def_cfa,
+	// def_cfa_sf, def_cfa_register).
+	Reg Reg
+	// Operand is the other integer operand: the delta of an advance, the
+	// address of DW_CFA_set_loc (decoded), the offset of offset*,
+	// val_offset*, def_cfa* and def_cfa_offset* (int64 bits for the _sf
+	// forms), the source register of DW_CFA_register, or the size of
+	// DW_CFA_GNU_args_size.
+	Operand uint64
+	// Expr is the DWARF expression of def_cfa_expression, expression and
+	// val_expression, a view into the section.
+	Expr []byte
+	// Offset is the position of the instruction in its program.
+	Offset int
+}
+
+// namesColumn reports whether the instruction sets or restores the rule of
+// register Reg (rather than the CFA's base register, or none).
+func (op Op) namesColumn() bool {
+	switch op {
+	case OpOffset, OpRestore, OpOffsetExtended, OpValOffset, OpRegister, OpGNUNegativeOffsetExtended,
+		OpRestoreExtended, OpUndefined, OpSameValue, OpExpression, OpValExpression, OpOffsetExtendedSF, OpValOffsetSF:
+		return true
+	}
+	return false
+}
+
+// InstructionIter decodes a call frame program (a CIE's initial
+// instructions or an FDE's) one instruction at a time, without
+// allocating. It is the package's only decoder of instructions: the
+// interpreter, the row stream and the readelf printer all read through
+// it. Get one from Table.CIEInstructions or Table.FDEInstructions.
+//
+//	it := tab.FDEInstructions(&fde)
+//	var ins cfi.Instruction
+//	for it.Next(&ins) {
+//		...
+//	}
+//	if err := it.Err(); err != nil { ... }
+type InstructionIter struct {
+	t        *Table
+	cie      *CIE
+	data     []byte
+	pos      int
+	off      uint64 // section offset of data[0]
+	fdeBegin uint64 // base of funcrel DW_CFA_set_loc operands
+	// readelf switches to readelf's first-pass decoding, for its column
+	// scan: register numbers truncated to 32 bits rather than rejected,
+	// set_loc read as a fixed-size value of setLocSize bytes.
+	readelf    bool
+	setLocSize int
+	err        error
+}
+
+// CIEInstructions returns an iterator over c's initial instructions.
+func (t *Table) CIEInstructions(c *CIE) InstructionIter {
+	return t.instrIter(c, c.Instructions, c.instrOff, 0)
+}
+
+// FDEInstructions returns an iterator over f's instructions.
+func (t *Table) FDEInstructions(f *FDE) InstructionIter {
+	return t.instrIter(f.CIE, f.Instructions, f.instrOff, f.PCBegin)
+}
+
+func (t *Table) instrIter(cie *CIE, instr []byte, off, fdeBegin uint64) InstructionIter {
+	return InstructionIter{t: t, cie: cie, data: instr, off: off, fdeBegin: fdeBegin}
+}
+
+// Err returns what ended the iteration early: a truncated or invalid
+// operand, as an *Error at its section offset; nil at the program's end.
+func (it *InstructionIter) Err() error { return it.err }
+
+// Next decodes the next instruction into ins. It returns false at the end
+// of the program and on malformed bytes (see Err); then ins holds the
+// opcode and what was decoded before the fault (a truncated LEB128
+// operand keeps its low bits), which readelf's column scan uses.
+func (it *InstructionIter) Next(ins *Instruction) bool {
+	if d, ok := advanceLocAt(it.data, it.pos); ok {
+		*ins = Instruction{Op: OpAdvanceLoc, Operand: d, Offset: it.pos}
+		it.pos++
+		return true
+	}
+	return it.next(ins)
+}
+
+// advanceLocAt, shortAt and bareAt decode the commonest instructions at
+// data[p] without a call (they inline) and without an Instruction in
+// memory, for Next and for the lookup loop, which keeps the position in a
+// register: advanceLocAt DW_CFA_advance_loc (its delta), shortAt
+// DW_CFA_offset and DW_CFA_def_cfa_offset with a one-byte operand (the
+// opcode, register and operand), bareAt the one-byte instructions without
+// operand (DW_CFA_restore, nop, remember_state, restore_state).
+func advanceLocAt(data []byte, p int) (uint64, bool) {
+	if p < len(data) && data[p]>>6 == 1 {
+		return uint64(data[p] & 0x3f), true
+	}
+	return 0, false
+}
+
+func bareAt(data []byte, p int) (Op, Reg, bool) {
+	if p < len(data) {
+		switch raw := data[p]; {
+		case raw>>6 == 3:
+			return OpRestore, Reg(raw & 0x3f), true
+		case raw == byte(OpNop) || raw == byte(OpRememberState) || raw == byte(OpRestoreState):
+			return Op(raw), 0, true
+		}
+	}
+	return 0, 0, false
+}
+
+func shortAt(data []byte, p int) (Op, Reg, uint64, bool) {
+	if p+1 < len(data) && data[p+1] < 0x80 {
+		if raw := data[p]; raw>>6 == 2 {
+			return OpOffset, Reg(raw & 0x3f), uint64(data[p+1]), true
+		} else if raw == byte(OpDefCFAOffset) {
+			return OpDefCFAOffset, 0, uint64(data[p+1]), true
+		}
+	}
+	return 0, 0, 0, false
+}
+
+func (it *InstructionIter) fail(format string, args ...any) {
+	if it.err == nil {
+		it.err = it.t.errAt(it.off+uint64(it.pos), format, args...)
+	}
+	it.pos = len(it.data)
+}
+
+func (it *InstructionIter) uleb() uint64 {
+	v, pos, ok := decodeULEB(it.data, it.pos)
+	it.pos = pos
+	if !ok {
+		it.fail("truncated LEB128 operand")
+	}
+	return v
+}
+
+func (it *InstructionIter) sleb() int64 {
+	v, pos, ok := decodeSLEB(it.data, it.pos)
+	it.pos = pos
+	if !ok {
+		it.fail("truncated LEB128 operand")
+	}
+	return v
+}
+
+// reg reads a register number: more than 32 bits is an error, except in
+// readelf mode, which keeps the low 32 bits as readelf does.
+func (it *InstructionIter) reg() Reg {
+	v := it.uleb()
+	if v > math.MaxUint32 && !it.readelf && it.err == nil {
+		it.fail("register number %d too large", v)
+	}
+	return Reg(v)
+}
+
+func (it *InstructionIter) fixed(n int) uint64 {
+	if len(it.data)-it.pos < n {
+		it.fail("truncated operand")
+		return 0
+	}
+	b := it.data[it.pos : it.pos+n]
+	it.pos += n
+	switch n {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(it.t.end.Uint16(b))
+	case 4:
+		return uint64(it.t.end.Uint32(b))
+	}
+	return it.t.end.Uint64(b)
+}
+
+func (it *InstructionIter) block() []byte {
+	n := it.uleb()
+	if it.err != nil {
+		return nil
+	}
+	if n > uint64(len(it.data)-it.pos) {
+		it.fail("expression length %d exceeds the entry", n)
+		return nil
+	}
+	b := it.data[it.pos : it.pos+int(n) : it.pos+int(n)]
+	it.pos += int(n)
+	return b
+}
+
+// setLoc reads DW_CFA_set_loc's address: a pointer in the FDE encoding in
+// .eh_frame, an address-size value in .debug_frame.
+func (it *InstructionIter) setLoc() uint64 {
+	if it.readelf {
+		return it.fixed(it.setLocSize)
+	}
+	t := it.t
+	b := buf{data: it.data, pos: it.pos, order: t.end}
+	var v uint64
+	var err error
+	if t.kind == EHFrame {
+		c := t.ptrCtx(it.off, it.cie) // pcrel: from the operand's own address
+		c.funcBase = it.fdeBegin
+		v, err = b.readEncoded(it.cie.FDEEncoding, &c)
+	} else {
+		v = b.uint(int(it.cie.AddressSize))
+		err = b.err
+	}
+	if err != nil {
+		it.fail("DW_CFA_set_loc: %v", err)
+		return 0
+	}
+	it.pos = b.pos
+	return v
+}
+
+// next decodes one instruction (see Next).
+func (it *InstructionIter) next(ins *Instruction) bool {
+	p := it.pos
+	if p >= len(it.data) {
+		*ins = Instruction{Offset: p}
+		return false
+	}
+	if op, reg, v, ok := shortAt(it.data, p); ok {
+		*ins = Instruction{Op: op, Reg: reg, Operand: v, Offset: p}
+		it.pos = p + 2
+		return true
+	}
+	raw := it.data[p]
+	*ins = Instruction{Offset: p}
+	it.pos++
+	op := Op(raw)
+	if raw&0xc0 != 0 {
+		op = Op(raw & 0xc0)
+	}
+	ins.Op = op
+	switch op {
+	case OpAdvanceLoc:
+		ins.Operand = uint64(raw & 0x3f)
+	case OpOffset:
+		ins.Reg = Reg(raw & 0x3f)
+		ins.Operand = it.uleb()
+	case OpRestore:
+		ins.Reg = Reg(raw & 0x3f)
+	case OpSetLoc:
+		ins.Operand = it.setLoc()
+	case OpAdvanceLoc1, OpAdvanceLoc2, OpAdvanceLoc4, OpMIPSAdvanceLoc8:
+		// advance_loc1/2/4 are consecutive opcodes; the MIPS advance_loc8
+		// (0x1d) clamps to the last size.
+		ins.Operand = it.fixed([...]int{1, 2, 4, 8}[min(int(op-OpAdvanceLoc1), 3)])
+	case OpOffsetExtended, OpValOffset, OpGNUNegativeOffsetExtended, OpDefCFA:
+		ins.Reg = it.reg()
+		ins.Operand = it.uleb()
+	case OpOffsetExtendedSF, OpValOffsetSF, OpDefCFASF:
+		ins.Reg = it.reg()
+		ins.Operand = uint64(it.sleb())
+	case OpRegister:
+		ins.Reg = it.reg()
+		ins.Operand = uint64(it.reg())
+	case OpRestoreExtended, OpUndefined, OpSameValue, OpDefCFARegister:
+		ins.Reg = it.reg()
+	case OpDefCFAOffset, OpGNUArgsSize:
+		ins.Operand = it.uleb()
+	case OpDefCFAOffsetSF:
+		ins.Operand = uint64(it.sleb())
+	case OpDefCFAExpression:
+		ins.Expr = it.block()
+	case OpExpression, OpValExpression:
+		ins.Reg = it.reg()
+		ins.Expr = it.block()
+	}
+	// Anything else has no operand: nop, remember/restore_state,
+	// GNU_window_save (AArch64 negate_ra_state), negate_ra_state_with_pc,
+	// and the opcodes the package does not know.
+	return it.err == nil
+}

@@ -1,0 +1,242 @@
+package dump
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+
+	"github.com/sframekit/sframekit/internal/textfmt"
+	"github.com/sframekit/sframekit/unwind"
+)
+
+// moduleName is the module's base name, as gdb prints "from libc.so.6".
+func moduleName(m *unwind.Module) string {
+	if m == nil {
+		return ""
+	}
+	return filepath.Base(m.Name)
+}
+
+// WriteTraceText prints the trace t the way gdb's "thread apply all bt" does:
+// per thread, a header line "Thread TID (name):" and one line per frame,
+//
+//	#N  0xADDR in func+0xoff [at FILE:LINE] (module) [method]
+//
+// where ADDR is the current PC of frame 0 and the return address of the
+// callers, func is the demangled name when there is one (else the symbol
+// name, "??" when unknown), the source position is there when
+// unwind.Tracer.Symbolize found one (Tracer.Source), and method says
+// which rules found the frame's caller (sframe, cfi, fp, signal; none for
+// the last frame). Calls inlined at a frame's PC (Tracer.Inlines) come
+// before it, numbered as frames as gdb numbers them, with the same ADDR, the inlined
+// function's name without offset, and the method "inline".
+// A signal trampoline prints as "<signal handler called>". A walk that
+// ended before the outermost frame ends with a line "Backtrace stopped:
+// REASON". Threads are separated by blank lines.
+func WriteTraceText(w io.Writer, t *unwind.Trace) error {
+	// Appends rather than fmt: a deep trace has thousands of lines. The
+	// buffer is flushed past 12 KB: sized for that at once, it is not
+	// copied as it grows, and small, it costs few new pages (each is a
+	// page fault, slow in virtual machines) for a few more writes.
+	b := make([]byte, 0, 16<<10)
+	for i := range t.Threads {
+		th := &t.Threads[i]
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		b = append(b, "Thread "...)
+		b = strconv.AppendInt(b, int64(th.TID), 10)
+		if th.Name != "" {
+			b = append(b, " ("...)
+			b = append(b, th.Name...)
+			b = append(b, ')')
+		}
+		b = append(b, ":\n"...)
+		n := 0 // frame number, inlined calls counted as gdb counts them
+		for j := range th.Frames {
+			f := &th.Frames[j]
+			// Inlined calls first, innermost first, each at the
+			// position in it: the PC's for the innermost, then the
+			// call site of the one inside.
+			file, line := f.File, f.Line
+			for k := range f.Inlined {
+				in := &f.Inlined[k]
+				b = appendFrameStart(b, n, f.PC)
+				n++
+				if in.Name != "" {
+					b = append(b, in.Name...)
+				} else {
+					b = append(b, "??"...)
+				}
+				b = appendSource(b, file, line)
+				b = appendModule(b, f.Module)
+				b = append(b, " [inline]\n"...)
+				file, line = in.File, in.Line
+			}
+			b = appendFrameStart(b, n, f.PC)
+			n++
+			switch {
+			case f.Signal:
+				b = append(b, "<signal handler called>"...)
+			case f.Func != "":
+				if f.Demangled != "" {
+					b = append(b, f.Demangled...)
+				} else {
+					b = append(b, f.Func...)
+				}
+				if f.Offset != 0 {
+					b = append(b, "+0x"...)
+					b = strconv.AppendUint(b, f.Offset, 16)
+				}
+			default:
+				b = append(b, "??"...)
+			}
+			b = appendSource(b, file, line)
+			b = appendModule(b, f.Module)
+			b = append(b, " ["...)
+			b = append(b, f.Method.String()...)
+			b = append(b, "]\n"...)
+		}
+		if !th.Complete() {
+			b = append(b, "Backtrace stopped: "...)
+			b = append(b, th.Stop.String()...)
+			if th.Err != nil {
+				b = append(b, ": "...)
+				b = append(b, th.Err.Error()...)
+			}
+			b = append(b, '\n')
+		}
+		if len(b) > 12<<10 {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// appendFrameStart appends "#N  0xADDR in ".
+func appendFrameStart(b []byte, n int, pc uint64) []byte {
+	mark := len(b)
+	b = append(b, '#')
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = textfmt.PadTo(b, mark, 3)
+	b = append(b, " 0x"...)
+	b = textfmt.AppendHex(b, pc, 8)
+	return append(b, " in "...)
+}
+
+// appendSource appends " at FILE:LINE" when the position is known.
+func appendSource(b []byte, file string, line int) []byte {
+	if file == "" {
+		return b
+	}
+	b = append(b, " at "...)
+	b = append(b, file...)
+	b = append(b, ':')
+	return strconv.AppendInt(b, int64(line), 10)
+}
+
+// appendModule appends " (module)" when the module is known.
+func appendModule(b []byte, m *unwind.Module) []byte {
+	if m == nil {
+		return b
+	}
+	b = append(b, " ("...)
+	b = append(b, moduleName(m)...)
+	return append(b, ')')
+}
+
+// The JSON form of an unwind.Trace (WriteTraceJSON). Addresses are strings of
+// hexadecimal digits with a 0x prefix, since 64-bit values do not survive
+// JSON numbers in every reader. Fields may be added; none will change
+// meaning or be removed.
+type (
+	jsonTrace struct {
+		PID     int          `json:"pid"`
+		Threads []jsonThread `json:"threads"`
+	}
+	jsonThread struct {
+		TID      int         `json:"tid"`
+		Name     string      `json:"name,omitempty"`
+		Frames   []jsonFrame `json:"frames"`
+		Complete bool        `json:"complete"`
+		Stop     string      `json:"stop"`
+		Error    string      `json:"error,omitempty"`
+	}
+	jsonInline struct {
+		Function string `json:"function,omitempty"`
+		File     string `json:"file,omitempty"`
+		Line     int    `json:"line,omitempty"`
+	}
+	jsonFrame struct {
+		Index     int          `json:"index"`
+		PC        string       `json:"pc"`
+		SP        string       `json:"sp"`
+		CFA       string       `json:"cfa,omitempty"`
+		Function  string       `json:"function,omitempty"`
+		Demangled string       `json:"demangled,omitempty"`
+		Offset    uint64       `json:"offset"`
+		File      string       `json:"file,omitempty"`
+		Line      int          `json:"line,omitempty"`
+		Inlined   []jsonInline `json:"inlined,omitempty"`
+		Module    string       `json:"module,omitempty"`
+		Method    string       `json:"method"`
+		Signal    bool         `json:"signal,omitempty"`
+	}
+)
+
+func hexString(v uint64) string { return fmt.Sprintf("0x%x", v) }
+
+// WriteTraceJSON prints the trace t as one JSON object:
+//
+//	{"pid": 1234, "threads": [{"tid": 1234, "name": "prog",
+//	  "frames": [{"index": 0, "pc": "0x7f...", "sp": "0x7ffc...",
+//	    "cfa": "0x7ffc...", "function": "pause", "offset": 34,
+//	    "module": "/usr/lib/x86_64-linux-gnu/libc.so.6",
+//	    "method": "cfi", "signal": false}, ...],
+//	  "complete": true, "stop": "end of stack"}]}
+//
+// pc, sp and cfa are hexadecimal strings ("cfa" is left out when not
+// computed); function (the symbol name) is left out when unknown, and
+// offset is then 0; demangled is its demangled form, for mangled names;
+// file and line, the source position, when the Tracer looked them up;
+// inlined, the calls inlined there, innermost first, each with the
+// function and its call site (unwind.Tracer.Inlines);
+// module is the path the target recorded; method is "sframe", "cfi",
+// "fp", "signal" or "none" (see unwind.Method); signal marks a signal
+// trampoline frame. complete is false when the walk stopped early, with
+// the reason in stop (see unwind.Stop) and, when known, the cause in error.
+func WriteTraceJSON(w io.Writer, t *unwind.Trace) error {
+	jt := jsonTrace{PID: t.PID, Threads: make([]jsonThread, 0, len(t.Threads))}
+	for i := range t.Threads {
+		th := &t.Threads[i]
+		j := jsonThread{TID: th.TID, Name: th.Name, Complete: th.Complete(), Stop: th.Stop.String(), Frames: make([]jsonFrame, 0, len(th.Frames))}
+		if th.Err != nil {
+			j.Error = th.Err.Error()
+		}
+		for k := range th.Frames {
+			f := &th.Frames[k]
+			jf := jsonFrame{Index: k, PC: hexString(f.PC), SP: hexString(f.SP), Function: f.Func, Demangled: f.Demangled, Offset: f.Offset, File: f.File, Line: f.Line, Method: f.Method.String(), Signal: f.Signal}
+			if f.CFA != 0 {
+				jf.CFA = hexString(f.CFA)
+			}
+			for _, in := range f.Inlined {
+				jf.Inlined = append(jf.Inlined, jsonInline{Function: in.Name, File: in.File, Line: in.Line})
+			}
+			if f.Module != nil {
+				jf.Module = f.Module.Name
+			}
+			j.Frames = append(j.Frames, jf)
+		}
+		jt.Threads = append(jt.Threads, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // C++ names are full of < and >
+	return enc.Encode(jt)
+}

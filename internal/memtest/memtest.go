@@ -1,0 +1,64 @@
+// Package memtest measures the peak memory of a test's work in a child
+// process, so that tests can bound what a hostile input costs: the
+// parent's heap statistics would mix in everything else the test binary
+// did, while a child's maxrss is the work's own high-water mark.
+//
+//	func TestBomb(t *testing.T) {
+//		if memtest.InChild(t) {
+//			work(t) // the measured work; fail with t.Fatal as usual
+//			return
+//		}
+//		memtest.AtMost(t, 200<<20, "reading the bomb")
+//	}
+package memtest
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+const envVar = "SFRAMEKIT_MEMTEST_CHILD"
+
+// InChild reports whether this process is the child PeakRSS started for
+// the running test: then the test does its measured work and returns.
+func InChild(t testing.TB) bool { return os.Getenv(envVar) == t.Name() }
+
+// PeakRSS runs the current (top-level) test again in a child process, the
+// test binary itself restricted to this test, and returns the child's peak
+// resident set size in bytes. The child's failure fails t.
+func PeakRSS(t *testing.T) int64 {
+	t.Helper()
+	if strings.Contains(t.Name(), "/") {
+		t.Fatal("memtest: PeakRSS works for top-level tests only")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), envVar+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("memtest: child for %s: %v\n%s", t.Name(), err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("memtest: child did not run %s:\n%s", t.Name(), out)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Skip("memtest: no rusage on this system")
+	}
+	return ru.Maxrss * 1024 // kilobytes on Linux
+}
+
+// AtMost runs the current test again in a child (see PeakRSS), logs the
+// child's peak RSS and fails t when it is above limit bytes; what says
+// what the child did, for the messages.
+func AtMost(t *testing.T, limit int64, what string) {
+	t.Helper()
+	rss := PeakRSS(t)
+	t.Logf("peak RSS %d MiB %s", rss>>20, what)
+	if rss > limit {
+		t.Errorf("peak RSS %d MiB %s, over %d MiB", rss>>20, what, limit>>20)
+	}
+}

@@ -1,0 +1,648 @@
+package sframegen
+
+import (
+	"cmp"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/sframe"
+)
+
+// Options control FromCFI and FromCFITable.
+type Options struct {
+	// Version is the SFrame version to produce: sframe.Version2 or
+	// sframe.Version3 (the default when 0).
+	Version sframe.Version
+	// Section is the CFI section to read: ".eh_frame", ".debug_frame", or
+	// "" for .eh_frame when the file has one with data and .debug_frame
+	// otherwise.
+	Section string
+}
+
+// Skip is a CFI function (FDE) that the conversion left out, and why.
+type Skip struct {
+	// Start and End delimit the function's code, [Start, End).
+	Start, End uint64
+	// FDEOffset is the offset of the FDE in the CFI section.
+	FDEOffset uint64
+	// Reason says what SFrame cannot express (Stats groups skips by
+	// it); Detail adds the specifics (register, expression, PC).
+	Reason Reason
+	Detail string
+}
+
+// String formats the skip as "[start,end) FDE@off: reason (detail)".
+func (s Skip) String() string {
+	str := fmt.Sprintf("[%#x,%#x) FDE@%#x: %s", s.Start, s.End, s.FDEOffset, s.Reason)
+	if s.Detail != "" {
+		str += " (" + s.Detail + ")"
+	}
+	return str
+}
+
+// Result is a converted CFI section: the functions ready for
+// sframe.Encode, what was left out, and coverage statistics.
+type Result struct {
+	// ABI and Version of the section to write.
+	ABI     sframe.ABI
+	Version sframe.Version
+	// KeepOrder is set for relocatable objects, whose functions may share
+	// start addresses (each text section starts at 0): the index is then
+	// written unsorted, in CFI order, as gas does.
+	KeepOrder bool
+	// Funcs are the SFrame functions in CFI order. An FDE may give more
+	// than one (a PLT's first entry and its PC-mask entries).
+	Funcs []sframe.EncFunc
+	// FDEOffsets[i] is the CFI section offset of the FDE Funcs[i] comes from.
+	FDEOffsets []uint64
+	// Skipped lists the FDEs left out, in CFI order.
+	Skipped []Skip
+	// Stats summarises the coverage.
+	Stats Stats
+}
+
+// EncodeOptions returns the options for sframe.Encode that write the
+// section at load address addr.
+func (r *Result) EncodeOptions(addr uint64) sframe.EncodeOptions {
+	return sframe.EncodeOptions{Version: r.Version, ABI: r.ABI, Addr: addr, KeepOrder: r.KeepOrder}
+}
+
+// Encode writes the section as loaded at address addr.
+func (r *Result) Encode(addr uint64) ([]byte, error) {
+	return sframe.Encode(r.EncodeOptions(addr), r.Funcs)
+}
+
+// ABIFor returns the SFrame ABI of an ELF file, or an error for machines
+// SFrame does not describe.
+func ABIFor(f *elf.File) (sframe.ABI, error) {
+	switch f.Machine {
+	case elf.EM_X86_64:
+		if f.Class == elf.ELFCLASS64 {
+			return sframe.ABIAMD64LE, nil
+		}
+	case elf.EM_AARCH64:
+		if f.ByteOrder.Uint16([]byte{0, 1}) == 1 {
+			return sframe.ABIAArch64BE, nil
+		}
+		return sframe.ABIAArch64LE, nil
+	case elf.EM_S390:
+		if f.Class == elf.ELFCLASS64 {
+			return sframe.ABIS390XBE, nil
+		}
+	}
+	return 0, fmt.Errorf("convert: SFrame has no ABI for %v %v", f.Class, f.Machine)
+}
+
+// FromCFI converts the CFI of an ELF file (see Options.Section).
+func FromCFI(f *elf.File, opts Options) (*Result, error) {
+	abi, err := ABIFor(f)
+	if err != nil {
+		return nil, err
+	}
+	name, err := cfiSection(f, opts.Section)
+	if err != nil {
+		return nil, err
+	}
+	t, err := cfi.FromELF(f, name)
+	if err != nil {
+		return nil, err
+	}
+	r, err := FromCFITable(t, abi, opts)
+	if err != nil {
+		return nil, err
+	}
+	if f.Type == elf.ET_REL {
+		r.KeepOrder = true
+	} else {
+		r.dedupe()
+	}
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Flags&elf.SHF_ALLOC != 0 {
+			r.Stats.TextBytes += s.Size
+		}
+	}
+	return r, nil
+}
+
+// FromCFITable converts every FDE of a CFI table for the given ABI. The
+// result keeps the FDE order; functions sharing a start address are kept
+// (see Result.KeepOrder); FromCFI removes duplicates in linked files.
+//
+// Limits: each FDE's rows are streamed from the table, never held as CFI
+// rows. Memory grows with the SFrame rows kept (about 90 bytes each),
+// and rows beyond what the version allows in one function (65535 in v3;
+// v2 has no such bound) are only counted, the function being left out:
+// a long CFI program costs time in proportion to its length, not memory.
+func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
+	v := opts.Version
+	if v == 0 {
+		v = sframe.Version3
+	}
+	if v != sframe.Version2 && v != sframe.Version3 {
+		return nil, fmt.Errorf("convert: cannot write %s (only versions 2 and 3)", v)
+	}
+	if abi < sframe.ABIAArch64BE || abi > sframe.ABIS390XBE {
+		return nil, fmt.Errorf("convert: unknown %s", abi)
+	}
+	c := newConverter(abi, v)
+	r := &Result{ABI: abi, Version: v}
+	it := t.Entries()
+	for it.Next() {
+		e := it.Entry()
+		if e.Kind != cfi.KindFDE {
+			continue
+		}
+		if e.Err != nil || e.FDE == nil {
+			r.Stats.BadEntries++
+			continue
+		}
+		fde := *e.FDE
+		r.Stats.CFIFuncs++
+		size := fde.PCEnd - fde.PCBegin
+		if fde.PCEnd < fde.PCBegin {
+			size = 0
+		}
+		r.Stats.CFIBytes += size
+		fs, sk := c.convertFDE(&fde, t.NewUnwindTable(&fde))
+		if sk != nil {
+			r.Skipped = append(r.Skipped, *sk)
+			continue
+		}
+		for _, f := range fs {
+			r.Funcs = append(r.Funcs, f)
+			r.FDEOffsets = append(r.FDEOffsets, fde.Offset)
+		}
+	}
+	if err := it.Err(); err != nil {
+		r.Stats.BadEntries++
+		r.Stats.WalkError = err.Error()
+	}
+	r.computeStats()
+	return r, nil
+}
+
+// dedupe drops functions whose start repeats an earlier one's (a sorted
+// index needs distinct starts), recording them as skipped.
+func (r *Result) dedupe() {
+	seen := make(map[uint64]bool, len(r.Funcs))
+	j := 0
+	for i, f := range r.Funcs {
+		if seen[f.Start] {
+			r.Skipped = append(r.Skipped, Skip{Start: f.Start, End: f.Start + uint64(f.Size), FDEOffset: r.FDEOffsets[i],
+				Reason: ReasonDuplicate})
+			continue
+		}
+		seen[f.Start] = true
+		r.Funcs[j], r.FDEOffsets[j] = f, r.FDEOffsets[i]
+		j++
+	}
+	if j != len(r.Funcs) {
+		r.Funcs, r.FDEOffsets = r.Funcs[:j], r.FDEOffsets[:j]
+		slices.SortStableFunc(r.Skipped, func(a, b Skip) int { return cmp.Compare(a.FDEOffset, b.FDEOffset) })
+		r.computeStats()
+	}
+}
+
+// Reason says why a function was left out: what SFrame (or the chosen
+// version) cannot express. It is a small enum, so that Stats can group
+// skips by it; String gives the text gen prints.
+type Reason uint8
+
+// Reasons for leaving a function out; Skip.Detail gives the specifics.
+const (
+	ReasonCFAReg    Reason = iota + 1 // CFA based on a register other than SP/FP
+	ReasonCFAExpr                     // CFA computed by a DWARF expression
+	ReasonNoCFA                       // no CFA rule
+	ReasonRAColumn                    // the CIE's return-address column is not the ABI's
+	ReasonRA                          // return address rule not expressible
+	ReasonRAFlex                      // RA needs a flexible FDE the version or ABI lacks
+	ReasonFP                          // frame pointer rule not expressible
+	ReasonFPFlex                      // FP needs a flexible FDE the version or ABI lacks
+	ReasonSP                          // SP restored by an explicit rule
+	ReasonEncode                      // rows the SFrame encoding cannot hold
+	ReasonCFIError                    // malformed CFI program
+	ReasonEmpty                       // empty address range
+	ReasonTooLarge                    // function larger than 4 GiB
+	ReasonPLTAlign                    // PLT block not aligned to its entry size
+	ReasonDuplicate                   // another FDE starts at the same address
+)
+
+var reasonText = [...]string{
+	ReasonCFAReg:    "CFA based on a register other than SP/FP (needs a v3 flexible FDE; AMD64 and s390x only)",
+	ReasonCFAExpr:   "CFA computed by a DWARF expression",
+	ReasonNoCFA:     "no CFA rule",
+	ReasonRAColumn:  "return-address column is not the ABI's",
+	ReasonRA:        "return address rule not expressible",
+	ReasonRAFlex:    "return address in a register or unusual slot (needs a v3 flexible FDE; AMD64 and s390x only)",
+	ReasonFP:        "frame pointer rule not expressible",
+	ReasonFPFlex:    "frame pointer in a register or register-relative slot (needs a v3 flexible FDE; AMD64 and s390x only)",
+	ReasonSP:        "stack pointer restored by an explicit rule",
+	ReasonEncode:    "rows the SFrame encoding cannot hold",
+	ReasonCFIError:  "malformed CFI program",
+	ReasonEmpty:     "empty address range",
+	ReasonTooLarge:  "function larger than 4 GiB",
+	ReasonPLTAlign:  "PLT block not aligned to its entry size",
+	ReasonDuplicate: "another FDE starts at the same address",
+}
+
+// String describes the reason in one short, stable sentence.
+func (r Reason) String() string {
+	if int(r) < len(reasonText) && reasonText[r] != "" {
+		return reasonText[r]
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// converter holds the per-ABI facts.
+type converter struct {
+	abi      sframe.ABI
+	v        sframe.Version
+	sp, fp   cfi.Reg
+	ra       cfi.Reg // the ABI's return-address column
+	pc       cfi.Reg // DWARF number of the PC (x86-64 rip = 16), for the PLT pattern
+	fixedRA  bool    // AMD64: RA at CFA-8, not tracked per row
+	flexOK   bool    // flexible FDEs can be written (v3, AMD64 or s390x)
+	spValOff int64   // the SP rule SFrame assumes: SP = CFA + spValOff
+	fixed    sframe.Rule
+	encOpts  sframe.EncodeOptions
+}
+
+func newConverter(abi sframe.ABI, v sframe.Version) *converter {
+	c := &converter{abi: abi, v: v, sp: cfi.Reg(abi.SP()), fp: cfi.Reg(abi.FP())}
+	switch abi {
+	case sframe.ABIAMD64LE:
+		c.ra, c.pc, c.fixedRA = 16, 16, true
+		c.fixed = sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: -8, Fixed: true}
+	case sframe.ABIS390XBE:
+		c.ra, c.spValOff = 14, sframe.S390XSPOffset
+	default:
+		c.ra = 30
+	}
+	c.flexOK = v == sframe.Version3 && (abi == sframe.ABIAMD64LE || abi == sframe.ABIS390XBE)
+	c.encOpts = sframe.EncodeOptions{Version: v, ABI: abi}
+	return c
+}
+
+// rowError says why a CFI row cannot be converted.
+type rowError struct {
+	reason Reason
+	detail string
+}
+
+// mapped is one CFI row in SFrame terms.
+type mapped struct {
+	row     sframe.Row
+	flex    Reason // non-zero: the row needs a flexible FDE, for this reason
+	flexWhy string // detail for flex (only when mapRow was asked for it)
+	plt     pltPattern
+	isPLT   bool // the CFA is the PLT expression plt
+}
+
+func regName(r cfi.Reg) string { return fmt.Sprintf("r%d", r) }
+
+// cfiReg checks that a DWARF register fits an SFrame rule.
+func sfReg(r uint64) (sframe.Reg, bool) {
+	if r > sframe.MaxReg {
+		return 0, false
+	}
+	return sframe.Reg(r), true
+}
+
+// mapRow converts the CFA, RA and FP rules of one CFI row. With detail
+// set it also says why the row needs a flexible FDE (m.flexWhy); without,
+// it formats nothing, so that long runs of such rows cost no allocation.
+func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped, detail bool) *rowError {
+	*m = mapped{}
+	m.row.RASigned = cr.RASigned && c.abi.IsAArch64()
+	// SP: SFrame always recovers it from the CFA.
+	if sp := cr.Rule(c.sp); sp.Kind == cfi.RuleValOffset && sp.Offset != c.spValOff {
+		return &rowError{ReasonSP, fmt.Sprintf("SP = CFA%+d at %#x", sp.Offset, cr.Start)}
+	}
+	ra := cr.Rule(raCol)
+	if ra.Kind == cfi.RuleUndefined {
+		// Outermost frame: the trace ends here whatever the CFA is.
+		m.row = sframe.Row{RAUndefined: true, RASigned: m.row.RASigned}
+		return nil
+	}
+	// CFA.
+	switch cr.CFA.Kind {
+	case cfi.CFARegOffset:
+		reg, ok := sfReg(uint64(cr.CFA.Reg))
+		if !ok {
+			return &rowError{ReasonCFAReg, fmt.Sprintf("register %d at %#x", cr.CFA.Reg, cr.Start)}
+		}
+		m.row.CFA = sframe.Rule{Kind: sframe.RuleValue, Base: reg, Offset: cr.CFA.Offset}
+		if cr.CFA.Reg != c.sp && cr.CFA.Reg != c.fp {
+			m.flex = ReasonCFAReg
+			if detail {
+				m.flexWhy = fmt.Sprintf("CFA = %s%+d at %#x", regName(cr.CFA.Reg), cr.CFA.Offset, cr.Start)
+			}
+		}
+	case cfi.CFAExpression:
+		if r, off, ok := derefRegPlusOffset(cr.CFA.Expr); ok {
+			reg, ok := sfReg(r)
+			if !ok {
+				return &rowError{ReasonCFAExpr, fmt.Sprintf("register %d at %#x", r, cr.Start)}
+			}
+			m.row.CFA = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
+			m.flex = ReasonCFAReg
+			if detail {
+				m.flexWhy = fmt.Sprintf("CFA = *(r%d%+d) at %#x", r, off, cr.Start)
+			}
+			break
+		}
+		if c.abi == sframe.ABIAMD64LE {
+			if p, ok := matchPLT(cr.CFA.Expr, uint64(c.sp), uint64(c.pc)); ok {
+				m.plt, m.isPLT = p, true
+				return nil
+			}
+		}
+		return &rowError{ReasonCFAExpr, fmt.Sprintf("%s at %#x", cfi.ExprString(cr.CFA.Expr, archOf(c.abi)), cr.Start)}
+	default:
+		return &rowError{ReasonNoCFA, fmt.Sprintf("at %#x", cr.Start)}
+	}
+	// RA.
+	switch ra.Kind {
+	case cfi.RuleUnspecified, cfi.RuleSameValue:
+		if c.fixedRA {
+			return &rowError{ReasonRA, fmt.Sprintf("RA %s at %#x", ra.Kind, cr.Start)}
+		}
+		// Still in the link register: nothing to recover.
+	case cfi.RuleOffset:
+		m.row.RA = sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: ra.Offset}
+		if c.fixedRA {
+			if ra.Offset == int64(c.fixed.Offset) {
+				m.row.RA = c.fixed
+			} else {
+				m.flex = ReasonRAFlex
+				if detail {
+					m.flexWhy = fmt.Sprintf("RA at CFA%+d at %#x", ra.Offset, cr.Start)
+				}
+			}
+		}
+	case cfi.RuleRegister:
+		reg, ok := sfReg(uint64(ra.Reg))
+		if !ok {
+			return &rowError{ReasonRA, fmt.Sprintf("RA in register %d at %#x", ra.Reg, cr.Start)}
+		}
+		m.row.RA = sframe.Rule{Kind: sframe.RuleValue, Base: reg}
+		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
+			m.flex = ReasonRAFlex
+			if detail {
+				m.flexWhy = fmt.Sprintf("RA in %s at %#x", regName(ra.Reg), cr.Start)
+			}
+		}
+	case cfi.RuleExpression:
+		r, off, ok := regPlusOffset(ra.Expr)
+		reg, ok2 := sfReg(r)
+		if !ok || !ok2 {
+			return &rowError{ReasonRA, fmt.Sprintf("RA at %s at %#x", cfi.ExprString(ra.Expr, archOf(c.abi)), cr.Start)}
+		}
+		m.row.RA = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
+		m.flex = ReasonRAFlex
+		if detail {
+			m.flexWhy = fmt.Sprintf("RA at (r%d%+d) at %#x", r, off, cr.Start)
+		}
+	default:
+		return &rowError{ReasonRA, fmt.Sprintf("RA %s at %#x", ra.Kind, cr.Start)}
+	}
+	// FP.
+	fp := cr.Rule(c.fp)
+	switch fp.Kind {
+	case cfi.RuleUnspecified, cfi.RuleSameValue:
+	case cfi.RuleOffset:
+		m.row.FP = sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: fp.Offset}
+	case cfi.RuleRegister:
+		reg, ok := sfReg(uint64(fp.Reg))
+		if !ok || c.abi.IsAArch64() {
+			return &rowError{ReasonFP, fmt.Sprintf("FP in register %d at %#x", fp.Reg, cr.Start)}
+		}
+		m.row.FP = sframe.Rule{Kind: sframe.RuleValue, Base: reg}
+		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
+			m.flex = ReasonFPFlex
+			if detail {
+				m.flexWhy = fmt.Sprintf("FP in %s at %#x", regName(fp.Reg), cr.Start)
+			}
+		}
+	case cfi.RuleExpression:
+		r, off, ok := regPlusOffset(fp.Expr)
+		reg, ok2 := sfReg(r)
+		if !ok || !ok2 {
+			return &rowError{ReasonFP, fmt.Sprintf("FP at %s at %#x", cfi.ExprString(fp.Expr, archOf(c.abi)), cr.Start)}
+		}
+		m.row.FP = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
+		m.flex = ReasonFPFlex
+		if detail {
+			m.flexWhy = fmt.Sprintf("FP at (r%d%+d) at %#x", r, off, cr.Start)
+		}
+	default:
+		return &rowError{ReasonFP, fmt.Sprintf("FP %s at %#x", fp.Kind, cr.Start)}
+	}
+	return nil
+}
+
+func archOf(abi sframe.ABI) cfi.Arch {
+	switch abi {
+	case sframe.ABIAMD64LE:
+		return cfi.ArchX86_64
+	case sframe.ABIS390XBE:
+		return cfi.ArchS390X
+	}
+	return cfi.ArchAArch64
+}
+
+// segment is a run of rows that becomes one SFrame function.
+type segment struct {
+	start uint64
+	plt   pltPattern
+	isPLT bool
+	// The segment's rows kept (at most maxRows) start at slab[first]; n
+	// counts every row kept or not, and last is the last one.
+	first int
+	n     int
+	last  sframe.Row
+	// flex is the reason the first row needing a flexible FDE needs it,
+	// flexWhy the detail.
+	flex    Reason
+	flexWhy string
+}
+
+// convertFDE converts one FDE into SFrame functions, or says why not.
+//
+// The FDE's rows are streamed from ut, never held as CFI rows: memory
+// grows only with the SFrame rows written, and a function with more rows
+// than the version allows (65535 in v3) costs no more than that many,
+// however long its CFI program.
+func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncFunc, *Skip) {
+	skip := func(reason Reason, detail string) *Skip {
+		return &Skip{Start: fde.PCBegin, End: fde.PCEnd, FDEOffset: fde.Offset, Reason: reason, Detail: detail}
+	}
+	if fde.PCEnd <= fde.PCBegin {
+		return nil, skip(ReasonEmpty, "")
+	}
+	if fde.PCEnd-fde.PCBegin > 1<<32-1 {
+		return nil, skip(ReasonTooLarge, fmt.Sprintf("%d bytes", fde.PCEnd-fde.PCBegin))
+	}
+	cie := fde.CIE
+	signal := cie != nil && cie.SignalFrame
+	fail := func(reason Reason, detail string) ([]sframe.EncFunc, *Skip) {
+		if signal && c.v == sframe.Version3 {
+			// v3: a signal frame whose CFI cannot be translated is still
+			// announced, with no rows, so that unwinders know to stop or
+			// fall back to their own signal-frame handling.
+			f := sframe.EncFunc{Start: fde.PCBegin, Size: uint32(fde.PCEnd - fde.PCBegin), Signal: true,
+				PAuthKeyB: cie.BKey && c.abi.IsAArch64()}
+			return []sframe.EncFunc{f}, nil
+		}
+		return nil, skip(reason, detail)
+	}
+	if cie == nil {
+		return fail(ReasonCFIError, "FDE without CIE")
+	}
+	raCol := cie.RA
+	if raCol != c.ra {
+		return fail(ReasonRAColumn, fmt.Sprintf("column %d", raCol))
+	}
+	maxRows := math.MaxUint32
+	if c.v == sframe.Version3 {
+		maxRows = math.MaxUint16
+	}
+	// The rows of all segments go into one slab, in order, sized for the
+	// most rows the program can give, so that it does not grow by copying
+	// (which cost four times the rows for long programs): after the CIE's
+	// row, each row kept needs an advance and a rule change, two bytes at
+	// least, but the last, kept even when equal, needs only the advance.
+	slab := make([]sframe.EncRow, 0, min(len(fde.Instructions)/2+2, maxRows+1))
+	var segs []segment
+	var m mapped
+	for ut.Next() {
+		cr := ut.Row()
+		if cr.Start >= fde.PCEnd {
+			break
+		}
+		// Only the first row needing a flexible FDE in a segment is
+		// described (mapped again below if it starts a new segment).
+		detail := len(segs) == 0 || segs[len(segs)-1].flex == 0
+		if e := c.mapRow(cr, raCol, &m, detail); e != nil {
+			return fail(e.reason, e.detail)
+		}
+		var cur *segment
+		if n := len(segs); n > 0 {
+			cur = &segs[n-1]
+		}
+		if cur == nil || m.isPLT != cur.isPLT || m.plt != cur.plt {
+			segs = append(segs, segment{start: cr.Start, plt: m.plt, isPLT: m.isPLT, first: len(slab)})
+			cur = &segs[len(segs)-1]
+		}
+		if cur.isPLT {
+			continue
+		}
+		// Same CFA, RA and FP recovery: gas does not start a new FRE,
+		// except for the row of the FDE's last advance, which it always
+		// links in (see the package documentation). Whether a row needs
+		// a flexible FDE depends on its rules alone, so equal rows agree.
+		if cur.n > 0 && cur.last == m.row && cr.End < fde.PCEnd {
+			continue
+		}
+		if m.flex != 0 && cur.flex == 0 {
+			if !detail {
+				c.mapRow(cr, raCol, &m, true)
+			}
+			cur.flex, cur.flexWhy = m.flex, m.flexWhy
+		}
+		cur.n++
+		cur.last = m.row
+		if cur.n <= maxRows {
+			slab = append(slab, sframe.EncRow{StartOff: uint32(cr.Start - cur.start), Row: m.row})
+		}
+	}
+	if err := ut.Err(); err != nil {
+		return fail(ReasonCFIError, err.Error())
+	}
+	if len(segs) == 0 {
+		return fail(ReasonCFIError, "no rows")
+	}
+	out := make([]sframe.EncFunc, 0, len(segs))
+	for i := range segs {
+		s := &segs[i]
+		end := fde.PCEnd
+		if i+1 < len(segs) {
+			end = segs[i+1].start
+		}
+		f := sframe.EncFunc{Start: s.start, Size: uint32(end - s.start), PAuthKeyB: cie.BKey && c.abi.IsAArch64()}
+		if c.v == sframe.Version3 {
+			f.Signal = signal
+		}
+		if s.isPLT {
+			p := &s.plt
+			rep := p.mask + 1
+			if s.start%rep != 0 {
+				return fail(ReasonPLTAlign, fmt.Sprintf("block at %#x, entry size %d", s.start, rep))
+			}
+			f.PCType, f.RepSize = sframe.PCMask, uint8(rep)
+			sp := sframe.Reg(c.sp)
+			f.Rows = []sframe.EncRow{
+				{StartOff: 0, Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: p.cfaAt(0)}, RA: c.fixed}},
+				{StartOff: uint32(p.thresh), Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: p.cfaAt(p.thresh)}, RA: c.fixed}},
+			}
+		} else {
+			if s.flex != 0 && !c.flexOK {
+				return fail(s.flex, s.flexWhy)
+			}
+			if s.n > maxRows {
+				// What sframe's Check says, without holding the rows.
+				msg := "too many rows"
+				if c.v == sframe.Version3 {
+					msg = fmt.Sprintf("%d rows; version 3 allows at most 65535 per function", s.n)
+				}
+				return fail(ReasonEncode, msg)
+			}
+			if s.flex != 0 {
+				f.Type = sframe.FDEFlex
+			}
+			// adjust keeps distinct rows distinct (mapRow never writes
+			// padding or not-saved rules), so no rows merge here.
+			rows := slab[s.first : s.first+s.n : s.first+s.n]
+			for j := range rows {
+				c.adjust(&rows[j].Row, s.flex != 0)
+			}
+			f.Rows = rows
+		}
+		if err := c.encOpts.Check(&f); err != nil {
+			var ee *sframe.EncodeError
+			msg := err.Error()
+			if errors.As(err, &ee) {
+				msg = ee.Msg
+				if ee.Row >= 0 && ee.Row < len(f.Rows) {
+					msg += fmt.Sprintf(" at %#x", f.Start+uint64(f.Rows[ee.Row].StartOff))
+				}
+			}
+			return fail(ReasonEncode, msg)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// adjust puts a row in the form the encoder writes and the decoder
+// returns: a padding RA word ("not saved") before a saved FP where the
+// RA itself needs no word.
+func (c *converter) adjust(r *sframe.Row, flex bool) {
+	if r.RAUndefined || r.FP.Kind == sframe.RuleUnspecified {
+		return
+	}
+	switch {
+	case c.fixedRA && flex && r.RA == c.fixed:
+		// Flexible AMD64 rows: the RA entry precedes FP, so the fixed RA
+		// is written as a padding word (still meaning the fixed slot).
+		r.RA.Padding = true
+	case !c.fixedRA && r.RA.Kind == sframe.RuleUnspecified:
+		// RA still in its register but FP saved: pad the RA slot (s390x;
+		// AArch64 the same way, keeping its 1-or-3 word layout).
+		r.RA = sframe.Rule{Kind: sframe.RuleNotSaved, Base: sframe.RegCFA}
+	}
+}
