@@ -759,6 +759,18 @@ func (m *coreMem) permAt(addr uint64) string {
 	return string(b)
 }
 
+// overlaps reports whether any segment of the core covers part of
+// [lo, hi): gdb's gcore of a remote target (qemu-user's gdbstub) writes a
+// segment per section, so a mapping's first page may be missing while
+// the rest of it is there.
+func (m *coreMem) overlaps(lo, hi uint64) bool {
+	if m.segAt(lo) != nil {
+		return true
+	}
+	i := sort.Search(len(m.segs), func(i int) bool { return m.segs[i].vaddr > lo })
+	return i < len(m.segs) && m.segs[i].vaddr < hi
+}
+
 // nextSegStart returns the lowest vaddr of a segment with dumped bytes
 // above addr, or ^0.
 func (m *coreMem) nextSegStart(addr uint64) uint64 {

@@ -338,7 +338,7 @@ func (c *Core) placeObject(obj loadedObject, pageSize uint64) (Module, []ntFileE
 	m.Start, m.Offset = m.Mappings[0].Start, m.Mappings[0].Offset
 	for _, mp := range m.Mappings {
 		m.End = max(m.End, mp.End)
-		if c.mem.segAt(mp.Start) == nil {
+		if !c.mem.overlaps(mp.Start, mp.End) {
 			return Module{}, nil, fmt.Errorf("module %s: the core has no memory at %#x, where %s would be loaded", obj.name, mp.Start, obj.file)
 		}
 	}

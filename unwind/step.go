@@ -121,11 +121,10 @@ func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *target
 	switch r.FP.Kind {
 	case sframe.RuleUnspecified, sframe.RuleNotSaved:
 	default:
+		// An FP saved where the stack cannot be read (below SP after the
+		// epilogue's pop) is unknown in the caller, not an error.
 		v, err := w.ruleValue(r.FP, abi, cur, cfa, top)
-		if err != nil {
-			return err
-		}
-		fp, fpOK = v, true
+		fp, fpOK = v, err == nil
 	}
 	newFrame(cur, next)
 	set(next, w.pcReg, ra)
@@ -287,7 +286,14 @@ func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top boo
 			known = false
 		}
 		if err != nil {
-			return err
+			if col == raCol {
+				return err
+			}
+			// A register saved where the stack cannot be read (below SP
+			// after an epilogue's pops, whose rules glibc keeps) is
+			// unknown in the caller; the walk fails only if a rule
+			// needs it, as libunwind's does.
+			err, known = nil, false
 		}
 		if !known {
 			next.Invalidate(col)
