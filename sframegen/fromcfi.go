@@ -375,29 +375,12 @@ func (c *converter) mapRow(cr *cfi.Row, raCol arch.Reg, m *mapped, detail bool) 
 				}
 			}
 		}
-	case cfi.RuleRegister:
-		reg, ok := sfReg(uint64(ra.Reg))
-		if !ok {
-			return &rowError{ReasonRA, fmt.Sprintf("RA in register %d at %#x", ra.Reg, cr.Start)}
+	case cfi.RuleRegister, cfi.RuleExpression:
+		r, err := c.savedElsewhere(ra, "RA", ReasonRA, ReasonRAFlex, true, cr.Start, m, detail)
+		if err != nil {
+			return err
 		}
-		m.row.RA = sframe.Rule{Kind: sframe.RuleValue, Base: reg}
-		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
-			m.flex = ReasonRAFlex
-			if detail {
-				m.flexWhy = fmt.Sprintf("RA in %s at %#x", regName(ra.Reg), cr.Start)
-			}
-		}
-	case cfi.RuleExpression:
-		r, off, ok := regPlusOffset(ra.Expr)
-		reg, ok2 := sfReg(r)
-		if !ok || !ok2 {
-			return &rowError{ReasonRA, fmt.Sprintf("RA at %s at %#x", cfi.ExprString(ra.Expr, c.a), cr.Start)}
-		}
-		m.row.RA = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
-		m.flex = ReasonRAFlex
-		if detail {
-			m.flexWhy = fmt.Sprintf("RA at (r%d%+d) at %#x", r, off, cr.Start)
-		}
+		m.row.RA = r
 	default:
 		return &rowError{ReasonRA, fmt.Sprintf("RA %s at %#x", ra.Kind, cr.Start)}
 	}
@@ -407,33 +390,48 @@ func (c *converter) mapRow(cr *cfi.Row, raCol arch.Reg, m *mapped, detail bool) 
 	case cfi.RuleUnspecified, cfi.RuleSameValue:
 	case cfi.RuleOffset:
 		m.row.FP = sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: fp.Offset}
-	case cfi.RuleRegister:
-		reg, ok := sfReg(uint64(fp.Reg))
-		if !ok || c.a == arch.ARM64 {
-			return &rowError{ReasonFP, fmt.Sprintf("FP in register %d at %#x", fp.Reg, cr.Start)}
+	case cfi.RuleRegister, cfi.RuleExpression:
+		r, err := c.savedElsewhere(fp, "FP", ReasonFP, ReasonFPFlex, c.a != arch.ARM64, cr.Start, m, detail)
+		if err != nil {
+			return err
 		}
-		m.row.FP = sframe.Rule{Kind: sframe.RuleValue, Base: reg}
-		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
-			m.flex = ReasonFPFlex
-			if detail {
-				m.flexWhy = fmt.Sprintf("FP in %s at %#x", regName(fp.Reg), cr.Start)
-			}
-		}
-	case cfi.RuleExpression:
-		r, off, ok := regPlusOffset(fp.Expr)
-		reg, ok2 := sfReg(r)
-		if !ok || !ok2 {
-			return &rowError{ReasonFP, fmt.Sprintf("FP at %s at %#x", cfi.ExprString(fp.Expr, c.a), cr.Start)}
-		}
-		m.row.FP = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
-		m.flex = ReasonFPFlex
-		if detail {
-			m.flexWhy = fmt.Sprintf("FP at (r%d%+d) at %#x", r, off, cr.Start)
-		}
+		m.row.FP = r
 	default:
 		return &rowError{ReasonFP, fmt.Sprintf("FP %s at %#x", fp.Kind, cr.Start)}
 	}
 	return nil
+}
+
+// savedElsewhere converts the rule of RA or FP (named what) when CFI says
+// the register is in another register (allowed only where inReg) or at a
+// register plus an offset: SFrame says either only in a flexible FDE
+// (flexReason), but for s390x version 2, whose FREs hold a register
+// number in place of the offset. A rule SFrame cannot say fails with
+// reason.
+func (c *converter) savedElsewhere(rule cfi.Rule, what string, reason, flexReason Reason, inReg bool, at uint64, m *mapped, detail bool) (sframe.Rule, *rowError) {
+	if rule.Kind == cfi.RuleRegister {
+		reg, ok := sfReg(uint64(rule.Reg))
+		if !ok || !inReg {
+			return sframe.Rule{}, &rowError{reason, fmt.Sprintf("%s in register %d at %#x", what, rule.Reg, at)}
+		}
+		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
+			m.flex = flexReason
+			if detail {
+				m.flexWhy = fmt.Sprintf("%s in %s at %#x", what, regName(rule.Reg), at)
+			}
+		}
+		return sframe.Rule{Kind: sframe.RuleValue, Base: reg}, nil
+	}
+	r, off, ok := regPlusOffset(rule.Expr)
+	reg, ok2 := sfReg(r)
+	if !ok || !ok2 {
+		return sframe.Rule{}, &rowError{reason, fmt.Sprintf("%s at %s at %#x", what, cfi.ExprString(rule.Expr, c.a), at)}
+	}
+	m.flex = flexReason
+	if detail {
+		m.flexWhy = fmt.Sprintf("%s at (r%d%+d) at %#x", what, r, off, at)
+	}
+	return sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}, nil
 }
 
 // segment is a run of rows that becomes one SFrame function.
