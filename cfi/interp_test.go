@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // cieRules runs c's initial instructions in in and returns the rules they
@@ -349,7 +351,7 @@ func TestCopyFrom(t *testing.T) {
 			kept.CopyFrom(in.Row())
 		}
 	}
-	col := Reg(100 + inlineRules + 2)
+	col := arch.Reg(100 + inlineRules + 2)
 	if got := in.Row().Rule(col).Kind; got != RuleUndefined {
 		t.Fatalf("r%d is %v after the program", col, got)
 	}

@@ -1,6 +1,10 @@
 package cfi
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sframekit/sframekit/arch"
+)
 
 // DW_CFA_remember_state snapshots are bounded in number (maxRememberDepth
 // states on the stack) and in the register rules they hold together
@@ -109,7 +113,7 @@ func (u *interp) setRule(ins *Instruction, s slot) {
 
 // restoreRule resets col to its rule at the end of the CIE's initial
 // instructions (DW_CFA_restore).
-func (u *interp) restoreRule(col Reg, off int) {
+func (u *interp) restoreRule(col arch.Reg, off int) {
 	if u.inCIE {
 		return // restoring to the CIE's own state is a no-op inside it
 	}

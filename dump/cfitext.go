@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/internal/textfmt"
 )
@@ -71,12 +72,12 @@ func writeCFISection(w io.Writer, f *elf.File, s *elf.Section) error {
 	if f.Class == elf.ELFCLASS32 {
 		addrSize = 4
 	}
-	return writeCFIData(w, s.Name, data, s.Addr, f.ByteOrder, addrSize, cfi.ArchFromELF(f.Machine))
+	return writeCFIData(w, s.Name, data, s.Addr, f.ByteOrder, addrSize, arch.FromELF(f.Machine))
 }
 
 // writeCFIData prints the bytes of the section name, loaded at addr.
-func writeCFIData(w io.Writer, name string, data []byte, addr uint64, order binary.ByteOrder, addrSize int, arch cfi.Arch) error {
-	p := &cfiPrinter{w: w, addrSize: addrSize, regs: newRegNames(arch), order: order}
+func writeCFIData(w io.Writer, name string, data []byte, addr uint64, order binary.ByteOrder, addrSize int, a arch.Arch) error {
+	p := &cfiPrinter{w: w, addrSize: addrSize, regs: newRegNames(a), order: order}
 	// Room for what accumulates between flushes (maybeFlush at 64 KiB,
 	// plus the FDE that crossed it), so that the buffer is allocated once.
 	p.out = make([]byte, 0, min(len(data)*4+4096, 96<<10))
@@ -88,7 +89,7 @@ func writeCFIData(w io.Writer, name string, data []byte, addr uint64, order bina
 	if name != ".eh_frame" {
 		kind = cfi.DebugFrame
 	}
-	t, err := cfi.New(data, cfi.Options{Kind: kind, Addr: addr, ByteOrder: order, AddrSize: addrSize, Arch: arch})
+	t, err := cfi.New(data, cfi.Options{Kind: kind, Addr: addr, ByteOrder: order, AddrSize: addrSize, Arch: a})
 	if err != nil {
 		return err
 	}
@@ -97,27 +98,27 @@ func writeCFIData(w io.Writer, name string, data []byte, addr uint64, order bina
 }
 
 // regNames is where the printer gets register names, and readelf's idea
-// of a bad register: readelf's tables, from package cfi. Nothing else in
+// of a bad register: readelf's tables, from package arch. Nothing else in
 // the printer knows about registers.
 type regNames struct {
-	arch  cfi.Arch
+	arch  arch.Arch
 	count int // readelf's dwarf_regnames_count
 }
 
-func newRegNames(a cfi.Arch) regNames { return regNames{arch: a, count: a.NumRegNames()} }
+func newRegNames(a arch.Arch) regNames { return regNames{arch: a, count: a.NumRegNames()} }
 
 // name is a register as a table column ("rsp", "r130").
-func (n regNames) name(r cfi.Reg) string { return n.arch.RegName(r) }
+func (n regNames) name(r arch.Reg) string { return n.arch.RegName(r) }
 
 // long is a register as DW_CFA_register's source ("r6 (rbp)", "r130").
-func (n regNames) long(r cfi.Reg) string { return n.arch.RegNameLong(r) }
+func (n regNames) long(r arch.Reg) string { return n.arch.RegNameLong(r) }
 
 // expr is a DWARF expression, its registers named.
 func (n regNames) expr(e []byte) string { return cfi.ExprString(e, n.arch) }
 
 // bad reports whether readelf rejects register r ("bad register: "): its
 // column table stops at the architecture's name table, or at 1024.
-func (n regNames) bad(r cfi.Reg) bool {
+func (n regNames) bad(r arch.Reg) bool {
 	if n.count > 0 {
 		return uint64(r) > uint64(n.count)
 	}
@@ -135,7 +136,7 @@ type cfiPrinter struct {
 	regs     regNames
 	order    binary.ByteOrder
 	rules    []cfi.RegRule // a row's rules, reused
-	cfaReg   cfi.Reg       // the last CFA register printed, and its name
+	cfaReg   arch.Reg      // the last CFA register printed, and its name
 	cfaName  string
 }
 
@@ -370,7 +371,7 @@ func (p *cfiPrinter) hdr(data []byte, addr uint64) {
 type shownCIE struct {
 	cie  *cfi.CIE
 	scan *cfi.CIE
-	cols []cfi.Reg
+	cols []arch.Reg
 	init cfi.Row
 }
 
@@ -386,7 +387,7 @@ func (p *cfiPrinter) frames(name string, t *cfi.Table) {
 	in := new(cfi.Interpreter)
 	seen := map[uint64]*shownCIE{}
 	forward := map[uint64]*shownCIE{}
-	var cols []cfi.Reg
+	var cols []arch.Reg
 	// The FDEs' initial rows, one reused: a Row declared in the loop
 	// escaped to the heap, 1.7 MB for a 3,000-FDE file.
 	var init cfi.Row
@@ -613,7 +614,7 @@ func (p *cfiPrinter) fdeFields(t *cfi.Table, h *cfi.EntryHeader, cie *cfi.CIE) (
 // instruction names becomes a display column (added to cols, sorted). Like
 // readelf, it still counts the register of an instruction cut short, and
 // goes on past opcodes it does not know.
-func (p *cfiPrinter) scanRegs(it cfi.InstructionIter, cols []cfi.Reg) []cfi.Reg {
+func (p *cfiPrinter) scanRegs(it cfi.InstructionIter, cols []arch.Reg) []arch.Reg {
 	var ins cfi.Instruction
 	for {
 		ok := it.Next(&ins)
@@ -629,7 +630,7 @@ func (p *cfiPrinter) scanRegs(it cfi.InstructionIter, cols []cfi.Reg) []cfi.Reg 
 	}
 }
 
-func insertReg(cols []cfi.Reg, r cfi.Reg) []cfi.Reg {
+func insertReg(cols []arch.Reg, r arch.Reg) []arch.Reg {
 	i := 0
 	for i < len(cols) && cols[i] < r {
 		i++
@@ -648,7 +649,7 @@ func insertReg(cols []cfi.Reg, r cfi.Reg) []cfi.Reg {
 // like readelf's second pass. readelf ignores the instructions it calls
 // bad: rules for registers beyond its table, a restore_state with no
 // state remembered.
-func (p *cfiPrinter) run(in *cfi.Interpreter, cie *cfi.CIE, cols []cfi.Reg, ptrSize int) {
+func (p *cfiPrinter) run(in *cfi.Interpreter, cie *cfi.CIE, cols []arch.Reg, ptrSize int) {
 	header := true
 	allNops := true
 	var ins cfi.Instruction
@@ -705,7 +706,7 @@ func (p *cfiPrinter) badReg(ins *cfi.Instruction, cie *cfi.CIE) {
 		b = textfmt.AppendSigned(b, int64(ins.Operand)*da)
 	case cfi.OpRegister:
 		b = append(b, " in "...)
-		b = append(b, p.regs.long(cfi.Reg(ins.Operand))...)
+		b = append(b, p.regs.long(arch.Reg(ins.Operand))...)
 	case cfi.OpExpression, cfi.OpValExpression:
 		b = append(b, " ("...)
 		b = append(b, p.regs.expr(ins.Expr)...)
@@ -716,7 +717,7 @@ func (p *cfiPrinter) badReg(ins *cfi.Instruction, cie *cfi.CIE) {
 
 // row prints one row like readelf's frame_display_row, after the column
 // headers if header is true; it returns false, the next row's header.
-func (p *cfiPrinter) row(header bool, loc uint64, row *cfi.Row, cie *cfi.CIE, cols []cfi.Reg, ptrSize int) bool {
+func (p *cfiPrinter) row(header bool, loc uint64, row *cfi.Row, cie *cfi.CIE, cols []arch.Reg, ptrSize int) bool {
 	b := p.out // appended to locally: each store to p.out costs a write barrier during GC
 	if header {
 		start := len(b)

@@ -3,8 +3,11 @@
 // documentation (tools/perf/Documentation/perf.data-file-format.txt and
 // include/uapi/linux/perf_event.h of Linux).
 //
-// It reads both formats: the file format, mapped into memory and read
-// without copying, and the pipe format, from memory or as a stream; files
+// It reads both formats: the file format, whose header and features are
+// read through a mapping and whose records are read with pread into
+// chunks reused as they empty (touching a mapped page costs more than
+// copying it, and a mapping read to its end stays resident), and the pipe
+// format, from memory or as a stream; files
 // written by little- and big-endian machines; the event attributes, with
 // records matched to their event by sample ID when there are several; the
 // feature sections (build IDs, host, kernel release, architecture, CPU

@@ -8,7 +8,7 @@ import (
 )
 
 // mapFile reads f: this system has no mmap.
-func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
+func mapFile(f *os.File, size int64) ([]byte, func() error, bool, error) {
 	b, err := io.ReadAll(f)
-	return b, func() error { return nil }, err
+	return b, func() error { return nil }, false, err
 }

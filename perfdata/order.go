@@ -24,16 +24,22 @@ type queue struct {
 	lastTS    uint64 // time of the most recently queued record
 	nextFlush uint64 // perf's next_flush
 	seq       uint64
+	pinned    int   // chunks holding queued records
 	final     bool  // the input has ended: release everything
 	endErr    error // then return this: io.EOF, or the error that ended the input
 }
 
 type qent struct {
 	ts, seq   uint64
-	raw       []byte // view of the mapped input, or nil
+	raw       []byte // view of the input in memory, or nil
+	ch        *chunk // the chunk raw lies in, if any
 	a0, a1    int    // else the bytes are arena[a0:a1]
 	off, doff int64
 }
+
+// maxPinned bounds the chunks that queued records keep (32 MiB): records
+// in others are copied into the arena.
+const maxPinned = 32
 
 // timeOf returns the timestamp perf orders a kernel record by, or 0 when
 // it has none (such records are delivered at once).
@@ -104,18 +110,37 @@ func (r *Reader) nextOrdered() (*Record, error) {
 			}
 			return &r.rec, nil
 		}
-		q.push(raw, off, doff, ts, r.in == nil && doff < 0)
+		stable := r.in == nil && doff < 0
+		var ch *chunk
+		if r.file != nil && stable {
+			ch = r.cur
+			// Records scattered over many chunks would keep each whole:
+			// past a bound, they are copied.
+			if ch.refs == 0 && q.pinned >= maxPinned {
+				stable, ch = false, nil
+			}
+		}
+		q.push(raw, off, doff, ts, stable, ch)
 		if q.bytes > r.lim.MaxQueued {
 			q.flushHalf()
 		}
 	}
 }
 
-func (q *queue) push(raw []byte, off, doff int64, ts uint64, stable bool) {
+// push queues a record. A stable record (a view of input that does not
+// change while queued: bytes in memory, or a chunk, held until the record
+// leaves) is kept as it is; others are copied.
+func (q *queue) push(raw []byte, off, doff int64, ts uint64, stable bool, ch *chunk) {
 	e := qent{ts: ts, seq: q.seq, off: off, doff: doff}
 	q.seq++
 	if stable {
-		e.raw = raw
+		e.raw, e.ch = raw, ch
+		if ch != nil {
+			if ch.refs == 0 {
+				q.pinned++
+			}
+			ch.refs++
+		}
 	} else {
 		e.a0 = len(q.arena)
 		q.arena = append(q.arena, raw...)
@@ -176,6 +201,13 @@ func (q *queue) flushHalf() {
 // compact drops the delivered records and moves the rest's bytes to the
 // front of a fresh arena.
 func (q *queue) compact() {
+	for i := range q.ents[:q.ready] {
+		if ch := q.ents[i].ch; ch != nil {
+			if ch.refs--; ch.refs == 0 {
+				q.pinned--
+			}
+		}
+	}
 	rest := q.ents[q.ready:]
 	q.spare = q.spare[:0]
 	q.bytes = 0

@@ -73,6 +73,15 @@ type Reader struct {
 	mem      []byte
 	pos, end int64
 	release  func() error
+	// A regular file's records are read with pread into chunks rather
+	// than through the mapping, which serves the header and features:
+	// touching a mapped page costs microseconds (a page fault, a TLB miss)
+	// where copying it costs a fraction, and a mapping read from end to
+	// end stays resident. A chunk is reused once no queued record lies in
+	// it.
+	file   *os.File
+	cur    *chunk
+	chunks []*chunk
 
 	// Streamed input: records are read into sbuf.
 	in    *bufio.Reader
@@ -101,9 +110,9 @@ type Reader struct {
 	err error
 }
 
-// Open opens a perf.data file. A regular file is mapped into memory and
-// read without copying; anything else (a FIFO, /dev/stdin) is streamed and
-// must be in the pipe format.
+// Open opens a perf.data file. A regular file's header and features are
+// mapped, its records read in 1 MiB chunks; anything else (a FIFO,
+// /dev/stdin) is streamed and must be in the pipe format.
 func Open(name string) (*Reader, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -123,8 +132,20 @@ func Open(name string) (*Reader, error) {
 		r.close = f
 		return r, nil
 	}
-	b, release, err := mapFile(f, st.Size())
-	f.Close()
+	r, err := newFile(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.close = f
+	return r, nil
+}
+
+// newFile reads the regular file f of the given size: its header and
+// features through a mapping, its records with pread (see Reader.file).
+// The caller closes f after the Reader.
+func newFile(f *os.File, size int64) (*Reader, error) {
+	b, release, _, err := mapFile(f, size)
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +154,48 @@ func Open(name string) (*Reader, error) {
 		release()
 		return nil, err
 	}
-	r.release = release
+	r.release, r.file = release, f
 	return r, nil
+}
+
+// chunkSize is the size of the chunks a file's records are read in: a
+// record is at most 64 KiB.
+const chunkSize = 1 << 20
+
+// chunk is a part of a file's data section, read into memory.
+type chunk struct {
+	buf  []byte
+	off  int64 // file offset of buf[0]
+	refs int   // records of the time-order queue in buf
+}
+
+// has reports whether c holds the n bytes at file offset off.
+func (c *chunk) has(off, n int64) bool {
+	return c != nil && off >= c.off && off+n <= c.off+int64(len(c.buf))
+}
+
+// load reads the data section from off into a chunk that holds no queued
+// record, and makes it current.
+func (r *Reader) load(off int64) error {
+	var c *chunk
+	for _, k := range r.chunks {
+		if k.refs == 0 && k != r.cur {
+			c = k
+			break
+		}
+	}
+	if c == nil {
+		c = &chunk{buf: make([]byte, chunkSize)}
+		r.chunks = append(r.chunks, c)
+	}
+	n := min(int64(chunkSize), r.end-off)
+	c.buf, c.off = c.buf[:n], off
+	if m, err := r.file.ReadAt(c.buf, off); int64(m) < n {
+		c.buf = c.buf[:m]
+		return &Error{Off: off, DecompOff: -1, Kind: ErrIO, Msg: fmt.Sprintf("reading %d bytes of records", n), Err: err}
+	}
+	r.cur = c
+	return nil
 }
 
 // NewBytes reads a recording held in b, in either format, without copying
@@ -162,17 +223,7 @@ func NewReader(rd io.Reader) (*Reader, error) {
 	if f, ok := rd.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			if off, err := f.Seek(0, io.SeekCurrent); err == nil && off == 0 {
-				b, release, err := mapFile(f, st.Size())
-				if err != nil {
-					return nil, err
-				}
-				r, err := NewBytes(b)
-				if err != nil {
-					release()
-					return nil, err
-				}
-				r.release = release
-				return r, nil
+				return newFile(f, st.Size())
 			}
 		}
 	}
@@ -339,15 +390,30 @@ func (r *Reader) readInput() ([]byte, int64, error) {
 		if r.end-off < recordHeaderSize {
 			return nil, off, errorf(ErrTruncated, off, "%d bytes left, less than a record header", r.end-off)
 		}
-		size := int64(r.o.Uint16(r.mem[off+6:]))
+		mem, base := r.mem, int64(0)
+		if r.file != nil {
+			if !r.cur.has(off, recordHeaderSize) {
+				if err := r.load(off); err != nil {
+					return nil, off, err
+				}
+			}
+			mem, base = r.cur.buf, r.cur.off
+		}
+		size := int64(r.o.Uint16(mem[off-base+6:]))
 		if size < recordHeaderSize {
 			return nil, off, errorf(ErrBadRecord, off, "record size %d", size)
 		}
 		if size > r.end-off {
 			return nil, off, errorf(ErrTruncated, off, "record of %d bytes, %d left", size, r.end-off)
 		}
+		if r.file != nil && !r.cur.has(off, size) {
+			if err := r.load(off); err != nil {
+				return nil, off, err
+			}
+			mem, base = r.cur.buf, r.cur.off
+		}
 		r.pos += size
-		return r.mem[off : off+size], off, nil
+		return mem[off-base : off-base+size], off, nil
 	}
 	off := r.inOff
 	n, err := io.ReadFull(r.in, r.sbuf[:recordHeaderSize])

@@ -240,8 +240,8 @@ func scanFuncs(f *elf.File, typ elf.SectionType, qs []uint64, buf []byte) ([]laz
 // lazyBetter is better for lazy candidates, reading their names only when
 // size and binding do not decide.
 func lazyBetter(f *elf.File, typ elf.SectionType, a, b *lazyCand, buf []byte) (bool, error) {
-	ca := cand{sym{a.start, a.size, ""}, a.bind}
-	cb := cand{sym{b.start, b.size, ""}, b.bind}
+	ca := cand{sym: sym{a.start, a.size, ""}, bind: a.bind}
+	cb := cand{sym: sym{b.start, b.size, ""}, bind: b.bind}
 	if (a.size > 0) != (b.size > 0) || bindRank(a.bind) != bindRank(b.bind) {
 		return better(&ca, &cb), nil
 	}

@@ -61,6 +61,13 @@ type Symbolizer struct {
 	// name>. The object's own directory and its .debug subdirectory are
 	// always searched for the debuglink name. Set before the first lookup.
 	DebugDirs []string
+	// PerfNames chooses, among the symbols starting at one address, the
+	// one perf names it by (see perfBetter) rather than the one gdb shows
+	// (see better), and counts labels in code (untyped symbols, such as
+	// ld.so's _start) as symbols of their own, as perf does, so that
+	// output compares with perf's. It turns Lazy off. Set before the
+	// first lookup.
+	PerfNames bool
 
 	// Lazy makes the Symbolizer read no symbol table whole: LookupFuncs
 	// then finds the addresses it is given in one pass over the table,
@@ -95,6 +102,7 @@ type module struct {
 	// whole table (loadSyms), until then lookups scan f's and dbg's.
 	symMu  sync.Mutex
 	lazy   bool
+	perf   bool      // Symbolizer.PerfNames
 	loaded bool      // syms, labels, dwFile and symErr are set
 	f, dbg *elf.File // lazy, not loaded: the object and its debug file (or nil)
 	symErr error     // no symbols and no DWARF
@@ -140,9 +148,9 @@ func (s *Symbolizer) get(key string, src func() (*elf.File, error)) *module {
 		m = &module{src: src}
 		s.mods[key] = m
 	}
-	dirs, lazy := s.DebugDirs, s.Lazy
+	dirs, lazy, perf := s.DebugDirs, s.Lazy && !s.PerfNames, s.PerfNames
 	s.mu.Unlock()
-	m.once.Do(func() { m.err = m.load(key, dirs, lazy) })
+	m.once.Do(func() { m.err = m.load(key, dirs, lazy, perf) })
 	return m
 }
 
@@ -153,20 +161,6 @@ func (s *Symbolizer) get(key string, src func() (*elf.File, error)) *module {
 func (s *Symbolizer) Register(name string, r io.ReaderAt) error {
 	m := s.get(name, func() (*elf.File, error) { return elf.NewFile(r) })
 	return m.err
-}
-
-// Forget drops the cached object loaded for path, for example after the
-// file was rebuilt.
-func (s *Symbolizer) Forget(path string) {
-	s.mu.Lock()
-	m := s.mods[path]
-	delete(s.mods, path)
-	s.mu.Unlock()
-	if m != nil {
-		m.once.Do(func() {})
-		m.linesOnce.Do(func() {})
-		m.close()
-	}
 }
 
 // Err returns why path could not be loaded (nil if it was loaded or was
@@ -330,7 +324,7 @@ func (m *module) lookupLine(addr uint64) (string, int, bool) {
 
 // load opens the object and finds its debug file; unless lazy, it also
 // reads the symbols and finds the DWARF (loadSyms).
-func (m *module) load(name string, debugDirs []string, lazy bool) error {
+func (m *module) load(name string, debugDirs []string, lazy, perf bool) error {
 	f, err := m.src()
 	if err != nil {
 		return fmt.Errorf("symbolize: %s: %w", name, err)
@@ -345,7 +339,7 @@ func (m *module) load(name string, debugDirs []string, lazy bool) error {
 	if dbg != nil {
 		m.debug = path
 	}
-	m.f, m.dbg, m.lazy = f, dbg, lazy
+	m.f, m.dbg, m.lazy, m.perf = f, dbg, lazy, perf
 	if lazy {
 		return nil
 	}
@@ -388,18 +382,22 @@ func (m *module) readSyms(name string) error {
 	// Symbols: the debug file's .symtab, else ours, else .dynsym.
 	var cs []cand
 	if dbg != nil {
-		cs = readFuncSyms(dbg, elf.SHT_SYMTAB)
+		cs = readFuncSyms(dbg, elf.SHT_SYMTAB, m.perf)
 	}
 	if len(cs) == 0 {
-		cs = readFuncSyms(f, elf.SHT_SYMTAB)
+		cs = readFuncSyms(f, elf.SHT_SYMTAB, m.perf)
 		m.labels = readTextLabels(f)
 	} else {
 		m.labels = readTextLabels(dbg)
 	}
 	if len(cs) == 0 {
-		cs = readFuncSyms(f, elf.SHT_DYNSYM)
+		cs = readFuncSyms(f, elf.SHT_DYNSYM, m.perf)
 	}
-	m.syms = funcSyms(cs)
+	pick := better
+	if m.perf {
+		pick = perfBetter
+	}
+	m.syms = funcSyms(cs, pick)
 
 	// DWARF: the debug file's, else ours; read on the first line lookup.
 	switch {
@@ -418,7 +416,8 @@ func (m *module) readSyms(name string) error {
 // cand is a function symbol competing for its start address.
 type cand struct {
 	sym
-	bind elf.SymBind
+	bind  elf.SymBind
+	label bool // an untyped symbol in code (only with PerfNames)
 }
 
 // readFuncSyms returns the function symbols of f's first section of type
@@ -430,7 +429,7 @@ type cand struct {
 // 64 KB buffer, to count the functions and then to fill a slice of
 // exactly that size, and the string table is read straight into the one
 // string the names are substrings of.
-func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
+func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) []cand {
 	var sec *elf.Section
 	for _, s := range f.Sections {
 		if s.Type == typ {
@@ -502,7 +501,10 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 			info, shndx = e[12], bo.Uint16(e[14:])
 		}
 		t := elf.ST_TYPE(info)
-		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || value == 0 {
+		// With labels, untyped symbols in code count too, as perf counts
+		// them: _start in ld.so, entry points written in assembly.
+		label := labels && t == elf.STT_NOTYPE && int(shndx) < len(f.Sections) && f.Sections[shndx].Flags&elf.SHF_EXECINSTR != 0
+		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC && !label) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || value == 0 {
 			return c, false
 		}
 		if int(name) >= len(strs) {
@@ -512,7 +514,11 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 		if n <= 0 {
 			return c, false
 		}
-		return cand{sym{value, sz, strs[name : int(name)+n]}, elf.ST_BIND(info)}, true
+		nm := strs[name : int(name)+n]
+		if label && (nm[0] == '$' || strings.HasPrefix(nm, ".L")) {
+			return c, false // AArch64 and ARM mapping symbols, assembler locals
+		}
+		return cand{sym{value, sz, nm}, elf.ST_BIND(info), label}, true
 	}
 	count := 0
 	if err := each(func(e []byte) {
@@ -538,6 +544,9 @@ func readFuncSyms(f *elf.File, typ elf.SectionType) []cand {
 // local, then the name with fewer leading underscores, then the shorter,
 // then the first in alphabetical order.
 func better(a, b *cand) bool {
+	if a.label != b.label { // labels compete only with PerfNames
+		return !a.label
+	}
 	if (a.size > 0) != (b.size > 0) {
 		return a.size > 0
 	}
@@ -554,6 +563,31 @@ func better(a, b *cand) bool {
 	return a.name < b.name
 }
 
+// perfBetter is better as perf's choose_best_symbol decides (perf 6.1,
+// util/symbol.c): a function over a label, then a sized symbol, then a
+// non-weak one, then a global one, then the name with fewer leading
+// underscores, then the longer name; on a tie, the first in the table
+// stays.
+func perfBetter(a, b *cand) bool {
+	if a.label != b.label {
+		return !a.label
+	}
+	if (a.size > 0) != (b.size > 0) {
+		return a.size > 0
+	}
+	if wa, wb := a.bind == elf.STB_WEAK, b.bind == elf.STB_WEAK; wa != wb {
+		return !wa
+	}
+	if ga, gb := a.bind == elf.STB_GLOBAL, b.bind == elf.STB_GLOBAL; ga != gb {
+		return ga
+	}
+	under := func(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
+	if ua, ub := under(a.name), under(b.name); ua != ub {
+		return ua < ub
+	}
+	return len(a.name) > len(b.name)
+}
+
 // bindRank orders bindings for better: global, weak, then the others.
 func bindRank(b elf.SymBind) int {
 	switch b {
@@ -566,9 +600,10 @@ func bindRank(b elf.SymBind) int {
 }
 
 // funcSyms sorts the candidates by start and keeps the best one per
-// start (see better). Sorting on the address alone keeps the sort cheap;
-// the full order is applied only within runs of equal starts.
-func funcSyms(cs []cand) []sym {
+// start, as pick (better or perfBetter) says; candidates of equal start
+// are offered in table order. Sorting on the address alone keeps the sort
+// cheap; the full order is applied only within runs of equal starts.
+func funcSyms(cs []cand, pick func(a, b *cand) bool) []sym {
 	order := sortedByStart(cs)
 	n := 0 // distinct starts: the result's exact size
 	for i := range order {
@@ -581,7 +616,7 @@ func funcSyms(cs []cand) []sym {
 		best := &cs[order[i]]
 		j := i + 1
 		for ; j < len(order) && cs[order[j]].start == best.start; j++ {
-			if c := &cs[order[j]]; better(c, best) {
+			if c := &cs[order[j]]; pick(c, best) {
 				best = c
 			}
 		}

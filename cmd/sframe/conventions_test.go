@@ -27,7 +27,7 @@ import (
 // .eh_frame.
 const sample = "../../testdata/drap-O2.elf"
 
-var subcommands = []string{"cfi", "convert", "dump", "gen", "stack", "verify"}
+var subcommands = []string{"cfi", "convert", "dump", "gen", "report", "stack", "verify"}
 
 // TestEveryCommandTested keeps the lists of this file in step with the
 // registered commands.
@@ -55,6 +55,8 @@ func TestHelp(t *testing.T) {
 		"verify":  {"--cfi SECTION", "--json", "--section NAME", "--strict"},
 		"stack": {"--core CORE", "--count N", "--exe FILE", "-i, --inlines", "--interval D", "--json", "--max-depth N",
 			"--no-demangle", "--pprof FILE", "-s, --source", "--sysroot DIR"},
+		"report": {"--comm NAMES", "--format FORMAT", "-i, --inlines", "--kallsyms FILE", "--max-depth N", "--no-demangle",
+			"-o, --output FILE", "--pid PIDS", "-q, --quiet", "-s, --source", "--symfs DIR", "--tid TIDS"},
 	}
 	flagLine := regexp.MustCompile(`^(?:  -[a-z], |      )(--[a-z-]+(?: [A-Z]+)?)$`)
 	for _, cmd := range subcommands {
@@ -114,8 +116,10 @@ func TestUsageErrors(t *testing.T) {
 			tc{[]string{cmd, "-foo", sample}, see(cmd, "unknown flag --foo")},
 			tc{[]string{cmd, sample, "--foo=1"}, see(cmd, "unknown flag --foo")},
 			tc{[]string{cmd, "-x", sample}, see(cmd, "unknown flag -x")},
-			tc{[]string{cmd}, see(cmd, "no input file given")},
 		)
+		if cmd != "report" { // which reads perf.data by default, as perf report
+			cases = append(cases, tc{[]string{cmd}, see(cmd, "no input file given")})
+		}
 	}
 	cases = append(cases,
 		tc{[]string{"convert", "--to-version", "3", "-o", "out"}, see("convert", "no input file given")},
@@ -129,6 +133,9 @@ func TestUsageErrors(t *testing.T) {
 		tc{[]string{"gen", "-o", "out", sample, sample}, see("gen", "one input file, not 2")},
 		tc{[]string{"stack", "1", "2"}, see("stack", "one PID, or --core CORE without a PID")},
 		tc{[]string{"cfi", "--section", ".text", sample}, see("cfi", `unknown section ".text" (want .eh_frame, .debug_frame or .eh_frame_hdr)`)},
+		tc{[]string{"report", "--format", "json", sample}, see("report", `unknown format "json" (pprof, folded or text)`)},
+		tc{[]string{"report", sample, sample}, see("report", "one recording at a time")},
+		tc{[]string{"report", "--max-depth", "0", sample}, see("report", "--max-depth must be positive")},
 	)
 	for _, c := range cases {
 		out, errs, code := runCLI(t, c.args...)

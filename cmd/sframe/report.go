@@ -1,0 +1,358 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sframekit/sframekit/perfdata"
+	"github.com/sframekit/sframekit/perfunwind"
+	"github.com/sframekit/sframekit/stackprof"
+	"github.com/sframekit/sframekit/unwind"
+)
+
+func init() {
+	register("report", "unwind a perf record --call-graph dwarf recording into a profile", runReport)
+}
+
+const reportUsage = `[FILE]
+
+Reads FILE (default perf.data; - for standard input, which must be in
+perf's pipe format: perf record -o -), a recording made with
+perf record --call-graph dwarf, and unwinds each sample's user stack
+from its registers and stack copy: SFrame, then CFI, then frame
+pointers, per frame, over the files the recording mapped (found at
+their paths, or under --symfs, or in perf's build-ID cache ~/.debug;
+a file whose build ID is not the recorded one is not used). The walk
+ends cleanly where the stack copy ends. Kernel frames come from the
+sample's callchain, named from perf's copy of the recorded kernel's
+kallsyms (~/.debug/[kernel.kallsyms]/BUILDID/kallsyms), or from
+/proc/kallsyms when the recording is from the running kernel, or from
+--kallsyms FILE; else they are shown as addresses.
+
+Formats (--format):
+  pprof   (default) a pprof profile, -o FILE (default profile.pb.gz):
+          sample types samples/count and, per event, cpu/nanoseconds for
+          time-based events (cpu-clock, task-clock; from the period) or
+          EVENT/count; mappings with file names and build IDs; functions
+          (C++ and Rust demangled), with -s lines and with -i inlined
+          calls as pprof's inline lines; labels pid, thread (the thread
+          id) and thread_name. Open it with go tool pprof.
+  folded  one line per distinct stack, "comm;outer;...;inner count", as
+          flamegraph.pl, inferno and speedscope read (names as perf
+          script shows them; with -i inlined calls as frames of their own)
+  text    each sample as perf script -F comm,tid,time,ip,sym,dso
+          --no-inline prints it, so that the two can be compared with diff
+          (with -i, inlined calls as perf shows them without --no-inline)
+
+folded and text go to standard output unless -o is given. A summary
+goes to standard error: samples read, how their stacks were unwound
+(SFrame only, some CFI, some frame pointers), why walks stopped and
+where, lost samples. On a terminal, a file that takes more than a
+second to read shows a progress bar there.`
+
+func runReport(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("report", reportUsage, stdout, stderr)
+	format := fs.String("format", "pprof", "output `FORMAT`: pprof, folded or text")
+	output := fs.String("output", "", "write to `FILE` (- for standard output; default profile.pb.gz for pprof, else standard output)")
+	fs.alias("o", "output")
+	pids := fs.String("pid", "", "only the samples of the processes `PIDS` (comma-separated)")
+	tids := fs.String("tid", "", "only the samples of the threads `TIDS` (comma-separated)")
+	comms := fs.String("comm", "", "only the samples of the threads named `NAMES` (comma-separated)")
+	maxDepth := fs.Int("max-depth", unwind.DefaultMaxDepth, "unwind at most `N` user frames (and show at most N kernel frames)")
+	source := fs.Bool("source", false, "add each frame's source file and line, from DWARF")
+	fs.alias("s", "source")
+	inlines := fs.Bool("inlines", false, "add the calls inlined at each frame, from DWARF (implies -s)")
+	fs.alias("i", "inlines")
+	noDemangle := fs.Bool("no-demangle", false, "keep C++ and Rust symbol names as they are in the symbol table")
+	symfs := fs.String("symfs", "", "look for the recorded files under `DIR` (a copy of the recording machine's files)")
+	kallsyms := fs.String("kallsyms", "", "name kernel frames from this kallsyms `FILE` (default: perf's copy of the recorded kernel's, or /proc/kallsyms of the same kernel)")
+	quiet := fs.Bool("quiet", false, "print no summary")
+	fs.alias("q", "quiet")
+	operands, code, ok := fs.parse(args)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(operands) > 1:
+		return fs.fail("one recording at a time")
+	case *format != "pprof" && *format != "folded" && *format != "text":
+		return fs.fail("unknown format %q (pprof, folded or text)", *format)
+	case *maxDepth <= 0:
+		return fs.fail("--max-depth must be positive")
+	}
+	var filter perfunwind.Filter
+	var err error
+	if filter.Pids, err = parseIDs(*pids); err != nil {
+		return fs.fail("bad --pid: %v", err)
+	}
+	if filter.Tids, err = parseIDs(*tids); err != nil {
+		return fs.fail("bad --tid: %v", err)
+	}
+	if *comms != "" {
+		filter.Comms = map[string]bool{}
+		for _, c := range strings.Split(*comms, ",") {
+			filter.Comms[c] = true
+		}
+	}
+	input := "perf.data"
+	if len(operands) == 1 {
+		input = operands[0]
+	}
+	out := *output
+	if out == "" && *format == "pprof" {
+		out = "profile.pb.gz"
+	}
+
+	var r *perfdata.Reader
+	var size int64
+	if input == "-" {
+		r, err = perfdata.NewReader(stdin)
+	} else {
+		if st, serr := os.Stat(input); serr == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
+		r, err = perfdata.Open(input)
+	}
+	if err != nil {
+		fs.fileError(input, err)
+		return 1
+	}
+	defer r.Close()
+	// The rest of the options come from the recording's header, which a
+	// pipe delivers with its first records.
+	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms}
+	sess, err := perfunwind.NewSession(opts)
+	if err != nil {
+		fs.fileError(input, err)
+		return 1
+	}
+	defer sess.Close()
+	res := perfunwind.NewResolver(sess)
+	defer res.Close()
+	res.Demangle, res.Source, res.Inlines = !*noDemangle, *source || *inlines, *inlines
+
+	w, err := createOutput(out, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "sframe report: %v\n", err)
+		return 1
+	}
+	var sink func(*perfunwind.Stack) error
+	var finish func() error
+	switch *format {
+	case "text":
+		sw := stackprof.NewScriptWriter(w, res)
+		sink, finish = sw.Write, sw.Flush
+	case "folded":
+		fw := stackprof.NewFolded(res)
+		sink = fw.Add
+		finish = func() error { return fw.Write(w) }
+	case "pprof":
+		pb := stackprof.NewPerfBuilder(res, r.Header())
+		sink = pb.Add
+		finish = func() error {
+			p, err := pb.Profile()
+			if err != nil {
+				return err
+			}
+			return p.Write(w)
+		}
+	}
+
+	var progress atomic.Int64
+	stopBar := startProgress(stderr, size, &progress)
+	perr := sess.Process(r, perfunwind.ProcessOptions{Filter: filter, Progress: func(off int64) { progress.Store(off) }}, sink)
+	stopBar()
+	var werr *writeError
+	if errors.As(perr, &werr) {
+		w.Abort()
+		fmt.Fprintf(stderr, "sframe report: %v\n", werr.err)
+		return 1
+	}
+	// What could be read is written out, then the error that ended it.
+	err = finish()
+	if err == nil {
+		err = w.Commit()
+	} else {
+		w.Abort()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sframe report: %v\n", err)
+		return 1
+	}
+	if !*quiet {
+		perfunwind.WriteSummary(stderr, sess)
+	}
+	if perr != nil {
+		fs.fileError(input, perr)
+		return 1
+	}
+	return 0
+}
+
+// parseIDs parses a comma-separated list of process or thread ids.
+func parseIDs(s string) (map[uint32]bool, error) {
+	if s == "" {
+		return nil, nil
+	}
+	ids := map[uint32]bool{}
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", f)
+		}
+		ids[uint32(n)] = true
+	}
+	return ids, nil
+}
+
+// writeError marks an error of the output, which ends the report at once.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+
+// output is where a report goes: standard output, a device or FIFO
+// written in place, or a regular file written through a temporary file
+// renamed over it on Commit, so that a failed report leaves the old file.
+//
+// The project's shared output-file writer, when it lands, replaces this.
+type output struct {
+	w        io.Writer
+	f        *os.File
+	tmp, dst string
+	err      error
+}
+
+// createOutput opens path for writing ("-" or "" standard output).
+func createOutput(path string, stdout io.Writer) (*output, error) {
+	if path == "" || path == "-" {
+		return &output{w: stdout}, nil
+	}
+	// Follow a symlink at the path: its target is replaced, not the link.
+	dst := path
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		dst = t
+	}
+	if st, err := os.Stat(dst); err == nil && !st.Mode().IsRegular() {
+		f, err := os.OpenFile(dst, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &output{w: f, f: f}, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	return &output{w: f, f: f, tmp: f.Name(), dst: dst}, nil
+}
+
+// Write writes to the output, remembering the first error.
+func (o *output) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = &writeError{err}
+	}
+	return n, o.err
+}
+
+// Commit finishes the output: renames the temporary file into place.
+func (o *output) Commit() error {
+	if o.err != nil {
+		o.Abort()
+		return o.err.(*writeError).err
+	}
+	if o.f == nil {
+		return nil
+	}
+	err := o.f.Close()
+	if o.tmp != "" {
+		if err == nil {
+			err = os.Chmod(o.tmp, 0o644)
+		}
+		if err == nil {
+			err = os.Rename(o.tmp, o.dst)
+		}
+		if err != nil {
+			os.Remove(o.tmp)
+		}
+	}
+	return err
+}
+
+// Abort drops the output: the temporary file is removed.
+func (o *output) Abort() {
+	if o.f != nil {
+		o.f.Close()
+		if o.tmp != "" {
+			os.Remove(o.tmp)
+		}
+		o.f = nil
+	}
+}
+
+// startProgress draws a progress bar on w, when w is a terminal and the
+// input's size is known, once reading has taken a second; the returned
+// function stops it and clears the line.
+func startProgress(w io.Writer, size int64, pos *atomic.Int64) func() {
+	f, ok := w.(*os.File)
+	if !ok || size <= 0 || !isTerminal(f) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-done:
+			return
+		case <-time.After(time.Second):
+		}
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			p := min(max(float64(pos.Load())/float64(size), 0), 1)
+			const width = 40
+			n := int(p * width)
+			fmt.Fprintf(f, "\r[%s%s] %3.0f%% of %s", strings.Repeat("=", n), strings.Repeat(" ", width-n), 100*p, humanBytes(size))
+			select {
+			case <-done:
+				fmt.Fprintf(f, "\r%s\r", strings.Repeat(" ", width+24))
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// humanBytes formats a size as "12.3 MB".
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KB", n>>10)
+}

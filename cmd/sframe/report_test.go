@@ -1,0 +1,528 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/sframekit/sframekit/internal/testprog"
+)
+
+var (
+	reportRecOnce sync.Once
+	reportRec     struct {
+		exe, file, pipe string
+		err             error
+	}
+)
+
+// reportRecording records, once, the perfunwind test program (SFrame,
+// two threads, signal handlers) with perf record --call-graph dwarf, as a
+// file and as a pipe-mode stream; it skips without perf (fails under CI).
+func reportRecording(t *testing.T) (exe, file, pipe string) {
+	t.Helper()
+	testprog.NeedTool(t, "perf")
+	exe = testprog.Build(t, "../../perfunwind/testdata/prog.c", "-O2", "-fomit-frame-pointer", "-g", "-Wa,--gsframe")
+	dir := testprog.Dir(t)
+	reportRecOnce.Do(func() {
+		file, pipe := filepath.Join(dir, "report.data"), filepath.Join(dir, "report-pipe.data")
+		args := []string{"record", "-q", "-N", "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "250000"}
+		if out, err := exec.Command("perf", append(append(args, "-o", file, "--"), exe, "500")...).CombinedOutput(); err != nil {
+			reportRec.err = fmt.Errorf("perf record: %v\n%s", err, out)
+			return
+		}
+		c := exec.Command("perf", append(append(args, "-o", "-", "--"), exe, "300")...)
+		f, err := os.Create(pipe)
+		if err != nil {
+			reportRec.err = err
+			return
+		}
+		var stderr bytes.Buffer
+		c.Stdout, c.Stderr = f, &stderr
+		if err := c.Run(); err != nil {
+			reportRec.err = fmt.Errorf("perf record -o -: %v\n%s", err, stderr.String())
+		}
+		f.Close()
+		reportRec.exe, reportRec.file, reportRec.pipe = exe, file, pipe
+	})
+	if reportRec.err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(reportRec.err)
+		}
+		t.Skip(reportRec.err)
+	}
+	return reportRec.exe, reportRec.file, reportRec.pipe
+}
+
+// textSample is a sample of the text format: header line and frames.
+type textSample struct {
+	header string
+	frames []string
+}
+
+func parseText(t *testing.T, text string) []textSample {
+	t.Helper()
+	var out []textSample
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case line == "":
+		case line[0] != '\t':
+			out = append(out, textSample{header: line})
+		case len(out) == 0:
+			t.Fatalf("frame before a sample: %q", line)
+		default:
+			out[len(out)-1].frames = append(out[len(out)-1].frames, line)
+		}
+	}
+	return out
+}
+
+var textHeader = regexp.MustCompile(`^(.+?) +(\d+) +(\d+\.\d{6}): $`)
+
+// TestReportText checks the text format against perf script on the same
+// recording: the same samples, in the same order, with the same frames
+// (package perfunwind compares the frames in depth).
+func TestReportText(t *testing.T) {
+	_, file, _ := reportRecording(t)
+	out, errs, code := runCLI(t, "report", "--format", "text", file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	perf, err := exec.Command("perf", "script", "-i", file, "-F", "comm,tid,time,ip,sym,dso", "--no-inline", "--max-stack", "1024").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := parseText(t, out), parseText(t, string(perf))
+	if len(ours) != len(theirs) || len(ours) < 100 {
+		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
+	}
+	same := 0
+	for i := range ours {
+		if ours[i].header != theirs[i].header || !textHeader.MatchString(ours[i].header) {
+			t.Fatalf("sample %d: %q, perf script %q", i, ours[i].header, theirs[i].header)
+		}
+		if strings.Join(ours[i].frames, "\n") == strings.Join(theirs[i].frames, "\n") {
+			same++
+		}
+	}
+	if same < len(ours)*99/100 {
+		t.Errorf("%d of %d samples as perf script prints them", same, len(ours))
+	}
+	// The summary: samples read, and how they were unwound.
+	if !regexp.MustCompile(`^`+strconv.Itoa(len(ours))+` samples read`).MatchString(errs) || !strings.Contains(errs, "user stacks unwound:") {
+		t.Errorf("summary:\n%s", errs)
+	}
+	// -q: none.
+	if _, errs, _ := runCLI(t, "report", "-q", "--format", "text", file); errs != "" {
+		t.Errorf("-q: stderr %q", errs)
+	}
+}
+
+// buildID reads the GNU build ID of the ELF file at path.
+func buildID(t *testing.T, path string) string {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := f.Section(".note.gnu.build-id")
+	if s == nil {
+		t.Fatalf("%s: no build ID", path)
+	}
+	d, err := s.Data()
+	if err != nil || len(d) < 16 {
+		t.Fatalf("%s: build ID note: %v", path, err)
+	}
+	return hex.EncodeToString(d[16:])
+}
+
+// TestReportPprof reads the profile back with pprof's parser: sample
+// types, one sample per sample of the text format, labels, the program's
+// mapping with its build ID, functions, and with -s and -i lines and
+// inline frames. go tool pprof must open it.
+func TestReportPprof(t *testing.T) {
+	exe, file, _ := reportRecording(t)
+	text, _, _ := runCLI(t, "report", "-q", "--format", "text", file)
+	samples := parseText(t, text)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		flags       []string
+		lines, inl  bool
+		defaultName bool
+	}{
+		{nil, false, false, true},
+		{[]string{"-s"}, true, false, false},
+		{[]string{"-i"}, true, true, false},
+	} {
+		out := filepath.Join(dir, "profile.pb.gz")
+		args := append([]string{"report", "-q"}, c.flags...)
+		if c.defaultName {
+			// The default output file, in the current directory.
+			wd, _ := os.Getwd()
+			if err := os.Chdir(dir); err != nil {
+				t.Fatal(err)
+			}
+			_, errs, code := runCLI(t, append(args, file)...)
+			os.Chdir(wd)
+			if code != 0 {
+				t.Fatalf("%q: exit %d: %s", args, code, errs)
+			}
+		} else if _, errs, code := runCLI(t, append(args, "-o", out, file)...); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errs)
+		}
+		f, err := os.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := profile.Parse(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if len(p.SampleType) != 2 || p.SampleType[0].Type != "samples" || p.SampleType[0].Unit != "count" ||
+			p.SampleType[1].Type != "cpu" || p.SampleType[1].Unit != "nanoseconds" {
+			t.Fatalf("sample types %v", p.SampleType)
+		}
+		var n, ns int64
+		labels := true
+		for _, s := range p.Sample {
+			n += s.Value[0]
+			ns += s.Value[1]
+			labels = labels && len(s.NumLabel["pid"]) == 1 && len(s.NumLabel["thread"]) == 1 && s.Label["thread_name"] != nil
+		}
+		if n != int64(len(samples)) || ns != n*250000 || !labels {
+			t.Errorf("%q: %d samples, %d ns (want %d, 250 us each), labels on all: %v", args, n, ns, len(samples), labels)
+		}
+		var progMap *profile.Mapping
+		for _, m := range p.Mapping {
+			if m.File == exe {
+				progMap = m
+			}
+		}
+		if progMap == nil || progMap.BuildID != buildID(t, exe) || p.Mapping[0] != progMap {
+			t.Errorf("%q: the program's mapping %+v, first %+v; want build ID %s", args, progMap, p.Mapping[0], buildID(t, exe))
+		}
+		funcs := map[string]bool{}
+		lines, inl := false, false
+		for _, l := range p.Location {
+			for _, ln := range l.Line {
+				funcs[ln.Function.Name] = true
+				lines = lines || ln.Line > 0 && strings.HasSuffix(ln.Function.Filename, "prog.c")
+			}
+			inl = inl || len(l.Line) > 1
+		}
+		for _, fn := range []string{"spin", "rec", "work", "main", "on_prof", "<signal handler called>"} {
+			if !funcs[fn] {
+				t.Errorf("%q: no function %s", args, fn)
+			}
+		}
+		if lines != c.lines || inl != c.inl {
+			t.Errorf("%q: source lines %v, inline frames %v; want %v, %v", args, lines, inl, c.lines, c.inl)
+		}
+	}
+	testprog.NeedTool(t, "go")
+	if out, err := exec.Command("go", "tool", "pprof", "-top", filepath.Join(dir, "profile.pb.gz")).CombinedOutput(); err != nil || !bytes.Contains(out, []byte("spin")) {
+		t.Errorf("go tool pprof -top: %v\n%s", err, out)
+	}
+}
+
+// TestReportFolded checks folded stacks against those of perf script's
+// output collapsed as stackcollapse-perf.pl does: the same lines and
+// counts, but for the few samples whose frames differ (see TestReportText).
+func TestReportFolded(t *testing.T) {
+	_, file, _ := reportRecording(t)
+	out, errs, code := runCLI(t, "report", "-q", "--format", "folded", file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	ours := map[string]int{}
+	total := 0
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if !sort.StringsAreSorted(lines) {
+		t.Error("lines not sorted")
+	}
+	for _, line := range lines {
+		i := strings.LastIndexByte(line, ' ')
+		n, err := strconv.Atoi(line[i+1:])
+		if i < 0 || err != nil || n <= 0 || strings.Contains(line[:i], ";;") {
+			t.Fatalf("bad line %q", line)
+		}
+		ours[line[:i]] += n
+		total += n
+	}
+	perf, err := exec.Command("perf", "script", "-i", file, "-F", "comm,tid,time,ip,sym,dso", "--no-inline", "--max-stack", "1024").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := map[string]int{}
+	samples := parseText(t, string(perf))
+	for _, s := range samples {
+		stack := []string{strings.ReplaceAll(textHeader.FindStringSubmatch(s.header)[1], " ", "_")}
+		for i := len(s.frames) - 1; i >= 0; i-- {
+			// "\tADDR SYM (DSO)", as stackcollapse-perf.pl reads it.
+			f := strings.TrimSpace(s.frames[i])
+			_, rest, _ := strings.Cut(f, " ")
+			open := strings.LastIndex(rest, " (")
+			sym, dso := rest[:open], rest[open+2:len(rest)-1]
+			if sym == "[unknown]" && dso != "[unknown]" {
+				sym = "[" + filepath.Base(dso) + "]"
+			}
+			stack = append(stack, sym)
+		}
+		theirs[strings.Join(stack, ";")]++
+	}
+	if total != len(samples) {
+		t.Errorf("%d samples folded, perf script shows %d", total, len(samples))
+	}
+	differ := 0
+	for k, n := range theirs {
+		differ += max(n-ours[k], 0)
+	}
+	if differ > len(samples)/100 {
+		t.Errorf("%d of %d samples fold differently from perf script's", differ, len(samples))
+	}
+}
+
+// TestReportFilters checks --pid, --tid and --comm against the samples of
+// the unfiltered text.
+func TestReportFilters(t *testing.T) {
+	_, file, _ := reportRecording(t)
+	all, _, _ := runCLI(t, "report", "-q", "--format", "text", file)
+	samples := parseText(t, all)
+	byTid := map[string]int{}
+	for _, s := range samples {
+		byTid[textHeader.FindStringSubmatch(s.header)[2]]++
+	}
+	if len(byTid) < 2 {
+		t.Fatalf("samples of %d threads, want 2 or more", len(byTid))
+	}
+	var pid string
+	for tid, n := range byTid {
+		out, _, code := runCLI(t, "report", "-q", "--format", "text", "--tid", tid, file)
+		if got := parseText(t, out); code != 0 || len(got) != n {
+			t.Errorf("--tid %s: %d samples, want %d", tid, len(got), n)
+		}
+		if pid == "" || tid < pid {
+			pid = tid // the main thread's id is the process's
+		}
+	}
+	out, _, _ := runCLI(t, "report", "-q", "--format", "text", "--pid", pid+",1", file)
+	if got := parseText(t, out); len(got) != len(samples) {
+		t.Errorf("--pid %s: %d samples, want %d", pid, len(got), len(samples))
+	}
+	out, _, _ = runCLI(t, "report", "-q", "--format", "text", "--comm", "nosuch", file)
+	if out != "" {
+		t.Errorf("--comm nosuch: %q", out)
+	}
+	out, errs, _ := runCLI(t, "report", "--format", "text", "--comm", "prog", "--max-depth", "3", file)
+	got := parseText(t, out)
+	if len(got) != len(samples) || !strings.Contains(errs, "depth limit reached") {
+		t.Errorf("--comm prog --max-depth 3: %d samples, want %d; summary:\n%s", len(got), len(samples), errs)
+	}
+	for _, s := range got {
+		user := 0
+		for _, f := range s.frames {
+			if !strings.HasSuffix(f, "([kernel.kallsyms])") {
+				user++
+			}
+		}
+		if user > 3 {
+			t.Fatalf("--max-depth 3: %d user frames in %q", user, s.header)
+		}
+	}
+	if _, errs, code := runCLI(t, "report", "--pid", "x", file); code != 2 || !strings.Contains(errs, `bad --pid: "x" is not a number`) {
+		t.Errorf("--pid x: exit %d, %q", code, errs)
+	}
+}
+
+// TestReportPipe reads a pipe-mode recording from standard input and from
+// the file: the same output.
+func TestReportPipe(t *testing.T) {
+	_, _, pipe := reportRecording(t)
+	want, _, code := runCLI(t, "report", "-q", "--format", "text", pipe)
+	if code != 0 || len(parseText(t, want)) < 50 {
+		t.Fatalf("pipe-mode file: exit %d, %d samples", code, len(parseText(t, want)))
+	}
+	data, err := os.ReadFile(pipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, errs, code := withStdin(t, data, "report", "-q", "--format", "text", "-")
+	if code != 0 || got != want {
+		t.Errorf("-: exit %d, %q, same output as the file: %v", code, errs, got == want)
+	}
+}
+
+// TestReportBadInput checks the errors of inputs that are not whole
+// recordings: one line naming the file after the samples that could be
+// read, exit status 1, never a panic.
+func TestReportBadInput(t *testing.T) {
+	_, file, _ := reportRecording(t)
+	whole, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name, data, want string
+	}{
+		{"empty", "", "truncated"},
+		{"short", "hello, world\n", "truncated"},
+		{"text", strings.Repeat("hello, world\n", 20), "bad magic"},
+		{"cut", string(whole[:len(whole)/2]), "truncated"},
+	} {
+		path := write(c.name, []byte(c.data))
+		out, errs, code := runCLI(t, "report", "--format", "text", path)
+		lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n")
+		last := lines[len(lines)-1]
+		if code != 1 || !strings.HasPrefix(last, "sframe report: "+path+": ") || !strings.Contains(last, c.want) {
+			t.Errorf("%s: exit %d, last line of stderr %q, want one naming the file and %q", c.name, code, last, c.want)
+		}
+		if c.name == "cut" && len(parseText(t, out)) == 0 {
+			t.Errorf("cut: no samples before the error")
+		}
+	}
+	// Corrupted bytes in the records: any outcome but a panic.
+	hdrEnd := 0x100
+	for seed := int64(1); seed <= 20; seed++ {
+		data := bytes.Clone(whole)
+		x := uint64(seed) * 0x9e3779b97f4a7c15
+		for range 40 {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			data[hdrEnd+int(x%uint64(len(data)-hdrEnd))] = byte(x >> 32)
+		}
+		path := write("corrupt", data)
+		runCLI(t, "report", "-q", "--format", "text", path)
+		runCLI(t, "report", "-q", "-o", filepath.Join(dir, "p.pb.gz"), path)
+	}
+}
+
+// TestReportOutput checks where output goes: standard output for text
+// and folded, a file replaced atomically (following a symlink), and a
+// FIFO written into rather than replaced.
+func TestReportOutput(t *testing.T) {
+	_, file, _ := reportRecording(t)
+	want, _, _ := runCLI(t, "report", "-q", "--format", "folded", file)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.txt")
+	os.WriteFile(target, []byte("old"), 0o644)
+	link := filepath.Join(dir, "link.txt")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := runCLI(t, "report", "-q", "--format", "folded", "-o", link, file); code != 0 || out != "" {
+		t.Fatalf("-o link: exit %d, %q %q", code, out, errs)
+	}
+	if got, _ := os.ReadFile(target); string(got) != want {
+		t.Errorf("-o through a symlink: the target holds %d bytes, want %d", len(got), len(want))
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced")
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string)
+	go func() {
+		f, err := os.Open(fifo)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		var b strings.Builder
+		bufio.NewReader(f).WriteTo(&b)
+		f.Close()
+		got <- b.String()
+	}()
+	if _, errs, code := runCLI(t, "report", "-q", "--format", "folded", "-o", fifo, file); code != 0 {
+		t.Fatalf("-o fifo: exit %d %q", code, errs)
+	}
+	if g := <-got; g != want {
+		t.Errorf("through the FIFO: %d bytes, want %d", len(g), len(want))
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced")
+	}
+	// A failed report leaves no file behind.
+	bad := filepath.Join(dir, "bad.pb.gz")
+	if _, _, code := runCLI(t, "report", "-q", "-o", bad, filepath.Join(dir, "missing.data")); code != 1 {
+		t.Errorf("missing input: exit %d", code)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 3 {
+		t.Errorf("files left: %v", ents)
+	}
+}
+
+// TestReportSymfs records a program that is then moved away: without
+// --symfs its frames are unknown (and the summary says the file is
+// missing); with --symfs DIR holding it under its recorded path, they are
+// named and unwound as before.
+func TestReportSymfs(t *testing.T) {
+	exe, _, _ := reportRecording(t)
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "bin", "prog")
+	os.MkdirAll(filepath.Dir(prog), 0o755)
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(dir, "perf.data")
+	if out, err := exec.Command("perf", "record", "-q", "-N", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", prog, "300").CombinedOutput(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, out)
+	}
+	symfs := filepath.Join(dir, "symfs")
+	moved := filepath.Join(symfs, prog)
+	os.MkdirAll(filepath.Dir(moved), 0o755)
+	if err := os.Rename(prog, moved); err != nil {
+		t.Fatal(err)
+	}
+	without, errs, _ := runCLI(t, "report", "--format", "folded", rec)
+	if strings.Contains(without, ";spin") || !strings.Contains(errs, prog+": ") {
+		t.Errorf("without --symfs: spin named, or the missing file not in the summary:\n%s", errs)
+	}
+	with, errs, code := runCLI(t, "report", "-q", "--format", "folded", "--symfs", symfs, rec)
+	if code != 0 || !strings.Contains(with, ";work;rec;") {
+		t.Errorf("--symfs: exit %d %s, no work;rec; in\n%.500s", code, errs, with)
+	}
+	// Another build at that path is refused: its tables and symbols
+	// would be another program's.
+	other, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	os.WriteFile(moved, other, 0o755)
+	out, errs, _ := runCLI(t, "report", "--format", "folded", "--symfs", symfs, rec)
+	if strings.Contains(out, ";work;") || !regexp.MustCompile(`build ID [0-9a-f]+, recorded [0-9a-f]+`).MatchString(errs) {
+		t.Errorf("another build: frames named, or no build-ID mismatch in the summary:\n%s", errs)
+	}
+}

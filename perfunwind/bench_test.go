@@ -1,0 +1,108 @@
+//go:build linux
+
+package perfunwind_test
+
+import (
+	"io"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sframekit/sframekit/perfdata"
+	"github.com/sframekit/sframekit/perfunwind"
+)
+
+// BenchmarkUnwindSamples measures the per-sample path of sframe report:
+// for each sample of a recording (perf record --call-graph dwarf of a
+// test program, made at benchmark time), unwind its user stack from its
+// registers and stack copy, then name every frame (function, from the
+// Resolver's cache after the first iteration, as in a long recording
+// whose addresses repeat). The samples are read into memory first, and
+// the session knows the program's mappings: reading the file is not
+// measured. frames/s counts user and kernel frames.
+//
+//	go test ./perfunwind -run '^$' -bench UnwindSamples -benchtime 20x
+func BenchmarkUnwindSamples(b *testing.B) {
+	for _, name := range []string{"sframe", "cfi", "python"} {
+		b.Run(name, func(b *testing.B) {
+			var rc recording
+			for _, r := range recordings {
+				if r.name == name {
+					rc = r
+				}
+			}
+			path := record(b, rc)
+			s, samples := loadSamples(b, path)
+			defer s.Close()
+			res := perfunwind.NewResolver(s)
+			defer res.Close()
+			var st perfunwind.Stack
+			frames := 0
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				for i := range samples {
+					s.Unwind(&samples[i], &st)
+					for j := range st.Frames {
+						f := &st.Frames[j]
+						res.Resolve(f.Map, f.LookupPC())
+					}
+					frames += len(st.Frames)
+				}
+			}
+			cpu := cpuTime() - cpu0
+			b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
+			// CPU time, steadier than wall time on a shared machine.
+			b.ReportMetric(float64(frames)/cpu.Seconds(), "frames/cpu-s")
+			b.ReportMetric(float64(frames)/float64(b.N*len(samples)), "frames/sample")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(samples)), "ns/sample")
+		})
+	}
+}
+
+// cpuTime returns the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadSamples reads the recording at path: a session that has applied
+// its records (but EXIT, so that every process stays known) and copies
+// of its samples.
+func loadSamples(b *testing.B, path string) (*perfunwind.Session, []perfunwind.Sample) {
+	r, err := perfdata.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	r.SetTimeOrder(true)
+	s, err := perfunwind.NewSession(perfunwind.OptionsFor(r.Header()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	arch := r.Header().Machine()
+	var samples []perfunwind.Sample
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		switch rec.Type {
+		case perfdata.RecordExit:
+		case perfdata.RecordSample:
+			if ps := rec.Sample(); ps != nil {
+				var smp perfunwind.Sample
+				smp.FromPerf(ps, arch)
+				smp.Stack = append([]byte(nil), smp.Stack...)
+				samples = append(samples, smp)
+			}
+		default:
+			s.Record(rec)
+		}
+	}
+	return s, samples
+}

@@ -1,0 +1,297 @@
+package perfunwind
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// File is an object file that a recording's mappings name: found on disk
+// (under Options.SymFS), in perf's build-ID cache, or, for the vDSO, in
+// this process's memory. Files are shared by every process mapping them
+// and never change once found.
+type File struct {
+	// Name is the file name as the recording gives it.
+	Name string
+	// Path is the file opened for Name: Name itself, under SymFS, or a
+	// copy in the build-ID cache; "" when none was usable (see Err).
+	Path string
+	// BuildID is the recorded build ID, else the file's own; nil when
+	// neither is known.
+	BuildID []byte
+	// Err says why no file was usable: missing, not ELF, another build.
+	Err error
+
+	segs  []loadSeg       // PT_LOAD headers, for load biases
+	r     io.ReaderAt     // the file's bytes, for reads the unwinder makes outside the stack
+	close func() error    // releases r
+	size  int64           // of the file
+	key   string          // the symbolizer's name for the file
+	image []byte          // the vDSO's image, when it is not a file on disk
+	locs  map[uint64]*Loc // resolved addresses (ELF addresses), see Resolver
+}
+
+// loadSeg is one PT_LOAD program header.
+type loadSeg struct {
+	off, vaddr, filesz uint64
+	exec               bool
+}
+
+// bias returns the load bias of a mapping of the file at runtime address
+// start with file offset pgoff: runtime address = ELF address + bias. The
+// segment holding pgoff gives it (mappings start on a page boundary, so
+// pgoff may lie up to a page below the segment's offset); without one,
+// the file's offsets are taken for its addresses, as perf does.
+func (f *File) bias(start, pgoff uint64) uint64 {
+	best := -1
+	for i, s := range f.segs {
+		lo := s.off &^ 0xffff // any page size up to 64 KiB
+		if pgoff >= lo && pgoff < s.off+max(s.filesz, 1) {
+			if best < 0 || s.exec && !f.segs[best].exec || s.off <= pgoff && f.segs[best].off > pgoff {
+				best = i
+			}
+		}
+	}
+	if best < 0 {
+		return start - pgoff
+	}
+	s := f.segs[best]
+	return start - (s.vaddr - s.off + pgoff)
+}
+
+// ReadAt reads the file's bytes (the vDSO's image for the vDSO).
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if f.r == nil {
+		return 0, fmt.Errorf("%s: %w", f.Name, errNoFile)
+	}
+	return f.r.ReadAt(p, off)
+}
+
+var errNoFile = errors.New("file not found")
+
+// fileKey identifies a file of the recording: its name and, when
+// recorded, its build ID (a path that held two builds during the
+// recording is two files).
+type fileKey struct {
+	name, buildID string
+}
+
+// openFile finds the file recorded as name with build ID id (nil when the
+// recording has none), as perf does: the path under symfs if its build
+// ID matches, else perf's build-ID cache. A file whose build ID differs
+// from the recorded one is refused: its tables and symbols would be
+// another program's.
+func (s *Session) openFile(name string, id []byte) *File {
+	f := &File{Name: name, BuildID: id, locs: map[uint64]*Loc{}}
+	var tried []string
+	try := func(path string) bool {
+		tried = append(tried, path)
+		osf, err := os.Open(path)
+		if err != nil {
+			if f.Err == nil {
+				f.Err = err
+			}
+			return false
+		}
+		st, err := osf.Stat()
+		if err != nil || !st.Mode().IsRegular() {
+			osf.Close()
+			if f.Err == nil {
+				f.Err = fmt.Errorf("%s: not a regular file", path)
+			}
+			return false
+		}
+		segs, own, err := readELFInfo(osf, st.Size())
+		if err != nil {
+			osf.Close()
+			f.Err = fmt.Errorf("%s: %w", path, err)
+			return false
+		}
+		if len(id) > 0 && len(own) > 0 && !sameBuildID(id, own) {
+			osf.Close()
+			f.Err = fmt.Errorf("%s: build ID %x, recorded %x", path, own, id)
+			return false
+		}
+		f.Path, f.segs, f.r, f.close, f.key, f.size, f.Err = path, segs, osf, osf.Close, path, st.Size(), nil
+		if len(f.BuildID) == 0 {
+			f.BuildID = own
+		}
+		return true
+	}
+	if name == "[vdso]" {
+		if s.vdsoFile(f) {
+			return f
+		}
+	} else if filepath.IsAbs(name) && try(filepath.Join(s.opts.SymFS, name)) {
+		return f
+	}
+	if len(id) > 0 && s.buildIDDir != "" {
+		h := hex.EncodeToString(trimBuildID(id))
+		if len(h) > 2 {
+			dir := filepath.Join(s.buildIDDir, ".build-id", h[:2], h[2:])
+			for _, leaf := range []string{"elf", "vdso"} {
+				if _, err := os.Stat(filepath.Join(dir, leaf)); err == nil && try(filepath.Join(dir, leaf)) {
+					return f
+				}
+			}
+		}
+	}
+	if f.Err == nil {
+		f.Err = errNoFile
+	}
+	return f
+}
+
+// trimBuildID drops the zero padding perf adds to build IDs shorter than
+// 20 bytes.
+func trimBuildID(id []byte) []byte {
+	if len(id) == 20 {
+		if i := bytes.LastIndexFunc(id, func(r rune) bool { return r != 0 }); i >= 0 && i < 15 {
+			// A 16-byte (MD5) or shorter ID, padded.
+			return id[:max(i+1, 16)]
+		}
+	}
+	return id
+}
+
+// sameBuildID compares a recorded build ID (possibly zero-padded to 20
+// bytes) with a file's.
+func sameBuildID(recorded, own []byte) bool {
+	if bytes.Equal(recorded, own) {
+		return true
+	}
+	if len(recorded) > len(own) && bytes.Equal(recorded[:len(own)], own) {
+		for _, b := range recorded[len(own):] {
+			if b != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// readELFInfo reads the PT_LOAD segments and the build ID of the ELF file
+// r of the given size, without reading its sections' contents.
+func readELFInfo(r io.ReaderAt, size int64) ([]loadSeg, []byte, error) {
+	ef, err := elf.NewFile(io.NewSectionReader(r, 0, size))
+	if err != nil {
+		var fe *elf.FormatError
+		if errors.As(err, &fe) {
+			return nil, nil, fmt.Errorf("not an ELF file (%v)", err)
+		}
+		return nil, nil, err
+	}
+	var segs []loadSeg
+	var id []byte
+	for _, p := range ef.Progs {
+		switch p.Type {
+		case elf.PT_LOAD:
+			segs = append(segs, loadSeg{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz, exec: p.Flags&elf.PF_X != 0})
+		case elf.PT_NOTE:
+			if id == nil && p.Filesz <= 1<<20 {
+				buf := make([]byte, p.Filesz)
+				if _, err := p.ReadAt(buf, 0); err == nil {
+					id = noteBuildID(buf, ef.ByteOrder)
+				}
+			}
+		}
+	}
+	if id == nil {
+		for _, sec := range ef.Sections {
+			if sec.Type == elf.SHT_NOTE && sec.Size <= 1<<20 {
+				if buf, err := sec.Data(); err == nil {
+					if id = noteBuildID(buf, ef.ByteOrder); id != nil {
+						break
+					}
+				}
+			}
+		}
+	}
+	return segs, id, nil
+}
+
+// noteBuildID returns the NT_GNU_BUILD_ID descriptor among the notes in
+// data, or nil.
+func noteBuildID(data []byte, bo binary.ByteOrder) []byte {
+	for len(data) >= 12 {
+		namesz := uint64(bo.Uint32(data))
+		descsz := uint64(bo.Uint32(data[4:]))
+		typ := bo.Uint32(data[8:])
+		descOff := 12 + (namesz+3)&^3
+		if descOff+descsz > uint64(len(data)) {
+			return nil
+		}
+		if typ == 3 && namesz == 4 && string(data[12:15]) == "GNU" {
+			return append([]byte(nil), data[descOff:descOff+descsz]...)
+		}
+		end := descOff + (descsz+3)&^3
+		if end > uint64(len(data)) {
+			return nil
+		}
+		data = data[end:]
+	}
+	return nil
+}
+
+// vdsoFile finds the vDSO image for f: perf's cached copy of the recorded
+// build ID, else this process's own vDSO when its build ID is the
+// recorded one (or none is recorded and the recording is from this
+// kernel): the vDSO is part of the kernel.
+func (s *Session) vdsoFile(f *File) bool {
+	img, own := ownVDSO()
+	if img == nil {
+		return false
+	}
+	if len(f.BuildID) > 0 {
+		if len(own) == 0 || !sameBuildID(f.BuildID, own) {
+			return false
+		}
+	} else if !s.sameKernel {
+		return false
+	}
+	segs, id, err := readELFInfo(bytesReaderAt(img), int64(len(img)))
+	if err != nil {
+		return false
+	}
+	f.Path, f.segs, f.r, f.image = "[vdso]", segs, bytesReaderAt(img), img
+	f.key = "[vdso] " + hex.EncodeToString(id)
+	if len(f.BuildID) == 0 {
+		f.BuildID = id
+	}
+	return true
+}
+
+// bytesReaderAt reads a byte slice.
+type bytesReaderAt []byte
+
+func (b bytesReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// isAnon reports whether a mapping of this name has no file behind it:
+// perf shows addresses in it as they are, not as file offsets.
+func isAnon(name string) bool {
+	switch {
+	case name == "", name == "//anon", name == "[heap]", name == "[stack]", name == "[vsyscall]",
+		strings.HasPrefix(name, "[anon:"), strings.HasPrefix(name, "[stack:"),
+		strings.HasPrefix(name, "/dev/zero"), strings.HasPrefix(name, "/anon_hugepage"),
+		strings.HasPrefix(name, "/SYSV"), strings.HasPrefix(name, "/memfd:") && strings.HasSuffix(name, "(deleted)"):
+		return true
+	}
+	return strings.HasPrefix(name, "/tmp/perf-") && strings.HasSuffix(name, ".map")
+}

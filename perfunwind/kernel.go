@@ -1,0 +1,261 @@
+package perfunwind
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"unsafe"
+)
+
+// kernelSyms are the kernel's function symbols, as /proc/kallsyms lists
+// them. The kernel's own symbols come first, sorted by address (the
+// kernel looks them up by binary search itself): they are searched in the
+// file's text as it is, so that loading costs no parse of a hundred
+// thousand lines of which a recording names a few thousand. Those after
+// them (modules, BPF programs, trampolines: lines with a "\t[module]"
+// tag) are parsed and sorted.
+type kernelSyms struct {
+	text    string
+	core    int      // text[:core]: the kernel's lines, sorted
+	addrs   []uint64 // the other functions, sorted
+	offs    []uint32 // offset of each one's line in text
+	release func() error
+}
+
+// isFunc reports whether a kallsyms symbol type is a function's.
+func isFunc(t byte) bool { return t == 't' || t == 'T' || t == 'w' || t == 'W' }
+
+// parseLine parses the kallsyms line at text[off:]: "ADDR TYPE NAME" and
+// an optional "\tMODULE" up to the newline.
+func (k *kernelSyms) parseLine(off int) (addr uint64, typ byte, name, mod string, ok bool) {
+	line := k.text[off:]
+	if j := indexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	sp := indexByte(line, ' ')
+	if sp <= 0 || sp > 16 || sp+3 >= len(line) || line[sp+2] != ' ' {
+		return 0, 0, "", "", false
+	}
+	if addr, ok = parseHex(line[:sp]); !ok {
+		return 0, 0, "", "", false
+	}
+	name = line[sp+3:]
+	if j := indexByte(name, '\t'); j >= 0 {
+		name, mod = name[:j], name[j+1:]
+		if len(mod) >= 2 && mod[0] == '[' && mod[len(mod)-1] == ']' {
+			mod = mod[1 : len(mod)-1]
+		}
+	}
+	return addr, line[sp+1], name, mod, true
+}
+
+// maxKallsyms bounds the bytes of a kallsyms file read (a kernel with
+// every module loaded lists about 20 MB).
+const maxKallsyms = 256 << 20
+
+// loadKallsyms opens a kallsyms file: mapped when it is a regular file
+// (perf's copy in its build-ID cache), else read (/proc/kallsyms, whose
+// size is not known). A file whose addresses are all zero
+// (kernel.kptr_restrict) gives an error.
+func loadKallsyms(path string) (*kernelSyms, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var data []byte
+	release := func() error { return nil }
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > 0 && st.Size() <= maxKallsyms {
+		data, release, _, err = mapFile(f, st.Size())
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		if data, err = readAllInto(f, make([]byte, 0, 64<<10), maxKallsyms+1); err != nil {
+			return nil, err
+		}
+		if len(data) > maxKallsyms {
+			return nil, fmt.Errorf("%s: more than %d bytes", path, maxKallsyms)
+		}
+	}
+	// The names are substrings of the file's text, which is not copied:
+	// data is not changed or reused after this.
+	k := &kernelSyms{text: unsafe.String(unsafe.SliceData(data), len(data)), release: release}
+	k.core = len(data)
+	if i := bytes.IndexByte(data, '\t'); i >= 0 {
+		k.core = bytes.LastIndexByte(data[:i], '\n') + 1
+	}
+	// Some function with an address must be there: the first of the
+	// kernel's, or of the rest.
+	nonzero := false
+	for off, n := 0, 0; off < k.core && n < 64; n++ {
+		if a, t, _, _, ok := k.parseLine(off); ok && isFunc(t) {
+			nonzero = a != 0
+			break
+		}
+		off += indexByte(k.text[off:], '\n') + 1
+		if off == 0 {
+			break
+		}
+	}
+	sorted := true
+	for off := k.core; off < len(data); {
+		end := bytes.IndexByte(data[off:], '\n')
+		next := len(data)
+		if end >= 0 {
+			next = off + end + 1
+		}
+		if a, t, _, _, ok := k.parseLine(off); ok && isFunc(t) && off < 1<<32 {
+			nonzero = nonzero || a != 0
+			if n := len(k.addrs); n > 0 && a < k.addrs[n-1] {
+				sorted = false
+			}
+			k.addrs = append(k.addrs, a)
+			k.offs = append(k.offs, uint32(off))
+		}
+		off = next
+	}
+	if !nonzero {
+		release()
+		return nil, fmt.Errorf("%s: no addresses (kernel.kptr_restrict)", path)
+	}
+	if !sorted {
+		sort.Stable(k)
+	}
+	return k, nil
+}
+
+// close releases the mapping.
+func (k *kernelSyms) close() {
+	if k != nil && k.release != nil {
+		k.release()
+		k.release = nil
+	}
+}
+
+// parseHex parses up to 16 hexadecimal digits.
+func parseHex(s string) (uint64, bool) {
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint64(c)
+	}
+	return v, len(s) > 0 && len(s) <= 16
+}
+
+// sort.Interface of the parsed symbols, by address.
+func (k *kernelSyms) Len() int           { return len(k.addrs) }
+func (k *kernelSyms) Less(i, j int) bool { return k.addrs[i] < k.addrs[j] }
+func (k *kernelSyms) Swap(i, j int) {
+	k.addrs[i], k.addrs[j] = k.addrs[j], k.addrs[i]
+	k.offs[i], k.offs[j] = k.offs[j], k.offs[i]
+}
+
+// readAllInto reads r to its end into buf, growing it, up to limit bytes.
+func readAllInto(r io.Reader, buf []byte, limit int) ([]byte, error) {
+	for len(buf) < limit {
+		if len(buf) == cap(buf) {
+			buf = append(make([]byte, 0, 2*cap(buf)), buf...)
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), limit)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+func indexByte(s string, c byte) int { return strings.IndexByte(s, c) }
+
+// nextLine returns the start of the line after the one at off in the
+// kernel's part of the text, or the part's end.
+func (k *kernelSyms) nextLine(off int) int {
+	if i := indexByte(k.text[off:k.core], '\n'); i >= 0 {
+		return off + i + 1
+	}
+	return k.core
+}
+
+// lookup returns the function holding addr: the last one starting at or
+// below it, with its module ("" for the kernel itself).
+func (k *kernelSyms) lookup(addr uint64) (start uint64, name, mod string, ok bool) {
+	if k == nil {
+		return 0, "", "", false
+	}
+	// The kernel's own: the last line at or below addr, by binary search
+	// over the text, then back to the nearest function.
+	best := -1
+	for lo, hi := 0, k.core; lo < hi; {
+		mid := int(uint(lo+hi) >> 1)
+		// lo is always a line's start. A line that does not parse is
+		// skipped for the next that does.
+		ls := strings.LastIndexByte(k.text[lo:mid], '\n') + 1 + lo
+		pl := ls
+		var a uint64
+		var parsed bool
+		for pl < hi {
+			if a, _, _, _, parsed = k.parseLine(pl); parsed {
+				break
+			}
+			pl = k.nextLine(pl)
+		}
+		if parsed && pl < hi && a <= addr {
+			best, lo = pl, k.nextLine(pl)
+		} else {
+			hi = ls
+		}
+	}
+	for n := 0; best >= 0 && n < 256; n++ {
+		if a, t, nm, md, parsed := k.parseLine(best); parsed && isFunc(t) {
+			start, name, mod, ok = a, nm, md, true
+			break
+		}
+		if best == 0 {
+			break
+		}
+		best = strings.LastIndexByte(k.text[:best-1], '\n') + 1
+	}
+	// The rest: a function after it may start closer to addr.
+	if i := sort.Search(len(k.addrs), func(i int) bool { return k.addrs[i] > addr }) - 1; i >= 0 && (!ok || k.addrs[i] >= start) {
+		a, _, nm, md, _ := k.parseLine(int(k.offs[i]))
+		start, name, mod, ok = a, nm, md, true
+	}
+	return start, name, mod, ok
+}
+
+// kernelBuildID reads the running kernel's build ID from
+// /sys/kernel/notes, or nil.
+func kernelBuildID() []byte {
+	data, err := os.ReadFile("/sys/kernel/notes")
+	if err != nil {
+		return nil
+	}
+	return noteBuildID(data, binary.NativeEndian)
+}
+
+// osRelease returns the running kernel's release (uname -r), or "".
+func osRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
+}

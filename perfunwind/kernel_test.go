@@ -1,0 +1,130 @@
+package perfunwind
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestKallsyms parses a kallsyms file as /proc/kallsyms writes it:
+// functions (t, T, w, W) kept, data left out, modules named, an unsorted
+// file sorted; a file of zero addresses (kernel.kptr_restrict) refused.
+func TestKallsyms(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kallsyms")
+	// The kernel's lines (sorted), then modules' (not sorted); and the
+	// same lines with a module's first, which makes them all parsed.
+	kernel := "ffffffff81000000 T _stext\n" +
+		"ffffffff81000100 t func_a\n" +
+		"ffffffff81000180 d some_data\n" +
+		"ffffffff81000200 W weak_b\n" +
+		"bad line\n" +
+		"ffffffff81000300 T last\n"
+	mods := "ffffffffc0002000 t mod_func2\t[mymod]\n" +
+		"ffffffffc0001000 t mod_func\t[mymod]" // no final newline
+	for _, text := range []string{kernel + mods, mods + "\n" + kernel} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkKallsyms(t, path)
+	}
+	zero := filepath.Join(dir, "restricted")
+	os.WriteFile(zero, []byte("0000000000000000 T _stext\n0000000000000000 t func_a\n"), 0o644)
+	if _, err := loadKallsyms(zero); err == nil || !strings.Contains(err.Error(), "kptr_restrict") {
+		t.Errorf("zero addresses: %v", err)
+	}
+}
+
+func checkKallsyms(t *testing.T, path string) {
+	k, err := loadKallsyms(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.close()
+	for _, c := range []struct {
+		pc        uint64
+		name, mod string
+	}{
+		{0xffffffff81000000, "_stext", ""},
+		{0xffffffff81000150, "func_a", ""}, // not some_data: data is not a function
+		{0xffffffff81000210, "weak_b", ""},
+		{0xffffffff81000301, "last", ""},
+		{0xffffffffc0001004, "mod_func", "mymod"},
+		{0xffffffffc0002004, "mod_func2", "mymod"},
+		{0xffffffff80000000, "", ""},
+	} {
+		_, name, mod, _ := k.lookup(c.pc)
+		if name != c.name || mod != c.mod {
+			t.Errorf("%#x: %q [%q], want %q [%q]", c.pc, name, mod, c.name, c.mod)
+		}
+	}
+}
+
+// TestKallsymsSearch checks the search in the text of this machine's
+// /proc/kallsyms (when readable with addresses) against a scan of every
+// line, at the start of every function and a byte before the next one.
+func TestKallsymsSearch(t *testing.T) {
+	k, err := loadKallsyms("/proc/kallsyms")
+	if err != nil {
+		t.Skipf("/proc/kallsyms: %v", err)
+	}
+	type sym struct {
+		addr      uint64
+		name, mod string
+	}
+	var all []sym
+	for off := 0; off < len(k.text); {
+		if a, typ, name, mod, ok := k.parseLine(off); ok && isFunc(typ) {
+			all = append(all, sym{a, name, mod})
+		}
+		i := strings.IndexByte(k.text[off:], '\n')
+		if i < 0 {
+			break
+		}
+		off += i + 1
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].addr < all[j].addr })
+	bad := 0
+	for i := 0; i+1 < len(all); i += 97 {
+		for _, pc := range []uint64{all[i].addr, all[i+1].addr - 1} {
+			if all[i+1].addr == all[i].addr {
+				continue
+			}
+			// Of several functions at one address, any may name it.
+			start, name, _, ok := k.lookup(pc)
+			if !ok || start != all[i].addr {
+				bad++
+				if bad < 5 {
+					t.Errorf("%#x: %#x %s, want %#x %s", pc, start, name, all[i].addr, all[i].name)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d wrong lookups", bad)
+	}
+}
+
+// TestParseMapsLine checks /proc/PID/maps lines: paths with spaces,
+// deleted files, anonymous memory named as perf names it, bad lines.
+func TestParseMapsLine(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want mapsLine
+		ok   bool
+	}{
+		{"55d0c8a00000-55d0c8a01000 r-xp 00001000 08:01 1234                       /usr/bin/my prog", mapsLine{0x55d0c8a00000, 0x55d0c8a01000, 0x1000, true, "/usr/bin/my prog"}, true},
+		{"7f0000000000-7f0000002000 rw-p 00000000 00:00 0 ", mapsLine{0x7f0000000000, 0x7f0000002000, 0, false, "//anon"}, true},
+		{"7f0000000000-7f0000002000 r-xp 00002000 08:01 99 /tmp/lib.so (deleted)", mapsLine{0x7f0000000000, 0x7f0000002000, 0x2000, true, "/tmp/lib.so (deleted)"}, true},
+		{"7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]", mapsLine{0x7ffc00000000, 0x7ffc00021000, 0, false, "[stack]"}, true},
+		{"zzzz-7ffc00021000 rw-p 00000000 00:00 0", mapsLine{}, false},
+		{"7ffc00021000-7ffc00000000 rw-p 00000000 00:00 0", mapsLine{}, false},
+	} {
+		got, ok := parseMapsLine(c.line)
+		if ok != c.ok || ok && got != c.want {
+			t.Errorf("%q: %+v %v, want %+v %v", c.line, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package perfunwind
+
+import (
+	"debug/elf"
+	"io"
+
+	"github.com/sframekit/sframekit/arch"
+)
+
+// pltTable names the entries of a file's procedure linkage table as perf
+// does, "name@plt", from the PLT relocations: symbol tables do not cover
+// them.
+type pltTable struct {
+	start, end uint64 // the entries' address range
+	entry      uint64 // size of one entry
+	names      []string
+}
+
+// maxPLT bounds the PLT relocations read (a large program has a few
+// thousand).
+const maxPLT = 1 << 20
+
+// plt returns the name and start of the PLT entry holding addr in f.
+func (r *Resolver) plt(f *File, addr uint64) (string, uint64, bool) {
+	t, ok := r.plts[f]
+	if !ok {
+		t = loadPLT(f, r.s.opts.Arch)
+		r.plts[f] = t
+	}
+	if t == nil || addr < t.start || addr >= t.end {
+		return "", 0, false
+	}
+	i := (addr - t.start) / t.entry
+	if i >= uint64(len(t.names)) || t.names[i] == "" {
+		return "", 0, false
+	}
+	return t.names[i], t.start + i*t.entry, true
+}
+
+// loadPLT reads the PLT of f: .plt.sec's entries when the file has one
+// (x86-64 with IBT), else .plt's after its header.
+func loadPLT(f *File, a arch.Arch) *pltTable {
+	if f.r == nil || f.image != nil || f.size <= 0 {
+		return nil
+	}
+	ef, err := elf.NewFile(io.NewSectionReader(f.r, 0, f.size))
+	if err != nil {
+		return nil
+	}
+	rela := ef.Section(".rela.plt")
+	if rela == nil || rela.Type != elf.SHT_RELA || ef.Class != elf.ELFCLASS64 || rela.Size/24 > maxPLT {
+		return nil
+	}
+	var header, entry uint64
+	switch a {
+	case arch.AMD64:
+		header, entry = 16, 16
+	case arch.ARM64:
+		header, entry = 32, 16
+	default:
+		return nil
+	}
+	sec := ef.Section(".plt.sec")
+	if sec != nil {
+		header = 0
+	} else if sec = ef.Section(".plt"); sec == nil {
+		return nil
+	}
+	syms, err := ef.DynamicSymbols()
+	if err != nil {
+		return nil
+	}
+	data, err := rela.Data()
+	if err != nil {
+		return nil
+	}
+	t := &pltTable{start: sec.Addr + header, entry: entry}
+	n := (sec.Size - min(header, sec.Size)) / entry
+	for off := 0; off+24 <= len(data) && uint64(len(t.names)) < n; off += 24 {
+		info := ef.ByteOrder.Uint64(data[off+8:])
+		// Symbol indices count from 1 in the table (0 is the null
+		// symbol, which DynamicSymbols leaves out). Entries without a
+		// symbol (IRELATIVE) are "@plt", as perf names them.
+		name := "@plt"
+		if si := info >> 32; si >= 1 && si <= uint64(len(syms)) {
+			name = syms[si-1].Name + "@plt"
+		}
+		t.names = append(t.names, name)
+	}
+	t.end = t.start + uint64(len(t.names))*entry
+	return t
+}

@@ -1,0 +1,311 @@
+package perfunwind
+
+import (
+	"errors"
+
+	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/perfdata"
+	"github.com/sframekit/sframekit/targets"
+	"github.com/sframekit/sframekit/unwind"
+)
+
+// Sample is what unwinding a sample needs: whose it is, the kernel's
+// callchain, and the user registers with the copy of the user stack from
+// the stack pointer up (perf record --call-graph dwarf, or
+// perf_event_open's PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER).
+type Sample struct {
+	Pid, Tid uint32
+	Time     uint64
+	Period   uint64
+	IP       uint64
+	// Event is the index of the sample's event among the recording's
+	// (perfdata.Attr.Index).
+	Event int
+	// Callchain is the sample's callchain, with perf's context markers
+	// (perfdata.ContextKernel, ContextUser) before each part; the user
+	// part is used only when there are no registers and stack to unwind.
+	Callchain []uint64
+	// Regs are the user registers, DWARF-numbered; Regs.Arch is zero when
+	// the sample has none (a kernel thread).
+	Regs targets.Regs
+	// Stack is the copy of the user stack from the stack pointer up.
+	Stack []byte
+}
+
+// FromPerf fills s from a decoded perf.data sample of a recording of
+// architecture a, reusing s's Callchain. s keeps a reference to ps's stack bytes,
+// valid until the reader's next record.
+func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
+	s.Pid, s.Tid, s.Time, s.Period, s.IP = ps.Pid, ps.Tid, ps.Time, ps.Period, ps.IP
+	s.Callchain = s.Callchain[:0]
+	for i, n := 0, ps.Callchain.Len(); i < n; i++ {
+		s.Callchain = append(s.Callchain, ps.Callchain.At(i))
+	}
+	s.Regs = targets.Regs{}
+	s.Stack = nil
+	if ps.RegsUser.ABI != perfdata.RegsABINone && ps.RegsUser.Mask != 0 {
+		s.Regs.Arch = a
+		ps.RegsUser.DWARFRegs(a, func(n arch.Reg, v uint64) { s.Regs.Set(n, v) })
+		s.Stack = ps.StackUser
+	}
+}
+
+// Frame is one frame of a sample's stack.
+type Frame struct {
+	// PC is the current PC of the innermost frame (of the kernel's part
+	// or the user part) and of signal frames, the return address of the
+	// others.
+	PC uint64
+	// CFA is, for unwound user frames, the canonical frame address the
+	// frame's rules gave (0 when not computed): on x86-64 its caller's
+	// return address was read at CFA-8.
+	CFA uint64
+	// Map is the mapping holding PC, nil when none does.
+	Map *Mapping
+	// Method is, for user frames, what found the frame's caller (see
+	// unwind.Frame); MethodNone for kernel frames and for user frames
+	// from the kernel's callchain.
+	Method unwind.Method
+	// Kernel marks kernel frames.
+	Kernel bool
+	// First marks the innermost frame of the kernel's part and of the
+	// user part: its PC is the interrupted instruction.
+	First bool
+	// Exact says PC is an instruction of the frame's function (First,
+	// signal frames and the frames they interrupted), not a return
+	// address.
+	Exact bool
+	// Signal marks a signal trampoline.
+	Signal bool
+
+	unwound bool // found by unwinding, not from the callchain
+}
+
+// LookupPC returns the address at which the frame's function and line
+// are looked up: PC for exact frames, else PC-1, inside the call.
+func (f *Frame) LookupPC() uint64 {
+	if f.Exact || f.PC == 0 {
+		return f.PC
+	}
+	return f.PC - 1
+}
+
+// PerfPC returns the address perf script shows for the frame, a runtime
+// address: for callers found by unwinding, the return address minus one,
+// which perf (with libunwind or libdw) also gives the signal trampoline,
+// not the frame the signal interrupted; PC for the others.
+func (f *Frame) PerfPC() uint64 {
+	if f.unwound && !f.First && (f.Signal || !f.Exact) && f.PC != 0 {
+		return f.PC - 1
+	}
+	return f.PC
+}
+
+// Stack is the unwound stack of one sample.
+type Stack struct {
+	Pid, Tid uint32
+	Time     uint64
+	Period   uint64
+	Event    int // the sample's event (Sample.Event)
+	// Comm is the thread's name when the sample was taken.
+	Comm string
+	// Frames are innermost first: the kernel's, then the user frames.
+	Frames []Frame
+	// Kernel is the number of kernel frames at the front of Frames.
+	Kernel int
+	// Unwound says the user frames come from unwinding the sample's
+	// registers and stack copy; Stop and Err say why that walk ended.
+	Unwound bool
+	Stop    unwind.Stop
+	Err     error
+	// SP and StackEnd bound the stack copy the walk read: [SP, StackEnd).
+	SP, StackEnd uint64
+}
+
+// User returns the user frames.
+func (st *Stack) User() []Frame { return st.Frames[st.Kernel:] }
+
+// CopyEnd reports whether the walk ended where the stack copy does.
+func (st *Stack) CopyEnd() bool {
+	return st.Stop == unwind.StopMemory && errors.Is(st.Err, unwind.ErrOutsideStackCopy)
+}
+
+// Unwind fills st with the stack of smp: the kernel frames from its
+// callchain, then the user frames, unwound from its registers and stack
+// copy (SFrame, CFI or frame pointers, per frame) over the mappings its
+// process has at this point of the recording, or else taken from the
+// callchain's user part. It counts the outcome in s.Stats. st's frames
+// are reused; smp is not kept.
+func (s *Session) Unwind(smp *Sample, st *Stack) {
+	st.Pid, st.Tid, st.Time, st.Period, st.Event = smp.Pid, smp.Tid, smp.Time, smp.Period, smp.Event
+	st.Comm = s.ThreadName(smp.Tid)
+	st.Frames = st.Frames[:0]
+	st.Kernel, st.Unwound, st.Stop, st.Err, st.SP, st.StackEnd = 0, false, unwind.StopEnd, nil, 0, 0
+	s.Stats.Samples++
+	maxDepth := s.opts.MaxDepth
+	if maxDepth <= 0 {
+		maxDepth = unwind.DefaultMaxDepth
+	}
+
+	// The callchain: kernel part, then (without registers) the user part.
+	var userChain []uint64
+	ctx := uint64(0)
+	for i, pc := range smp.Callchain {
+		if pc >= perfdata.ContextMax {
+			ctx = pc
+			if ctx == perfdata.ContextUser {
+				userChain = smp.Callchain[i+1:]
+				break
+			}
+			continue
+		}
+		if ctx != perfdata.ContextKernel || st.Kernel >= maxDepth {
+			continue
+		}
+		f := Frame{PC: pc, Kernel: true, First: st.Kernel == 0, Exact: st.Kernel == 0}
+		f.Map = s.kernelFrameMap(pc)
+		st.Frames = append(st.Frames, f)
+		st.Kernel++
+	}
+	if userChain != nil {
+		if i := indexContext(userChain); i >= 0 {
+			userChain = userChain[:i]
+		}
+	}
+	s.Stats.KernelFrames += uint64(st.Kernel)
+
+	p := s.procs[smp.Pid]
+	switch {
+	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0 && p != nil && len(p.maps) > 0:
+		s.unwindUser(p, smp, st)
+	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0:
+		// perf shows no user frames for a process it knows no mapping of.
+		s.Stats.NoMappings++
+	case len(userChain) > 0:
+		s.Stats.Callchain++
+		for i, pc := range userChain {
+			if i >= maxDepth {
+				break
+			}
+			f := Frame{PC: pc, First: i == 0, Exact: i == 0}
+			if p != nil {
+				f.Map = p.find(pc)
+			}
+			st.Frames = append(st.Frames, f)
+		}
+	default:
+		s.Stats.NoUser++
+	}
+}
+
+// indexContext returns the index of the first context marker in c, or -1.
+func indexContext(c []uint64) int {
+	for i, pc := range c {
+		if pc >= perfdata.ContextMax {
+			return i
+		}
+	}
+	return -1
+}
+
+// unwindUser unwinds the user part of smp in process p.
+func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
+	sp := smp.Regs.SP()
+	s.mem = unwind.StackMemory{SP: sp, Stack: smp.Stack, End: p.stackEnd(sp), Fallback: &p.mem}
+	frames, stop, err := p.u.Unwind(&s.ctx, &smp.Regs, &s.mem, s.frames[:0])
+	s.frames = frames
+	s.mem = unwind.StackMemory{} // keep no reference to the record
+	st.Unwound, st.Stop, st.Err = true, stop, err
+	st.SP, st.StackEnd = sp, sp+uint64(len(smp.Stack))
+	s.Stats.Unwound++
+	var used uint8
+	for i := range frames {
+		uf := &frames[i]
+		f := Frame{PC: uf.PC, CFA: uf.CFA, Method: uf.Method, Signal: uf.Signal, Exact: uf.Exact, First: i == 0, unwound: true}
+		f.Map = p.find(uf.PC)
+		st.Frames = append(st.Frames, f)
+		if uf.Method < unwind.Method(len(s.Stats.Frames)) {
+			s.Stats.Frames[uf.Method]++
+		}
+		used |= 1 << uf.Method
+	}
+	switch {
+	case used&(1<<unwind.MethodFP) != 0:
+		s.Stats.WithFP++
+	case used&(1<<unwind.MethodCFI) != 0:
+		s.Stats.WithCFI++
+	case used&(1<<unwind.MethodSFrame) != 0:
+		s.Stats.OnlySFrame++
+	default:
+		s.Stats.FirstOnly++
+	}
+	if int(stop) < len(s.Stats.Stops) {
+		s.Stats.Stops[stop]++
+	}
+	if st.CopyEnd() {
+		s.Stats.CopyEnd++
+	} else if stop != unwind.StopEnd && len(frames) > 0 {
+		where := StopPlace{Stop: stop}
+		if m := st.Frames[len(st.Frames)-1].Map; m != nil {
+			where.Module = m.Name
+		}
+		s.Stats.StopWhere[where]++
+	}
+}
+
+// kernelFrameMap returns the mapping of a kernel address: the kernel's or
+// its module's when kallsyms names it.
+func (s *Session) kernelFrameMap(pc uint64) *Mapping {
+	if m, ok := s.kernPCs[pc]; ok {
+		return m
+	}
+	mod := ""
+	if _, _, md, ok := s.kernelSyms().lookup(pc); ok {
+		mod = md
+	}
+	m := s.kernelMapping(mod)
+	if len(s.kernPCs) >= maxCFIRows {
+		clear(s.kernPCs)
+	}
+	s.kernPCs[pc] = m
+	return m
+}
+
+// StopPlace is where walks that ended early ended: why, and in which
+// mapping ("" for none).
+type StopPlace struct {
+	Stop   unwind.Stop
+	Module string
+}
+
+// Stats count what a Session's samples gave.
+type Stats struct {
+	// Read is the number of samples Process read, Samples the number
+	// unwound (those that passed its filter, or given to Unwind).
+	Read, Samples uint64
+	// Unwound counts the samples whose user stack was unwound from their
+	// registers and stack copy; of them, OnlySFrame those that needed
+	// nothing but SFrame (and signal frames), WithCFI those that needed
+	// CFI for some frame but no frame pointers, WithFP those that
+	// followed frame pointers for some frame, FirstOnly those whose walk
+	// found no caller of the first frame.
+	Unwound, OnlySFrame, WithCFI, WithFP, FirstOnly uint64
+	// NoMappings counts samples with registers and stack of a process
+	// whose mappings are unknown; Callchain those whose user frames come
+	// from the kernel's callchain; NoUser those without user frames.
+	NoMappings, Callchain, NoUser uint64
+	// Frames counts user frames by the method that found their caller
+	// (index: unwind.Method).
+	Frames [5]uint64
+	// KernelFrames counts kernel frames.
+	KernelFrames uint64
+	// Stops counts walks by why they ended (index: unwind.Stop); CopyEnd
+	// those of them that ended where the stack copy does.
+	Stops   [6]uint64
+	CopyEnd uint64
+	// StopWhere counts the other walks that ended early, by reason and
+	// mapping of the last frame.
+	StopWhere map[StopPlace]uint64
+	// Lost counts the samples the kernel lost (LOST, LOST_SAMPLES).
+	Lost uint64
+}

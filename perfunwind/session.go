@@ -1,0 +1,626 @@
+package perfunwind
+
+import (
+	"debug/elf"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/perfdata"
+	"github.com/sframekit/sframekit/targets"
+	"github.com/sframekit/sframekit/unwind"
+)
+
+// Options configure a Session.
+type Options struct {
+	// Arch is the recorded architecture: arch.AMD64 or arch.ARM64;
+	// zero to take it, and the other fields left zero, from the
+	// recording's header (OptionsFor) when Process reads it.
+	Arch arch.Arch
+	// SymFS is a directory that holds the recorded files under their
+	// recorded paths (perf's --symfs): a copy of another machine's
+	// files. Empty: the paths themselves.
+	SymFS string
+	// BuildIDDir is perf's build-ID cache, where perf record keeps a copy
+	// of each file it saw (~/.debug): searched by build ID when the file
+	// at its path is missing or is another build. Empty: none.
+	BuildIDDir string
+	// BuildIDs are the recorded build IDs, by file name (the recording's
+	// BUILD_ID table); MMAP2 records that carry one override it.
+	BuildIDs map[string][]byte
+	// MaxDepth bounds the user frames of a sample
+	// (unwind.DefaultMaxDepth when 0), and separately its kernel frames.
+	MaxDepth int
+	// Kallsyms is a kallsyms file (/proc/kallsyms) naming the kernel's
+	// functions, when the recording is from the running kernel; empty
+	// leaves kernel frames as addresses.
+	Kallsyms string
+	// SameKernel says the recording comes from the running kernel, whose
+	// vDSO then stands for the recorded one when no build ID says
+	// otherwise.
+	SameKernel bool
+}
+
+// OptionsFor returns the options for a recording with header h read on
+// this machine: its architecture and build IDs, perf's build-ID cache in
+// $HOME/.debug, and /proc/kallsyms when h says the recording is from the
+// running kernel (same release and, when recorded, the same kernel build
+// ID).
+func OptionsFor(h *perfdata.Header) Options {
+	o := Options{Arch: h.Machine(), BuildIDs: map[string][]byte{}}
+	var kernelID []byte
+	for _, b := range h.BuildIDs {
+		switch {
+		case b.Misc.CPUMode() == perfdata.MiscKernel && (b.Filename == "[kernel.kallsyms]" || b.Filename == "vmlinux"):
+			kernelID = b.ID
+		case b.Misc.CPUMode() == perfdata.MiscUser || b.Misc.CPUMode() == perfdata.MiscCPUModeUnknown:
+			o.BuildIDs[b.Filename] = b.ID
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		o.BuildIDDir = filepath.Join(home, ".debug")
+	}
+	switch rel := osRelease(); {
+	case kernelID != nil:
+		own := kernelBuildID()
+		o.SameKernel = own != nil && sameBuildID(kernelID, own) && (h.OSRelease == "" || h.OSRelease == rel)
+	case h.OSRelease != "":
+		o.SameKernel = rel != "" && rel == h.OSRelease
+	default:
+		// A recording that does not say (cut before its features): as
+		// perf, take it for this machine's.
+		o.SameKernel = true
+	}
+	switch {
+	case kernelID != nil && o.BuildIDDir != "" && fileExists(filepath.Join(o.BuildIDDir, "[kernel.kallsyms]", hex.EncodeToString(kernelID), "kallsyms")):
+		// perf record's copy: the recorded kernel's, and a regular file,
+		// read in milliseconds where /proc/kallsyms takes a tenth of a
+		// second of kernel time.
+		o.Kallsyms = filepath.Join(o.BuildIDDir, "[kernel.kallsyms]", hex.EncodeToString(kernelID), "kallsyms")
+	case o.SameKernel:
+		o.Kallsyms = "/proc/kallsyms"
+	}
+	return o
+}
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// Session follows the processes of a recording, from its MMAP, COMM, FORK
+// and EXIT records (or a live profiler's equivalents), and unwinds their
+// samples: per process an unwind.Unwinder holding its executable
+// mappings, each file's tables loaded once for every process (an
+// unwind.Cache) and its symbols once (a Resolver). A Session is not safe
+// for concurrent use.
+type Session struct {
+	opts       Options
+	buildIDDir string
+	sameKernel bool
+
+	cache   *unwind.Cache
+	cfis    map[unwind.CFI]*cfiCache
+	files   map[fileKey]*File
+	procs   map[uint32]*process
+	threads map[uint32]*thread
+
+	adopted bool
+	// The kernel's symbols load in the background from the start: a
+	// sample that needs them waits for kernDone.
+	kernStarted bool
+	kernDone    chan struct{}
+	kern        *kernelSyms
+	kernErr     error
+	kmaps       map[string]*Mapping
+	kernPCs     map[uint64]*Mapping // kernel addresses seen, and their mappings
+
+	// Scratch reused by every sample.
+	ctx    unwind.Context
+	mem    unwind.StackMemory
+	frames []unwind.Frame
+
+	// Stats counts what the samples gave.
+	Stats Stats
+}
+
+// thread is what a Session knows of a thread: its name and process.
+type thread struct {
+	comm string
+	pid  uint32
+}
+
+// NewSession returns a Session for a recording of opts.Arch (or, when
+// zero, of the architecture the recording's header gives Process).
+func NewSession(opts Options) (*Session, error) {
+	switch opts.Arch {
+	case arch.Unknown, arch.AMD64, arch.ARM64:
+	default:
+		return nil, fmt.Errorf("perfunwind: unsupported architecture %v", opts.Arch)
+	}
+	s := &Session{
+		opts:       opts,
+		buildIDDir: opts.BuildIDDir,
+		sameKernel: opts.SameKernel,
+		cache:      unwind.NewCache(),
+		cfis:       map[unwind.CFI]*cfiCache{},
+		files:      map[fileKey]*File{},
+		procs:      map[uint32]*process{},
+		threads:    map[uint32]*thread{},
+		kmaps:      map[string]*Mapping{},
+		kernPCs:    map[uint64]*Mapping{},
+	}
+	s.Stats.StopWhere = map[StopPlace]uint64{}
+	if opts.Arch != 0 {
+		s.startKernel()
+	}
+	return s, nil
+}
+
+// adopt completes options left zero from the recording's header h
+// (OptionsFor), once, before the first record that uses them. It fails for
+// a recording of an architecture the unwinder does not support.
+func (s *Session) adopt(h *perfdata.Header) error {
+	if s.adopted {
+		return nil
+	}
+	s.adopted = true
+	if s.opts.Arch != 0 {
+		return nil
+	}
+	o := OptionsFor(h)
+	switch o.Arch {
+	case arch.AMD64, arch.ARM64:
+	case arch.Unknown:
+		if h.Arch != "" {
+			return fmt.Errorf("recorded on %s, which this unwinder does not support", h.Arch)
+		}
+		o.Arch = arch.Host() // a pipe without its features: recorded here
+	default:
+		return fmt.Errorf("recorded on %s, which this unwinder does not support", h.Arch)
+	}
+	s.opts.Arch = o.Arch
+	if s.opts.BuildIDs == nil {
+		s.opts.BuildIDs = o.BuildIDs
+	}
+	if s.opts.BuildIDDir == "" {
+		s.opts.BuildIDDir, s.buildIDDir = o.BuildIDDir, o.BuildIDDir
+	}
+	if s.opts.Kallsyms == "" {
+		s.opts.Kallsyms = o.Kallsyms
+	}
+	s.opts.SameKernel = s.opts.SameKernel || o.SameKernel
+	s.sameKernel = s.opts.SameKernel
+	s.startKernel()
+	return nil
+}
+
+// Close releases the files the Session opened.
+func (s *Session) Close() error {
+	if s.kernStarted {
+		<-s.kernDone
+		s.kern.close()
+	}
+	for _, f := range s.files {
+		if f.close != nil {
+			f.close()
+			f.close = nil
+		}
+	}
+	return nil
+}
+
+// Files returns the files the recording's mappings named, sorted by name:
+// each found (Path) or not (Err).
+func (s *Session) Files() []*File {
+	out := make([]*File, 0, len(s.files))
+	for _, f := range s.files {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// file returns the File of name with build ID id, finding it once.
+func (s *Session) file(name string, id []byte) *File {
+	if len(id) == 0 {
+		id = s.opts.BuildIDs[name]
+	}
+	k := fileKey{name, string(id)}
+	if f, ok := s.files[k]; ok {
+		return f
+	}
+	lookup := name
+	deleted := strings.HasSuffix(name, " (deleted)")
+	if deleted {
+		lookup = strings.TrimSuffix(name, " (deleted)")
+	}
+	var f *File
+	if deleted && len(id) == 0 {
+		// The file at the path now is not the one that was mapped.
+		f = &File{Name: name, Err: fmt.Errorf("deleted while mapped, and no build ID recorded"), locs: map[uint64]*Loc{}}
+	} else {
+		f = s.openFile(lookup, id)
+		f.Name = name
+	}
+	s.files[k] = f
+	return f
+}
+
+// Mapping is one mapping of a process: a range of a file, anonymous
+// memory, or a special area ([vdso], [stack]); or, for kernel frames, the
+// kernel or one of its modules. Mappings never change once made: a
+// mapping cut by a newer one is replaced by new ones.
+type Mapping struct {
+	Start, End uint64 // runtime addresses [Start, End)
+	Pgoff      uint64 // file offset mapped at Start
+	// Name is the file name as recorded, "[vdso]", "//anon", "[stack]",
+	// ..., and for kernel frames "[kernel.kallsyms]" or "[MODULE]".
+	Name   string
+	Exec   bool
+	Kernel bool
+	// File is the object found for Name, nil for anonymous memory and the
+	// kernel (its Path is "" when it was not found).
+	File *File
+	// Bias converts the file's addresses to runtime ones (runtime = ELF +
+	// Bias), when File was found.
+	Bias uint64
+
+	anon   bool // addresses are shown as they are, not as file offsets
+	module *unwind.Module
+}
+
+// PerfAddr returns the address perf script prints for the runtime address
+// pc in m: the file offset for file mappings, pc itself for anonymous
+// memory and the kernel.
+func (m *Mapping) PerfAddr(pc uint64) uint64 {
+	if m == nil || m.anon || m.Kernel {
+		return pc
+	}
+	return pc - m.Start + m.Pgoff
+}
+
+// ELFAddr returns the address in the file's own address space (symbols,
+// DWARF) of the runtime address pc.
+func (m *Mapping) ELFAddr(pc uint64) uint64 { return pc - m.Bias }
+
+// BuildID returns the build ID of the mapped file, recorded or its own.
+func (m *Mapping) BuildID() []byte {
+	if m.File == nil {
+		return nil
+	}
+	return m.File.BuildID
+}
+
+// BuildIDString returns BuildID in hexadecimal, or "".
+func (m *Mapping) BuildIDString() string { return hex.EncodeToString(m.BuildID()) }
+
+// process is one address space: its mappings and its unwinder.
+type process struct {
+	pid     uint32
+	maps    []*Mapping // sorted by Start, not overlapping
+	u       *unwind.Unwinder
+	mem     procMemory
+	threads map[uint32]struct{}
+}
+
+func (s *Session) newProcess(pid uint32) *process {
+	if s.opts.Arch == 0 {
+		// Records given before any header said otherwise: this
+		// machine's (a live profiler's).
+		s.opts.Arch = arch.Host()
+	}
+	u, _ := unwind.New(s.opts.Arch, nil) // the architecture was checked
+	u.MaxDepth = s.opts.MaxDepth
+	p := &process{pid: pid, u: u, threads: map[uint32]struct{}{}}
+	p.mem.p = p
+	return p
+}
+
+// proc returns the process pid, creating it.
+func (s *Session) proc(pid uint32) *process {
+	p := s.procs[pid]
+	if p == nil {
+		p = s.newProcess(pid)
+		s.procs[pid] = p
+	}
+	return p
+}
+
+// find returns the mapping containing addr, or nil.
+func (p *process) find(addr uint64) *Mapping {
+	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].Start > addr }) - 1
+	if i >= 0 && addr < p.maps[i].End {
+		return p.maps[i]
+	}
+	return nil
+}
+
+// insert adds m, cutting the mappings it overlaps as the kernel does.
+func (p *process) insert(m *Mapping) {
+	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].End > m.Start })
+	j := i
+	var keep []*Mapping
+	for ; j < len(p.maps) && p.maps[j].Start < m.End; j++ {
+		o := p.maps[j]
+		if o.module != nil {
+			p.u.RemoveModule(o.module)
+		}
+		if o.Start < m.Start {
+			keep = append(keep, p.cut(o, o.Start, m.Start))
+		}
+		if o.End > m.End {
+			keep = append(keep, p.cut(o, m.End, o.End))
+		}
+	}
+	ins := make([]*Mapping, 0, len(keep)+1)
+	ins = append(ins, keep...)
+	ins = append(ins, m)
+	sort.Slice(ins, func(a, b int) bool { return ins[a].Start < ins[b].Start })
+	p.maps = slices.Replace(p.maps, i, j, ins...)
+	if m.module != nil {
+		p.u.AddModule(m.module)
+	}
+}
+
+// cut returns the part [start, end) of o, with its own module.
+func (p *process) cut(o *Mapping, start, end uint64) *Mapping {
+	n := *o
+	n.Start, n.End = start, end
+	n.Pgoff = o.Pgoff + (start - o.Start)
+	if o.module != nil {
+		nm := *o.module // shares the tables
+		nm.Start, nm.End = start, end
+		n.module = &nm
+		p.u.AddModule(n.module)
+	}
+	return &n
+}
+
+// clone returns a copy of p for a child process: the same mappings (and
+// modules, which do not change) in a new unwinder.
+func (s *Session) clone(p *process, pid uint32) *process {
+	c := s.newProcess(pid)
+	c.maps = slices.Clone(p.maps)
+	mods := make([]*unwind.Module, 0, len(c.maps))
+	for _, m := range c.maps {
+		if m.module != nil {
+			mods = append(mods, m.module)
+		}
+	}
+	c.u, _ = unwind.New(s.opts.Arch, mods)
+	c.u.MaxDepth = s.opts.MaxDepth
+	return c
+}
+
+// stackEnd returns the end of the mapping holding sp (the stack's), or 0.
+func (p *process) stackEnd(sp uint64) uint64 {
+	if m := p.find(sp); m != nil && !m.Exec {
+		return m.End
+	}
+	return 0
+}
+
+// procMemory reads a process's memory outside the stack copy, for the
+// unwinder (code, to recognize signal trampolines; what CFI expressions
+// read): the mapped files' bytes.
+type procMemory struct{ p *process }
+
+// ReadAt implements unwind.Memory.
+func (m *procMemory) ReadAt(b []byte, addr int64) (int, error) {
+	a := uint64(addr)
+	mp := m.p.find(a)
+	if mp == nil || mp.File == nil || mp.File.r == nil || uint64(len(b)) > mp.End-a {
+		return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(b), a, targets.ErrUnmapped)
+	}
+	n, err := mp.File.r.ReadAt(b, int64(a-mp.Start+mp.Pgoff))
+	if n < len(b) {
+		if err == nil {
+			err = targets.ErrUnmapped
+		}
+		return n, fmt.Errorf("reading %d bytes at %#x: %w", len(b), a, err)
+	}
+	return n, nil
+}
+
+// Mmap records a mapping of process pid: length bytes at start, of the
+// file name from offset pgoff (anonymous memory and special areas have
+// names such as "//anon" and "[stack]"); exec for executable mappings;
+// buildID when the record carries the file's (else the recording's
+// table, Options.BuildIDs, is used). It replaces the parts of older
+// mappings it overlaps. Kernel mappings (pid -1) are ignored: kernel
+// frames are named from kallsyms.
+func (s *Session) Mmap(pid, tid uint32, start, length, pgoff uint64, name string, exec bool, buildID []byte) {
+	if pid == ^uint32(0) || length == 0 || start+length < start {
+		return
+	}
+	p := s.proc(pid)
+	p.threads[tid] = struct{}{}
+	m := &Mapping{Start: start, End: start + length, Pgoff: pgoff, Name: name, Exec: exec}
+	m.anon = isAnon(name)
+	if exec {
+		// Only code needs its file: data mappings are named, not read.
+		if !m.anon {
+			m.File = s.file(name, buildID)
+			if m.File.Path != "" {
+				m.Bias = m.File.bias(start, pgoff)
+			}
+		}
+		m.module = s.module(m)
+	}
+	p.insert(m)
+}
+
+// module returns the unwinder module of the executable mapping m: its
+// file's tables when found (loaded once per file), else none (the
+// unwinder then follows frame pointers through it).
+func (s *Session) module(m *Mapping) *unwind.Module {
+	f := m.File
+	if f == nil || f.Path == "" {
+		return &unwind.Module{Name: m.Name, Start: m.Start, End: m.End}
+	}
+	if f.image != nil {
+		// The vDSO, read from memory: small, loaded for each mapping.
+		if ef, err := elf.NewFile(bytesReaderAt(f.image)); err == nil {
+			t := unwind.LoadTables(ef)
+			mod := &unwind.Module{Name: m.Name, File: f.key, Start: m.Start, End: m.End, Bias: m.Bias, SFrame: t.SFrame}
+			if t.CFI != nil {
+				mod.CFI = &unwind.CFITable{T: t.CFI}
+			}
+			return mod
+		}
+		return &unwind.Module{Name: m.Name, Start: m.Start, End: m.End}
+	}
+	mods := s.cache.Modules([]targets.Module{{Path: f.Path, File: f.Path, Start: m.Start, End: m.End, Bias: m.Bias, HasBias: true}}, nil)
+	mod := mods[0]
+	mod.Name = m.Name
+	mod.CFI = s.cachedCFI(mod.CFI)
+	return mod
+}
+
+// Comm records the name of thread tid of process pid; exec says the name
+// changed because the process executed a new program, whose address
+// space replaces the old one.
+func (s *Session) Comm(pid, tid uint32, comm string, exec bool) {
+	th := s.threads[tid]
+	if th == nil {
+		th = &thread{}
+		s.threads[tid] = th
+	}
+	th.comm, th.pid = comm, pid
+	p := s.proc(pid)
+	p.threads[tid] = struct{}{}
+	if exec {
+		q := s.newProcess(pid)
+		q.threads = p.threads
+		s.procs[pid] = q
+	}
+}
+
+// Fork records the creation of thread tid of process pid by thread ptid
+// of process ppid: a new process (pid != ppid) starts with a copy of its
+// parent's mappings; a thread takes its creator's name.
+func (s *Session) Fork(pid, ppid, tid, ptid uint32) {
+	name := fmt.Sprintf(":%d", tid)
+	if pt := s.threads[ptid]; pt != nil {
+		name = pt.comm
+	}
+	s.threads[tid] = &thread{comm: name, pid: pid}
+	if pid != ppid {
+		if parent := s.procs[ppid]; parent != nil {
+			s.procs[pid] = s.clone(parent, pid)
+		} else {
+			s.procs[pid] = s.newProcess(pid)
+		}
+	}
+	s.proc(pid).threads[tid] = struct{}{}
+}
+
+// Exit records the end of thread tid of process pid. A process whose
+// known threads have all exited is forgotten, so that a long recording of
+// many short processes does not accumulate them.
+func (s *Session) Exit(pid, tid uint32) {
+	delete(s.threads, tid)
+	p := s.procs[pid]
+	if p == nil {
+		return
+	}
+	delete(p.threads, tid)
+	if len(p.threads) == 0 {
+		delete(s.procs, pid)
+	}
+}
+
+// Record applies a recording's MMAP, MMAP2, COMM, FORK and EXIT records
+// (others are ignored) and counts LOST and LOST_SAMPLES ones. It reports
+// whether the record was one of those.
+func (s *Session) Record(rec *perfdata.Record) bool {
+	switch rec.Type {
+	case perfdata.RecordMmap, perfdata.RecordMmap2:
+		if m := rec.Mmap(); m != nil {
+			var id []byte
+			if m.HasBuildID {
+				id = m.BuildID
+			}
+			s.Mmap(m.Pid, m.Tid, m.Addr, m.Len, m.Pgoff, string(m.Filename), m.Executable, id)
+		}
+	case perfdata.RecordComm:
+		if c := rec.Comm(); c != nil {
+			s.Comm(c.Pid, c.Tid, string(c.Comm), c.Exec)
+		}
+	case perfdata.RecordFork:
+		if t := rec.Task(); t != nil {
+			s.Fork(t.Pid, t.Ppid, t.Tid, t.Ptid)
+		}
+	case perfdata.RecordExit:
+		if t := rec.Task(); t != nil {
+			s.Exit(t.Pid, t.Tid)
+		}
+	case perfdata.RecordLost, perfdata.RecordLostSamples:
+		if l := rec.Lost(); l != nil {
+			s.Stats.Lost += l.Lost
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// ThreadName returns the name of thread tid, as perf shows it: its last
+// COMM, its creator's, or ":TID".
+func (s *Session) ThreadName(tid uint32) string {
+	if th := s.threads[tid]; th != nil {
+		return th.comm
+	}
+	return fmt.Sprintf(":%d", tid)
+}
+
+// startKernel starts loading the kernel's symbols, once.
+func (s *Session) startKernel() {
+	if s.kernStarted {
+		return
+	}
+	s.kernStarted = true
+	s.kernDone = make(chan struct{})
+	path := s.opts.Kallsyms
+	go func() {
+		defer close(s.kernDone)
+		if path != "" {
+			s.kern, s.kernErr = loadKallsyms(path)
+		}
+	}()
+}
+
+// kernelSyms returns the kernel's symbols, waiting for them to load; nil
+// when there are none.
+func (s *Session) kernelSyms() *kernelSyms {
+	s.startKernel()
+	<-s.kernDone
+	return s.kern
+}
+
+// KernelErr says why kernel frames could not be named, if they could not.
+func (s *Session) KernelErr() error {
+	s.kernelSyms()
+	return s.kernErr
+}
+
+// kernelMapping returns the pseudo-mapping of the kernel module mod ("" for
+// the kernel itself).
+func (s *Session) kernelMapping(mod string) *Mapping {
+	m := s.kmaps[mod]
+	if m == nil {
+		name := "[kernel.kallsyms]"
+		if mod != "" {
+			name = "[" + mod + "]"
+		}
+		m = &Mapping{Name: name, Kernel: true, Exec: true}
+		s.kmaps[mod] = m
+	}
+	return m
+}

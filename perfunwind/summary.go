@@ -1,0 +1,95 @@
+package perfunwind
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/sframekit/sframekit/unwind"
+)
+
+// WriteSummary prints what s's samples gave, for a person: samples read
+// and unwound, with which rules, why and where walks ended, lost samples,
+// and the files that could not be used.
+func WriteSummary(w io.Writer, s *Session) error {
+	st := &s.Stats
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d samples read", st.Read)
+	if st.Samples != st.Read {
+		fmt.Fprintf(&b, ", %d selected", st.Samples)
+	}
+	if st.Lost > 0 {
+		fmt.Fprintf(&b, ", %d lost by the kernel", st.Lost)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "user stacks unwound: %d (%d by SFrame alone, %d with CFI for some frame, %d with frame pointers for some frame, %d not past the first frame)\n",
+		st.Unwound, st.OnlySFrame, st.WithCFI, st.WithFP, st.FirstOnly)
+	if n := st.NoMappings + st.Callchain + st.NoUser; n > 0 {
+		fmt.Fprintf(&b, "other samples: %d (%d of processes with no known mapping, %d from the kernel's callchain, %d without user registers or stack)\n",
+			n, st.NoMappings, st.Callchain, st.NoUser)
+	}
+	fr := &st.Frames
+	fmt.Fprintf(&b, "user frames: %d (callers found by SFrame %d, CFI %d, frame pointers %d, signal frames %d; last frames %d)\n",
+		fr[0]+fr[1]+fr[2]+fr[3]+fr[4], fr[unwind.MethodSFrame], fr[unwind.MethodCFI], fr[unwind.MethodFP], fr[unwind.MethodSignal], fr[unwind.MethodNone])
+	early := st.Unwound - st.Stops[unwind.StopEnd] - st.CopyEnd
+	fmt.Fprintf(&b, "walks ended: %d at the outermost frame, %d where the stack copy ends, %d elsewhere\n",
+		st.Stops[unwind.StopEnd], st.CopyEnd, early)
+	type place struct {
+		p StopPlace
+		n uint64
+	}
+	var places []place
+	for p, n := range st.StopWhere {
+		places = append(places, place{p, n})
+	}
+	slices.SortFunc(places, func(a, b place) int {
+		if c := cmp.Compare(b.n, a.n); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.p.Stop, b.p.Stop); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.p.Module, b.p.Module)
+	})
+	for i, p := range places {
+		if i == 8 {
+			fmt.Fprintf(&b, "  ... %d more places\n", len(places)-i)
+			break
+		}
+		where := p.p.Module
+		if where == "" {
+			where = "no mapping"
+		}
+		fmt.Fprintf(&b, "  %d: %s, in %s\n", p.n, p.p.Stop, where)
+	}
+	if st.KernelFrames > 0 {
+		how := "named from " + s.opts.Kallsyms
+		switch {
+		case s.opts.Kallsyms == "":
+			how = "not named: recorded on another kernel (--kallsyms FILE names them)"
+		case s.KernelErr() != nil:
+			how = "not named: " + s.KernelErr().Error()
+		}
+		fmt.Fprintf(&b, "kernel frames: %d (%s)\n", st.KernelFrames, how)
+	}
+	var missing []*File
+	for _, f := range s.Files() {
+		if f.Path == "" {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(&b, "files not used: %d\n", len(missing))
+		for i, f := range missing {
+			if i == 8 {
+				fmt.Fprintf(&b, "  ... %d more\n", len(missing)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %s: %v\n", f.Name, f.Err)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

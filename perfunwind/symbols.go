@@ -1,0 +1,184 @@
+package perfunwind
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+
+	"github.com/ianlancetaylor/demangle"
+
+	"github.com/sframekit/sframekit/symbolize"
+)
+
+// Loc is what an address resolves to: its function and, when asked for,
+// its source line and the calls inlined there.
+type Loc struct {
+	// Sym is the function's symbol as the symbol table has it (with a
+	// version, "memcpy@@GLIBC_2.14", where the table has one; "name@plt"
+	// for a PLT entry), "" when unknown.
+	Sym string
+	// Name is the name to show: Sym demangled as c++filt prints it (with
+	// parameters) for C++ and Rust symbols when the Resolver demangles,
+	// without a version suffix; "" when unknown.
+	Name string
+	// Short is Sym as perf shows it: C++ and Rust names demangled without
+	// parameters when the Resolver demangles.
+	Short string
+	// Offset is the address's distance from the symbol's start.
+	Offset uint64
+	// File and Line are the source position (the innermost inlined
+	// function's, when there are inlined calls), when the Resolver reads
+	// lines and the object has them.
+	File string
+	Line int
+	// Inlined are the calls inlined at the address, innermost first, each
+	// with its call site in the next one out (see symbolize.Inline), when
+	// the Resolver expands them.
+	Inlined []symbolize.Inline
+}
+
+// Resolver names the frames of a Session's stacks: each address of each
+// file is looked up once (symbols, DWARF lines and inlined calls through
+// a symbolize.Symbolizer that loads each file once), then answered from
+// a cache. It is not safe for concurrent use.
+type Resolver struct {
+	// Demangle makes Name and Short the demangled forms of C++ and Rust
+	// symbols.
+	Demangle bool
+	// Source fills File and Line.
+	Source bool
+	// Inlines fills Inlined (and File and Line).
+	Inlines bool
+
+	s     *Session
+	sym   *symbolize.Symbolizer
+	kern  map[uint64]*Loc
+	names map[string][2]string // demangled forms of each symbol name
+	plts  map[*File]*pltTable
+}
+
+// NewResolver returns a Resolver for the files of s, demangling.
+func NewResolver(s *Session) *Resolver {
+	sym := symbolize.New()
+	sym.PerfNames = true // name functions as perf does, for comparison
+	if s.opts.SymFS != "" {
+		sym.DebugDirs = append([]string{filepath.Join(s.opts.SymFS, symbolize.DefaultDebugDir)}, sym.DebugDirs...)
+	}
+	return &Resolver{Demangle: true, s: s, sym: sym, kern: map[uint64]*Loc{}, names: map[string][2]string{}, plts: map[*File]*pltTable{}}
+}
+
+// Close releases the symbolizer's files.
+func (r *Resolver) Close() error { return r.sym.Close() }
+
+// Symbolizer returns the symbolizer the Resolver reads files with.
+func (r *Resolver) Symbolizer() *symbolize.Symbolizer { return r.sym }
+
+// unknown is the Loc of addresses nothing is known of.
+var unknown = &Loc{}
+
+// Resolve returns what the runtime address pc of mapping m (nil: none)
+// is: its function, and line and inlined calls as the Resolver is set to
+// find them. The Loc is shared: do not modify it.
+func (r *Resolver) Resolve(m *Mapping, pc uint64) *Loc {
+	switch {
+	case m == nil:
+		return unknown
+	case m.Kernel:
+		return r.kernel(pc)
+	case m.File == nil || m.File.key == "":
+		return unknown
+	}
+	f := m.File
+	addr := m.ELFAddr(pc)
+	if l, ok := f.locs[addr]; ok {
+		return l
+	}
+	l := r.lookup(f, addr)
+	f.locs[addr] = l
+	return l
+}
+
+func (r *Resolver) lookup(f *File, addr uint64) *Loc {
+	if f.image != nil {
+		// The vDSO: known to the symbolizer under its key.
+		r.sym.Register(f.key, bytes.NewReader(f.image))
+	}
+	var s symbolize.Symbol
+	var ok bool
+	if r.Source || r.Inlines {
+		s, ok = r.sym.Lookup(f.key, addr)
+	} else {
+		s, ok = r.sym.LookupFunc(f.key, addr)
+	}
+	l := &Loc{}
+	if ok {
+		l.Sym, l.Offset = s.Name, s.Offset
+		if s.Line > 0 {
+			l.File, l.Line = s.File, s.Line
+		}
+	}
+	if name, start, ok := r.plt(f, addr); ok && (l.Sym == "" || start > s.Start) {
+		l.Sym, l.Offset = name, addr-start
+	}
+	if l.Sym != "" {
+		d := r.demangled(l.Sym)
+		l.Name, l.Short = d[0], d[1]
+	}
+	if r.Inlines {
+		l.Inlined = r.sym.Inlines(f.key, addr)
+	}
+	if l.Sym == "" && l.File == "" && l.Inlined == nil {
+		return unknown
+	}
+	return l
+}
+
+// demangled returns the display and perf forms of the symbol name sym.
+func (r *Resolver) demangled(sym string) [2]string {
+	if d, ok := r.names[sym]; ok {
+		return d
+	}
+	base := sym
+	if i := strings.IndexByte(base, '@'); i > 0 && !strings.HasSuffix(base, "@plt") {
+		base = base[:i] // "memcpy@@GLIBC_2.14"
+	}
+	d := [2]string{base, sym}
+	if r.Demangle {
+		name, suffix := sym, ""
+		if strings.HasSuffix(name, "@plt") {
+			name, suffix = strings.TrimSuffix(name, "@plt"), "@plt"
+		}
+		d[0] = symbolize.Demangle(base)
+		if short := demangleShort(name); short != "" {
+			d[1] = short + suffix
+		}
+	}
+	r.names[sym] = d
+	return d
+}
+
+// demangleShort demangles a C++ or Rust name as perf shows it, without
+// parameters, or returns "" for a name that is not mangled.
+func demangleShort(name string) string {
+	if len(name) < 2 || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') {
+		return ""
+	}
+	const maxPow = 16
+	if d := demangle.Filter(name, demangle.NoParams, demangle.MaxLength(maxPow)); len(d) < 1<<maxPow && d != name {
+		return d
+	}
+	return ""
+}
+
+// kernel resolves a kernel address from kallsyms.
+func (r *Resolver) kernel(pc uint64) *Loc {
+	if l, ok := r.kern[pc]; ok {
+		return l
+	}
+	l := unknown
+	if start, name, _, ok := r.s.kernelSyms().lookup(pc); ok {
+		l = &Loc{Sym: name, Name: name, Short: name, Offset: pc - start}
+	}
+	r.kern[pc] = l
+	return l
+}

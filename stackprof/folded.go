@@ -1,0 +1,141 @@
+package stackprof
+
+import (
+	"bufio"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sframekit/sframekit/perfunwind"
+)
+
+// Folded aggregates unwound samples into folded stacks, the input of
+// flamegraph.pl, inferno and speedscope: one line per distinct stack,
+//
+//	comm;outer;...;inner count
+//
+// written as stackcollapse-perf.pl writes them from perf script's output:
+// the thread's name (spaces made underscores) first, function names as
+// perf shows them (C++ without parameters), "[module]" for a frame whose
+// function is unknown ("[unknown]" without a module), semicolons in names
+// made colons, lines sorted. count is the number of samples. When the
+// Resolver expands inlined calls, they come as frames of their own,
+// inside the function they were inlined into.
+type Folded struct {
+	r      *perfunwind.Resolver
+	counts map[string]uint64
+	key    []byte
+	names  map[*perfunwind.Mapping]string
+}
+
+// NewFolded returns an empty Folded naming frames with r.
+func NewFolded(r *perfunwind.Resolver) *Folded {
+	return &Folded{r: r, counts: map[string]uint64{}, names: map[*perfunwind.Mapping]string{}}
+}
+
+// Add counts one sample.
+func (f *Folded) Add(st *perfunwind.Stack) error {
+	k := f.key[:0]
+	k = appendFoldName(k, st.Comm, true)
+	for i := len(st.Frames) - 1; i >= 0; i-- {
+		fr := &st.Frames[i]
+		loc := f.r.Resolve(fr.Map, fr.PerfPC())
+		k = append(k, ';')
+		if loc.Short != "" {
+			k = appendFoldName(k, loc.Short, false)
+		} else {
+			k = append(k, '[')
+			k = append(k, f.moduleName(fr.Map)...)
+			k = append(k, ']')
+		}
+		for j := len(loc.Inlined) - 1; j >= 0; j-- {
+			k = append(k, ';')
+			if n := loc.Inlined[j].Name; n != "" {
+				k = appendFoldName(k, n, false)
+			} else {
+				k = append(k, "[unknown]"...)
+			}
+		}
+	}
+	f.key = k
+	if n, ok := f.counts[string(k)]; ok {
+		f.counts[string(k)] = n + 1
+	} else {
+		f.counts[string(k)] = 1
+	}
+	return nil
+}
+
+// moduleName returns the base name of m's file, as stackcollapse-perf
+// names unknown functions, or "unknown".
+func (f *Folded) moduleName(m *perfunwind.Mapping) string {
+	if m == nil {
+		return "unknown"
+	}
+	n, ok := f.names[m]
+	if !ok {
+		n = filepath.Base(m.Name)
+		f.names[m] = n
+	}
+	return n
+}
+
+// appendFoldName appends name with the characters the format reserves
+// replaced: semicolons (the separator) by colons, and for the thread's
+// name spaces by underscores. Parameter lists are dropped, as
+// stackcollapse-perf does, except for anonymous namespaces.
+func appendFoldName(b []byte, name string, comm bool) []byte {
+	if !comm {
+		// As stackcollapse-perf: not in Go method names, pkg.(*T).m.
+		if !goMethod(name) {
+			for i := 0; i < len(name); i++ {
+				if name[i] == '(' && !strings.HasPrefix(name[i:], "(anonymous namespace)") {
+					name = name[:i]
+					break
+				}
+			}
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == ';':
+			c = ':'
+		case c == ' ' && comm:
+			c = '_'
+		case c == '\n':
+			c = ' '
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// goMethod reports whether name has the shape of a Go method,
+// "pkg.(*T).m" (stackcollapse-perf's m/\.\(.*\)\./).
+func goMethod(name string) bool {
+	i := strings.Index(name, ".(")
+	return i >= 0 && strings.Contains(name[i:], ").")
+}
+
+// Write writes the folded stacks, sorted.
+func (f *Folded) Write(w io.Writer) error {
+	keys := make([]string, 0, len(f.counts))
+	for k := range f.counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	bw := bufio.NewWriterSize(w, 256<<10)
+	var num [20]byte
+	for _, k := range keys {
+		bw.WriteString(k)
+		bw.WriteByte(' ')
+		bw.Write(strconv.AppendUint(num[:0], f.counts[k], 10))
+		if err := bw.WriteByte('\n'); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,308 @@
+package stackprof
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/sframekit/sframekit/perfdata"
+	"github.com/sframekit/sframekit/perfunwind"
+)
+
+// PerfBuilder turns unwound perf samples into one pprof profile. Samples
+// with the same stack, process, thread, thread name and event are merged
+// into one, whose values are the number of samples and, for the sample's
+// event, the sum of their periods: cpu/nanoseconds for time-based events
+// (cpu-clock, task-clock, whose period is in nanoseconds), EVENT/count
+// for the others. Labels: "pid" and "thread" (numbers), "thread_name".
+// Each location is a frame's address (inside the call, for callers) in
+// its mapping (file name, build ID); its lines are the function, with
+// the source line when the Resolver reads lines, preceded by the calls
+// inlined there when it expands them (pprof's inline frames).
+type PerfBuilder struct {
+	r    *perfunwind.Resolver
+	hdr  *perfdata.Header
+	p    *profile.Profile
+	maps map[mapID]*profile.Mapping
+	kmap map[*perfunwind.Mapping]*profile.Mapping
+	kern map[*profile.Mapping]bool
+	locs map[locID]*profile.Location
+	fns  map[funcKey]*profile.Function
+	smp  map[string]*perfSample
+	key  []byte
+	ids  []*profile.Location
+
+	minTime, maxTime uint64
+}
+
+// mapID names a mapping of a process: mappings cut from one another are
+// the same pprof mapping.
+type mapID struct {
+	file        string
+	start, base uint64
+}
+
+type locID struct {
+	m    *profile.Mapping
+	addr uint64
+	sig  bool
+}
+
+type perfSample struct {
+	locs        []*profile.Location
+	pid, tid    uint32
+	comm        string
+	event       int
+	n, periods  int64
+	first, last uint64
+}
+
+// NewPerfBuilder returns a PerfBuilder for a recording with header h
+// (whose events it reads when the profile is made), naming frames with r.
+func NewPerfBuilder(r *perfunwind.Resolver, h *perfdata.Header) *PerfBuilder {
+	return &PerfBuilder{
+		r: r, hdr: h,
+		p:    &profile.Profile{},
+		maps: map[mapID]*profile.Mapping{},
+		kmap: map[*perfunwind.Mapping]*profile.Mapping{},
+		kern: map[*profile.Mapping]bool{},
+		locs: map[locID]*profile.Location{},
+		fns:  map[funcKey]*profile.Function{},
+		smp:  map[string]*perfSample{},
+	}
+}
+
+// Add adds one sample.
+func (b *PerfBuilder) Add(st *perfunwind.Stack) error {
+	ids := b.ids[:0]
+	k := b.key[:0]
+	for i := range st.Frames {
+		l := b.location(&st.Frames[i])
+		ids = append(ids, l)
+		k = binary.AppendUvarint(k, l.ID)
+	}
+	k = append(k, 0xff)
+	k = binary.AppendUvarint(k, uint64(st.Pid))
+	k = binary.AppendUvarint(k, uint64(st.Tid))
+	k = binary.AppendUvarint(k, uint64(st.Event))
+	k = append(k, st.Comm...)
+	b.ids, b.key = ids, k
+	s := b.smp[string(k)]
+	if s == nil {
+		s = &perfSample{locs: slices.Clone(ids), pid: st.Pid, tid: st.Tid, comm: st.Comm, event: st.Event}
+		b.smp[string(k)] = s
+	}
+	s.n++
+	s.periods += int64(st.Period)
+	if st.Time != 0 {
+		if b.minTime == 0 || st.Time < b.minTime {
+			b.minTime = st.Time
+		}
+		b.maxTime = max(b.maxTime, st.Time)
+	}
+	return nil
+}
+
+func (b *PerfBuilder) location(f *perfunwind.Frame) *profile.Location {
+	pc := f.LookupPC()
+	m := b.mapping(f.Map)
+	k := locID{m: m, addr: pc, sig: f.Signal}
+	if l := b.locs[k]; l != nil {
+		return l
+	}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: pc, Mapping: m}
+	loc := b.r.Resolve(f.Map, pc)
+	switch {
+	case f.Signal:
+		l.Line = []profile.Line{{Function: b.function("<signal handler called>", "<signal handler called>", "")}}
+	case loc.Name != "":
+		// pprof: innermost inlined call first, the function last.
+		file, line := loc.File, loc.Line
+		for _, in := range loc.Inlined {
+			name := in.Name
+			if name == "" {
+				name = "??"
+			}
+			l.Line = append(l.Line, profile.Line{Function: b.function(name, name, file), Line: int64(line)})
+			file, line = in.File, in.Line
+		}
+		l.Line = append(l.Line, profile.Line{Function: b.function(loc.Name, loc.Sym, file), Line: int64(line)})
+		if file != "" && m != nil {
+			m.HasFilenames, m.HasLineNumbers = true, true
+		}
+		if len(loc.Inlined) > 0 && m != nil {
+			m.HasInlineFrames = true
+		}
+	}
+	b.locs[k] = l
+	b.p.Location = append(b.p.Location, l)
+	return l
+}
+
+func (b *PerfBuilder) function(name, system, file string) *profile.Function {
+	k := funcKey{name, file}
+	if fn := b.fns[k]; fn != nil {
+		return fn
+	}
+	if system == "" {
+		system = name
+	}
+	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: system, Filename: file}
+	b.fns[k] = fn
+	b.p.Function = append(b.p.Function, fn)
+	return fn
+}
+
+func (b *PerfBuilder) mapping(m *perfunwind.Mapping) *profile.Mapping {
+	switch {
+	case m == nil:
+		return nil
+	case m.Kernel:
+		pm := b.kmap[m]
+		if pm == nil {
+			// Its range is set from the addresses seen, in Profile.
+			pm = &profile.Mapping{File: m.Name, HasFunctions: true}
+			b.kmap[m] = pm
+			b.kern[pm] = true
+			b.p.Mapping = append(b.p.Mapping, pm)
+		}
+		return pm
+	}
+	// Pieces of one mapping (cut by later mmaps) share its base: the
+	// runtime address of file offset 0.
+	k := mapID{file: m.Name, start: m.Start, base: m.Start - m.Pgoff}
+	if pm := b.maps[k]; pm != nil {
+		return pm
+	}
+	pm := &profile.Mapping{Start: m.Start, Limit: m.End, Offset: m.Pgoff, File: m.Name, BuildID: m.BuildIDString(), HasFunctions: true}
+	b.maps[k] = pm
+	b.p.Mapping = append(b.p.Mapping, pm)
+	return pm
+}
+
+// timeBased reports whether event a counts time, in nanoseconds: the
+// software events cpu-clock and task-clock.
+func timeBased(a *perfdata.Attr) bool {
+	return a.Type == perfdata.TypeSoftware && (a.Config == 0 || a.Config == 1)
+}
+
+// eventName is the name of event a for a sample type: its name without
+// perf's modifiers ("cycles" for "cycles:ppp"), or "event N".
+func eventName(a *perfdata.Attr) string {
+	n := a.Name
+	if i := strings.IndexByte(n, ':'); i > 0 {
+		n = n[:i]
+	}
+	if n == "" {
+		n = fmt.Sprintf("event%d", a.Index)
+	}
+	return n
+}
+
+// Profile returns the profile of the samples added, checked
+// (CheckValid). It is the PerfBuilder's: later calls to Add change it.
+func (b *PerfBuilder) Profile() (*profile.Profile, error) {
+	p := b.p
+	attrs := b.hdr.Attrs
+	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}}
+	col := make([]int, len(attrs))
+	cpu := false
+	for i, a := range attrs {
+		vt := &profile.ValueType{Type: eventName(a), Unit: "count"}
+		if timeBased(a) {
+			vt.Unit = "nanoseconds"
+			if !cpu {
+				vt.Type, cpu = "cpu", true
+			}
+		}
+		col[i] = len(p.SampleType)
+		p.SampleType = append(p.SampleType, vt)
+	}
+	p.PeriodType = &profile.ValueType{Type: "samples", Unit: "count"}
+	p.Period = 1
+	if len(attrs) > 0 {
+		a := attrs[0]
+		p.PeriodType = p.SampleType[col[0]]
+		switch {
+		case a.Flags.Has(perfdata.AttrFreq) && a.SamplePeriod > 0 && timeBased(a):
+			p.Period = int64(1e9 / a.SamplePeriod) // period of a sample at the asked frequency
+		case !a.Flags.Has(perfdata.AttrFreq):
+			p.Period = int64(a.SamplePeriod)
+		}
+		p.DefaultSampleType = p.SampleType[col[0]].Type
+	}
+	if b.maxTime > b.minTime {
+		p.DurationNanos = int64(b.maxTime - b.minTime)
+	}
+	// Samples in a stable order: by their first location, then labels.
+	p.Sample = p.Sample[:0]
+	keys := make([]*perfSample, 0, len(b.smp))
+	for _, s := range b.smp {
+		keys = append(keys, s)
+	}
+	slices.SortFunc(keys, func(x, y *perfSample) int {
+		if c := slices.CompareFunc(x.locs, y.locs, func(a, b *profile.Location) int { return cmp.Compare(a.ID, b.ID) }); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.pid, y.pid); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.tid, y.tid); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.event, y.event); c != 0 {
+			return c
+		}
+		return strings.Compare(x.comm, y.comm)
+	})
+	for _, s := range keys {
+		v := make([]int64, len(p.SampleType))
+		v[0] = s.n
+		if s.event >= 0 && s.event < len(col) {
+			v[col[s.event]] = s.periods
+		}
+		ps := &profile.Sample{Location: s.locs, Value: v,
+			NumLabel: map[string][]int64{"pid": {int64(s.pid)}, "thread": {int64(s.tid)}}}
+		if s.comm != "" {
+			ps.Label = map[string][]string{"thread_name": {s.comm}}
+		}
+		p.Sample = append(p.Sample, ps)
+	}
+	// Kernel mappings span the addresses seen in them.
+	seen := map[*profile.Mapping]bool{}
+	for _, l := range p.Location {
+		if m := l.Mapping; m != nil && b.isKernel(m) {
+			if !seen[m] {
+				seen[m] = true
+				m.Start, m.Limit = l.Address, l.Address+1
+			}
+			m.Start = min(m.Start, l.Address)
+			m.Limit = max(m.Limit, l.Address+1)
+		}
+	}
+	// pprof takes the first mapping for the main binary: the lowest user
+	// mapping, the executable's for PIE and non-PIE programs alike.
+	slices.SortStableFunc(p.Mapping, func(x, y *profile.Mapping) int {
+		if kx, ky := b.isKernel(x), b.isKernel(y); kx != ky {
+			if kx {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(x.Start, y.Start)
+	})
+	for i, m := range p.Mapping {
+		m.ID = uint64(i + 1)
+	}
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("stackprof: %w", err)
+	}
+	return p, nil
+}
+
+// isKernel reports whether m is a kernel pseudo-mapping.
+func (b *PerfBuilder) isKernel(m *profile.Mapping) bool { return b.kern[m] }

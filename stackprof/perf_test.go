@@ -1,0 +1,153 @@
+package stackprof
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+	"github.com/sframekit/sframekit/arch"
+
+	"github.com/sframekit/sframekit/perfdata"
+	"github.com/sframekit/sframekit/perfunwind"
+)
+
+// testStacks returns a Resolver over a session that names kernel frames
+// from testdata/kallsyms, and two stacks: kernel frames (one in a
+// module), then user frames in a file that does not exist (unknown
+// functions) and in no mapping.
+func testStacks(t *testing.T) (*perfunwind.Resolver, []*perfunwind.Stack) {
+	t.Helper()
+	s, err := perfunwind.NewSession(perfunwind.Options{Arch: arch.AMD64, Kallsyms: "testdata/kallsyms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	r := perfunwind.NewResolver(s)
+	t.Cleanup(func() { r.Close() })
+	kern := &perfunwind.Mapping{Name: "[kernel.kallsyms]", Kernel: true}
+	lib := &perfunwind.Mapping{Name: "/nonexistent/lib.so", Start: 0x7f0000001000, End: 0x7f0000009000, Pgoff: 0x1000}
+	a := &perfunwind.Stack{Pid: 7, Tid: 42, Time: 12345678901234, Period: 250000, Comm: "my prog", Kernel: 2,
+		Frames: []perfunwind.Frame{
+			{PC: 0xffffffff81000210, Map: kern, Kernel: true, First: true, Exact: true},
+			{PC: 0xffffffff81000105, Map: kern, Kernel: true},
+			{PC: 0x7f0000001234, Map: lib, First: true, Exact: true},
+			{PC: 0x1234},
+		}}
+	b := &perfunwind.Stack{Pid: 7, Tid: 7, Time: 12345000000000, Period: 250000, Comm: "my prog", Kernel: 1,
+		Frames: []perfunwind.Frame{{PC: 0xffffffffc0001004, Map: kern, Kernel: true, First: true, Exact: true}}}
+	return r, []*perfunwind.Stack{a, b, a}
+}
+
+// TestScriptWriter checks perf script's layout: "COMM TID TIME: ", the
+// tid in 5 columns, the time in 12 as seconds and microseconds, frames
+// as a tab, the address in 16 columns, symbol and file.
+func TestScriptWriter(t *testing.T) {
+	r, stacks := testStacks(t)
+	var buf bytes.Buffer
+	w := NewScriptWriter(&buf, r)
+	for _, st := range stacks[:2] {
+		if err := w.Write(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Flush()
+	want := "my prog    42 12345.678901: \n" +
+		"\tffffffff81000210 func_b ([kernel.kallsyms])\n" +
+		"\tffffffff81000105 func_a ([kernel.kallsyms])\n" +
+		"\t            1234 [unknown] (/nonexistent/lib.so)\n" +
+		"\t            1234 [unknown] ([unknown])\n" +
+		"\n" +
+		"my prog     7 12345.000000: \n" +
+		"\tffffffffc0001004 mod_func ([kernel.kallsyms])\n" +
+		"\n"
+	if got := buf.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestFolded checks the folded form: the thread's name first with spaces
+// made underscores, outermost frame next, unknown functions as their
+// file's base name, counts merged, lines sorted; and names as
+// stackcollapse-perf tidies them.
+func TestFolded(t *testing.T) {
+	r, stacks := testStacks(t)
+	f := NewFolded(r)
+	for _, st := range stacks {
+		f.Add(st)
+	}
+	var buf bytes.Buffer
+	if err := f.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want := "my_prog;[unknown];[lib.so];func_a;func_b 2\nmy_prog;mod_func 1\n"
+	if buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"ns::f(int, char)", "ns::f"},
+		{"(anonymous namespace)::g(int)", "(anonymous namespace)::g"},
+		{"main.(*T).Method", "main.(*T).Method"},
+		{"a;b", "a:b"},
+	} {
+		if got := string(appendFoldName(nil, c.in, false)); got != c.want {
+			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestPerfBuilder checks the profile: sample types from the events, one
+// sample per distinct stack and labels with counts and periods summed,
+// kernel mappings spanning their addresses, CheckValid.
+func TestPerfBuilder(t *testing.T) {
+	r, stacks := testStacks(t)
+	h := &perfdata.Header{Attrs: []*perfdata.Attr{
+		{Type: perfdata.TypeSoftware, Config: 0, Name: "cpu-clock:ppp", SamplePeriod: 4000, Flags: perfdata.AttrFreq},
+		{Type: perfdata.TypeHardware, Config: 0, Name: "cycles", SamplePeriod: 100000, Index: 1},
+	}}
+	b := NewPerfBuilder(r, h)
+	for _, st := range stacks {
+		b.Add(st)
+	}
+	cyc := *stacks[1]
+	cyc.Event, cyc.Period = 1, 100000
+	b.Add(&cyc)
+	p, err := b.Profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	q, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, st := range q.SampleType {
+		types = append(types, st.Type+"/"+st.Unit)
+	}
+	if strings.Join(types, " ") != "samples/count cpu/nanoseconds cycles/count" || q.Period != 250000 {
+		t.Errorf("types %v, period %d", types, q.Period)
+	}
+	if len(q.Sample) != 3 {
+		t.Fatalf("%d samples, want 3", len(q.Sample))
+	}
+	var got []string
+	for _, s := range q.Sample {
+		got = append(got, fmt.Sprint(s.Value, s.Label["thread_name"]))
+		if s.NumLabel["pid"][0] != 7 || len(s.NumLabel["thread"]) != 1 {
+			t.Errorf("labels %v", s.NumLabel)
+		}
+	}
+	if strings.Join(got, "|") != "[2 500000 0] [my prog]|[1 250000 0] [my prog]|[1 0 100000] [my prog]" {
+		t.Errorf("samples %q", got)
+	}
+	for _, m := range q.Mapping {
+		if m.File == "[kernel.kallsyms]" && (m.Start != 0xffffffff81000104 || m.Limit != 0xffffffffc0001005) {
+			t.Errorf("kernel mapping %#x-%#x", m.Start, m.Limit)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package stackprof
+
+import (
+	"bufio"
+	"io"
+	"math/bits"
+	"strconv"
+
+	"github.com/sframekit/sframekit/perfunwind"
+)
+
+// ScriptWriter writes unwound samples as `perf script -F
+// comm,tid,time,ip,sym,dso --no-inline` prints them, so that the two can
+// be compared with diff: per sample a line "COMM TID TIME: ", one line per
+// frame, innermost first, "\tADDR SYM (DSO)", and an empty line. ADDR is
+// what perf shows: the file offset of user addresses (the return address
+// minus one for callers), kernel addresses as they are; SYM is the symbol
+// (C++ and Rust names demangled without parameters, as perf shows them),
+// "[unknown]" when none is known; DSO is the recorded file name,
+// "[kernel.kallsyms]", or "[unknown]". When the Resolver expands inlined
+// calls, each comes before its frame as "\tADDR NAME (inlined)", as perf
+// script shows them without --no-inline.
+type ScriptWriter struct {
+	w   *bufio.Writer
+	r   *perfunwind.Resolver
+	buf []byte
+}
+
+// NewScriptWriter returns a ScriptWriter writing to w, naming frames with r.
+func NewScriptWriter(w io.Writer, r *perfunwind.Resolver) *ScriptWriter {
+	return &ScriptWriter{w: bufio.NewWriterSize(w, 256<<10), r: r}
+}
+
+// Write writes one sample.
+func (sw *ScriptWriter) Write(st *perfunwind.Stack) error {
+	b := sw.buf[:0]
+	b = append(b, st.Comm...)
+	b = append(b, ' ')
+	b = appendPadUint(b, uint64(st.Tid), 5)
+	b = append(b, ' ')
+	b = appendTime(b, st.Time)
+	b = append(b, ": \n"...)
+	for i := range st.Frames {
+		f := &st.Frames[i]
+		pc := f.PerfPC()
+		loc := sw.r.Resolve(f.Map, pc)
+		addr := f.Map.PerfAddr(pc)
+		for k := range loc.Inlined {
+			b = appendAddr(b, addr)
+			if n := loc.Inlined[k].Name; n != "" {
+				b = append(b, n...)
+			} else {
+				b = append(b, "[unknown]"...)
+			}
+			b = append(b, " (inlined)\n"...)
+		}
+		b = appendAddr(b, addr)
+		if loc.Short != "" {
+			b = append(b, loc.Short...)
+		} else {
+			b = append(b, "[unknown]"...)
+		}
+		b = append(b, " ("...)
+		if f.Map != nil {
+			b = append(b, f.Map.Name...)
+		} else {
+			b = append(b, "[unknown]"...)
+		}
+		b = append(b, ")\n"...)
+	}
+	b = append(b, '\n')
+	sw.buf = b
+	_, err := sw.w.Write(b)
+	return err
+}
+
+// Flush writes out what is buffered.
+func (sw *ScriptWriter) Flush() error { return sw.w.Flush() }
+
+// appendAddr appends "\t", addr in hexadecimal right-aligned in 16
+// columns, and a space.
+func appendAddr(b []byte, addr uint64) []byte {
+	b = append(b, '\t')
+	digits := max((bits.Len64(addr)+3)/4, 1)
+	b = append(b, spaces[:max(16-digits, 0)]...)
+	b = strconv.AppendUint(b, addr, 16)
+	return append(b, ' ')
+}
+
+const spaces = "                "
+
+// appendPadUint appends v in decimal, right-aligned in width columns.
+func appendPadUint(b []byte, v uint64, width int) []byte {
+	var tmp [20]byte
+	return appendPad(b, strconv.AppendUint(tmp[:0], v, 10), width)
+}
+
+// appendPad appends s right-aligned in width columns.
+func appendPad(b, s []byte, width int) []byte {
+	for n := len(s); n < width; n++ {
+		b = append(b, ' ')
+	}
+	return append(b, s...)
+}
+
+// appendTime appends a timestamp in nanoseconds as perf prints it,
+// right-aligned in 12 columns: seconds, a dot and six digits of
+// microseconds.
+func appendTime(b []byte, t uint64) []byte {
+	var tmp [32]byte
+	d := strconv.AppendUint(tmp[:0], t/1e9, 10)
+	d = append(d, '.')
+	us := (t % 1e9) / 1e3
+	d = append(d, byte('0'+us/100000), byte('0'+us/10000%10), byte('0'+us/1000%10),
+		byte('0'+us/100%10), byte('0'+us/10%10), byte('0'+us%10))
+	return appendPad(b, d, 12)
+}
