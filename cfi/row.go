@@ -1,6 +1,10 @@
 package cfi
 
-import "github.com/sframekit/sframekit/arch"
+import (
+	"slices"
+
+	"github.com/sframekit/sframekit/arch"
+)
 
 // Rule is how one register of the caller is recovered at some PC.
 type Rule struct {
@@ -22,9 +26,13 @@ type CFARule struct {
 	Reg    arch.Reg // CFARegOffset: base register
 	Offset int64    // CFARegOffset: added to the register
 	Expr   []byte   // CFAExpression: DWARF expression (view into the section)
-	// signed records that the offset was last set by a *_sf opcode;
-	// readelf prints such offsets signed and others unsigned.
-	signed bool
+	// Signed says the offset came from a signed, factored operand
+	// (DW_CFA_def_cfa_sf, DW_CFA_def_cfa_offset_sf). Otherwise it is the
+	// unsigned operand of DW_CFA_def_cfa or DW_CFA_def_cfa_offset, whose
+	// values from 2^63 on read as negative int64s: readelf prints the
+	// first kind signed and the second unsigned. Rows compare equal
+	// whatever its value.
+	Signed bool
 }
 
 // inlineRules is how many register rules a Row holds without allocating.
@@ -52,8 +60,10 @@ func exprVal(off, n uint32) int64 { return int64(uint64(off) | uint64(n)<<32) }
 
 // Row is one row of the CFI table: the rules that hold for addresses in
 // [Start, End). Only registers with an explicit rule are stored; every
-// other register is RuleUnspecified. A Row is a plain value: copying it
-// copies the rules (expression bytes stay shared with the section).
+// other register is RuleUnspecified. A Row is a value, but assigning one
+// shares the storage of the rules past the 24th (rare: AArch64 with
+// x19-x30 and d8-d15 has 20): CopyFrom makes an independent copy.
+// Expression bytes stay shared with the section either way.
 type Row struct {
 	Start, End uint64  // addresses the row covers: [Start, End)
 	CFA        CFARule // how to compute the canonical frame address
@@ -104,6 +114,33 @@ func (r *Row) ptr(i int) *slot {
 		return &r.rules[i]
 	}
 	return &r.extra[i-inlineRules]
+}
+
+// AppendRules appends all explicit rules, in column order, to dst and
+// returns the extended slice: Rules without allocating, for callers that
+// read every rule of many rows (printers).
+func (r *Row) AppendRules(dst []RegRule) []RegRule {
+	n := len(dst)
+	dst = slices.Grow(dst, r.n)[:n+r.n]
+	for i := range r.n {
+		// Field by field, so that a reused dst sees no pointer written
+		// (and no write barrier) but for expressions.
+		s, d := r.ptr(i), &dst[n+i]
+		d.Column, d.Kind, d.Reg, d.Offset = s.col, s.kind, 0, 0
+		switch s.kind {
+		case RuleOffset, RuleValOffset:
+			d.Offset = s.val
+		case RuleRegister:
+			d.Reg = arch.Reg(s.val)
+		case RuleExpression, RuleValExpression:
+			d.Expr = s.rule(r.data).Expr
+			continue
+		}
+		if d.Expr != nil {
+			d.Expr = nil
+		}
+	}
+	return dst
 }
 
 // Rules returns all explicit rules in column order, as a new slice.
@@ -188,8 +225,9 @@ func (r *Row) del(col arch.Reg) {
 	}
 }
 
-// copyFrom makes r an independent copy of o, reusing r's overflow storage.
-func (r *Row) copyFrom(o *Row) {
+// CopyFrom makes r an independent copy of o, reusing r's storage, so that
+// a row kept across many (a CIE's initial rules, say) costs no allocation.
+func (r *Row) CopyFrom(o *Row) {
 	r.Start, r.End, r.CFA, r.RASigned, r.ArgsSize, r.data = o.Start, o.End, o.CFA, o.RASigned, o.ArgsSize, o.data
 	n := o.n
 	if n > inlineRules {
