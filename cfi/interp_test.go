@@ -102,8 +102,9 @@ func TestInterpreterCorpus(t *testing.T) {
 	t.Logf("compared %d FDEs", fdes)
 }
 
-// TestInterpreterStack checks that Start keeps the remember_state stack
-// and Reset empties it, and that a failing instruction ends the program.
+// TestInterpreterStack checks that Continue keeps the remember_state
+// stack and Start and Reset empty it, and that a failing instruction ends
+// the program.
 func TestInterpreterStack(t *testing.T) {
 	s := newSection(EHFrame)
 	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
@@ -119,7 +120,7 @@ func TestInterpreterStack(t *testing.T) {
 	var in Interpreter
 	init := cieRules(t, tab, &in, fdes[0].CIE)
 	run := func(f *FDE) []string {
-		in.Start(tab.FDEInstructions(f), init, f.PCBegin)
+		in.Continue(tab.FDEInstructions(f), init, f.PCBegin)
 		var rows []string
 		var ins Instruction
 		for in.Next(&ins) {
@@ -146,6 +147,16 @@ func TestInterpreterStack(t *testing.T) {
 	var ins Instruction
 	if in.Next(&ins) || in.Execute(&Instruction{Op: OpAdvanceLoc, Operand: 1}) {
 		t.Error("the program goes on after its error")
+	}
+	// Start empties it too.
+	in.Reset()
+	run(&fdes[0])
+	in.Start(tab.FDEInstructions(&fdes[1]), init, fdes[1].PCBegin)
+	for in.Next(&ins) {
+		in.Execute(&ins)
+	}
+	if in.Err() == nil || !strings.Contains(in.Err().Error(), "without DW_CFA_remember_state") {
+		t.Errorf("second FDE after Start: %v; want the mismatch error", in.Err())
 	}
 }
 

@@ -398,7 +398,6 @@ func (ut *UnwindTable) Err() error { return ut.u.err }
 //	var cieRules cfi.Row
 //	cieRules.CopyFrom(in.Row())
 //	// Then the FDE's, with an empty DW_CFA_remember_state stack.
-//	in.Reset()
 //	in.Start(tab.FDEInstructions(&fde), &cieRules, fde.PCBegin)
 //	for in.Next(&ins) {
 //		// Look at ins; skip it, or:
@@ -412,8 +411,8 @@ func (ut *UnwindTable) Err() error { return ut.u.err }
 //
 // Its state is the location, the rules (a Row) and the
 // DW_CFA_remember_state stack. Start sets the first two for a program and
-// keeps the stack, which Reset empties: DWARF starts every program with an
-// empty stack (Reset, then Start), readelf keeps one for a whole section.
+// empties the stack, as DWARF starts every program; Continue keeps it, as
+// readelf keeps one stack for a whole section; Reset empties it.
 // The stack holds at most 64 Ki states (see UnwindContext), the row 256
 // register rules; beyond, the program fails.
 //
@@ -429,8 +428,16 @@ type Interpreter struct {
 // location loc with the rules of init, which DW_CFA_restore returns to.
 // init nil starts from no rules, as a CIE's initial instructions do;
 // DW_CFA_restore then does nothing. init must not change while the
-// program runs. The remember_state stack is kept (see Interpreter).
+// program runs. The remember_state stack starts empty, as DWARF says
+// every program does.
 func (in *Interpreter) Start(prog InstructionIter, init *Row, loc uint64) {
+	in.Reset()
+	in.Continue(prog, init, loc)
+}
+
+// Continue is Start keeping the remember_state stack of the programs run
+// before, as readelf keeps one stack for a whole section.
+func (in *Interpreter) Continue(prog InstructionIter, init *Row, loc uint64) {
 	u := &in.u
 	if prog.t == nil {
 		*u = interp{stack: u.stack[:0], slab: u.slab[:0], err: errors.New("cfi: Interpreter started without a program")}

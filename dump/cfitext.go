@@ -424,7 +424,7 @@ func (p *cfiPrinter) frames(name string, t *cfi.Table) {
 			p.out = strconv.AppendInt(p.out, int64(int32(cie.RA)), 10)
 			p.out = append(p.out, '\n')
 			sc.cols = p.scanRegs(t.CIEInstructions(sc.scan), nil)
-			in.Start(t.CIEInstructions(cie), nil, 0)
+			in.Continue(t.CIEInstructions(cie), nil, 0)
 			p.run(in, cie, sc.cols, int(cie.AddressSize))
 			sc.init.CopyFrom(in.Row())
 			seen[h.Offset] = sc
@@ -504,7 +504,7 @@ func (p *cfiPrinter) frames(name string, t *cfi.Table) {
 			cols = cols[:0]
 		}
 		cols = p.scanRegs(t.Instructions(scanCIE, instrPos, h.End, 0), cols)
-		in.Start(t.Instructions(cie, instrPos, h.End, begin), &init, begin)
+		in.Continue(t.Instructions(cie, instrPos, h.End, begin), &init, begin)
 		p.run(in, cie, cols, ptrSize)
 		off = h.End
 	}
