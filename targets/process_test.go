@@ -269,6 +269,63 @@ func TestAttachErrors(t *testing.T) {
 	c.ping(t, "ok")
 }
 
+// TestDieAttached runs a child copy of this test binary that attaches to
+// the test program without CloseOnSignal and is then killed by SIGINT:
+// the kernel must detach the threads and let them run on, as Close would
+// (sframe stack relies on it when no thread holds a signal).
+func TestDieAttached(t *testing.T) {
+	if pid := os.Getenv("TARGETS_HELPER_DIE_ATTACHED"); pid != "" {
+		var n int
+		fmt.Sscan(pid, &n)
+		p, err := AttachProcess(n)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		for _, th := range p.Threads() {
+			if th.Signal != 0 {
+				fmt.Fprintf(os.Stderr, "thread %d holds signal %d\n", th.TID, th.Signal)
+				os.Exit(5)
+			}
+		}
+		fmt.Print("attached\n")
+		time.Sleep(20 * time.Second)
+		os.Exit(4)
+	}
+	c := startChild(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDieAttached$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("TARGETS_HELPER_DIE_ATTACHED=%d", c.pid))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	buf := make([]byte, 9)
+	if _, err := stdout.Read(buf); err != nil || string(buf) != "attached\n" {
+		t.Fatalf("helper said %q, %v", buf, err)
+	}
+	if st := taskState(c.pid, c.pid); st != 't' {
+		t.Errorf("main thread state %c while attached, want t", st)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("helper ended with %v, want killed by SIGINT", err)
+	}
+	// The kernel detaches as the helper's threads exit: wait for that.
+	deadline := time.Now().Add(5 * time.Second)
+	for taskState(c.pid, c.pid) == 't' && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	checkNotTraced(t, c.pid)
+	c.ping(t, "after the tracer died")
+}
+
 // TestCloseOnSignal runs a child copy of this test binary that attaches to
 // the test program and is then interrupted with SIGINT: the handler must
 // detach before the child dies.

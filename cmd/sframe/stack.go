@@ -166,8 +166,14 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 			if err != nil {
 				return nil, err
 			}
-			stop := targets.CloseOnSignal(p)
-			defer stop()
+			// Ctrl-C detaches: the kernel does it when this program
+			// dies, as Close would, except that it drops a signal held
+			// since the attach (which Close delivers again). Only then
+			// is a handler worth its goroutine and OS thread.
+			if holdsSignal(p) {
+				stop := targets.CloseOnSignal(p)
+				defer stop()
+			}
 			// Detach before naming functions and printing: the
 			// process need not wait for those.
 			defer p.Close()
@@ -195,6 +201,17 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return code
+}
+
+// holdsSignal reports whether a thread of p was stopped at the delivery
+// of a signal, which p.Close delivers again.
+func holdsSignal(p *targets.Process) bool {
+	for _, th := range p.Threads() {
+		if th.Signal != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // stackProfile captures count times, interval apart, and writes the
