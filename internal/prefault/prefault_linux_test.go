@@ -31,7 +31,7 @@ func resident(t *testing.T, start, n uintptr) []bool {
 // wasted) or if nothing was populated.
 func TestHeapPopulatesWhereAllocationsGo(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // as in cmd/sframe: nothing freed, nothing reused
-	const big = 40 << 10                               // above 32 KB: straight from the page allocator, no per-P cache
+	const big = 40 << 10                             // above 32 KB: straight from the page allocator, no per-P cache
 	start, n, err := Heap(1 << 20)
 	if n < 8*big {
 		// The frontier is near the end of its 4 MiB chunk: fill the
