@@ -107,12 +107,16 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 	defer tr.mu.Unlock()
 	mem := NewPageCache(t.Memory())
 	tmods := t.Modules()
-	if tr.Sym != nil {
+	if tr.Sym != nil && !tr.Sym.Lazy {
 		// Read the symbol tables on the other core while this one loads
 		// the unwind tables and unwinds: Symbolize then finds them loaded
 		// (the symbolizer loads each file once, whoever asks first). One
 		// goroutine: each more would take an OS thread of its own while
-		// it waits for a read or for Prefetch's loading.
+		// it waits for a read or for Prefetch's loading. A Lazy
+		// symbolizer reads no table whole: there is nothing to overlap
+		// but the opening of the files, not worth the goroutine's thread
+		// switches and page faults (nor a processor taken from the
+		// unwinding while the target is stopped).
 		var files []string
 		for i := range tmods {
 			if f := tmods[i].File; f != "" && !tmods[i].IsVDSO() {
