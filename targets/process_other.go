@@ -15,6 +15,9 @@ func AttachProcess(pid int) (*Process, error) {
 	return nil, errors.New("targets: attaching to a process is only supported on Linux")
 }
 
+// AttachProcessWith is only supported on Linux.
+func AttachProcessWith(pid int, o AttachOptions) (*Process, error) { return AttachProcess(pid) }
+
 // Arch returns elf.EM_NONE.
 func (p *Process) Arch() elf.Machine { return elf.EM_NONE }
 

@@ -171,7 +171,9 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		capture = func() (*unwind.Trace, error) {
-			p, err := targets.AttachProcess(pid)
+			// ptrace from this goroutine's thread: no tracer thread to
+			// start, no thread switch per request.
+			p, err := targets.AttachProcessWith(pid, targets.AttachOptions{CallerThread: true})
 			if err != nil {
 				return nil, err
 			}
