@@ -15,9 +15,6 @@ func AttachProcess(pid int) (*Process, error) {
 	return nil, errors.New("targets: attaching to a process is only supported on Linux")
 }
 
-// AttachProcessWith is only supported on Linux.
-func AttachProcessWith(pid int, o AttachOptions) (*Process, error) { return AttachProcess(pid) }
-
 // Arch returns elf.EM_NONE.
 func (p *Process) Arch() elf.Machine { return elf.EM_NONE }
 
@@ -35,3 +32,6 @@ func (p *Process) Memory() Memory { return nil }
 
 // Close does nothing.
 func (p *Process) Close() error { return nil }
+
+// AttachProcessWith is only supported on Linux.
+func AttachProcessWith(pid int, o AttachOptions) (*Process, error) { return AttachProcess(pid) }
