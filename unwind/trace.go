@@ -135,15 +135,6 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 		return nil, err
 	}
 	u.MaxDepth = tr.MaxDepth
-	if tr.Sym != nil && !tr.vdso {
-		for i := range tmods {
-			if tmods[i].IsVDSO() {
-				if img, err := targets.ReadImage(mem, &tmods[i]); err == nil {
-					tr.vdso = tr.Sym.Register("[vdso]", bytes.NewReader(img)) == nil
-				}
-			}
-		}
-	}
 	threads := t.Threads()
 	trace := &Trace{PID: t.PID(), Threads: make([]ThreadTrace, 0, len(threads))}
 	var frames []Frame
@@ -158,7 +149,31 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 		}
 		trace.Threads = append(trace.Threads, tt)
 	}
+	// The vDSO has no file: its symbols are read from the target's
+	// memory, now, while it is readable, and only when a frame needs
+	// them (rarely: a thread in clock_gettime or the like).
+	if tr.Sym != nil && !tr.vdso && inVDSO(trace) {
+		for i := range tmods {
+			if tmods[i].IsVDSO() {
+				if img, err := targets.ReadImage(mem, &tmods[i]); err == nil {
+					tr.vdso = tr.Sym.Register("[vdso]", bytes.NewReader(img)) == nil
+				}
+			}
+		}
+	}
 	return trace, nil
+}
+
+// inVDSO reports whether a frame of trace is in the vDSO.
+func inVDSO(trace *Trace) bool {
+	for i := range trace.Threads {
+		for j := range trace.Threads[i].Frames {
+			if m := trace.Threads[i].Frames[j].Module; m != nil && m.File == "[vdso]" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Symbolize names the function of every frame of trace (a no-op when
