@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // StopTimeout bounds how long AttachProcess waits for one thread to stop
@@ -229,7 +230,7 @@ func readStat(pid, tid int) (procStat, error) {
 	if tid != 0 {
 		name = fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid)
 	}
-	b, err := os.ReadFile(name)
+	b, err := sysfile.ReadFile(name)
 	if err != nil {
 		return procStat{}, err
 	}
@@ -310,7 +311,7 @@ func readSmall(name string, buf []byte) int {
 // checkExeClass refuses 32-bit processes, whose registers this package does
 // not decode.
 func checkExeClass(pid int) error {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/exe", pid))
+	f, err := sysfile.Open(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
 		return fmt.Errorf("opening executable: %w", err)
 	}
@@ -329,7 +330,12 @@ func checkExeClass(pid int) error {
 
 // listTasks returns the thread ids in /proc/PID/task.
 func listTasks(pid int) ([]int, error) {
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	d, err := sysfile.Open(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, err
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return nil, err
 	}
@@ -672,7 +678,7 @@ func (p *Process) loadState() error {
 		return a < b
 	})
 	p.mem = &procMem{pid: p.pid, fd: -1}
-	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", p.pid))
+	maps, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/maps", p.pid))
 	if err != nil {
 		return fmt.Errorf("targets: attach %d: reading maps: %w", p.pid, err)
 	}
