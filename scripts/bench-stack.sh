@@ -6,8 +6,13 @@
 # in a signal handler and one in qsort). All three tools stop the same
 # process, in one run of this script.
 # Usage: scripts/bench-stack.sh [DEPTH]   (default 250; RUNS=15, GDB_RUNS=5,
-# HF_RUNS=40; DEEP=N deep threads instead of 5: DEEP=0 leaves 6 shallow
-# threads)
+# HF_RUNS=40, PERF_RUNS=30; DEEP=N deep threads instead of 5: DEEP=0
+# leaves 6 shallow threads)
+#
+# On a shared machine wall times move with the load (printed at the start
+# and the end): the counts of `perf stat` (CPU time, page faults, context
+# switches, system calls, threads created) move much less, and are printed
+# for sframe stack and eu-stack when perf is installed.
 set -euo pipefail
 depth=${1:-250}
 deep=${DEEP:-5}
@@ -27,6 +32,7 @@ exec 3> stdin.fifo
 trap 'kill $pid 2>/dev/null || true; rm -f stdin.fifo' EXIT
 for _ in $(seq 100); do grep -q ready ready.txt 2>/dev/null && break; sleep 0.1; done
 sleep 0.2
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Same work first: every tool must see the deep threads whole.
 sf_frames=$(./sframe stack "$pid" | grep -c '^#')
@@ -55,6 +61,29 @@ echo "  eu-stack:     $eu ($(minimum "${eu_t[@]}"))"
 echo "  gdb:          $gd ($(minimum "${gd_t[@]}"))"
 echo "  sframe/eu-stack=$(ratio "$sf" "$eu") sframe/gdb=$(ratio "$sf" "$gd")"
 
+# Counts per run, the two tools interleaved in rounds of 5 runs.
+if command -v perf >/dev/null && command -v eu-stack >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; then
+  events=task-clock,page-faults,context-switches
+  if perf stat -e raw_syscalls:sys_enter,syscalls:sys_enter_clone true >/dev/null 2>&1; then
+    events=$events,raw_syscalls:sys_enter,syscalls:sys_enter_clone
+  fi
+  for _ in $(seq $(( (${PERF_RUNS:-30} + 4) / 5 ))); do
+    perf stat -r 5 -x, -e "$events" ./sframe stack "$pid" 2>&1 >/dev/null | sed 's/^/sframe,/'
+    # eu-stack exits 1 after printing every frame (hence || true).
+    { perf stat -r 5 -x, -e "$events" eu-stack -p "$pid" 2>&1 >/dev/null || true; } | sed 's/^/eu-stack,/'
+  done | awk -F, '{ k = $1 SUBSEP $4; s[k] += $2; n[k]++; ev[$4] = 1 }
+    END {
+      print "perf stat means per run (CPU ms, faults, switches, syscalls, clones):"
+      for (t = 0; t < 2; t++) {
+        tool = t ? "eu-stack" : "sframe"
+        printf "  %-13s", tool ":"
+        split("task-clock page-faults context-switches raw_syscalls:sys_enter syscalls:sys_enter_clone", order, " ")
+        for (i = 1; i <= 5; i++) { k = tool SUBSEP order[i]; if (n[k]) printf " %s=%.1f", order[i], s[k] / n[k] }
+        print ""
+      }
+    }'
+fi
+
 # The loop above times each run from a shell, whose own fork+exec of
 # `date` lands inside every interval. hyperfine (Debian package hyperfine)
 # runs the commands directly (-N) and is the figure docs/PERFORMANCE.md
@@ -69,3 +98,4 @@ sf, eu = r[0]["mean"] * 1e3, r[1]["mean"] * 1e3
 print(f"hyperfine means: sframe stack {sf:.1f} ms, eu-stack {eu:.1f} ms, sframe/eu-stack={sf/eu:.3f}")
 PY
 fi
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

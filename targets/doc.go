@@ -44,5 +44,10 @@
 //
 // Even without that, the process is not left stopped if the tool dies: the
 // threads are attached with PTRACE_SEIZE (no SIGSTOP is ever sent), and the
-// kernel detaches tracees when the tracing thread exits.
+// kernel detaches tracees when the tracing thread exits. What only Close
+// does is deliver again a signal that arrived during the attach (a Thread
+// whose Signal is not 0): the kernel's detach at the tool's death drops
+// it. A tool that is attached for a few milliseconds can therefore call
+// CloseOnSignal only when some thread holds a signal (sframe stack does:
+// the handler costs a goroutine and an OS thread).
 package targets

@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // mapsLine is one parsed line of /proc/PID/maps.
@@ -91,7 +92,7 @@ func parseMapsLine(line string) (mapsLine, error) {
 // pid, as /proc/PID/maps names them, without attaching to it: a caller can
 // start reading their symbols and unwind tables while it attaches.
 func MappedFiles(pid int) ([]string, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	data, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return nil, err
 	}

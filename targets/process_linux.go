@@ -20,6 +20,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // StopTimeout bounds how long AttachProcess waits for one thread to stop
@@ -34,6 +35,11 @@ const maxAttachRounds = 100
 // that died while attached, to collect them so that the process's parent
 // can reap it.
 const reapTimeout = time.Second
+
+// ForeignCloseTimeout bounds how long Close, called from another
+// goroutine than the one that attached with AttachOptions.CallerThread,
+// waits for that goroutine's Close.
+var ForeignCloseTimeout = 10 * time.Second
 
 // Process is a live process stopped with ptrace. All its threads stay
 // stopped until Close, which detaches them and lets the process continue.
@@ -52,6 +58,7 @@ type Process struct {
 	attached []stopped // threads to detach, with signals to re-deliver
 	closed   bool
 	closeErr error
+	done     chan struct{} // closed once detached
 }
 
 // stopped is an attached, stopped thread.
@@ -63,10 +70,14 @@ type stopped struct {
 // tracer runs functions on one goroutine locked to its OS thread: Linux
 // accepts ptrace requests for a tracee only from the thread that attached
 // it. The goroutine never unlocks, so its thread exits with it, and the
-// kernel detaches any tracee left behind.
+// kernel detaches any tracee left behind. A tracer of the caller's thread
+// (here) has no goroutine: the caller's goroutine is locked instead, and
+// runs the requests itself.
 type tracer struct {
-	reqs chan func()
-	tid  int // the OS thread's id
+	reqs  chan func()
+	tid   int  // the OS thread's id
+	here  bool // the caller's thread (AttachOptions.CallerThread)
+	slack int  // with here, the thread's timer slack before the attach
 }
 
 // startTracer starts the tracer goroutine with first as its first job,
@@ -80,7 +91,7 @@ func startTracer(first func(t *tracer)) *tracer {
 		t.tid = unix.Gettid()
 		// Polls for thread stops sleep some microseconds: ask the kernel
 		// not to stretch those sleeps (the default slack is 50 us).
-		unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
+		unix.Prctl(unix.PR_SET_TIMERSLACK, pollSlack, 0, 0, 0)
 		first(t)
 		close(done)
 		for f := range t.reqs {
@@ -91,15 +102,46 @@ func startTracer(first func(t *tracer)) *tracer {
 	return t
 }
 
-// do runs f on the tracer thread and waits for it.
+// pollSlack is the timer slack of the tracer thread, in nanoseconds.
+const pollSlack = 1000
+
+// startHere makes a tracer of the calling goroutine's thread, locked to
+// it, and runs first there.
+func startHere(first func(t *tracer)) *tracer {
+	runtime.LockOSThread()
+	t := &tracer{tid: unix.Gettid(), here: true}
+	if s, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil && s > 0 {
+		t.slack = s
+		unix.Prctl(unix.PR_SET_TIMERSLACK, pollSlack, 0, 0, 0)
+	}
+	first(t)
+	return t
+}
+
+// do runs f on the tracer thread and waits for it. A tracer of the
+// caller's thread runs f at once: Close calls do only on that thread.
 func (t *tracer) do(f func()) {
+	if t.here {
+		f()
+		return
+	}
 	done := make(chan struct{})
 	t.reqs <- func() { f(); close(done) }
 	<-done
 }
 
-// stop ends the tracer goroutine (and its thread).
-func (t *tracer) stop() { close(t.reqs) }
+// stop ends the tracer goroutine (and its thread), or gives the caller's
+// thread back: its timer slack, and its goroutine unlocked.
+func (t *tracer) stop() {
+	if !t.here {
+		close(t.reqs)
+		return
+	}
+	if t.slack > 0 {
+		unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(t.slack), 0, 0, 0)
+	}
+	runtime.UnlockOSThread()
+}
 
 // AttachProcess stops every thread of process pid with ptrace and captures
 // their registers and names, the module list and access to the memory.
@@ -123,6 +165,11 @@ func (t *tracer) stop() { close(t.reqs) }
 // Do not call wait4(-1, ...) (syscall.Wait4 with pid -1) elsewhere in the
 // program while a Process is open: it could consume the tracees' stops.
 func AttachProcess(pid int) (*Process, error) {
+	return AttachProcessWith(pid, AttachOptions{})
+}
+
+// AttachProcessWith is AttachProcess with options.
+func AttachProcessWith(pid int, o AttachOptions) (*Process, error) {
 	if pid <= 0 {
 		return nil, fmt.Errorf("targets: attach: bad pid %d", pid)
 	}
@@ -143,14 +190,19 @@ func AttachProcess(pid int) (*Process, error) {
 		return nil, fmt.Errorf("targets: attach %d: %w", pid, err)
 	}
 
-	p := &Process{pid: pid, arch: hostArch, exe: exe}
+	p := &Process{pid: pid, arch: hostArch, exe: exe, done: make(chan struct{})}
 	var attachErr error
-	p.tr = startTracer(func(t *tracer) {
+	attach := func(t *tracer) {
 		p.tr = t
 		if attachErr = p.attachAll(); attachErr == nil {
 			attachErr = p.readRegs()
 		}
-	})
+	}
+	if o.CallerThread {
+		p.tr = startHere(attach)
+	} else {
+		p.tr = startTracer(attach)
+	}
 	if attachErr != nil {
 		p.Close()
 		return nil, attachErr
@@ -179,7 +231,7 @@ func readStat(pid, tid int) (procStat, error) {
 	if tid != 0 {
 		name = fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid)
 	}
-	b, err := os.ReadFile(name)
+	b, err := sysfile.ReadFile(name)
 	if err != nil {
 		return procStat{}, err
 	}
@@ -260,7 +312,7 @@ func readSmall(name string, buf []byte) int {
 // checkExeClass refuses 32-bit processes, whose registers this package does
 // not decode.
 func checkExeClass(pid int) error {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/exe", pid))
+	f, err := sysfile.Open(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
 		return fmt.Errorf("opening executable: %w", err)
 	}
@@ -279,7 +331,12 @@ func checkExeClass(pid int) error {
 
 // listTasks returns the thread ids in /proc/PID/task.
 func listTasks(pid int) ([]int, error) {
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	d, err := sysfile.Open(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, err
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return nil, err
 	}
@@ -622,7 +679,7 @@ func (p *Process) loadState() error {
 		return a < b
 	})
 	p.mem = &procMem{pid: p.pid, fd: -1}
-	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", p.pid))
+	maps, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/maps", p.pid))
 	if err != nil {
 		return fmt.Errorf("targets: attach %d: reading maps: %w", p.pid, err)
 	}
@@ -733,14 +790,27 @@ func (p *Process) Warnings() []error { return p.warnings }
 // during the attach, and leaves the process running. Threads that died
 // meanwhile (the process was killed) are collected, so that the parent
 // can reap the process. Close is idempotent and safe to call from a
-// signal handler goroutine while other goroutines use p.
+// signal handler goroutine while other goroutines use p; with
+// AttachOptions.CallerThread, such a Close waits for the attaching
+// goroutine's.
 func (p *Process) Close() error {
 	p.mu.Lock()
+	if !p.closed && p.tr != nil && p.tr.here && unix.Gettid() != p.tr.tid {
+		// Only the attaching thread can detach: wait for its Close.
+		p.mu.Unlock()
+		select {
+		case <-p.done:
+		case <-time.After(ForeignCloseTimeout):
+			return fmt.Errorf("targets: detach %d: Close called off the attaching thread, whose Close did not come within %v", p.pid, ForeignCloseTimeout)
+		}
+		p.mu.Lock()
+	}
 	defer p.mu.Unlock()
 	if p.closed {
 		return p.closeErr
 	}
 	p.closed = true
+	defer close(p.done)
 	var errs []error
 	if p.tr != nil {
 		p.tr.do(func() {

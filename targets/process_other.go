@@ -33,3 +33,6 @@ func (p *Process) Memory() Memory { return nil }
 
 // Close does nothing.
 func (p *Process) Close() error { return nil }
+
+// AttachProcessWith is only supported on Linux.
+func AttachProcessWith(pid int, o AttachOptions) (*Process, error) { return AttachProcess(pid) }

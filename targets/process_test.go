@@ -239,6 +239,118 @@ func TestAttachDetachRepeated(t *testing.T) {
 	c.ping(t, "still alive")
 }
 
+// TestAttachCallerThread attaches with AttachOptions.CallerThread: the
+// calling goroutine's thread must be the tracer (it can read a
+// tracee's registers itself, which fails from any other thread), the
+// registers must be those AttachProcess reads, and Close must detach.
+func TestAttachCallerThread(t *testing.T) {
+	c := startChild(t)
+	waitAllSleeping(t, c.pid)
+	ref, err := AttachProcess(c.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]Regs{}
+	for _, th := range ref.Threads() {
+		want[th.TID] = th.Regs
+	}
+	if err := ref.Close(); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- func() error {
+			p, err := AttachProcessWith(c.pid, AttachOptions{CallerThread: true})
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			if len(p.Threads()) != 4 {
+				return fmt.Errorf("%d threads, want 4", len(p.Threads()))
+			}
+			for _, th := range p.Threads() {
+				if th.Regs != want[th.TID] {
+					return fmt.Errorf("thread %d: registers %v, AttachProcess read %v", th.TID, th.Regs, want[th.TID])
+				}
+				if st := taskState(c.pid, th.TID); st != 't' {
+					return fmt.Errorf("thread %d in state %c while attached, want t", th.TID, st)
+				}
+				if _, err := getRegs(th.TID); err != nil {
+					return fmt.Errorf("thread %d: PTRACE_GETREGS from the calling thread: %v (not the tracer?)", th.TID, err)
+				}
+			}
+			return p.Close()
+		}()
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	checkNotTraced(t, c.pid)
+	c.ping(t, "after CallerThread attach")
+}
+
+// TestAttachCallerThreadForeignClose: a Close from another goroutine
+// than the attaching one (CloseOnSignal's) waits for that one's Close,
+// and gives up after ForeignCloseTimeout.
+func TestAttachCallerThreadForeignClose(t *testing.T) {
+	c := startChild(t)
+	for _, owned := range []bool{true, false} {
+		pc := make(chan *Process)
+		release := make(chan struct{})
+		owner := make(chan error, 1)
+		go func() {
+			p, err := AttachProcessWith(c.pid, AttachOptions{CallerThread: true})
+			if err != nil {
+				owner <- err
+				close(pc)
+				return
+			}
+			pc <- p
+			<-release
+			owner <- p.Close()
+		}()
+		p := <-pc
+		if p == nil {
+			t.Fatal(<-owner)
+		}
+		if !owned {
+			defer func(d time.Duration) { ForeignCloseTimeout = d }(ForeignCloseTimeout)
+			ForeignCloseTimeout = 50 * time.Millisecond
+			if err := p.Close(); err == nil {
+				t.Error("foreign Close without the owner's: no error")
+			}
+			if st := taskState(c.pid, c.pid); st != 't' {
+				t.Errorf("main thread in state %c after a foreign Close timed out, want t (still attached)", st)
+			}
+			close(release)
+			if err := <-owner; err != nil {
+				t.Errorf("owner's Close: %v", err)
+			}
+			checkNotTraced(t, c.pid)
+			continue
+		}
+		foreign := make(chan error, 1)
+		go func() { foreign <- p.Close() }()
+		select {
+		case err := <-foreign:
+			t.Fatalf("foreign Close returned %v before the owner's Close", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if st := taskState(c.pid, c.pid); st != 't' {
+			t.Errorf("main thread in state %c while the foreign Close waits, want t", st)
+		}
+		close(release)
+		if err := <-owner; err != nil {
+			t.Errorf("owner's Close: %v", err)
+		}
+		if err := <-foreign; err != nil {
+			t.Errorf("foreign Close: %v", err)
+		}
+		checkNotTraced(t, c.pid)
+	}
+	c.ping(t, "after foreign Closes")
+}
+
 func TestAttachErrors(t *testing.T) {
 	if _, err := AttachProcess(os.Getpid()); err == nil {
 		t.Error("attaching to self succeeded")
@@ -267,6 +379,63 @@ func TestAttachErrors(t *testing.T) {
 	}
 	checkNotTraced(t, c.pid)
 	c.ping(t, "ok")
+}
+
+// TestDieAttached runs a child copy of this test binary that attaches to
+// the test program without CloseOnSignal and is then killed by SIGINT:
+// the kernel must detach the threads and let them run on, as Close would
+// (sframe stack relies on it when no thread holds a signal).
+func TestDieAttached(t *testing.T) {
+	if pid := os.Getenv("TARGETS_HELPER_DIE_ATTACHED"); pid != "" {
+		var n int
+		fmt.Sscan(pid, &n)
+		p, err := AttachProcess(n)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		for _, th := range p.Threads() {
+			if th.Signal != 0 {
+				fmt.Fprintf(os.Stderr, "thread %d holds signal %d\n", th.TID, th.Signal)
+				os.Exit(5)
+			}
+		}
+		fmt.Print("attached\n")
+		time.Sleep(20 * time.Second)
+		os.Exit(4)
+	}
+	c := startChild(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDieAttached$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("TARGETS_HELPER_DIE_ATTACHED=%d", c.pid))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	buf := make([]byte, 9)
+	if _, err := stdout.Read(buf); err != nil || string(buf) != "attached\n" {
+		t.Fatalf("helper said %q, %v", buf, err)
+	}
+	if st := taskState(c.pid, c.pid); st != 't' {
+		t.Errorf("main thread state %c while attached, want t", st)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("helper ended with %v, want killed by SIGINT", err)
+	}
+	// The kernel detaches as the helper's threads exit: wait for that.
+	deadline := time.Now().Add(5 * time.Second)
+	for taskState(c.pid, c.pid) == 't' && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	checkNotTraced(t, c.pid)
+	c.ping(t, "after the tracer died")
 }
 
 // TestCloseOnSignal runs a child copy of this test binary that attaches to

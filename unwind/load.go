@@ -9,6 +9,7 @@ import (
 
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/sysfile"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/targets"
 )
@@ -144,13 +145,18 @@ func (c *Cache) Load(paths []string) {
 		e := c.entry(keyOf(p))
 		e.once.Do(func() {
 			e.t = &Tables{}
-			f, err := elf.Open(p)
+			osf, err := sysfile.Open(p)
+			if err != nil {
+				e.t.Errs = append(e.t.Errs, err)
+				return
+			}
+			defer osf.Close()
+			f, err := elf.NewFile(osf)
 			if err != nil {
 				e.t.Errs = append(e.t.Errs, err)
 				return
 			}
 			e.t = LoadTables(f)
-			f.Close()
 		})
 	}
 }

@@ -107,12 +107,16 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 	defer tr.mu.Unlock()
 	mem := NewPageCache(t.Memory())
 	tmods := t.Modules()
-	if tr.Sym != nil {
+	if tr.Sym != nil && !tr.Sym.Lazy {
 		// Read the symbol tables on the other core while this one loads
 		// the unwind tables and unwinds: Symbolize then finds them loaded
 		// (the symbolizer loads each file once, whoever asks first). One
 		// goroutine: each more would take an OS thread of its own while
-		// it waits for a read or for Prefetch's loading.
+		// it waits for a read or for Prefetch's loading. A Lazy
+		// symbolizer reads no table whole: there is nothing to overlap
+		// but the opening of the files, not worth the goroutine's thread
+		// switches and page faults (nor a processor taken from the
+		// unwinding while the target is stopped).
 		var files []string
 		for i := range tmods {
 			if f := tmods[i].File; f != "" && !tmods[i].IsVDSO() {
@@ -131,15 +135,6 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 		return nil, err
 	}
 	u.MaxDepth = tr.MaxDepth
-	if tr.Sym != nil && !tr.vdso {
-		for i := range tmods {
-			if tmods[i].IsVDSO() {
-				if img, err := targets.ReadImage(mem, &tmods[i]); err == nil {
-					tr.vdso = tr.Sym.Register("[vdso]", bytes.NewReader(img)) == nil
-				}
-			}
-		}
-	}
 	threads := t.Threads()
 	trace := &Trace{PID: t.PID(), Threads: make([]ThreadTrace, 0, len(threads))}
 	var frames []Frame
@@ -154,7 +149,31 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 		}
 		trace.Threads = append(trace.Threads, tt)
 	}
+	// The vDSO has no file: its symbols are read from the target's
+	// memory, now, while it is readable, and only when a frame needs
+	// them (rarely: a thread in clock_gettime or the like).
+	if tr.Sym != nil && !tr.vdso && inVDSO(trace) {
+		for i := range tmods {
+			if tmods[i].IsVDSO() {
+				if img, err := targets.ReadImage(mem, &tmods[i]); err == nil {
+					tr.vdso = tr.Sym.Register("[vdso]", bytes.NewReader(img)) == nil
+				}
+			}
+		}
+	}
 	return trace, nil
+}
+
+// inVDSO reports whether a frame of trace is in the vDSO.
+func inVDSO(trace *Trace) bool {
+	for i := range trace.Threads {
+		for j := range trace.Threads[i].Frames {
+			if m := trace.Threads[i].Frames[j].Module; m != nil && m.File == "[vdso]" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Symbolize names the function of every frame of trace (a no-op when
