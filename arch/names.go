@@ -1,11 +1,16 @@
 package arch
 
-import "strconv"
+import (
+	"strconv"
+	"sync"
+)
 
 // Register name tables as binutils readelf prints them (dwarf.c), the one
 // source of register names for every printer. Empty strings are numbers
-// without a name; they print as rN.
-var regNamesAMD64 = func() []string {
+// without a name; they print as rN. Each is built on first use: most
+// runs of the CLI print no register name, and building them all at
+// start-up cost every command 250 allocations.
+var regNamesAMD64 = sync.OnceValue(func() []string {
 	n := []string{
 		"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
 		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip",
@@ -31,9 +36,9 @@ var regNamesAMD64 = func() []string {
 		n = append(n, "k"+strconv.Itoa(i))
 	}
 	return append(n, "bnd0", "bnd1", "bnd2", "bnd3")
-}()
+})
 
-var regNamesARM64 = func() []string {
+var regNamesARM64 = sync.OnceValue(func() []string {
 	var n []string
 	for i := 0; i < 31; i++ {
 		n = append(n, "x"+strconv.Itoa(i))
@@ -53,9 +58,9 @@ var regNamesARM64 = func() []string {
 		}
 	}
 	return n
-}()
+})
 
-var regNamesS390X = func() []string {
+var regNamesS390X = sync.OnceValue(func() []string {
 	n := make([]string, 16)
 	n = append(n, "f0", "f2", "f4", "f6", "f1", "f3", "f5", "f7",
 		"f8", "f10", "f12", "f14", "f9", "f11", "f13", "f15")
@@ -68,9 +73,9 @@ var regNamesS390X = func() []string {
 	return append(n, "pswm", "pswa", "", "",
 		"v16", "v18", "v20", "v22", "v17", "v19", "v21", "v23",
 		"v24", "v26", "v28", "v30", "v25", "v27", "v29", "v31")
-}()
+})
 
-var regNamesI386 = func() []string {
+var regNamesI386 = sync.OnceValue(func() []string {
 	n := []string{"eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi", "eip", "eflags", ""}
 	for i := 0; i < 8; i++ {
 		n = append(n, "st"+strconv.Itoa(i))
@@ -90,18 +95,18 @@ var regNamesI386 = func() []string {
 		n = append(n, "k"+strconv.Itoa(i))
 	}
 	return n
-}()
+})
 
 func (a Arch) regTable() []string {
 	switch a {
 	case AMD64:
-		return regNamesAMD64
+		return regNamesAMD64()
 	case ARM64:
-		return regNamesARM64
+		return regNamesARM64()
 	case S390X:
-		return regNamesS390X
+		return regNamesS390X()
 	case I386:
-		return regNamesI386
+		return regNamesI386()
 	}
 	return nil
 }
