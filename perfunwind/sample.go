@@ -227,6 +227,9 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 		if uf.Method < unwind.Method(len(s.Stats.Frames)) {
 			s.Stats.Frames[uf.Method]++
 		}
+		if uf.Method == unwind.MethodSFrame && uf.Module != nil && uf.Module.SFrameGen != nil {
+			s.Stats.GenFrames++
+		}
 		used |= 1 << uf.Method
 	}
 	switch {
@@ -295,8 +298,14 @@ type Stats struct {
 	// from the kernel's callchain; NoUser those without user frames.
 	NoMappings, Callchain, NoUser uint64
 	// Frames counts user frames by the method that found their caller
-	// (index: unwind.Method).
-	Frames [5]uint64
+	// (index: unwind.Method); GenFrames those of Frames[MethodSFrame]
+	// found by SFrame compiled from CFI (Options.SFrameFromCFI).
+	Frames    [5]uint64
+	GenFrames uint64
+	// GenFiles counts the files whose SFrame was compiled from their
+	// CFI, GenFuncs the functions it describes, GenSkipped the CFI
+	// functions it leaves to the CFI (what SFrame cannot express).
+	GenFiles, GenFuncs, GenSkipped uint64
 	// KernelFrames counts kernel frames.
 	KernelFrames uint64
 	// Stops counts walks by why they ended (index: unwind.Stop); CopyEnd

@@ -167,7 +167,8 @@ func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
 			size = 0
 		}
 		r.Stats.CFIBytes += size
-		fs, sk := c.convertFDE(&fde, t.NewUnwindTable(&fde))
+		t.ResetUnwindTable(&c.ut, &fde)
+		fs, sk := c.convertFDE(&fde, &c.ut)
 		if sk != nil {
 			r.Skipped = append(r.Skipped, *sk)
 			continue
@@ -269,6 +270,36 @@ type converter struct {
 	spValOff int64   // the SP rule SFrame assumes: SP = CFA + spValOff
 	fixed    sframe.Rule
 	encOpts  sframe.EncodeOptions
+
+	// Reused from FDE to FDE: the row stream, the segments, and the
+	// arena the functions' rows are cut from (rows handed out are never
+	// written again; a new arena starts when one is full).
+	ut    cfi.UnwindTable
+	segs  []segment
+	arena []sframe.EncRow
+}
+
+// arenaRows is the size of a row arena: about 350 KB.
+const arenaRows = 4096
+
+// rowSlab returns an empty slice with room for n rows, cut from the
+// arena; keep gives back what it did not use.
+func (c *converter) rowSlab(n int) []sframe.EncRow {
+	if n > arenaRows/4 {
+		return make([]sframe.EncRow, 0, n) // a long program: its own
+	}
+	if cap(c.arena)-len(c.arena) < n {
+		c.arena = make([]sframe.EncRow, 0, arenaRows)
+	}
+	l := len(c.arena)
+	return c.arena[l : l : l+n]
+}
+
+// keepSlab marks the rows of slab, cut by rowSlab, as used.
+func (c *converter) keepSlab(slab []sframe.EncRow) {
+	if len(slab) > 0 && cap(c.arena) > len(c.arena) && &slab[0] == &c.arena[:len(c.arena)+1][len(c.arena)] {
+		c.arena = c.arena[:len(c.arena)+len(slab)]
+	}
 }
 
 func newConverter(abi sframe.ABI, v sframe.Version) *converter {
@@ -516,8 +547,9 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 	// (which cost four times the rows for long programs): after the CIE's
 	// row, each row kept needs an advance and a rule change, two bytes at
 	// least, but the last, kept even when equal, needs only the advance.
-	slab := make([]sframe.EncRow, 0, min(len(fde.Instructions)/2+2, maxRows+1))
-	var segs []segment
+	slab := c.rowSlab(min(len(fde.Instructions)/2+2, maxRows+1))
+	segs := c.segs[:0]
+	defer func() { c.segs = segs[:0] }()
 	var m mapped
 	for ut.Next() {
 		cr := ut.Row()
@@ -625,6 +657,7 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 		}
 		out = append(out, f)
 	}
+	c.keepSlab(slab)
 	return out, nil
 }
 

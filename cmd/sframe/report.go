@@ -129,7 +129,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	defer r.Close()
 	// The rest of the options come from the recording's header, which a
 	// pipe delivers with its first records.
-	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms}
+	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms, SFrameFromCFI: true}
 	sess, err := perfunwind.NewSession(opts)
 	if err != nil {
 		fs.fileError(input, err)
