@@ -36,7 +36,6 @@ type File struct {
 	key   string          // the symbolizer's name for the file
 	image []byte          // the vDSO's image, when it is not a file on disk
 	locs  map[uint64]*Loc // resolved addresses (ELF addresses), see Resolver
-	gen   bool            // counted in Stats.GenFiles
 }
 
 // loadSeg is one PT_LOAD program header.

@@ -63,7 +63,8 @@ func walks(t *testing.T, path string, opts perfunwind.Options) ([]walk, perfunwi
 
 // TestSFrameFromCFI unwinds recordings with and without SFrame compiled
 // from the CFI of the files that have none (libc, ld.so, the CFI-only
-// program, libpython): every sample must give the same frames, with the
+// program, libpython), for the functions the walks go through, as they
+// go (Options.SFrameFromCFI): every sample must give the same frames, with the
 // same canonical frame addresses (but those two kinds of frames say
 // nothing about), and the same end.
 func TestSFrameFromCFI(t *testing.T) {

@@ -174,6 +174,9 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 	}
 	s.Stats.KernelFrames += uint64(st.Kernel)
 
+	if s.genDue {
+		s.compileDue()
+	}
 	p := s.procs[smp.Pid]
 	switch {
 	case smp.Regs.Arch != 0 && len(smp.Stack) > 0 && p != nil && len(p.maps) > 0:
@@ -303,8 +306,9 @@ type Stats struct {
 	Frames    [5]uint64
 	GenFrames uint64
 	// GenFiles counts the files whose SFrame was compiled from their
-	// CFI, GenFuncs the functions it describes, GenSkipped the CFI
-	// functions it leaves to the CFI (what SFrame cannot express).
+	// CFI, GenFuncs the functions it describes (those the walks went
+	// through), GenSkipped those it leaves to the CFI (what SFrame
+	// cannot express).
 	GenFiles, GenFuncs, GenSkipped uint64
 	// KernelFrames counts kernel frames.
 	KernelFrames uint64

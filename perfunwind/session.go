@@ -44,10 +44,12 @@ type Options struct {
 	// otherwise.
 	SameKernel bool
 	// SFrameFromCFI compiles SFrame from the CFI of the files that have
-	// none of their own (unwind.LoadOptions.SFrameFromCFI), once per
-	// file, so that their frames take the unwinder's SFrame path: worth
-	// its cost (about 15 ms for libc) on recordings of more than a few
-	// hundred samples. The frames are the same either way.
+	// none of their own, as unwind.CompileSFrame does, so that their
+	// frames take the unwinder's SFrame path: for the functions the walks
+	// go through, once they have taken their CFI a few hundred times,
+	// again as new ones come (the whole of libc would cost 15 ms and
+	// 8 MB, where a recording goes through a hundred of its functions).
+	// The frames are the same either way.
 	SFrameFromCFI bool
 }
 
@@ -125,6 +127,8 @@ type Session struct {
 	kmaps       map[string]*Mapping
 	kernPCs     map[uint64]*Mapping // kernel addresses seen, and their mappings
 
+	genDue bool // a cfiCache has SFrame to compile (compileDue)
+
 	// Scratch reused by every sample.
 	ctx    unwind.Context
 	mem    unwind.StackMemory
@@ -161,7 +165,6 @@ func NewSession(opts Options) (*Session, error) {
 		kernPCs:    map[uint64]*Mapping{},
 	}
 	s.Stats.StopWhere = map[StopPlace]uint64{}
-	s.cache.Options.SFrameFromCFI = opts.SFrameFromCFI
 	if opts.Arch != 0 {
 		s.startKernel()
 	}
@@ -485,12 +488,12 @@ func (s *Session) module(m *Mapping) *unwind.Module {
 	mods := s.cache.Modules([]targets.Module{{Path: f.Path, File: f.Path, Start: m.Start, End: m.End, Bias: m.Bias, HasBias: true}}, nil)
 	mod := mods[0]
 	mod.Name = m.Name
-	mod.CFI = s.cachedCFI(mod.CFI)
-	if g := mod.SFrameGen; g != nil && !f.gen {
-		f.gen = true
-		s.Stats.GenFiles++
-		s.Stats.GenFuncs += uint64(g.Funcs)
-		s.Stats.GenSkipped += uint64(g.Skipped)
+	if c := s.cachedCFI(mod.CFI); c != nil {
+		mod.CFI = c
+		if s.opts.SFrameFromCFI && mod.SFrame == nil {
+			c.wantGen()
+			mod.SFrame, mod.SFrameGen = c.gen, c.stats
+		}
 	}
 	return mod
 }

@@ -38,7 +38,7 @@ func WriteSummary(w io.Writer, s *Session) error {
 	fmt.Fprintf(&b, "user frames: %d (callers found by SFrame %d%s, CFI %d, frame pointers %d, signal frames %d; last frames %d)\n",
 		fr[0]+fr[1]+fr[2]+fr[3]+fr[4], fr[unwind.MethodSFrame], gen, fr[unwind.MethodCFI], fr[unwind.MethodFP], fr[unwind.MethodSignal], fr[unwind.MethodNone])
 	if st.GenFiles > 0 {
-		fmt.Fprintf(&b, "SFrame compiled from CFI: %d files without their own, %d functions (%d left to CFI: SFrame cannot express them)\n",
+		fmt.Fprintf(&b, "SFrame compiled from CFI for %d files without their own: %d functions the walks went through (%d left to CFI, which SFrame cannot express)\n",
 			st.GenFiles, st.GenFuncs, st.GenSkipped)
 	}
 	early := st.Unwound - st.Stops[unwind.StopEnd] - st.CopyEnd

@@ -138,18 +138,10 @@ func FromCFI(f *elf.File, opts Options) (*Result, error) {
 // v2 has no such bound) are only counted, the function being left out:
 // a long CFI program costs time in proportion to its length, not memory.
 func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
-	v := opts.Version
-	if v == 0 {
-		v = sframe.Version3
+	c, r, err := start(abi, opts)
+	if err != nil {
+		return nil, err
 	}
-	if v != sframe.Version2 && v != sframe.Version3 {
-		return nil, fmt.Errorf("convert: cannot write %s (only versions 2 and 3)", v)
-	}
-	if abi < sframe.ABIAArch64BE || abi > sframe.ABIS390XBE {
-		return nil, fmt.Errorf("convert: unknown %s", abi)
-	}
-	c := newConverter(abi, v)
-	r := &Result{ABI: abi, Version: v}
 	it := t.Entries()
 	for it.Next() {
 		e := it.Entry()
@@ -160,23 +152,7 @@ func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
 			r.Stats.BadEntries++
 			continue
 		}
-		fde := *e.FDE
-		r.Stats.CFIFuncs++
-		size := fde.PCEnd - fde.PCBegin
-		if fde.PCEnd < fde.PCBegin {
-			size = 0
-		}
-		r.Stats.CFIBytes += size
-		t.ResetUnwindTable(&c.ut, &fde)
-		fs, sk := c.convertFDE(&fde, &c.ut)
-		if sk != nil {
-			r.Skipped = append(r.Skipped, *sk)
-			continue
-		}
-		for _, f := range fs {
-			r.Funcs = append(r.Funcs, f)
-			r.FDEOffsets = append(r.FDEOffsets, fde.Offset)
-		}
+		c.add(r, t, *e.FDE)
 	}
 	if err := it.Err(); err != nil {
 		r.Stats.BadEntries++
@@ -184,6 +160,57 @@ func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
 	}
 	r.computeStats()
 	return r, nil
+}
+
+// FromFDEs converts the FDEs fdes of t (found with t.FindFDE, say), as
+// FromCFITable converts them all, in the order given: a profiler that
+// wants SFrame for the functions its samples go through pays for those,
+// not for the table. Limits: as FromCFITable's.
+func FromFDEs(t *cfi.Table, abi sframe.ABI, fdes []cfi.FDE, opts Options) (*Result, error) {
+	c, r, err := start(abi, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, fde := range fdes {
+		c.add(r, t, fde)
+	}
+	r.computeStats()
+	return r, nil
+}
+
+// start checks the options and makes the converter and the result.
+func start(abi sframe.ABI, opts Options) (*converter, *Result, error) {
+	v := opts.Version
+	if v == 0 {
+		v = sframe.Version3
+	}
+	if v != sframe.Version2 && v != sframe.Version3 {
+		return nil, nil, fmt.Errorf("convert: cannot write %s (only versions 2 and 3)", v)
+	}
+	if abi < sframe.ABIAArch64BE || abi > sframe.ABIS390XBE {
+		return nil, nil, fmt.Errorf("convert: unknown %s", abi)
+	}
+	return newConverter(abi, v), &Result{ABI: abi, Version: v}, nil
+}
+
+// add converts fde of t into r.
+func (c *converter) add(r *Result, t *cfi.Table, fde cfi.FDE) {
+	r.Stats.CFIFuncs++
+	size := fde.PCEnd - fde.PCBegin
+	if fde.PCEnd < fde.PCBegin {
+		size = 0
+	}
+	r.Stats.CFIBytes += size
+	t.ResetUnwindTable(&c.ut, &fde)
+	fs, sk := c.convertFDE(&fde, &c.ut)
+	if sk != nil {
+		r.Skipped = append(r.Skipped, *sk)
+		return
+	}
+	for _, f := range fs {
+		r.Funcs = append(r.Funcs, f)
+		r.FDEOffsets = append(r.FDEOffsets, fde.Offset)
+	}
 }
 
 // dedupe drops functions whose start repeats an earlier one's (a sorted

@@ -1,7 +1,13 @@
 package unwind
 
 import (
+	"cmp"
 	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"github.com/sframekit/sframekit/cfi"
 
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/sframegen"
@@ -35,57 +41,74 @@ type GenStats struct {
 func LoadTablesWith(f *elf.File, opts LoadOptions) *Tables {
 	t := LoadTables(f)
 	if opts.SFrameFromCFI && t.SFrame == nil && t.CFI != nil && f.Type != elf.ET_REL {
-		t.genSFrame(f)
+		switch s, g, err := CompileSFrame(t.CFI, nil); {
+		case err == errNoABI:
+			// An architecture SFrame does not describe: CFI only.
+		case err != nil:
+			t.Errs = append(t.Errs, err)
+		default:
+			t.SFrame, t.sfx, t.Gen = s, buildSFIndex(s), g
+		}
 	}
 	return t
 }
 
-// genSFrame compiles t's CFI into t.SFrame. A conversion that fails is
-// recorded in Errs, and the CFI alone is used.
-func (t *Tables) genSFrame(f *elf.File) {
-	abi, err := sframegen.ABIFor(f)
-	if err != nil {
-		return // an architecture SFrame does not describe: CFI only
-	}
-	r, err := sframegen.FromCFITable(t.CFI, abi, sframegen.Options{})
-	if err == nil {
-		dedupe(r)
-		var s *sframe.Section
-		if s, err = encodeGen(r, cfiAddr(f)); err == nil {
-			t.SFrame, t.sfx = s, buildSFIndex(s)
-			t.Gen = &GenStats{Funcs: len(r.Funcs), Skipped: len(r.Skipped)}
-			return
-		}
-	}
-	t.Errs = append(t.Errs, err)
-}
+var errNoABI = errors.New("unwind: SFrame does not describe this architecture")
 
-// encodeGen encodes r as a section at addr and parses it back.
-func encodeGen(r *sframegen.Result, addr uint64) (*sframe.Section, error) {
-	data, err := r.Encode(addr)
-	if err != nil {
-		return nil, err
+// CompileSFrame compiles an SFrame section from the CFI table t, as
+// LoadOptions.SFrameFromCFI does for a whole file: for the functions
+// (FDEs) covering the addresses pcs (ELF addresses), or for every one
+// when pcs is nil. It is version 3 (sframegen.FromFDEs or FromCFITable),
+// laid out at t's address, parsed back and validated. A Module takes it
+// as its SFrame, with the stats as its SFrameGen and t as its CFI, for
+// the functions left out and those pcs did not name.
+func CompileSFrame(t *cfi.Table, pcs []uint64) (*sframe.Section, *GenStats, error) {
+	var abi sframe.ABI
+	be := t.ByteOrder() == binary.BigEndian
+	switch t.Arch() {
+	case cfi.ArchX86_64:
+		abi = sframe.ABIAMD64LE
+	case cfi.ArchAArch64:
+		abi = sframe.ABIAArch64LE
+		if be {
+			abi = sframe.ABIAArch64BE
+		}
+	case cfi.ArchS390X:
+		abi = sframe.ABIS390XBE
+	default:
+		return nil, nil, errNoABI
 	}
-	s, err := sframe.Parse(data, addr)
+	var r *sframegen.Result
+	var err error
+	if pcs == nil {
+		r, err = sframegen.FromCFITable(t, abi, sframegen.Options{})
+	} else {
+		fdes := make([]cfi.FDE, 0, len(pcs))
+		for _, pc := range pcs {
+			if f, err := t.FindFDE(pc); err == nil {
+				fdes = append(fdes, f)
+			}
+		}
+		slices.SortFunc(fdes, func(a, b cfi.FDE) int { return cmp.Compare(a.PCBegin, b.PCBegin) })
+		fdes = slices.CompactFunc(fdes, func(a, b cfi.FDE) bool { return a.PCBegin == b.PCBegin })
+		r, err = sframegen.FromFDEs(t, abi, fdes, sframegen.Options{})
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	dedupe(r)
+	data, err := r.Encode(t.Addr())
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := sframe.Parse(data, t.Addr())
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := s.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
-}
-
-// cfiAddr is where the generated section is said to lie: at the CFI
-// section, near the code, so that the function starts, encoded relative
-// to the section, fit their 32 bits.
-func cfiAddr(f *elf.File) uint64 {
-	for _, name := range []string{".eh_frame", ".debug_frame", ".text"} {
-		if s := f.Section(name); s != nil && s.Addr != 0 {
-			return s.Addr
-		}
-	}
-	return 0
+	return s, &GenStats{Funcs: len(r.Funcs), Skipped: len(r.Skipped)}, nil
 }
 
 // dedupe drops the functions of r whose start repeats an earlier one's
