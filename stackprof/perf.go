@@ -35,6 +35,7 @@ type PerfBuilder struct {
 	smp  map[string]*perfSample
 	key  []byte
 	ids  []*profile.Location
+	fc   frameCache[*profile.Location]
 
 	minTime, maxTime uint64
 }
@@ -109,6 +110,16 @@ func (b *PerfBuilder) Add(st *perfunwind.Stack) error {
 
 func (b *PerfBuilder) location(f *perfunwind.Frame) *profile.Location {
 	pc := f.LookupPC()
+	s, ok := b.fc.slot(f.Map, pc, f.Signal)
+	if !ok {
+		s.set(f.Map, pc, f.Signal, b.newLocation(f, pc))
+	}
+	return s.v
+}
+
+// newLocation returns the location of frame f at pc, making it the first
+// time.
+func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Location {
 	m := b.mapping(f.Map)
 	k := locID{m: m, addr: pc, sig: f.Signal}
 	if l := b.locs[k]; l != nil {
