@@ -306,17 +306,26 @@ type converter struct {
 	arena []sframe.EncRow
 }
 
-// arenaRows is the size of a row arena: about 350 KB.
-const arenaRows = 4096
+// arenaRows is the largest row arena: about 350 KB. The first is
+// smaller, and each next one twice the last, so that converting a few
+// functions (sframegen.FromFDEs) costs little memory.
+const (
+	arenaRows      = 4096
+	firstArenaRows = 128
+)
 
 // rowSlab returns an empty slice with room for n rows, cut from the
-// arena; keep gives back what it did not use.
+// arena; keepSlab marks what it used.
 func (c *converter) rowSlab(n int) []sframe.EncRow {
 	if n > arenaRows/4 {
 		return make([]sframe.EncRow, 0, n) // a long program: its own
 	}
 	if cap(c.arena)-len(c.arena) < n {
-		c.arena = make([]sframe.EncRow, 0, arenaRows)
+		size := min(max(2*cap(c.arena), firstArenaRows), arenaRows)
+		for size < n {
+			size *= 2
+		}
+		c.arena = make([]sframe.EncRow, 0, size)
 	}
 	l := len(c.arena)
 	return c.arena[l : l : l+n]
