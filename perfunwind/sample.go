@@ -3,6 +3,7 @@ package perfunwind
 import (
 	"debug/elf"
 	"errors"
+	"math/bits"
 
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/targets"
@@ -30,6 +31,30 @@ type Sample struct {
 	Regs targets.Regs
 	// Stack is the copy of the user stack from the stack pointer up.
 	Stack []byte
+
+	regs regMap // FromPerf's, for the last register mask
+}
+
+// regMap gives the DWARF number of each register of a dump of mask on
+// arch, by its place in the dump (-1: none), computed once per mask.
+type regMap struct {
+	arch  elf.Machine
+	mask  uint64
+	dwarf [64]int8
+}
+
+// set makes m the map of mask on arch.
+func (m *regMap) set(arch elf.Machine, mask uint64) {
+	m.arch, m.mask = arch, mask
+	n, lim := 0, targets.NumDWARFRegs(arch)
+	for b := mask; b != 0; b &= b - 1 {
+		d, ok := perfdata.DWARFRegister(arch, bits.TrailingZeros64(b))
+		if !ok || d < 0 || d >= lim {
+			d = -1
+		}
+		m.dwarf[n] = int8(d)
+		n++
+	}
 }
 
 // FromPerf fills s from a decoded perf.data sample of a recording of
@@ -43,9 +68,18 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, arch elf.Machine) {
 	}
 	s.Regs = targets.Regs{}
 	s.Stack = nil
-	if ps.RegsUser.ABI != perfdata.RegsABINone && ps.RegsUser.Mask != 0 {
+	if r := &ps.RegsUser; r.ABI != perfdata.RegsABINone && r.Mask != 0 {
+		// As r.DWARFRegs(arch, s.Regs.Set), without a call per register.
 		s.Regs.Arch = arch
-		ps.RegsUser.DWARFRegs(arch, func(n int, v uint64) { s.Regs.Set(n, v) })
+		if s.regs.arch != arch || s.regs.mask != r.Mask {
+			s.regs.set(arch, r.Mask)
+		}
+		for i, n := 0, min(r.Len(), bits.OnesCount64(r.Mask)); i < n; i++ {
+			if d := s.regs.dwarf[i]; d >= 0 {
+				s.Regs.R[d] = r.At(i)
+				s.Regs.Valid |= 1 << uint(d)
+			}
+		}
 		s.Stack = ps.StackUser
 	}
 }

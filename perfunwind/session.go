@@ -313,6 +313,7 @@ func (m *Mapping) BuildIDString() string { return hex.EncodeToString(m.BuildID()
 type process struct {
 	pid     uint32
 	maps    []*Mapping // sorted by Start, not overlapping
+	last    *Mapping   // found last by find: frames come in runs of one file
 	u       *unwind.Unwinder
 	mem     procMemory
 	threads map[uint32]struct{}
@@ -343,8 +344,12 @@ func (s *Session) proc(pid uint32) *process {
 
 // find returns the mapping containing addr, or nil.
 func (p *process) find(addr uint64) *Mapping {
+	if m := p.last; m != nil && addr-m.Start < m.End-m.Start {
+		return m
+	}
 	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].Start > addr }) - 1
 	if i >= 0 && addr < p.maps[i].End {
+		p.last = p.maps[i]
 		return p.maps[i]
 	}
 	return nil
@@ -372,6 +377,7 @@ func (p *process) insert(m *Mapping) {
 	ins = append(ins, m)
 	sort.Slice(ins, func(a, b int) bool { return ins[a].Start < ins[b].Start })
 	p.maps = slices.Replace(p.maps, i, j, ins...)
+	p.last = nil
 	if m.module != nil {
 		p.u.AddModule(m.module)
 	}
