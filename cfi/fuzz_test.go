@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/corpus"
 )
 
@@ -18,7 +19,7 @@ func (fuzzMem) ReadUint64(addr uint64) (uint64, error) { return addr * 3, nil }
 
 type fuzzRegs struct{}
 
-func (fuzzRegs) Reg(r Reg) (uint64, bool) { return uint64(r) * 16, r < 100 }
+func (fuzzRegs) Reg(r arch.Reg) (uint64, bool) { return uint64(r) * 16, r < 100 }
 
 // fuzzOne exercises everything a caller can do with arbitrary section
 // bytes: walk the entries, stream every row, look up PCs, evaluate the
@@ -36,7 +37,7 @@ func fuzzOne(t *testing.T, data []byte, flags uint8) {
 	if flags&4 != 0 {
 		order = binary.BigEndian
 	}
-	arch := Arch((flags >> 3) & 3)
+	arch := arch.Arch((flags >> 3) & 3)
 	o := Options{Kind: kind, Addr: 0x10000, ByteOrder: order, AddrSize: addrSize, Arch: arch,
 		ReadPointer: func(a uint64, n int) (uint64, error) { return a ^ 0x55, nil }}
 	if flags&0x20 != 0 && len(data) > 8 {
@@ -184,7 +185,7 @@ func fuzzSeeds(t testing.TB) []fuzzSeed {
 		if f.ByteOrder == binary.BigEndian {
 			flags |= 4
 		}
-		flags |= uint8(ArchFromELF(f.Machine)&3) << 3
+		flags |= uint8(arch.FromELF(f.Machine)&3) << 3
 		if s := f.Section(".eh_frame"); s != nil {
 			if d, err := SectionData(f, s); err == nil {
 				seeds = append(seeds, fuzzSeed{d, flags})

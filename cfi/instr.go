@@ -1,6 +1,10 @@
 package cfi
 
-import "math"
+import (
+	"math"
+
+	"github.com/sframekit/sframekit/arch"
+)
 
 // Instruction is one decoded call frame instruction (DW_CFA_*), its
 // operands as encoded: advances and offsets are not yet scaled by the
@@ -16,7 +20,7 @@ type Instruction struct {
 	// (DW_CFA_offset*, restore*, undefined, same_value, register,
 	// expression, val_*), or the CFA's base register (def_cfa,
 	// def_cfa_sf, def_cfa_register).
-	Reg Reg
+	Reg arch.Reg
 	// Operand is the other integer operand: the delta of an advance, the
 	// address of DW_CFA_set_loc (decoded), the offset of offset*,
 	// val_offset*, def_cfa* and def_cfa_offset* (int64 bits for the _sf
@@ -113,11 +117,11 @@ func advanceLocAt(data []byte, p int) (uint64, bool) {
 	return 0, false
 }
 
-func bareAt(data []byte, p int) (Op, Reg, bool) {
+func bareAt(data []byte, p int) (Op, arch.Reg, bool) {
 	if p < len(data) {
 		switch raw := data[p]; {
 		case raw>>6 == 3:
-			return OpRestore, Reg(raw & 0x3f), true
+			return OpRestore, arch.Reg(raw & 0x3f), true
 		case raw == byte(OpNop) || raw == byte(OpRememberState) || raw == byte(OpRestoreState):
 			return Op(raw), 0, true
 		}
@@ -125,10 +129,10 @@ func bareAt(data []byte, p int) (Op, Reg, bool) {
 	return 0, 0, false
 }
 
-func shortAt(data []byte, p int) (Op, Reg, uint64, bool) {
+func shortAt(data []byte, p int) (Op, arch.Reg, uint64, bool) {
 	if p+1 < len(data) && data[p+1] < 0x80 {
 		if raw := data[p]; raw>>6 == 2 {
-			return OpOffset, Reg(raw & 0x3f), uint64(data[p+1]), true
+			return OpOffset, arch.Reg(raw & 0x3f), uint64(data[p+1]), true
 		} else if raw == byte(OpDefCFAOffset) {
 			return OpDefCFAOffset, 0, uint64(data[p+1]), true
 		}
@@ -163,12 +167,12 @@ func (it *InstructionIter) sleb() int64 {
 
 // reg reads a register number: more than 32 bits is an error, except in
 // readelf mode, which keeps the low 32 bits as readelf does.
-func (it *InstructionIter) reg() Reg {
+func (it *InstructionIter) reg() arch.Reg {
 	v := it.uleb()
 	if v > math.MaxUint32 && !it.readelf && it.err == nil {
 		it.fail("register number %d too large", v)
 	}
-	return Reg(v)
+	return arch.Reg(v)
 }
 
 func (it *InstructionIter) fixed(n int) uint64 {
@@ -253,10 +257,10 @@ func (it *InstructionIter) next(ins *Instruction) bool {
 	case OpAdvanceLoc:
 		ins.Operand = uint64(raw & 0x3f)
 	case OpOffset:
-		ins.Reg = Reg(raw & 0x3f)
+		ins.Reg = arch.Reg(raw & 0x3f)
 		ins.Operand = it.uleb()
 	case OpRestore:
-		ins.Reg = Reg(raw & 0x3f)
+		ins.Reg = arch.Reg(raw & 0x3f)
 	case OpSetLoc:
 		ins.Operand = it.setLoc()
 	case OpAdvanceLoc1, OpAdvanceLoc2, OpAdvanceLoc4, OpMIPSAdvanceLoc8:

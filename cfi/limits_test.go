@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/elftest"
 	"github.com/sframekit/sframekit/internal/memtest"
@@ -66,7 +67,7 @@ func TestRememberStateBomb(t *testing.T) {
 		if _, err := lookup(tab, 0x1000); err == nil {
 			t.Errorf("lookup succeeded")
 		}
-		p := &printer{w: io.Discard, addrSize: 8, arch: ArchX86_64, order: little}
+		p := &printer{w: io.Discard, addrSize: 8, arch: arch.AMD64, order: little}
 		p.frames(".eh_frame", tab)
 		if err := p.flush(); err != nil {
 			t.Fatal(err)

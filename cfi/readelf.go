@@ -3,6 +3,7 @@ package cfi
 import (
 	"debug/elf"
 	"fmt"
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/textfmt"
 	"io"
 	"strconv"
@@ -59,7 +60,7 @@ func dumpSection(w io.Writer, f *elf.File, s *elf.Section) error {
 	if err != nil {
 		return err
 	}
-	p := &printer{w: w, addrSize: elfAddrSize(f), arch: ArchFromELF(f.Machine), order: endianOf(f.ByteOrder)}
+	p := &printer{w: w, addrSize: elfAddrSize(f), arch: arch.FromELF(f.Machine), order: endianOf(f.ByteOrder)}
 	// Room for what accumulates between flushes (maybeFlush at 64 KiB,
 	// plus the FDE that crossed it), so that the buffer is allocated once.
 	p.out = make([]byte, 0, min(len(data)*4+4096, 96<<10))
@@ -83,20 +84,20 @@ func dumpSection(w io.Writer, f *elf.File, s *elf.Section) error {
 // compat carries readelf's display quirks into the interpreter.
 type compat struct {
 	keepStack bool
-	arch      Arch
+	arch      arch.Arch
 	out       *[]byte
 }
 
 // bad reports whether readelf rejects register r ("bad register: "): its
 // column table stops at the architecture's name table, or at 1024.
-func (c *compat) bad(r Reg) bool {
-	if n := c.arch.regCount(); n > 0 {
+func (c *compat) bad(r arch.Reg) bool {
+	if n := c.arch.NumRegNames(); n > 0 {
 		return uint64(r) > uint64(n)
 	}
 	return r >= 1024
 }
 
-func (c *compat) badReg(u *interp, op Op, col Reg, s slot) bool {
+func (c *compat) badReg(u *interp, op Op, col arch.Reg, s slot) bool {
 	if !c.bad(col) {
 		return false
 	}
@@ -145,7 +146,7 @@ type printer struct {
 	out      []byte
 	err      error
 	addrSize int
-	arch     Arch
+	arch     arch.Arch
 	order    endian
 }
 
@@ -285,7 +286,7 @@ func (p *printer) hdr(data []byte, addr uint64) {
 // display columns and the state its FDEs start from.
 type shownCIE struct {
 	cie  *CIE
-	cols []Reg
+	cols []arch.Reg
 	init Row
 }
 
@@ -302,7 +303,7 @@ func (p *printer) frames(name string, t *Table) {
 	ut.u.compat = c
 	seen := map[uint64]*shownCIE{}
 	forward := map[uint64]*shownCIE{}
-	var cols []Reg
+	var cols []arch.Reg
 	// The FDEs' initial rows, one reused: a Row declared in the loop
 	// escaped to the heap, 1.7 MB for a 3,000-FDE file.
 	var init Row
@@ -428,7 +429,7 @@ func (p *printer) frames(name string, t *Table) {
 	p.out = append(p.out, '\n')
 }
 
-func (c *compat) badRA(ra Reg) bool { return c.bad(ra) }
+func (c *compat) badRA(ra arch.Reg) bool { return c.bad(ra) }
 
 // entryHead prints "\nOFFSET LENGTH ID ".
 func (p *printer) entryHead(h *header, ptrSize int) {
@@ -501,7 +502,7 @@ func (p *printer) fdeFields(t *Table, h *header, cie *CIE) (begin, rng uint64, i
 // instruction names becomes a display column (added to cols, sorted). It
 // decodes as readelf does (see InstructionIter's readelf mode) and, like
 // readelf, still counts the register of an instruction cut short.
-func (p *printer) scanRegs(t *Table, instr []byte, off uint64, cie *CIE, cols []Reg, c *compat) []Reg {
+func (p *printer) scanRegs(t *Table, instr []byte, off uint64, cie *CIE, cols []arch.Reg, c *compat) []arch.Reg {
 	it := t.instrIter(cie, instr, off, 0)
 	it.readelf = true
 	it.setLocSize = p.addrSize
@@ -523,7 +524,7 @@ func (p *printer) scanRegs(t *Table, instr []byte, off uint64, cie *CIE, cols []
 	}
 }
 
-func insertReg(cols []Reg, r Reg) []Reg {
+func insertReg(cols []arch.Reg, r arch.Reg) []arch.Reg {
 	i := 0
 	for i < len(cols) && cols[i] < r {
 		i++
@@ -538,7 +539,7 @@ func insertReg(cols []Reg, r Reg) []Reg {
 }
 
 // rows prints every row of the program like readelf's frame_display_row.
-func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []Reg, ptrSize int) {
+func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []arch.Reg, ptrSize int) {
 	header := true
 	for ut.Next() {
 		if header {
@@ -600,7 +601,7 @@ func (p *printer) rows(ut *UnwindTable, cie *CIE, cols []Reg, ptrSize int) {
 				p.out = append(p.out, 'v')
 				p.out = textfmt.AppendSigned(p.out, val)
 			case RuleRegister:
-				p.out = append(p.out, p.arch.RegNameLong(Reg(val))...)
+				p.out = append(p.out, p.arch.RegNameLong(arch.Reg(val))...)
 			case RuleExpression:
 				p.out = append(p.out, "exp"...)
 			case RuleValExpression:

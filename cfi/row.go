@@ -1,25 +1,27 @@
 package cfi
 
+import "github.com/sframekit/sframekit/arch"
+
 // Rule is how one register of the caller is recovered at some PC.
 type Rule struct {
 	Kind   RuleKind // which fields below apply
-	Reg    Reg      // RuleRegister: register holding the caller's value
+	Reg    arch.Reg // RuleRegister: register holding the caller's value
 	Offset int64    // RuleOffset, RuleValOffset: offset from the CFA
 	Expr   []byte   // RuleExpression, RuleValExpression: DWARF expression (view into the section)
 }
 
 // RegRule is a Rule together with the register (table column) it is for.
 type RegRule struct {
-	Column Reg // the register this rule restores
+	Column arch.Reg // the register this rule restores
 	Rule
 }
 
 // CFARule is how the canonical frame address is computed at some PC.
 type CFARule struct {
-	Kind   CFAKind // which fields below apply
-	Reg    Reg     // CFARegOffset: base register
-	Offset int64   // CFARegOffset: added to the register
-	Expr   []byte  // CFAExpression: DWARF expression (view into the section)
+	Kind   CFAKind  // which fields below apply
+	Reg    arch.Reg // CFARegOffset: base register
+	Offset int64    // CFARegOffset: added to the register
+	Expr   []byte   // CFAExpression: DWARF expression (view into the section)
 	// signed records that the offset was last set by a *_sf opcode;
 	// readelf prints such offsets signed and others unsigned.
 	signed bool
@@ -39,7 +41,7 @@ const maxRules = 256
 // slot is the compact, pointer-free form a Row stores a rule in, so rows
 // copy with a plain memmove. Expressions are offsets into the section.
 type slot struct {
-	col  Reg
+	col  arch.Reg
 	kind RuleKind
 	// val is the offset (RuleOffset, RuleValOffset), the source register
 	// (RuleRegister), or the expression's section offset | length<<32.
@@ -79,7 +81,7 @@ func (s *slot) rule(data []byte) Rule {
 	case RuleOffset, RuleValOffset:
 		return Rule{Kind: s.kind, Offset: s.val}
 	case RuleRegister:
-		return Rule{Kind: s.kind, Reg: Reg(s.val)}
+		return Rule{Kind: s.kind, Reg: arch.Reg(s.val)}
 	case RuleExpression, RuleValExpression:
 		off, n := uint64(uint32(s.val)), uint64(s.val)>>32
 		ru := Rule{Kind: s.kind}
@@ -114,7 +116,7 @@ func (r *Row) Rules() []RegRule {
 }
 
 // find returns the index of col, or the insertion point and false.
-func (r *Row) find(col Reg) (int, bool) {
+func (r *Row) find(col arch.Reg) (int, bool) {
 	n := r.n
 	if n > inlineRules {
 		n = inlineRules
@@ -134,7 +136,7 @@ func (r *Row) find(col Reg) (int, bool) {
 }
 
 // Rule returns the rule for register col (RuleUnspecified if none).
-func (r *Row) Rule(col Reg) Rule {
+func (r *Row) Rule(col arch.Reg) Rule {
 	if i, ok := r.find(col); ok {
 		return r.mat(r.ptr(i))
 	}
@@ -170,7 +172,7 @@ func (r *Row) set(s slot) bool {
 }
 
 // del removes any rule for col.
-func (r *Row) del(col Reg) {
+func (r *Row) del(col arch.Reg) {
 	i, ok := r.find(col)
 	if !ok {
 		return

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // Options describe a CFI section to New: where it is loaded and how to
@@ -15,7 +17,7 @@ type Options struct {
 	Addr      uint64           // virtual address of the section (pcrel base)
 	ByteOrder binary.ByteOrder // file byte order
 	AddrSize  int              // 4 or 8 (ELF class)
-	Arch      Arch             // register names and machine augmentations
+	Arch      arch.Arch        // register names and machine augmentations
 	TextBase  uint64           // base for DW_EH_PE_textrel
 	DataBase  uint64           // base for DW_EH_PE_datarel (e.g. .got on i386)
 	// ReadPointer resolves DW_EH_PE_indirect pointers by reading size
@@ -32,17 +34,17 @@ type Options struct {
 // CIE is a Common Information Entry: what FDEs share, including the
 // alignment factors, the return-address column and the initial rules.
 type CIE struct {
-	Offset       uint64 // section offset of the length field
-	Length       uint64 // value of the length field
-	Format64     bool   // 64-bit DWARF (initial length 0xffffffff)
-	Version      uint8  // 1 (.eh_frame, DWARF 2), 3 or 4
-	Augmentation string // e.g. "zR", "zPLR", "zRS", "zRB"; "" in .debug_frame
-	AddressSize  uint8  // pointer size for this CIE's FDEs
-	SegmentSize  uint8  // DWARF 4 segment selector size (normally 0)
-	CodeAlign    uint64 // code alignment factor: scales advance_loc deltas
-	DataAlign    int64  // data alignment factor: scales register offsets
-	RA           Reg    // return address column
-	AugData      []byte // raw augmentation data ('z'), a view into the section
+	Offset       uint64   // section offset of the length field
+	Length       uint64   // value of the length field
+	Format64     bool     // 64-bit DWARF (initial length 0xffffffff)
+	Version      uint8    // 1 (.eh_frame, DWARF 2), 3 or 4
+	Augmentation string   // e.g. "zR", "zPLR", "zRS", "zRB"; "" in .debug_frame
+	AddressSize  uint8    // pointer size for this CIE's FDEs
+	SegmentSize  uint8    // DWARF 4 segment selector size (normally 0)
+	CodeAlign    uint64   // code alignment factor: scales advance_loc deltas
+	DataAlign    int64    // data alignment factor: scales register offsets
+	RA           arch.Reg // return address column
+	AugData      []byte   // raw augmentation data ('z'), a view into the section
 	// FDEEncoding ('R'), LSDAEncoding ('L') and PersonalityEncoding ('P')
 	// are PEOmit when the letter is absent (FDEEncoding then is PEAbsPtr).
 	FDEEncoding         PtrEnc // encoding of FDE addresses ('R')
@@ -106,7 +108,7 @@ type Table struct {
 	order    binary.ByteOrder
 	end      endian
 	addrSize int
-	arch     Arch
+	arch     arch.Arch
 	text     uint64
 	dataBase uint64
 	deref    func(uint64, int) (uint64, error)
@@ -154,7 +156,7 @@ func New(data []byte, o Options) (*Table, error) {
 func (t *Table) Kind() SectionKind { return t.kind }
 
 // Arch returns the architecture given at construction.
-func (t *Table) Arch() Arch { return t.arch }
+func (t *Table) Arch() arch.Arch { return t.arch }
 
 // Addr returns the section's virtual address.
 func (t *Table) Addr() uint64 { return t.addr }
@@ -363,13 +365,13 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 	c.CodeAlign = b.uleb()
 	c.DataAlign = b.sleb()
 	if c.Version == 1 {
-		c.RA = Reg(b.u8())
+		c.RA = arch.Reg(b.u8())
 	} else {
 		ra := b.uleb()
 		if ra > 0xffffffff {
 			return nil, t.errAt(h.off, "return address register %d too large", ra)
 		}
-		c.RA = Reg(ra)
+		c.RA = arch.Reg(ra)
 	}
 	if b.err != nil {
 		return nil, t.errAt(h.off, "truncated CIE")
@@ -413,12 +415,12 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 				c.SignalFrame = true
 			case 'B':
 				c.BKey = true
-				if !t.arch.machAugmentation('B') && t.arch != ArchUnknown {
+				if !machAugmentation(t.arch, 'B') && t.arch != arch.Unknown {
 					break letters
 				}
 			case 'G':
 				c.MTETagged = true
-				if !t.arch.machAugmentation('G') && t.arch != ArchUnknown {
+				if !machAugmentation(t.arch, 'G') && t.arch != arch.Unknown {
 					break letters
 				}
 			default:

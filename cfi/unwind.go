@@ -1,5 +1,7 @@
 package cfi
 
+import "github.com/sframekit/sframekit/arch"
+
 // DW_CFA_remember_state snapshots are bounded in number (maxRememberDepth
 // states on the stack) and in the register rules they hold together
 // (maxSavedRules), so that neither many empty states nor a few large ones
@@ -107,7 +109,7 @@ func (u *interp) setRule(ins *Instruction, s slot) {
 
 // restoreRule resets col to its rule at the end of the CIE's initial
 // instructions (DW_CFA_restore).
-func (u *interp) restoreRule(op Op, col Reg, off int) {
+func (u *interp) restoreRule(op Op, col arch.Reg, off int) {
 	if u.compat != nil && u.compat.badReg(u, op, col, slot{}) {
 		return
 	}

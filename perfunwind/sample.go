@@ -1,10 +1,10 @@
 package perfunwind
 
 import (
-	"debug/elf"
 	"errors"
 	"math/bits"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
@@ -38,29 +38,29 @@ type Sample struct {
 // regMap gives the DWARF number of each register of a dump of mask on
 // arch, by its place in the dump (-1: none), computed once per mask.
 type regMap struct {
-	arch  elf.Machine
+	arch  arch.Arch
 	mask  uint64
 	dwarf [64]int8
 }
 
-// set makes m the map of mask on arch.
-func (m *regMap) set(arch elf.Machine, mask uint64) {
-	m.arch, m.mask = arch, mask
-	n, lim := 0, targets.NumDWARFRegs(arch)
+// set makes m the map of mask on a.
+func (m *regMap) set(a arch.Arch, mask uint64) {
+	m.arch, m.mask = a, mask
+	n, lim := 0, targets.NumDWARFRegs(a)
 	for b := mask; b != 0; b &= b - 1 {
-		d, ok := perfdata.DWARFRegister(arch, bits.TrailingZeros64(b))
-		if !ok || d < 0 || d >= lim {
-			d = -1
+		i := int8(-1)
+		if d, ok := perfdata.DWARFRegister(a, bits.TrailingZeros64(b)); ok && int64(d) < int64(lim) {
+			i = int8(d)
 		}
-		m.dwarf[n] = int8(d)
+		m.dwarf[n] = i
 		n++
 	}
 }
 
 // FromPerf fills s from a decoded perf.data sample of a recording of
-// arch, reusing s's Callchain. s keeps a reference to ps's stack bytes,
+// architecture a, reusing s's Callchain. s keeps a reference to ps's stack bytes,
 // valid until the reader's next record.
-func (s *Sample) FromPerf(ps *perfdata.Sample, arch elf.Machine) {
+func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 	s.Pid, s.Tid, s.Time, s.Period, s.IP = ps.Pid, ps.Tid, ps.Time, ps.Period, ps.IP
 	s.Callchain = s.Callchain[:0]
 	for i, n := 0, ps.Callchain.Len(); i < n; i++ {
@@ -69,10 +69,10 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, arch elf.Machine) {
 	s.Regs = targets.Regs{}
 	s.Stack = nil
 	if r := &ps.RegsUser; r.ABI != perfdata.RegsABINone && r.Mask != 0 {
-		// As r.DWARFRegs(arch, s.Regs.Set), without a call per register.
-		s.Regs.Arch = arch
-		if s.regs.arch != arch || s.regs.mask != r.Mask {
-			s.regs.set(arch, r.Mask)
+		// As r.DWARFRegs(a, s.Regs.Set), without a call per register.
+		s.Regs.Arch = a
+		if s.regs.arch != a || s.regs.mask != r.Mask {
+			s.regs.set(a, r.Mask)
 		}
 		for i, n := 0, min(r.Len(), bits.OnesCount64(r.Mask)); i < n; i++ {
 			if d := s.regs.dwarf[i]; d >= 0 {
@@ -213,9 +213,9 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 	}
 	p := s.procs[smp.Pid]
 	switch {
-	case smp.Regs.Arch != 0 && len(smp.Stack) > 0 && p != nil && len(p.maps) > 0:
+	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0 && p != nil && len(p.maps) > 0:
 		s.unwindUser(p, smp, st)
-	case smp.Regs.Arch != 0 && len(smp.Stack) > 0:
+	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0:
 		// perf shows no user frames for a process it knows no mapping of.
 		s.Stats.NoMappings++
 	case len(userChain) > 0:

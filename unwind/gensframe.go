@@ -63,19 +63,8 @@ var errNoABI = errors.New("unwind: SFrame does not describe this architecture")
 // as its SFrame, with the stats as its SFrameGen and t as its CFI, for
 // the functions left out and those pcs did not name.
 func CompileSFrame(t *cfi.Table, pcs []uint64) (*sframe.Section, *GenStats, error) {
-	var abi sframe.ABI
-	be := t.ByteOrder() == binary.BigEndian
-	switch t.Arch() {
-	case cfi.ArchX86_64:
-		abi = sframe.ABIAMD64LE
-	case cfi.ArchAArch64:
-		abi = sframe.ABIAArch64LE
-		if be {
-			abi = sframe.ABIAArch64BE
-		}
-	case cfi.ArchS390X:
-		abi = sframe.ABIS390XBE
-	default:
+	abi, ok := sframe.ABIFor(t.Arch(), t.ByteOrder() == binary.BigEndian)
+	if !ok {
 		return nil, nil, errNoABI
 	}
 	var r *sframegen.Result
