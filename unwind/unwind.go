@@ -121,7 +121,10 @@ type Module struct {
 	// known to be built without frame pointers).
 	NoFP bool
 	// SFrameGen is set when SFrame was compiled in memory from the CFI
-	// (LoadOptions.SFrameFromCFI): the file has none of its own.
+	// (LoadOptions.SFrameFromCFI, CompileSFrame): the file has none of
+	// its own. A walk that goes through such frames and then cannot apply
+	// the CFI of a frame (a register that only CFI steps recover) is
+	// redone without them.
 	SFrameGen *GenStats
 
 	sfx *sfIndex // SFrame decoded by Cache.Modules, if it was
