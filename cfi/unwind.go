@@ -291,6 +291,15 @@ func (t *Table) NewUnwindTable(fde *FDE) *UnwindTable {
 	return ut
 }
 
+// ResetUnwindTable makes ut stream the rows of fde, as a new
+// NewUnwindTable(fde) would, reusing ut's memory: a caller that reads the
+// rows of every FDE in turn (sframegen) needs one UnwindTable, not one
+// per FDE.
+func (t *Table) ResetUnwindTable(ut *UnwindTable, fde *FDE) {
+	ut.keepAll = false
+	ut.resetFDE(t, fde)
+}
+
 // NewCIEUnwindTable streams the rows produced by a CIE's initial
 // instructions alone, as readelf shows them. These rows have no address
 // range of their own (Start counts from 0, and the final row's End is 0),

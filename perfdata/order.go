@@ -39,7 +39,7 @@ type qent struct {
 
 // maxPinned bounds the chunks that queued records keep (32 MiB): records
 // in others are copied into the arena.
-const maxPinned = 32
+const maxPinned = 32 << 20 / chunkMem
 
 // timeOf returns the timestamp perf orders a kernel record by, or 0 when
 // it has none (such records are delivered at once).

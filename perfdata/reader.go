@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
 )
 
 // maxAttrs bounds the events of a recording (perf records a handful; a
@@ -78,10 +80,13 @@ type Reader struct {
 	// touching a mapped page costs microseconds (a page fault, a TLB miss)
 	// where copying it costs a fraction, and a mapping read from end to
 	// end stays resident. A chunk is reused once no queued record lies in
-	// it.
+	// it. While the records of one chunk are decoded, the next is read
+	// on another goroutine (ahead; see load).
 	file   *os.File
 	cur    *chunk
 	chunks []*chunk
+	ahead  *chunk   // being read, or read, by rd
+	rd     *reading // the goroutine that reads ahead, once started
 
 	// Streamed input: records are read into sbuf.
 	in    *bufio.Reader
@@ -158,15 +163,24 @@ func newFile(f *os.File, size int64) (*Reader, error) {
 	return r, nil
 }
 
-// chunkSize is the size of the chunks a file's records are read in: a
-// record is at most 64 KiB.
-const chunkSize = 1 << 20
+// A chunk's memory (chunkMem bytes, one huge page where the system
+// gives them: see newChunkMem) holds chunkHead bytes of room, then up to
+// chunkSize bytes read from the file at once. The room takes the start
+// of a record that the previous chunk cut (a record is less than 64 KiB)
+// when the chunk was read ahead, before that start was known.
+const (
+	chunkMem  = 2 << 20
+	chunkHead = 64 << 10
+	chunkSize = chunkMem - chunkHead
+)
 
 // chunk is a part of a file's data section, read into memory.
 type chunk struct {
-	buf  []byte
-	off  int64 // file offset of buf[0]
-	refs int   // records of the time-order queue in buf
+	mem  []byte // chunkMem bytes
+	buf  []byte // the bytes held: a window of mem
+	off  int64  // file offset of buf[0]
+	refs int    // records of the time-order queue in buf
+	err  error  // of the read ahead
 }
 
 // has reports whether c holds the n bytes at file offset off.
@@ -174,29 +188,101 @@ func (c *chunk) has(off, n int64) bool {
 	return c != nil && off >= c.off && off+n <= c.off+int64(len(c.buf))
 }
 
-// load reads the data section from off into a chunk that holds no queued
-// record, and makes it current.
+// load makes current a chunk that holds the data section from off: the
+// one read ahead, when it does (with the start of the record the current
+// one cut copied in front), else one read now into a chunk that holds no
+// queued record. Then it has the chunk after it read ahead, so that the
+// copy (a quarter of the time of a recording's samples) takes another
+// processor while this one's records are decoded.
 func (r *Reader) load(off int64) error {
-	var c *chunk
-	for _, k := range r.chunks {
-		if k.refs == 0 && k != r.cur {
-			c = k
-			break
+	c := r.takeAhead(off)
+	if c == nil {
+		c = r.freeChunk()
+		n := min(int64(chunkSize), r.end-off)
+		c.buf, c.off = c.mem[chunkHead:chunkHead+n], off
+		if m, err := r.file.ReadAt(c.buf, off); int64(m) < n {
+			c.buf = c.buf[:m]
+			return &Error{Off: off, DecompOff: -1, Kind: ErrIO, Msg: fmt.Sprintf("reading %d bytes of records", n), Err: err}
 		}
 	}
-	if c == nil {
-		c = &chunk{buf: make([]byte, chunkSize)}
-		r.chunks = append(r.chunks, c)
-	}
-	n := min(int64(chunkSize), r.end-off)
-	c.buf, c.off = c.buf[:n], off
-	if m, err := r.file.ReadAt(c.buf, off); int64(m) < n {
-		c.buf = c.buf[:m]
-		return &Error{Off: off, DecompOff: -1, Kind: ErrIO, Msg: fmt.Sprintf("reading %d bytes of records", n), Err: err}
-	}
 	r.cur = c
+	if next := c.off + int64(len(c.buf)); next < r.end {
+		a := r.freeChunk()
+		n := min(int64(chunkSize), r.end-next)
+		a.buf, a.off = a.mem[chunkHead:chunkHead+n], next
+		if r.rd == nil {
+			r.rd = &reading{req: make(chan *chunk, 1), done: make(chan *chunk, 1)}
+			go r.rd.run(r.file)
+			// A Reader dropped without Close still ends the goroutine.
+			runtime.AddCleanup(r, (*reading).stop, r.rd)
+		}
+		r.ahead = a
+		r.rd.req <- a
+	}
 	return nil
 }
+
+// freeChunk returns a chunk that holds no queued record and is neither
+// current nor read ahead, allocating one if need be.
+func (r *Reader) freeChunk() *chunk {
+	for _, k := range r.chunks {
+		if k.refs == 0 && k != r.cur && k != r.ahead {
+			return k
+		}
+	}
+	c := &chunk{mem: newChunkMem()}
+	r.chunks = append(r.chunks, c)
+	return c
+}
+
+// takeAhead waits for the chunk read ahead, if any, and returns it if it
+// can hold the data from off: it starts at most chunkHead bytes after
+// off, and the current chunk holds the bytes in between, which are
+// copied in front of it. Otherwise the chunk is left free, and nil
+// returned.
+func (r *Reader) takeAhead(off int64) *chunk {
+	a := r.ahead
+	if a == nil {
+		return nil
+	}
+	<-r.rd.done
+	r.ahead = nil
+	gap := a.off - off
+	if a.err != nil || gap < 0 || gap > chunkHead || gap > 0 && !r.cur.has(off, gap) {
+		return nil
+	}
+	at := off - r.cur.off
+	copy(a.mem[chunkHead-gap:chunkHead], r.cur.buf[at:at+gap])
+	a.buf = a.mem[chunkHead-gap : chunkHead+len(a.buf)]
+	a.off = off
+	return a
+}
+
+// reading is the goroutine that reads chunks ahead.
+type reading struct {
+	req, done chan *chunk
+	once      sync.Once
+}
+
+// run reads the chunks of req (c.buf at c.off of f), each in full or
+// with c.err set, and hands them to done, until req is closed.
+func (rd *reading) run(f *os.File) {
+	for c := range rd.req {
+		m, err := f.ReadAt(c.buf, c.off)
+		c.err = nil
+		if m < len(c.buf) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			c.err = err
+		}
+		c.buf = c.buf[:m]
+		rd.done <- c
+	}
+}
+
+// stop ends the goroutine once it has read what it was given.
+func (rd *reading) stop() { rd.once.Do(func() { close(rd.req) }) }
 
 // NewBytes reads a recording held in b, in either format, without copying
 // it. b must not change while the Reader is in use.
@@ -278,6 +364,13 @@ func (r *Reader) SetLimits(l Limits) {
 func (r *Reader) Close() error {
 	r.z.close()
 	r.z = nil
+	if r.ahead != nil {
+		<-r.rd.done // the goroutine is done with the file
+		r.ahead = nil
+	}
+	if r.rd != nil {
+		r.rd.stop()
+	}
 	var err error
 	if r.release != nil {
 		err = r.release()

@@ -4,6 +4,7 @@ package perfunwind_test
 
 import (
 	"io"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,12 +20,16 @@ import (
 // Resolver's cache after the first iteration, as in a long recording
 // whose addresses repeat). The samples are read into memory first, and
 // the session knows the program's mappings: reading the file is not
-// measured. frames/s counts user and kernel frames.
+// measured. frames/s counts user and kernel frames. The "+gen" variants
+// compile SFrame for the functions the walks take CFI for
+// (Options.SFrameFromCFI, as sframe report does; compiled during the
+// first iteration).
 //
 //	go test ./perfunwind -run '^$' -bench UnwindSamples -benchtime 20x
 func BenchmarkUnwindSamples(b *testing.B) {
-	for _, name := range []string{"sframe", "cfi", "python"} {
+	for _, name := range []string{"sframe", "sframe+gen", "cfi", "cfi+gen", "python", "python+gen"} {
 		b.Run(name, func(b *testing.B) {
+			name, gen := strings.CutSuffix(name, "+gen")
 			var rc recording
 			for _, r := range recordings {
 				if r.name == name {
@@ -32,7 +37,7 @@ func BenchmarkUnwindSamples(b *testing.B) {
 				}
 			}
 			path := record(b, rc)
-			s, samples := loadSamples(b, path)
+			s, samples := loadSamples(b, path, gen)
 			defer s.Close()
 			res := perfunwind.NewResolver(s)
 			defer res.Close()
@@ -70,14 +75,16 @@ func cpuTime() time.Duration {
 // loadSamples reads the recording at path: a session that has applied
 // its records (but EXIT, so that every process stays known) and copies
 // of its samples.
-func loadSamples(b *testing.B, path string) (*perfunwind.Session, []perfunwind.Sample) {
+func loadSamples(b *testing.B, path string, gen bool) (*perfunwind.Session, []perfunwind.Sample) {
 	r, err := perfdata.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer r.Close()
 	r.SetTimeOrder(true)
-	s, err := perfunwind.NewSession(perfunwind.OptionsFor(r.Header()))
+	opts := perfunwind.OptionsFor(r.Header())
+	opts.SFrameFromCFI = gen
+	s, err := perfunwind.NewSession(opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package perfunwind
 
 import (
 	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/unwind"
 )
 
@@ -10,15 +11,33 @@ import (
 // finding a row (the FDE, then its instructions run up to the address)
 // costs ten times what copying it does. It is the Session's, used by one
 // goroutine at a time.
+//
+// With Options.SFrameFromCFI it also compiles SFrame for the functions
+// the walks take its CFI for (see compile), in a file without SFrame of
+// its own.
 type cfiCache struct {
 	t    unwind.CFI
 	rows map[uint64]*cfiRow
+
+	// SFrame compiled from the CFI (tab, nil when not wanted): pcs are
+	// the first addresses of the functions looked up, the first done of
+	// them compiled (or found not to compile), fns their indexes by
+	// address; fresh counts the frames of the others looked up since.
+	tab   *cfi.Table
+	pcs   []uint64
+	done  int
+	fns   map[uint64]int
+	fresh int
+	gen   *sframe.Section
+	stats *unwind.GenStats
+	due   *bool // the Session's: some cache has a compilation due
 }
 
 type cfiRow struct {
-	cie *cfi.CIE
-	ok  bool
-	row cfi.Row
+	cie   *cfi.CIE
+	ok    bool
+	fresh bool // the function has not been compiled
+	row   cfi.Row
 }
 
 // maxCFIRows bounds the rows a cfiCache keeps (about 300 bytes each):
@@ -30,17 +49,24 @@ func (c *cfiCache) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi
 	if e, ok := c.rows[pc]; ok {
 		if e.ok {
 			*row = e.row
+			if e.fresh {
+				c.count()
+			}
 		}
 		return e.cie, e.ok, nil
 	}
 	cie, ok, err := c.t.Lookup(ctx, pc, row)
+	fresh := err == nil && ok && c.isFresh(pc)
+	if fresh {
+		c.count()
+	}
 	// Rows with rules beyond those a Row holds inline keep them in a
 	// slice that a copy would share: those are not cached (rare).
 	if err == nil && (!ok || row.NumRules() <= maxInlineRules) {
 		if len(c.rows) >= maxCFIRows {
 			clear(c.rows)
 		}
-		e := &cfiRow{cie: cie, ok: ok}
+		e := &cfiRow{cie: cie, ok: ok, fresh: fresh}
 		if ok {
 			e.row = *row
 		}
@@ -49,19 +75,125 @@ func (c *cfiCache) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi
 	return cie, ok, err
 }
 
+// isFresh reports whether the function at pc is yet to be compiled,
+// noting it in pcs the first time.
+func (c *cfiCache) isFresh(pc uint64) bool {
+	if c.tab == nil {
+		return false
+	}
+	fde, err := c.tab.FindFDE(pc)
+	if err != nil {
+		return false
+	}
+	i, ok := c.fns[fde.PCBegin]
+	if !ok {
+		i = len(c.pcs)
+		c.fns[fde.PCBegin] = i
+		c.pcs = append(c.pcs, fde.PCBegin)
+	}
+	return i >= c.done
+}
+
+// count counts a frame of a fresh function, and says when a compilation
+// is due: after genFirst such frames, then after genEach more per
+// function compiled, so that compiling, whose cost grows with the
+// functions, stays a small part of the CFI work it saves.
+func (c *cfiCache) count() {
+	c.fresh++
+	if c.fresh >= genFirst+genEach*c.done {
+		*c.due = true
+	}
+}
+
+const (
+	genFirst = 256
+	genEach  = 32
+)
+
 // maxInlineRules is how many register rules a cfi.Row holds without a
 // separate slice (cfi's inlineRules).
 const maxInlineRules = 24
 
 // cachedCFI returns the caching wrapper of t, one per table.
-func (s *Session) cachedCFI(t unwind.CFI) unwind.CFI {
+func (s *Session) cachedCFI(t unwind.CFI) *cfiCache {
 	if t == nil {
 		return nil
 	}
 	c := s.cfis[t]
 	if c == nil {
-		c = &cfiCache{t: t, rows: map[uint64]*cfiRow{}}
+		c = &cfiCache{t: t, rows: map[uint64]*cfiRow{}, due: &s.genDue}
 		s.cfis[t] = c
 	}
 	return c
+}
+
+// wantGen makes c compile SFrame for the functions it is asked for, if
+// its table is one CompileSFrame reads.
+func (c *cfiCache) wantGen() {
+	if c.tab == nil && c.fns == nil {
+		if t, ok := c.t.(*unwind.CFITable); ok {
+			c.tab, c.fns = t.T, map[uint64]int{}
+		}
+	}
+}
+
+// compileDue compiles SFrame for the caches that have a compilation due,
+// and gives it to every module that uses them.
+func (s *Session) compileDue() {
+	s.genDue = false
+	for _, c := range s.cfis {
+		if c.tab == nil || c.fresh < genFirst+genEach*c.done {
+			continue
+		}
+		c.fresh, c.done = 0, len(c.pcs)
+		// The fresh marks go: their functions are compiled now.
+		clear(c.rows)
+		sec, st, err := unwind.CompileSFrame(c.tab, c.pcs)
+		if err != nil {
+			c.tab = nil // the CFI goes on alone
+			continue
+		}
+		if c.stats == nil {
+			s.Stats.GenFiles++
+		} else {
+			s.Stats.GenFuncs -= uint64(c.stats.Funcs)
+			s.Stats.GenSkipped -= uint64(c.stats.Skipped)
+		}
+		s.Stats.GenFuncs += uint64(st.Funcs)
+		s.Stats.GenSkipped += uint64(st.Skipped)
+		c.gen, c.stats = sec, st
+		s.useGen(c)
+	}
+}
+
+// useGen gives c's compiled SFrame to the modules of every process that
+// use c. A mapping is shared by the processes forked with it: each
+// process's unwinder swaps the module, then the mapping takes the new
+// one.
+func (s *Session) useGen(c *cfiCache) {
+	repl := map[*unwind.Module]*unwind.Module{}
+	var maps []*Mapping
+	for _, p := range s.procs {
+		for _, m := range p.maps {
+			old := m.module
+			if old == nil || old.CFI != unwind.CFI(c) || old.SFrame != nil && old.SFrameGen == nil {
+				continue
+			}
+			nm := repl[old]
+			if nm == nil {
+				cp := *old
+				cp.SFrame, cp.SFrameGen = c.gen, c.stats
+				nm = &cp
+				repl[old] = nm
+			}
+			p.u.RemoveModule(old)
+			p.u.AddModule(nm)
+			maps = append(maps, m)
+		}
+	}
+	for _, m := range maps {
+		if nm := repl[m.module]; nm != nil {
+			m.module = nm
+		}
+	}
 }

@@ -85,10 +85,7 @@ func loadKallsyms(path string) (*kernelSyms, error) {
 	// The names are substrings of the file's text, which is not copied:
 	// data is not changed or reused after this.
 	k := &kernelSyms{text: unsafe.String(unsafe.SliceData(data), len(data)), release: release}
-	k.core = len(data)
-	if i := bytes.IndexByte(data, '\t'); i >= 0 {
-		k.core = bytes.LastIndexByte(data[:i], '\n') + 1
-	}
+	k.core = firstTabLine(data)
 	// Some function with an address must be there: the first of the
 	// kernel's, or of the rest.
 	nonzero := false
@@ -127,6 +124,36 @@ func loadKallsyms(path string) (*kernelSyms, error) {
 		sort.Stable(k)
 	}
 	return k, nil
+}
+
+// firstTabLine returns the start of the first line of data holding a
+// tab (a module's symbol), or len(data): those lines come last, so a
+// binary search over the text finds it, reading a few pages of a file of
+// megabytes where a scan would read them all (on a virtual machine,
+// faulting in its pages cost as much as the recording's symbols). A file
+// whose first line has a tab is parsed whole. One whose tabs are
+// otherwise not all at its end gets some of them taken for the kernel's
+// own lines, which the search over the text expects in address order:
+// some of those may be missed.
+func firstTabLine(data []byte) int {
+	if i := bytes.IndexByte(data, '\n'); bytes.IndexByte(data[:max(i, 0)], '\t') >= 0 || i < 0 && bytes.IndexByte(data, '\t') >= 0 {
+		return 0
+	}
+	lo, hi := 0, len(data) // lo is a line's start; lines before it have no tab
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		ls := bytes.LastIndexByte(data[lo:mid], '\n') + 1 + lo
+		le := len(data)
+		if i := bytes.IndexByte(data[ls:], '\n'); i >= 0 {
+			le = ls + i
+		}
+		if bytes.IndexByte(data[ls:le], '\t') >= 0 {
+			hi = ls
+		} else {
+			lo = le + 1
+		}
+	}
+	return min(lo, len(data))
 }
 
 // close releases the mapping.

@@ -70,6 +70,14 @@ func TestKallsymsSearch(t *testing.T) {
 	if err != nil {
 		t.Skipf("/proc/kallsyms: %v", err)
 	}
+	// The kernel's own lines end where the first module's begins.
+	core := len(k.text)
+	if i := strings.IndexByte(k.text, '\t'); i >= 0 {
+		core = strings.LastIndexByte(k.text[:i], '\n') + 1
+	}
+	if k.core != core {
+		t.Errorf("the kernel's lines end at %d, want %d", k.core, core)
+	}
 	type sym struct {
 		addr      uint64
 		name, mod string

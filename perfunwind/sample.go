@@ -2,6 +2,7 @@ package perfunwind
 
 import (
 	"errors"
+	"math/bits"
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
@@ -30,6 +31,30 @@ type Sample struct {
 	Regs targets.Regs
 	// Stack is the copy of the user stack from the stack pointer up.
 	Stack []byte
+
+	regs regMap // FromPerf's, for the last register mask
+}
+
+// regMap gives the DWARF number of each register of a dump of mask on
+// arch, by its place in the dump (-1: none), computed once per mask.
+type regMap struct {
+	arch  arch.Arch
+	mask  uint64
+	dwarf [64]int8
+}
+
+// set makes m the map of mask on a.
+func (m *regMap) set(a arch.Arch, mask uint64) {
+	m.arch, m.mask = a, mask
+	n, lim := 0, targets.NumDWARFRegs(a)
+	for b := mask; b != 0; b &= b - 1 {
+		i := int8(-1)
+		if d, ok := perfdata.DWARFRegister(a, bits.TrailingZeros64(b)); ok && int64(d) < int64(lim) {
+			i = int8(d)
+		}
+		m.dwarf[n] = i
+		n++
+	}
 }
 
 // FromPerf fills s from a decoded perf.data sample of a recording of
@@ -43,9 +68,18 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 	}
 	s.Regs = targets.Regs{}
 	s.Stack = nil
-	if ps.RegsUser.ABI != perfdata.RegsABINone && ps.RegsUser.Mask != 0 {
+	if r := &ps.RegsUser; r.ABI != perfdata.RegsABINone && r.Mask != 0 {
+		// As r.DWARFRegs(a, s.Regs.Set), without a call per register.
 		s.Regs.Arch = a
-		ps.RegsUser.DWARFRegs(a, func(n arch.Reg, v uint64) { s.Regs.Set(n, v) })
+		if s.regs.arch != a || s.regs.mask != r.Mask {
+			s.regs.set(a, r.Mask)
+		}
+		for i, n := 0, min(r.Len(), bits.OnesCount64(r.Mask)); i < n; i++ {
+			if d := s.regs.dwarf[i]; d >= 0 {
+				s.Regs.R[d] = r.At(i)
+				s.Regs.Valid |= 1 << uint(d)
+			}
+		}
 		s.Stack = ps.StackUser
 	}
 }
@@ -174,6 +208,9 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 	}
 	s.Stats.KernelFrames += uint64(st.Kernel)
 
+	if s.genDue {
+		s.compileDue()
+	}
 	p := s.procs[smp.Pid]
 	switch {
 	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0 && p != nil && len(p.maps) > 0:
@@ -226,6 +263,9 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 		st.Frames = append(st.Frames, f)
 		if uf.Method < unwind.Method(len(s.Stats.Frames)) {
 			s.Stats.Frames[uf.Method]++
+		}
+		if uf.Method == unwind.MethodSFrame && uf.Module != nil && uf.Module.SFrameGen != nil {
+			s.Stats.GenFrames++
 		}
 		used |= 1 << uf.Method
 	}
@@ -295,8 +335,15 @@ type Stats struct {
 	// from the kernel's callchain; NoUser those without user frames.
 	NoMappings, Callchain, NoUser uint64
 	// Frames counts user frames by the method that found their caller
-	// (index: unwind.Method).
-	Frames [5]uint64
+	// (index: unwind.Method); GenFrames those of Frames[MethodSFrame]
+	// found by SFrame compiled from CFI (Options.SFrameFromCFI).
+	Frames    [5]uint64
+	GenFrames uint64
+	// GenFiles counts the files whose SFrame was compiled from their
+	// CFI, GenFuncs the functions it describes (those the walks went
+	// through), GenSkipped those it leaves to the CFI (what SFrame
+	// cannot express).
+	GenFiles, GenFuncs, GenSkipped uint64
 	// KernelFrames counts kernel frames.
 	KernelFrames uint64
 	// Stops counts walks by why they ended (index: unwind.Stop); CopyEnd

@@ -44,6 +44,14 @@ type Options struct {
 	// vDSO then stands for the recorded one when no build ID says
 	// otherwise.
 	SameKernel bool
+	// SFrameFromCFI compiles SFrame from the CFI of the files that have
+	// none of their own, as unwind.CompileSFrame does, so that their
+	// frames take the unwinder's SFrame path: for the functions the walks
+	// go through, once they have taken their CFI a few hundred times,
+	// again as new ones come (the whole of libc would cost 15 ms and
+	// 8 MB, where a recording goes through a hundred of its functions).
+	// The frames are the same either way.
+	SFrameFromCFI bool
 }
 
 // OptionsFor returns the options for a recording with header h read on
@@ -119,6 +127,8 @@ type Session struct {
 	kernErr     error
 	kmaps       map[string]*Mapping
 	kernPCs     map[uint64]*Mapping // kernel addresses seen, and their mappings
+
+	genDue bool // a cfiCache has SFrame to compile (compileDue)
 
 	// Scratch reused by every sample.
 	ctx    unwind.Context
@@ -304,6 +314,7 @@ func (m *Mapping) BuildIDString() string { return hex.EncodeToString(m.BuildID()
 type process struct {
 	pid     uint32
 	maps    []*Mapping // sorted by Start, not overlapping
+	last    *Mapping   // found last by find: frames come in runs of one file
 	u       *unwind.Unwinder
 	mem     procMemory
 	threads map[uint32]struct{}
@@ -334,8 +345,12 @@ func (s *Session) proc(pid uint32) *process {
 
 // find returns the mapping containing addr, or nil.
 func (p *process) find(addr uint64) *Mapping {
+	if m := p.last; m != nil && addr-m.Start < m.End-m.Start {
+		return m
+	}
 	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].Start > addr }) - 1
 	if i >= 0 && addr < p.maps[i].End {
+		p.last = p.maps[i]
 		return p.maps[i]
 	}
 	return nil
@@ -363,6 +378,7 @@ func (p *process) insert(m *Mapping) {
 	ins = append(ins, m)
 	sort.Slice(ins, func(a, b int) bool { return ins[a].Start < ins[b].Start })
 	p.maps = slices.Replace(p.maps, i, j, ins...)
+	p.last = nil
 	if m.module != nil {
 		p.u.AddModule(m.module)
 	}
@@ -479,7 +495,13 @@ func (s *Session) module(m *Mapping) *unwind.Module {
 	mods := s.cache.Modules([]targets.Module{{Path: f.Path, File: f.Path, Start: m.Start, End: m.End, Bias: m.Bias, HasBias: true}}, nil)
 	mod := mods[0]
 	mod.Name = m.Name
-	mod.CFI = s.cachedCFI(mod.CFI)
+	if c := s.cachedCFI(mod.CFI); c != nil {
+		mod.CFI = c
+		if s.opts.SFrameFromCFI && mod.SFrame == nil {
+			c.wantGen()
+			mod.SFrame, mod.SFrameGen = c.gen, c.stats
+		}
+	}
 	return mod
 }
 

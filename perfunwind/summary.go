@@ -31,8 +31,16 @@ func WriteSummary(w io.Writer, s *Session) error {
 			n, st.NoMappings, st.Callchain, st.NoUser)
 	}
 	fr := &st.Frames
-	fmt.Fprintf(&b, "user frames: %d (callers found by SFrame %d, CFI %d, frame pointers %d, signal frames %d; last frames %d)\n",
-		fr[0]+fr[1]+fr[2]+fr[3]+fr[4], fr[unwind.MethodSFrame], fr[unwind.MethodCFI], fr[unwind.MethodFP], fr[unwind.MethodSignal], fr[unwind.MethodNone])
+	gen := ""
+	if st.GenFrames > 0 {
+		gen = fmt.Sprintf(" (%d of them compiled from CFI)", st.GenFrames)
+	}
+	fmt.Fprintf(&b, "user frames: %d (callers found by SFrame %d%s, CFI %d, frame pointers %d, signal frames %d; last frames %d)\n",
+		fr[0]+fr[1]+fr[2]+fr[3]+fr[4], fr[unwind.MethodSFrame], gen, fr[unwind.MethodCFI], fr[unwind.MethodFP], fr[unwind.MethodSignal], fr[unwind.MethodNone])
+	if st.GenFiles > 0 {
+		fmt.Fprintf(&b, "SFrame compiled from CFI for %d files without their own: %d functions the walks went through (%d left to CFI, which SFrame cannot express)\n",
+			st.GenFiles, st.GenFuncs, st.GenSkipped)
+	}
 	early := st.Unwound - st.Stops[unwind.StopEnd] - st.CopyEnd
 	fmt.Fprintf(&b, "walks ended: %d at the outermost frame, %d where the stack copy ends, %d elsewhere\n",
 		st.Stops[unwind.StopEnd], st.CopyEnd, early)

@@ -132,18 +132,10 @@ func FromCFI(f *elf.File, opts Options) (*Result, error) {
 // v2 has no such bound) are only counted, the function being left out:
 // a long CFI program costs time in proportion to its length, not memory.
 func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
-	v := opts.Version
-	if v == 0 {
-		v = sframe.Version3
+	c, r, err := start(abi, opts)
+	if err != nil {
+		return nil, err
 	}
-	if v != sframe.Version2 && v != sframe.Version3 {
-		return nil, fmt.Errorf("convert: cannot write %s (only versions 2 and 3)", v)
-	}
-	if abi < sframe.ABIAArch64BE || abi > sframe.ABIS390XBE {
-		return nil, fmt.Errorf("convert: unknown %s", abi)
-	}
-	c := newConverter(abi, v)
-	r := &Result{ABI: abi, Version: v}
 	it := t.Entries()
 	for it.Next() {
 		e := it.Entry()
@@ -154,22 +146,7 @@ func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
 			r.Stats.BadEntries++
 			continue
 		}
-		fde := *e.FDE
-		r.Stats.CFIFuncs++
-		size := fde.PCEnd - fde.PCBegin
-		if fde.PCEnd < fde.PCBegin {
-			size = 0
-		}
-		r.Stats.CFIBytes += size
-		fs, sk := c.convertFDE(&fde, t.NewUnwindTable(&fde))
-		if sk != nil {
-			r.Skipped = append(r.Skipped, *sk)
-			continue
-		}
-		for _, f := range fs {
-			r.Funcs = append(r.Funcs, f)
-			r.FDEOffsets = append(r.FDEOffsets, fde.Offset)
-		}
+		c.add(r, t, *e.FDE)
 	}
 	if err := it.Err(); err != nil {
 		r.Stats.BadEntries++
@@ -177,6 +154,57 @@ func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
 	}
 	r.computeStats()
 	return r, nil
+}
+
+// FromFDEs converts the FDEs fdes of t (found with t.FindFDE, say), as
+// FromCFITable converts them all, in the order given: a profiler that
+// wants SFrame for the functions its samples go through pays for those,
+// not for the table. Limits: as FromCFITable's.
+func FromFDEs(t *cfi.Table, abi sframe.ABI, fdes []cfi.FDE, opts Options) (*Result, error) {
+	c, r, err := start(abi, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, fde := range fdes {
+		c.add(r, t, fde)
+	}
+	r.computeStats()
+	return r, nil
+}
+
+// start checks the options and makes the converter and the result.
+func start(abi sframe.ABI, opts Options) (*converter, *Result, error) {
+	v := opts.Version
+	if v == 0 {
+		v = sframe.Version3
+	}
+	if v != sframe.Version2 && v != sframe.Version3 {
+		return nil, nil, fmt.Errorf("convert: cannot write %s (only versions 2 and 3)", v)
+	}
+	if abi < sframe.ABIAArch64BE || abi > sframe.ABIS390XBE {
+		return nil, nil, fmt.Errorf("convert: unknown %s", abi)
+	}
+	return newConverter(abi, v), &Result{ABI: abi, Version: v}, nil
+}
+
+// add converts fde of t into r.
+func (c *converter) add(r *Result, t *cfi.Table, fde cfi.FDE) {
+	r.Stats.CFIFuncs++
+	size := fde.PCEnd - fde.PCBegin
+	if fde.PCEnd < fde.PCBegin {
+		size = 0
+	}
+	r.Stats.CFIBytes += size
+	t.ResetUnwindTable(&c.ut, &fde)
+	fs, sk := c.convertFDE(&fde, &c.ut)
+	if sk != nil {
+		r.Skipped = append(r.Skipped, *sk)
+		return
+	}
+	for _, f := range fs {
+		r.Funcs = append(r.Funcs, f)
+		r.FDEOffsets = append(r.FDEOffsets, fde.Offset)
+	}
 }
 
 // dedupe drops functions whose start repeats an earlier one's (a sorted
@@ -264,6 +292,45 @@ type converter struct {
 	spValOff int64    // the SP rule SFrame assumes: SP = CFA + spValOff
 	fixed    sframe.Rule
 	encOpts  sframe.EncodeOptions
+
+	// Reused from FDE to FDE: the row stream, the segments, and the
+	// arena the functions' rows are cut from (rows handed out are never
+	// written again; a new arena starts when one is full).
+	ut    cfi.UnwindTable
+	segs  []segment
+	arena []sframe.EncRow
+}
+
+// arenaRows is the largest row arena: about 350 KB. The first is
+// smaller, and each next one twice the last, so that converting a few
+// functions (sframegen.FromFDEs) costs little memory.
+const (
+	arenaRows      = 4096
+	firstArenaRows = 128
+)
+
+// rowSlab returns an empty slice with room for n rows, cut from the
+// arena; keepSlab marks what it used.
+func (c *converter) rowSlab(n int) []sframe.EncRow {
+	if n > arenaRows/4 {
+		return make([]sframe.EncRow, 0, n) // a long program: its own
+	}
+	if cap(c.arena)-len(c.arena) < n {
+		size := min(max(2*cap(c.arena), firstArenaRows), arenaRows)
+		for size < n {
+			size *= 2
+		}
+		c.arena = make([]sframe.EncRow, 0, size)
+	}
+	l := len(c.arena)
+	return c.arena[l : l : l+n]
+}
+
+// keepSlab marks the rows of slab, cut by rowSlab, as used.
+func (c *converter) keepSlab(slab []sframe.EncRow) {
+	if len(slab) > 0 && cap(c.arena) > len(c.arena) && &slab[0] == &c.arena[:len(c.arena)+1][len(c.arena)] {
+		c.arena = c.arena[:len(c.arena)+len(slab)]
+	}
 }
 
 func newConverter(abi sframe.ABI, v sframe.Version) *converter {
@@ -495,8 +562,9 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 	// (which cost four times the rows for long programs): after the CIE's
 	// row, each row kept needs an advance and a rule change, two bytes at
 	// least, but the last, kept even when equal, needs only the advance.
-	slab := make([]sframe.EncRow, 0, min(len(fde.Instructions)/2+2, maxRows+1))
-	var segs []segment
+	slab := c.rowSlab(min(len(fde.Instructions)/2+2, maxRows+1))
+	segs := c.segs[:0]
+	defer func() { c.segs = segs[:0] }()
 	var m mapped
 	for ut.Next() {
 		cr := ut.Row()
@@ -603,6 +671,7 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 		}
 		out = append(out, f)
 	}
+	c.keepSlab(slab)
 	return out, nil
 }
 

@@ -28,6 +28,7 @@ type Folded struct {
 	counts map[string]uint64
 	key    []byte
 	names  map[*perfunwind.Mapping]string
+	frames frameCache[string] // each frame's part of a line
 }
 
 // NewFolded returns an empty Folded naming frames with r.
@@ -41,23 +42,15 @@ func (f *Folded) Add(st *perfunwind.Stack) error {
 	k = appendFoldName(k, st.Comm, true)
 	for i := len(st.Frames) - 1; i >= 0; i-- {
 		fr := &st.Frames[i]
-		loc := f.r.Resolve(fr.Map, fr.PerfPC())
-		k = append(k, ';')
-		if loc.Short != "" {
-			k = appendFoldName(k, loc.Short, false)
-		} else {
-			k = append(k, '[')
-			k = append(k, f.moduleName(fr.Map)...)
-			k = append(k, ']')
+		pc := fr.PerfPC()
+		s, ok := f.frames.slot(fr.Map, pc, false)
+		if ok {
+			k = append(k, s.v...)
+			continue
 		}
-		for j := len(loc.Inlined) - 1; j >= 0; j-- {
-			k = append(k, ';')
-			if n := loc.Inlined[j].Name; n != "" {
-				k = appendFoldName(k, n, false)
-			} else {
-				k = append(k, "[unknown]"...)
-			}
-		}
+		at := len(k)
+		k = f.appendFrame(k, fr.Map, pc)
+		s.set(fr.Map, pc, false, string(k[at:]))
 	}
 	f.key = k
 	if n, ok := f.counts[string(k)]; ok {
@@ -66,6 +59,29 @@ func (f *Folded) Add(st *perfunwind.Stack) error {
 		f.counts[string(k)] = 1
 	}
 	return nil
+}
+
+// appendFrame appends the names of the frame at pc of mapping m, each
+// after a semicolon: its function's, then the calls inlined there.
+func (f *Folded) appendFrame(k []byte, m *perfunwind.Mapping, pc uint64) []byte {
+	loc := f.r.Resolve(m, pc)
+	k = append(k, ';')
+	if loc.Short != "" {
+		k = appendFoldName(k, loc.Short, false)
+	} else {
+		k = append(k, '[')
+		k = append(k, f.moduleName(m)...)
+		k = append(k, ']')
+	}
+	for j := len(loc.Inlined) - 1; j >= 0; j-- {
+		k = append(k, ';')
+		if n := loc.Inlined[j].Name; n != "" {
+			k = appendFoldName(k, n, false)
+		} else {
+			k = append(k, "[unknown]"...)
+		}
+	}
+	return k
 }
 
 // moduleName returns the base name of m's file, as stackcollapse-perf

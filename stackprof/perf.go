@@ -35,6 +35,7 @@ type PerfBuilder struct {
 	smp  map[string]*perfSample
 	key  []byte
 	ids  []*profile.Location
+	fc   frameCache[*profile.Location]
 
 	minTime, maxTime uint64
 }
@@ -109,6 +110,16 @@ func (b *PerfBuilder) Add(st *perfunwind.Stack) error {
 
 func (b *PerfBuilder) location(f *perfunwind.Frame) *profile.Location {
 	pc := f.LookupPC()
+	s, ok := b.fc.slot(f.Map, pc, f.Signal)
+	if !ok {
+		s.set(f.Map, pc, f.Signal, b.newLocation(f, pc))
+	}
+	return s.v
+}
+
+// newLocation returns the location of frame f at pc, making it the first
+// time.
+func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Location {
 	m := b.mapping(f.Map)
 	k := locID{m: m, addr: pc, sig: f.Signal}
 	if l := b.locs[k]; l != nil {
@@ -205,6 +216,8 @@ func eventName(a *perfdata.Attr) string {
 
 // Profile returns the profile of the samples added, checked
 // (CheckValid). It is the PerfBuilder's: later calls to Add change it.
+// The samples of one thread share their label maps: change a sample's
+// labels by giving it new maps.
 func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 	p := b.p
 	attrs := b.hdr.Attrs
@@ -259,16 +272,32 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 		}
 		return strings.Compare(x.comm, y.comm)
 	})
-	for _, s := range keys {
-		v := make([]int64, len(p.SampleType))
+	// The samples of a thread share its label maps (which the profile
+	// only reads), and all samples one array of values.
+	type thread struct{ pid, tid uint32 }
+	numLabels := map[thread]map[string][]int64{}
+	labels := map[string]map[string][]string{}
+	values := make([]int64, len(keys)*len(p.SampleType))
+	for i, s := range keys {
+		v := values[i*len(p.SampleType) : (i+1)*len(p.SampleType) : (i+1)*len(p.SampleType)]
 		v[0] = s.n
 		if s.event >= 0 && s.event < len(col) {
 			v[col[s.event]] = s.periods
 		}
-		ps := &profile.Sample{Location: s.locs, Value: v,
-			NumLabel: map[string][]int64{"pid": {int64(s.pid)}, "thread": {int64(s.tid)}}}
+		th := thread{s.pid, s.tid}
+		nl := numLabels[th]
+		if nl == nil {
+			nl = map[string][]int64{"pid": {int64(s.pid)}, "thread": {int64(s.tid)}}
+			numLabels[th] = nl
+		}
+		ps := &profile.Sample{Location: s.locs, Value: v, NumLabel: nl}
 		if s.comm != "" {
-			ps.Label = map[string][]string{"thread_name": {s.comm}}
+			l := labels[s.comm]
+			if l == nil {
+				l = map[string][]string{"thread_name": {s.comm}}
+				labels[s.comm] = l
+			}
+			ps.Label = l
 		}
 		p.Sample = append(p.Sample, ps)
 	}

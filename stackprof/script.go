@@ -21,9 +21,10 @@ import (
 // calls, each comes before its frame as "\tADDR NAME (inlined)", as perf
 // script shows them without --no-inline.
 type ScriptWriter struct {
-	w   *bufio.Writer
-	r   *perfunwind.Resolver
-	buf []byte
+	w     *bufio.Writer
+	r     *perfunwind.Resolver
+	buf   []byte
+	lines frameCache[string] // each frame's lines
 }
 
 // NewScriptWriter returns a ScriptWriter writing to w, naming frames with r.
@@ -43,35 +44,48 @@ func (sw *ScriptWriter) Write(st *perfunwind.Stack) error {
 	for i := range st.Frames {
 		f := &st.Frames[i]
 		pc := f.PerfPC()
-		loc := sw.r.Resolve(f.Map, pc)
-		addr := f.Map.PerfAddr(pc)
-		for k := range loc.Inlined {
-			b = appendAddr(b, addr)
-			if n := loc.Inlined[k].Name; n != "" {
-				b = append(b, n...)
-			} else {
-				b = append(b, "[unknown]"...)
-			}
-			b = append(b, " (inlined)\n"...)
+		s, ok := sw.lines.slot(f.Map, pc, false)
+		if ok {
+			b = append(b, s.v...)
+			continue
 		}
-		b = appendAddr(b, addr)
-		if loc.Short != "" {
-			b = append(b, loc.Short...)
-		} else {
-			b = append(b, "[unknown]"...)
-		}
-		b = append(b, " ("...)
-		if f.Map != nil {
-			b = append(b, f.Map.Name...)
-		} else {
-			b = append(b, "[unknown]"...)
-		}
-		b = append(b, ")\n"...)
+		at := len(b)
+		b = sw.appendFrame(b, f.Map, pc)
+		s.set(f.Map, pc, false, string(b[at:]))
 	}
 	b = append(b, '\n')
 	sw.buf = b
 	_, err := sw.w.Write(b)
 	return err
+}
+
+// appendFrame appends the lines of the frame at pc (as perf shows it) of
+// mapping m: the calls inlined there, if any, then the frame's own.
+func (sw *ScriptWriter) appendFrame(b []byte, m *perfunwind.Mapping, pc uint64) []byte {
+	loc := sw.r.Resolve(m, pc)
+	addr := m.PerfAddr(pc)
+	for k := range loc.Inlined {
+		b = appendAddr(b, addr)
+		if n := loc.Inlined[k].Name; n != "" {
+			b = append(b, n...)
+		} else {
+			b = append(b, "[unknown]"...)
+		}
+		b = append(b, " (inlined)\n"...)
+	}
+	b = appendAddr(b, addr)
+	if loc.Short != "" {
+		b = append(b, loc.Short...)
+	} else {
+		b = append(b, "[unknown]"...)
+	}
+	b = append(b, " ("...)
+	if m != nil {
+		b = append(b, m.Name...)
+	} else {
+		b = append(b, "[unknown]"...)
+	}
+	return append(b, ")\n"...)
 }
 
 // Flush writes out what is buffered.

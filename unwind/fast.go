@@ -25,12 +25,13 @@ type modInfo struct {
 	shift        uint8
 	x            *sfIndex // decoded SFrame, nil if none
 	m            *Module
+	gen          bool // x was compiled from CFI (Module.SFrameGen)
 }
 
 // newModInfo gathers what the fast path needs of m, whose decoded SFrame
 // is x (nil if none).
 func newModInfo(m *Module, x *sfIndex) modInfo {
-	in := modInfo{lo: m.Start, size: m.End - m.Start, m: m, x: x}
+	in := modInfo{lo: m.Start, size: m.End - m.Start, m: m, x: x, gen: m.SFrameGen != nil}
 	if x != nil {
 		in.rel0, in.relEnd = m.Bias+x.flatBase+1, x.flatEnd
 		in.keys, in.rules = x.flatKeys, x.flatRules
@@ -104,6 +105,12 @@ func (w *Context) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 				break
 			}
 			in = &w.mods.info[mi]
+			if in.gen {
+				if w.noGen {
+					break
+				}
+				w.usedGen = true
+			}
 		}
 		r := in.rule(pc)
 		if r == nil {

@@ -39,6 +39,10 @@ type Tables struct {
 	CFI    *cfi.Table      // .eh_frame, else .debug_frame; nil when none
 	// Errs records why a table present in the file could not be used.
 	Errs []error
+	// Gen describes SFrame compiled from the CFI
+	// (LoadOptions.SFrameFromCFI); nil when SFrame is the file's own or
+	// there is none.
+	Gen *GenStats
 
 	sfx *sfIndex  // SFrame decoded for fast lookups
 	cfi *CFITable // CFI for the modules, one per table
@@ -86,6 +90,10 @@ func LoadTables(f *elf.File) *Tables {
 // modules, from any number of Unwinders: each walk keeps its lookup state
 // (cfi.UnwindContext) in its own Context.
 type Cache struct {
+	// Options apply to every file the cache loads: set them before its
+	// first use.
+	Options LoadOptions
+
 	mu     sync.Mutex
 	tables map[cacheKey]*cacheEntry
 }
@@ -156,7 +164,7 @@ func (c *Cache) Load(paths []string) {
 				e.t.Errs = append(e.t.Errs, err)
 				return
 			}
-			e.t = LoadTables(f)
+			e.t = LoadTablesWith(f, c.Options)
 		})
 	}
 }
@@ -175,10 +183,10 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 			out = append(out, &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias})
 			continue
 		}
-		load := func() *Tables {
+		load := func(opts LoadOptions) *Tables {
 			t := &Tables{}
 			if f, err := targets.OpenELF(mem, tm); err == nil {
-				t = LoadTables(f)
+				t = LoadTablesWith(f, opts)
 				f.Close()
 			} else {
 				t.Errs = append(t.Errs, err)
@@ -187,13 +195,14 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 		}
 		var t *Tables
 		if tm.IsVDSO() {
-			t = load() // another process's vDSO may differ: not cached
+			t = load(LoadOptions{}) // another process's vDSO may differ: not cached
 		} else {
 			e := c.entry(keyOf(file))
-			e.once.Do(func() { e.t = load() })
+			e.once.Do(func() { e.t = load(c.Options) })
 			t = e.t
 		}
-		m := &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias, SFrame: t.SFrame, sfx: t.sfx}
+		m := &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias, SFrame: t.SFrame, sfx: t.sfx,
+			SFrameGen: t.Gen}
 		if t.cfi != nil {
 			m.CFI = t.cfi
 		}

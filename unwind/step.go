@@ -223,6 +223,7 @@ func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top boo
 	if err != nil || !ok {
 		return errNoRule
 	}
+	w.cfi.found = true
 	row := &w.cfi.row
 	opts := cfi.EvalOptions{Regs: regsView{cur}, Mem: &w.mem}
 	if w.mem.be {

@@ -120,6 +120,12 @@ type Module struct {
 	// NoFP disables the frame-pointer fallback inside this module (code
 	// known to be built without frame pointers).
 	NoFP bool
+	// SFrameGen is set when SFrame was compiled in memory from the CFI
+	// (LoadOptions.SFrameFromCFI, CompileSFrame): the file has none of
+	// its own. A walk that goes through such frames and then cannot apply
+	// the CFI of a frame (a register that only CFI steps recover) is
+	// redone without them.
+	SFrameGen *GenStats
 
 	sfx *sfIndex // SFrame decoded by Cache.Modules, if it was
 }
@@ -354,11 +360,17 @@ type Context struct {
 	// noFast turns the fast path off, for tests that check it gives what
 	// the general path gives.
 	noFast bool
+	// SFrame compiled from CFI (Module.SFrameGen): noGen leaves it out
+	// (the walk is redone so when gen says it may differ from the CFI's),
+	// usedGen says a step of this walk used it, gen that the walk must
+	// be redone without it (see Unwind).
+	noGen, usedGen, gen bool
 }
 
 // cfiScratch is what a CFI step writes: cfi's lookup context, the row
 // looked up and the expression evaluator's initial stack.
 type cfiScratch struct {
+	found   bool // the last lookup found the row
 	ctx     cfi.UnwindContext
 	row     cfi.Row
 	initial [1]uint64 // the CFA, pushed for register expressions
@@ -405,7 +417,19 @@ func (u *Unwinder) Unwind(ctx *Context, regs *targets.Regs, mem Memory, frames [
 		limit = DefaultMaxDepth
 	}
 	ctx.begin(u, mem)
-	return ctx.walk(regs, frames, limit)
+	n0 := len(frames)
+	frames, stop, err := ctx.walk(regs, frames, limit)
+	if ctx.gen {
+		// SFrame compiled from CFI keeps only the CFA, RA and FP, where
+		// CFI steps also recover the other registers it saves: a CFI
+		// rule further up that needs one (a CFA based on rbx, as in
+		// ld.so's _dl_runtime_resolve) failed for lack of it. Walk again
+		// without the compiled SFrame, which gives the CFI's frames.
+		ctx.noGen, ctx.gen = true, false
+		frames, stop, err = ctx.walk(regs, frames[:n0], limit)
+		ctx.noGen = false
+	}
+	return frames, stop, err
 }
 
 // begin prepares w for a walk of u's modules over mem.
@@ -414,6 +438,7 @@ func (w *Context) begin(u *Unwinder, mem Memory) {
 	w.pacMask = u.PACMask
 	w.mods = u.mods.Load()
 	w.mem.reset(mem, w.be)
+	w.usedGen, w.gen = false, false
 }
 
 // walk is Unwind, once begin has set w up.
@@ -489,6 +514,9 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 			}
 		}
 		method, err := w.step(mi, pc, lookup, cur, next, top)
+		if w.gen {
+			return frames, StopNoRule, nil // Unwind walks again
+		}
 		frames = append(frames, Frame{PC: pc, SP: sp, CFA: w.cfa, Module: m, Method: method, Signal: w.sig, Exact: top || w.sig})
 		if err != nil {
 			switch err {
@@ -523,9 +551,10 @@ func (w *Context) step(mi int, pc, lookup uint64, cur, next *targets.Regs, top b
 	m := w.mods.modules[mi]
 	elfPC := lookup - m.Bias
 	var firstErr error
-	if m.SFrame != nil {
+	if m.SFrame != nil && (m.SFrameGen == nil || !w.noGen) {
 		err := w.stepSFrame(m, w.mods.info[mi].x, elfPC, cur, next, top)
 		if err == nil || err == errEnd {
+			w.usedGen = w.usedGen || m.SFrameGen != nil
 			if w.sig {
 				return MethodSignal, err
 			}
@@ -539,12 +568,19 @@ func (w *Context) step(mi int, pc, lookup uint64, cur, next *targets.Regs, top b
 		}
 	}
 	if m.CFI != nil {
+		w.cfi.found = false
 		err := w.stepCFI(m, elfPC, cur, next, top)
 		if err == nil || errors.Is(err, errEnd) {
 			return MethodCFI, err
 		}
 		if outsideCopy(err) {
 			return MethodNone, err
+		}
+		if w.cfi.found && w.usedGen && !w.noGen {
+			// The CFI covers pc but could not be applied: perhaps for
+			// a register that compiled SFrame steps did not recover.
+			w.gen = true
+			return MethodNone, errNoRule
 		}
 		if !errors.Is(err, errNoRule) && firstErr == nil {
 			firstErr = err

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sframekit/sframekit/internal/hugeheap"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
 	"github.com/sframekit/sframekit/stackprof"
@@ -112,6 +113,11 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		out = "profile.pb.gz"
 	}
 
+	// The heap this command touches (tens of MB) in 2 MiB pages: on a
+	// virtual machine, faulting it in 4 KiB at a time cost a fifth of
+	// the run.
+	hugeheap.Reserve(32 << 20)
+
 	var r *perfdata.Reader
 	var size int64
 	if input == "-" {
@@ -129,7 +135,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	defer r.Close()
 	// The rest of the options come from the recording's header, which a
 	// pipe delivers with its first records.
-	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms}
+	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms, SFrameFromCFI: true}
 	sess, err := perfunwind.NewSession(opts)
 	if err != nil {
 		fs.fileError(input, err)

@@ -1,0 +1,126 @@
+package unwind
+
+import (
+	"cmp"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"github.com/sframekit/sframekit/cfi"
+
+	"github.com/sframekit/sframekit/sframe"
+	"github.com/sframekit/sframekit/sframegen"
+)
+
+// LoadOptions adjust how LoadTablesWith, and a Cache, load a file's
+// tables.
+type LoadOptions struct {
+	// SFrameFromCFI compiles an SFrame section in memory from the CFI of
+	// a file that has CFI but no usable .sframe (glibc's libraries
+	// today), as sframe gen would (sframegen.FromCFITable, version 3,
+	// then sframe.Parse and Validate), so that its frames take the
+	// unwinder's SFrame path, several times cheaper per frame than CFI.
+	// The functions SFrame cannot describe, which sframegen leaves out
+	// with a reason, keep being unwound from the CFI, which the tables
+	// keep. It costs the conversion, once per file (about 15 ms for
+	// libc.so.6), and a few MB per file: it pays when many stacks go
+	// through the file (a profiler's samples), not for one stack.
+	SFrameFromCFI bool
+}
+
+// GenStats describe SFrame compiled from CFI (LoadOptions.SFrameFromCFI).
+type GenStats struct {
+	// Funcs is the number of SFrame functions written, Skipped the
+	// number of CFI functions (FDEs) left to the CFI.
+	Funcs, Skipped int
+}
+
+// LoadTablesWith reads the SFrame and CFI tables of f as LoadTables
+// does, then applies opts.
+func LoadTablesWith(f *elf.File, opts LoadOptions) *Tables {
+	t := LoadTables(f)
+	if opts.SFrameFromCFI && t.SFrame == nil && t.CFI != nil && f.Type != elf.ET_REL {
+		switch s, g, err := CompileSFrame(t.CFI, nil); {
+		case err == errNoABI:
+			// An architecture SFrame does not describe: CFI only.
+		case err != nil:
+			t.Errs = append(t.Errs, err)
+		default:
+			t.SFrame, t.sfx, t.Gen = s, buildSFIndex(s), g
+		}
+	}
+	return t
+}
+
+var errNoABI = errors.New("unwind: SFrame does not describe this architecture")
+
+// CompileSFrame compiles an SFrame section from the CFI table t, as
+// LoadOptions.SFrameFromCFI does for a whole file: for the functions
+// (FDEs) covering the addresses pcs (ELF addresses), or for every one
+// when pcs is nil. It is version 3 (sframegen.FromFDEs or FromCFITable),
+// laid out at t's address, parsed back and validated. A Module takes it
+// as its SFrame, with the stats as its SFrameGen and t as its CFI, for
+// the functions left out and those pcs did not name.
+func CompileSFrame(t *cfi.Table, pcs []uint64) (*sframe.Section, *GenStats, error) {
+	abi, ok := sframe.ABIFor(t.Arch(), t.ByteOrder() == binary.BigEndian)
+	if !ok {
+		return nil, nil, errNoABI
+	}
+	var r *sframegen.Result
+	var err error
+	if pcs == nil {
+		r, err = sframegen.FromCFITable(t, abi, sframegen.Options{})
+	} else {
+		fdes := make([]cfi.FDE, 0, len(pcs))
+		for _, pc := range pcs {
+			if f, err := t.FindFDE(pc); err == nil {
+				fdes = append(fdes, f)
+			}
+		}
+		slices.SortFunc(fdes, func(a, b cfi.FDE) int { return cmp.Compare(a.PCBegin, b.PCBegin) })
+		fdes = slices.CompactFunc(fdes, func(a, b cfi.FDE) bool { return a.PCBegin == b.PCBegin })
+		r, err = sframegen.FromFDEs(t, abi, fdes, sframegen.Options{})
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	dedupe(r)
+	data, err := r.Encode(t.Addr())
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := sframe.Parse(data, t.Addr())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, nil, err
+	}
+	return s, &GenStats{Funcs: len(r.Funcs), Skipped: len(r.Skipped)}, nil
+}
+
+// dedupe drops the functions of r whose start repeats an earlier one's
+// (two FDEs for one address): a sorted SFrame index needs distinct
+// starts. sframegen.FromCFI does the same for linked files.
+func dedupe(r *sframegen.Result) {
+	sorted := true
+	for i := 1; i < len(r.Funcs) && sorted; i++ {
+		sorted = r.Funcs[i-1].Start < r.Funcs[i].Start
+	}
+	if sorted {
+		return // no start can repeat
+	}
+	seen := make(map[uint64]bool, len(r.Funcs))
+	j := 0
+	for i := range r.Funcs {
+		if seen[r.Funcs[i].Start] {
+			r.Skipped = append(r.Skipped, sframegen.Skip{Start: r.Funcs[i].Start, Reason: sframegen.ReasonDuplicate})
+			continue
+		}
+		seen[r.Funcs[i].Start] = true
+		r.Funcs[j] = r.Funcs[i]
+		j++
+	}
+	r.Funcs = r.Funcs[:j]
+}
