@@ -28,6 +28,7 @@ type Session struct {
 	attrs    []*Attr
 	dec      *perfdata.Decoder // of attrs, made once their IDs are known
 	rec      Record            // the record Run hands out, reused
+	round    [headerSize]byte  // a FINISHED_ROUND record
 	events   []event
 	rings    []*ring
 	pages    int // data pages per ring
@@ -467,6 +468,13 @@ func (s *Session) drain(fn func(*Record) error) error {
 	s.samples.Add(samples)
 	s.lost.Add(lost)
 	s.lostRecords.Add(lostRecs)
+	if ferr == nil && s.opts.FinishedRound {
+		ne.PutUint32(s.round[0:], uint32(perfdata.RecordFinishedRound))
+		ne.PutUint16(s.round[4:], 0)
+		ne.PutUint16(s.round[6:], headerSize)
+		rec.Type, rec.Misc, rec.Raw, rec.CPU, rec.Wrapped = perfdata.RecordFinishedRound, 0, s.round[:], -1, false
+		ferr = fn(rec)
+	}
 	return ferr
 }
 
