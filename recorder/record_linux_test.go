@@ -92,6 +92,93 @@ func recordCommand(t testing.TB, opts Options, exe string, args ...string) (*Pro
 	return p, out.String()
 }
 
+// threadCPU returns the CPU time of the threads named name of process
+// pid so far (user and system, from /proc, in 10 ms ticks).
+func threadCPU(pid int, name string) time.Duration {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, _ := os.ReadDir(dir)
+	var ticks int64
+	for _, e := range ents {
+		comm, err := os.ReadFile(dir + "/" + e.Name() + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != name {
+			continue
+		}
+		stat, err := os.ReadFile(dir + "/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After "pid (comm) ": field 14 utime, 15 stime.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 12 {
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			s, _ := strconv.ParseInt(f[12], 10, 64)
+			ticks += u + s
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// childOf returns a child process of pid, or 0.
+func childOf(pid int) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			return c
+		}
+	}
+	return 0
+}
+
+// recordUntil records with opts (its Command, if any, started by
+// Record) until enough reports true, checked every 50 ms from the start
+// of sampling: the threads to judge have run long enough to give enough
+// samples, however loaded the machine is. After a minute it gives up and
+// fails. A command still running is killed when the test ends.
+func recordUntil(t *testing.T, opts Options, enough func() bool) *Profile {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	started := opts.Started
+	opts.Started = func() {
+		if started != nil {
+			started()
+		}
+		go func() {
+			for ctx.Err() == nil && !enough() {
+				time.Sleep(50 * time.Millisecond)
+			}
+			cancel()
+		}()
+	}
+	p, err := Record(ctx, opts)
+	if errors.Is(err, perfevent.ErrPermission) && os.Getenv("CI") == "" {
+		t.Skip(err) // system-wide, or in the kernel, without the privilege
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal("the threads did not get enough CPU time in a minute")
+	}
+	t.Cleanup(func() {
+		if c := p.Command(); c != nil {
+			c.Kill()
+			p.Wait()
+		}
+		p.Close()
+	})
+	return p
+}
+
 // pprofOf writes p as a pprof profile and parses it back.
 func pprofOf(t testing.TB, p *Profile) *profile.Profile {
 	t.Helper()
@@ -190,7 +277,13 @@ func TestChains(t *testing.T) {
 	for _, b := range builds {
 		t.Run(b.name, func(t *testing.T) {
 			exe := buildProg(t, b.flags...)
-			p, _ := recordCommand(t, Options{}, exe, "spin", "2.5")
+			cmd := exec.Command(exe, "spin", "120")
+			// 0.3 s of CPU each: about 300 samples at 999 Hz.
+			p := recordUntil(t, Options{Command: cmd}, func() bool {
+				pid := cmd.Process.Pid
+				return threadCPU(pid, "spin5") >= 300*time.Millisecond && threadCPU(pid, "spin20") >= 300*time.Millisecond &&
+					threadCPU(pid, "spin60") >= 300*time.Millisecond
+			})
 			q := pprofOf(t, p)
 			checkChains(t, q, p.Command().Pid, map[string][]string{
 				"spin5":  chain("spin5", "a", 5),
@@ -291,28 +384,29 @@ func TestFollowsNewThreadsAndProcesses(t *testing.T) {
 		checkChains(t, q, int(child), map[string][]string{"child": append(chain("child_spin", "child", 3), "spawn", "main")})
 	}
 	t.Run("pid", func(t *testing.T) {
-		prog := testprog.StartCmd(t, exec.Command(exe, "late", "30"))
-		spawned := make(chan string, 1)
-		opts := Options{PIDs: []int{prog.PID()}, Duration: 1500 * time.Millisecond, Started: func() {
+		prog := testprog.StartCmd(t, exec.Command(exe, "late", "120"))
+		child := 0
+		opts := Options{PIDs: []int{prog.PID()}, Started: func() {
 			io.WriteString(prog.Stdin, "spawn\n")
 			line, err := testprog.ReadLine(prog.Out, 10*time.Second)
-			if err != nil {
-				line = err.Error()
+			if err == nil {
+				_, err = fmt.Sscanf(line, "spawned %d", &child)
 			}
-			spawned <- line
+			if err != nil {
+				t.Errorf("spawn: %q, %v", line, err)
+			}
 		}}
-		p, err := Record(context.Background(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		if line := <-spawned; !strings.HasPrefix(line, "spawned ") {
-			t.Fatalf("spawn: %q", line)
-		}
+		p := recordUntil(t, opts, func() bool {
+			return threadCPU(prog.PID(), "late") >= 200*time.Millisecond && threadCPU(child, "child") >= 200*time.Millisecond
+		})
 		want(pprofOf(t, p), prog.PID())
 	})
 	t.Run("command", func(t *testing.T) {
-		p, _ := recordCommand(t, Options{}, exe, "late", "1.5", "auto")
+		cmd := exec.Command(exe, "late", "120", "auto")
+		p := recordUntil(t, Options{Command: cmd}, func() bool {
+			child := childOf(cmd.Process.Pid)
+			return child != 0 && threadCPU(cmd.Process.Pid, "late") >= 200*time.Millisecond && threadCPU(child, "child") >= 200*time.Millisecond
+		})
 		want(pprofOf(t, p), p.Command().Pid)
 	})
 }
@@ -321,19 +415,14 @@ func TestFollowsNewThreadsAndProcesses(t *testing.T) {
 // threads are there, found in /proc before the events started.
 func TestSystemWide(t *testing.T) {
 	needPerf(t)
-	if os.Geteuid() != 0 {
-		needKernelSampling(t)
-	}
 	exe := buildProg(t, "-O2", "-Wa,--gsframe")
-	prog := testprog.StartCmd(t, exec.Command(exe, "spin", "30"))
-	p, err := Record(context.Background(), Options{SystemWide: true, Duration: time.Second})
-	if err != nil {
-		if errors.Is(err, perfevent.ErrPermission) && os.Getenv("CI") == "" {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	defer p.Close()
+	prog := testprog.StartCmd(t, exec.Command(exe, "spin", "120"))
+	var cpu5, cpu60 time.Duration
+	p := recordUntil(t, Options{SystemWide: true, Started: func() {
+		cpu5, cpu60 = threadCPU(prog.PID(), "spin5"), threadCPU(prog.PID(), "spin60")
+	}}, func() bool {
+		return threadCPU(prog.PID(), "spin5")-cpu5 >= 300*time.Millisecond && threadCPU(prog.PID(), "spin60")-cpu60 >= 300*time.Millisecond
+	})
 	q := pprofOf(t, p)
 	checkChains(t, q, prog.PID(), map[string][]string{"spin5": chain("spin5", "a", 5), "spin60": chain("spin60", "c", 60)})
 }

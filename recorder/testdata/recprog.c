@@ -14,6 +14,12 @@
  *                          -> nanosleep(), over and over: 90% of its time
  *                          off the CPU; at exit it prints "napped F", F the
  *                          fraction of its time it spent in nap1()
+ *   recprog work ITERATIONS
+ *                          threads "work0" and "work1" each run d29()'s
+ *                          loop ITERATIONS times, 32 frames deep as in
+ *                          deep, then the program prints "elapsed S cpu
+ *                          C": the seconds the work took, and the CPU
+ *                          seconds of the process (for benchmarks)
  *   recprog late SECONDS [auto]
  *                          on the line "spawn" on stdin (with "auto": 200
  *                          ms after start) starts thread "late", spinning
@@ -49,17 +55,18 @@ static volatile unsigned long sink;
 /* never set: it keeps gcc from seeing that the loops never end */
 static volatile int stop;
 
+/* the work of each thread in mode work, in steps of the SPIN loops */
+static unsigned long limit = -1UL;
+
 /* SPIN is the loop of the chains' last functions. Its counter on the
  * stack gives them a frame, and so a frame record with frame pointers:
  * gcc builds a leaf without a frame record when it uses no stack, even
  * with -mno-omit-leaf-frame-pointer, and then its caller is invisible to
- * a frame-pointer walk (as to perf record -g). */
-#define SPIN(n)                      \
-	volatile unsigned long n_ = 0; \
-	while (!stop) {                \
-		n_ += n;               \
-		sink++;                \
-	}
+ * a frame-pointer walk (as to perf record -g). It touches no shared
+ * memory, so that threads do not slow each other down. */
+#define SPIN(n)                                 \
+	volatile unsigned long n_ = 0;            \
+	while (!stop && n_ < limit) n_ += n;
 
 NOIPA void a5(void) { SPIN(1); }
 NOIPA void a4(void) { a5(); sink++; }
@@ -224,6 +231,7 @@ NOIPA void *spin5(void *arg) { started("spin5"); a1(); return arg; }
 NOIPA void *spin20(void *arg) { started("spin20"); b1(); return arg; }
 NOIPA void *spin60(void *arg) { started("spin60"); c1(); return arg; }
 NOIPA void *spin32(void *arg) { started("spin32"); d1(); return arg; }
+NOIPA void *work(void *arg) { started((const char *)arg); d1(); return arg; }
 NOIPA void *late_spin(void *arg) { started("late"); late1(); return arg; }
 static long long napped_ns, sleeper_start_ns;
 
@@ -290,8 +298,23 @@ static void *timer(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: recprog spin|deep|sleep|late SECONDS [auto]\n");
+		fprintf(stderr, "usage: recprog spin|deep|sleep|late SECONDS [auto] | recprog work ITERATIONS\n");
 		return 2;
+	}
+	if (strcmp(argv[1], "work") == 0) {
+		/* two threads, 32 frames deep, run d29()'s loop ITERATIONS
+		 * times each: the time and CPU time it took */
+		limit = strtoul(argv[2], NULL, 10) * 6;
+		long long t0 = now_ns();
+		pthread_t w0, w1;
+		pthread_create(&w0, NULL, work, "work0");
+		pthread_create(&w1, NULL, work, "work1");
+		pthread_join(w0, NULL);
+		pthread_join(w1, NULL);
+		struct timespec cpu;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+		printf("elapsed %.6f cpu %.6f\n", (now_ns() - t0) / 1e9, cpu.tv_sec + cpu.tv_nsec / 1e9);
+		return 0;
 	}
 	seconds = atof(argv[2]);
 	pthread_t t;
