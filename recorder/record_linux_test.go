@@ -476,3 +476,44 @@ func TestStopsOnContext(t *testing.T) {
 		t.Errorf("command ended after %v, before its 1.5 s", time.Since(start))
 	}
 }
+
+// TestKernelFrames records the sleeper's switches off the CPU with
+// Kernel: their stacks start in the kernel, in the scheduler, named
+// from /proc/kallsyms, above the user frames of its nap chain.
+func TestKernelFrames(t *testing.T) {
+	needKernelSampling(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	p, _ := recordCommand(t, Options{OffCPU: true, Kernel: true}, exe, "sleep", "1")
+	q := pprofOf(t, p)
+	off := valueIndex(t, q, "off-cpu")
+	napChain := chain("sleeper", "nap", 3)
+	var withKernel, all int64
+	for _, s := range q.Sample {
+		f := funcs(s)
+		i := slices.Index(f, "nap3")
+		if s.Value[off] == 0 || i < 0 || len(f) < i+len(napChain) || !slices.Equal(f[i:i+len(napChain)], napChain) {
+			continue
+		}
+		all += s.Value[0]
+		// The kernel's frames first (in a mapping of its own), the
+		// scheduler among them; then the C library's nanosleep.
+		kernel := 0
+		for _, l := range s.Location {
+			if l.Mapping == nil || l.Mapping.File != "[kernel.kallsyms]" {
+				break
+			}
+			kernel++
+		}
+		if kernel > 0 && slices.ContainsFunc(f[:kernel], func(n string) bool { return strings.Contains(n, "schedule") }) {
+			withKernel += s.Value[0]
+		} else {
+			t.Logf("switch-out without the scheduler's frames: %q (%d kernel)", f, kernel)
+		}
+	}
+	if all == 0 || float64(withKernel) < 0.95*float64(all) {
+		t.Errorf("%d of %d switch-outs in the nap chain have the scheduler's frames", withKernel, all)
+	}
+	if p.Unwinding().KernelFrames == 0 {
+		t.Error("no kernel frames counted")
+	}
+}
