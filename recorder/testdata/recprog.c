@@ -18,8 +18,9 @@
  *                          threads "work0" and "work1" each run d29()'s
  *                          loop ITERATIONS times, 32 frames deep as in
  *                          deep, then the program prints "elapsed S cpu
- *                          C": the seconds the work took, and the CPU
- *                          seconds of the process (for benchmarks)
+ *                          C sys K": the seconds the work took, and the
+ *                          CPU and system seconds of the process (the
+ *                          kernel takes samples in the program's time)
  *   recprog late SECONDS [auto]
  *                          on the line "spawn" on stdin (with "auto": 200
  *                          ms after start) starts thread "late", spinning
@@ -45,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -311,9 +313,10 @@ int main(int argc, char **argv) {
 		pthread_create(&w1, NULL, work, "work1");
 		pthread_join(w0, NULL);
 		pthread_join(w1, NULL);
-		struct timespec cpu;
-		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
-		printf("elapsed %.6f cpu %.6f\n", (now_ns() - t0) / 1e9, cpu.tv_sec + cpu.tv_nsec / 1e9);
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		double user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+		printf("elapsed %.6f cpu %.6f sys %.6f\n", (now_ns() - t0) / 1e9, user + sys, sys);
 		return 0;
 	}
 	seconds = atof(argv[2]);
