@@ -152,8 +152,10 @@ func (o *Options) stackSize() uint32 {
 }
 
 // ringPages returns the pages of each ring: a quarter of a second of
-// samples of one thread per CPU, rounded down to a power of two, at least
-// 128 pages (512 KiB) and, past that, at most 64 MiB for all the CPUs.
+// samples of one busy thread per CPU, rounded up to a power of two (the
+// reader, woken when a ring is half full, then has an eighth of a second
+// or more to come before samples are lost), at least 128 pages (512 KiB)
+// and, past that, at most 64 MiB for all the CPUs.
 func (o *Options) ringPages() int {
 	if o.RingPages != 0 {
 		return o.RingPages
@@ -161,14 +163,12 @@ func (o *Options) ringPages() int {
 	page := uint64(os.Getpagesize())
 	sample := uint64(o.stackSize()) + 512 // registers, header, fields
 	want := o.freq() * sample / 4 / page
-	if limit := uint64(64<<20) / page / uint64(max(runtime.NumCPU(), 1)); want > limit {
-		want = limit
-	}
-	pages := 128
-	for uint64(pages)*2 <= want {
+	limit := uint64(64<<20) / page / uint64(max(runtime.NumCPU(), 1))
+	pages := uint64(128)
+	for pages < want && pages*2 <= limit {
 		pages *= 2
 	}
-	return pages
+	return int(pages)
 }
 
 // event returns the sampled event.
