@@ -15,15 +15,26 @@
 //	err = p.WritePprof(w)
 //	p.WriteSummary(os.Stderr)
 //
+// # Order of records
+//
+// Each CPU has its own ring, and the records of different rings come out
+// of order: a new thread's or process's first samples may be read before
+// the FORK, COMM or MMAP records, written on another CPU, that name it and
+// give its mappings. Those records are applied in time order, as perf
+// orders them: after each pass over the rings, what is older than the
+// latest record of the pass before is final (every CPU's earlier records
+// have been read by then). A sample is unwound at once when nothing about
+// its process or thread is waiting and its address is in a known mapping;
+// otherwise it is copied and unwound in its place in time, up to about
+// two rings' worth of samples per CPU (beyond, at once).
+//
 // # Off-CPU time
 //
 // With OffCPU, every switch of a profiled thread off its CPU is a sample
 // too (the software event context-switches, taken in the scheduler, with
 // the thread's user registers and stack), weighted by the time until the
-// thread runs again, which the kernel's SWITCH records tell. Records of
-// different CPUs come unordered, so switch-outs and switch-ins are matched
-// in time order as perf orders records: after each pass over the rings,
-// the events up to the last time seen in the pass before are final. The
+// thread runs again, which the kernel's SWITCH records tell (matched
+// with the switch-outs in time order, as above). The
 // profile then has the sample type off-cpu/nanoseconds beside
 // cpu/nanoseconds: one profile shows where threads run and where they
 // wait. A thread still off its CPU when recording stops is counted up to
