@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/corpus"
 )
 
@@ -89,7 +90,7 @@ func BenchmarkParse(b *testing.B) {
 			b.ReportAllocs()
 			defer cpuTimer(b)()
 			for i := 0; i < b.N; i++ {
-				tab, err := New(in.data, Options{Kind: EHFrame, Addr: in.sec.Addr, ByteOrder: in.f.ByteOrder, AddrSize: 8, Arch: ArchX86_64})
+				tab, err := New(in.data, Options{Kind: EHFrame, Addr: in.sec.Addr, ByteOrder: in.f.ByteOrder, AddrSize: 8, Arch: arch.AMD64})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // Helpers that assemble synthetic CFI sections for unit tests.
@@ -133,7 +135,7 @@ func (s *section) absFDE(cieOff, begin, size uint64, aug bool, instr []byte) uin
 }
 
 func (s *section) table(addr uint64) *Table {
-	t, err := New(s.b, Options{Kind: s.kind, Addr: addr, ByteOrder: s.order, AddrSize: 8, Arch: ArchX86_64})
+	t, err := New(s.b, Options{Kind: s.kind, Addr: addr, ByteOrder: s.order, AddrSize: 8, Arch: arch.AMD64})
 	if err != nil {
 		panic(err)
 	}

@@ -67,6 +67,17 @@ var opNames = map[Op]string{
 	OpAdvanceLoc:                "DW_CFA_advance_loc", OpOffset: "DW_CFA_offset", OpRestore: "DW_CFA_restore",
 }
 
+// Known reports whether the package knows the opcode: how to decode its
+// operands and what it does. The decoder returns an unknown opcode
+// without operands, and the interpreter stops there.
+func (o Op) Known() bool {
+	if o&0xc0 != 0 {
+		return true
+	}
+	_, ok := opNames[o]
+	return ok
+}
+
 // String returns the DW_CFA_* name, so traces and errors read like the
 // DWARF standard.
 func (o Op) String() string {

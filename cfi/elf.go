@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
 )
 
@@ -40,7 +41,7 @@ func FromELF(f *elf.File, section string) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := Options{Kind: kind, Addr: s.Addr, ByteOrder: f.ByteOrder, AddrSize: elfAddrSize(f), Arch: ArchFromELF(f.Machine)}
+	o := Options{Kind: kind, Addr: s.Addr, ByteOrder: f.ByteOrder, AddrSize: elfAddrSize(f), Arch: arch.FromELF(f.Machine)}
 	if t := f.Section(".text"); t != nil {
 		o.TextBase = t.Addr
 	}

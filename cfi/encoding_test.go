@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // TestReadEncoded checks every pointer format and application.
@@ -122,7 +124,7 @@ func TestAugmentations(t *testing.T) {
 	c4 := s.cie(1, "zRBG", []byte{byte(PEUData8)}, 4, -8, 30, nil)
 	s.fde(c4, cat(u64(le, 0x4000), u64(le, 0x10), []byte{0}))
 
-	tab, err := New(s.b, Options{Kind: EHFrame, Addr: 0x100000, ByteOrder: le, AddrSize: 8, Arch: ArchAArch64})
+	tab, err := New(s.b, Options{Kind: EHFrame, Addr: 0x100000, ByteOrder: le, AddrSize: 8, Arch: arch.ARM64})
 	if err != nil {
 		t.Fatal(err)
 	}

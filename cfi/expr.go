@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // DWARF expression opcodes used by CFI (DWARF 5 section 2.5).
@@ -81,7 +83,7 @@ type SizedMemory interface {
 // Registers supplies register values of the frame being unwound.
 type Registers interface {
 	// Reg returns the value of DWARF register r, or false if unknown.
-	Reg(r Reg) (uint64, bool)
+	Reg(r arch.Reg) (uint64, bool)
 }
 
 // ErrExprTooLong is returned when an expression executes more operations
@@ -337,7 +339,7 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 			}
 			continue
 		case c >= opBreg0 && c <= opBreg31, c == opBregx:
-			r := Reg(op.Reg)
+			r := arch.Reg(op.Reg)
 			if o.Regs == nil {
 				return fail(it.Pos(), "register r%d needed but no registers given", r)
 			}
@@ -520,9 +522,9 @@ var exprOpNames = map[byte]string{
 
 // ExprString disassembles a DWARF expression in readelf's style
 // ("DW_OP_breg7 (rsp): 8; DW_OP_lit15; DW_OP_and"), for diagnostics.
-func ExprString(expr []byte, a Arch) string { return string(appendExprText(nil, expr, a)) }
+func ExprString(expr []byte, a arch.Arch) string { return string(appendExprText(nil, expr, a)) }
 
-func appendExprText(out []byte, expr []byte, a Arch) []byte {
+func appendExprText(out []byte, expr []byte, a arch.Arch) []byte {
 	// readelf's order and address size, whatever the file's.
 	it := NewOperationIter(expr, nil, 8)
 	var op Operation
@@ -542,7 +544,7 @@ func appendExprText(out []byte, expr []byte, a Arch) []byte {
 }
 
 // appendOpText formats one operation as readelf does.
-func appendOpText(out []byte, op *Operation, a Arch) []byte {
+func appendOpText(out []byte, op *Operation, a arch.Arch) []byte {
 	c := op.Op
 	switch {
 	case c >= opLit0 && c <= opLit31:
@@ -552,13 +554,13 @@ func appendOpText(out []byte, op *Operation, a Arch) []byte {
 		out = append(out, "DW_OP_reg"...)
 		out = strconv.AppendUint(out, op.Reg, 10)
 		out = append(out, " ("...)
-		out = append(out, a.RegName(Reg(op.Reg))...)
+		out = append(out, a.RegName(arch.Reg(op.Reg))...)
 		return append(out, ')')
 	case c >= opBreg0 && c <= opBreg31:
 		out = append(out, "DW_OP_breg"...)
 		out = strconv.AppendUint(out, op.Reg, 10)
 		out = append(out, " ("...)
-		out = append(out, a.RegName(Reg(op.Reg))...)
+		out = append(out, a.RegName(arch.Reg(op.Reg))...)
 		out = append(out, "): "...)
 		return strconv.AppendInt(out, int64(op.Value), 10)
 	}

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/corpus"
 )
 
-type regs map[Reg]uint64
+type regs map[arch.Reg]uint64
 
-func (r regs) Reg(n Reg) (uint64, bool) { v, ok := r[n]; return v, ok }
+func (r regs) Reg(n arch.Reg) (uint64, bool) { v, ok := r[n]; return v, ok }
 
 // stackMem is a little-endian memory image starting at base.
 type stackMem struct {
@@ -124,7 +125,7 @@ func TestExprPLT(t *testing.T) {
 	if row.CFA.Kind != CFAExpression {
 		t.Fatalf("PLT CFA is %v, want an expression", row.CFA.Kind)
 	}
-	if s := ExprString(row.CFA.Expr, ArchX86_64); !strings.Contains(s, "DW_OP_breg7 (rsp): 8; DW_OP_breg16 (rip): 0; DW_OP_lit15; DW_OP_and") {
+	if s := ExprString(row.CFA.Expr, arch.AMD64); !strings.Contains(s, "DW_OP_breg7 (rsp): 8; DW_OP_breg16 (rip): 0; DW_OP_lit15; DW_OP_and") {
 		t.Errorf("expression %s", s)
 	}
 	for _, c := range []struct{ rip, want uint64 }{
@@ -169,13 +170,13 @@ func TestExprDRAP(t *testing.T) {
 	mem.write(rbp, 0x9999)   // caller's rbp
 	cfa, err := EvalExpression(row.CFA.Expr, &EvalOptions{Regs: regs{6: rbp, 7: 0x8000}, Mem: mem})
 	if err != nil || cfa != 0x80f0 {
-		t.Fatalf("CFA %#x, %v (expr %s)", cfa, err, ExprString(row.CFA.Expr, ArchX86_64))
+		t.Fatalf("CFA %#x, %v (expr %s)", cfa, err, ExprString(row.CFA.Expr, arch.AMD64))
 	}
 	addr, err := EvalExpression(row.Rule(6).Expr, &EvalOptions{Regs: regs{6: rbp, 7: 0x8000}, Mem: mem, Initial: []uint64{cfa}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := mem.ReadUint64(addr); v != 0x9999 {
-		t.Errorf("rbp saved at %#x holds %#x (expr %s)", addr, v, ExprString(row.Rule(6).Expr, ArchX86_64))
+		t.Errorf("rbp saved at %#x holds %#x (expr %s)", addr, v, ExprString(row.Rule(6).Expr, arch.AMD64))
 	}
 }

@@ -3,11 +3,11 @@ package cfi
 import (
 	"debug/elf"
 	"encoding/binary"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/corpus"
 )
 
@@ -18,11 +18,12 @@ func (fuzzMem) ReadUint64(addr uint64) (uint64, error) { return addr * 3, nil }
 
 type fuzzRegs struct{}
 
-func (fuzzRegs) Reg(r Reg) (uint64, bool) { return uint64(r) * 16, r < 100 }
+func (fuzzRegs) Reg(r arch.Reg) (uint64, bool) { return uint64(r) * 16, r < 100 }
 
 // fuzzOne exercises everything a caller can do with arbitrary section
-// bytes: walk the entries, stream every row, look up PCs, evaluate the
-// expressions found, and format the section as readelf would.
+// bytes: walk the entries, stream every row, look up PCs and evaluate the
+// expressions found (dump's FuzzCFIText formats the section as readelf
+// would).
 func fuzzOne(t *testing.T, data []byte, flags uint8) {
 	kind := EHFrame
 	if flags&1 != 0 {
@@ -36,7 +37,7 @@ func fuzzOne(t *testing.T, data []byte, flags uint8) {
 	if flags&4 != 0 {
 		order = binary.BigEndian
 	}
-	arch := Arch((flags >> 3) & 3)
+	arch := arch.Arch((flags >> 3) & 3)
 	o := Options{Kind: kind, Addr: 0x10000, ByteOrder: order, AddrSize: addrSize, Arch: arch,
 		ReadPointer: func(a uint64, n int) (uint64, error) { return a ^ 0x55, nil }}
 	if flags&0x20 != 0 && len(data) > 8 {
@@ -101,11 +102,6 @@ func fuzzOne(t *testing.T, data []byte, flags uint8) {
 			h.Entry(i)
 		}
 	}
-	// Format like readelf.
-	p := &printer{w: io.Discard, addrSize: addrSize, arch: arch, order: endianOf(order)}
-	p.frames(kind.String(), tab)
-	p.hdr(data, 0x8000)
-	p.flush()
 }
 
 // decodeAll walks a program with the instruction decoder alone: every
@@ -129,7 +125,7 @@ func decodeAll(t *testing.T, it InstructionIter, n int) {
 }
 
 // FuzzParse feeds arbitrary bytes to the parser, the row stream, the
-// lookup path, the expression evaluator and the readelf formatter. Seeds
+// lookup path and the expression evaluator. Seeds
 // are the .eh_frame and .eh_frame_hdr sections of the smaller corpus files
 // plus synthetic sections covering every opcode.
 func FuzzParse(f *testing.F) {
@@ -184,7 +180,7 @@ func fuzzSeeds(t testing.TB) []fuzzSeed {
 		if f.ByteOrder == binary.BigEndian {
 			flags |= 4
 		}
-		flags |= uint8(ArchFromELF(f.Machine)&3) << 3
+		flags |= uint8(arch.FromELF(f.Machine)&3) << 3
 		if s := f.Section(".eh_frame"); s != nil {
 			if d, err := SectionData(f, s); err == nil {
 				seeds = append(seeds, fuzzSeed{d, flags})

@@ -1,6 +1,10 @@
 package cfi
 
-import "math"
+import (
+	"math"
+
+	"github.com/sframekit/sframekit/arch"
+)
 
 // Instruction is one decoded call frame instruction (DW_CFA_*), its
 // operands as encoded: advances and offsets are not yet scaled by the
@@ -16,7 +20,7 @@ type Instruction struct {
 	// (DW_CFA_offset*, restore*, undefined, same_value, register,
 	// expression, val_*), or the CFA's base register (def_cfa,
 	// def_cfa_sf, def_cfa_register).
-	Reg Reg
+	Reg arch.Reg
 	// Operand is the other integer operand: the delta of an advance, the
 	// address of DW_CFA_set_loc (decoded), the offset of offset*,
 	// val_offset*, def_cfa* and def_cfa_offset* (int64 bits for the _sf
@@ -28,11 +32,20 @@ type Instruction struct {
 	Expr []byte
 	// Offset is the position of the instruction in its program.
 	Offset int
+	// RegTooLarge says a register operand (Reg, or DW_CFA_register's
+	// source in Operand) does not fit in 32 bits; it holds the low 32
+	// bits. Such an instruction decodes (readelf reads it so), but the
+	// interpreter rejects it.
+	RegTooLarge bool
+
+	exprPos int // position of Expr in the program, for expression rules
 }
 
-// namesColumn reports whether the instruction sets or restores the rule of
-// register Reg (rather than the CFA's base register, or none).
-func (op Op) namesColumn() bool {
+// NamesColumn reports whether an instruction with this opcode sets or
+// restores the rule of register Reg, a column of the table (rather than
+// naming the CFA's base register, or no register): what a printer needs
+// to know which columns a program uses before it runs it.
+func (op Op) NamesColumn() bool {
 	switch op {
 	case OpOffset, OpRestore, OpOffsetExtended, OpValOffset, OpRegister, OpGNUNegativeOffsetExtended,
 		OpRestoreExtended, OpUndefined, OpSameValue, OpExpression, OpValExpression, OpOffsetExtendedSF, OpValOffsetSF:
@@ -44,8 +57,9 @@ func (op Op) namesColumn() bool {
 // InstructionIter decodes a call frame program (a CIE's initial
 // instructions or an FDE's) one instruction at a time, without
 // allocating. It is the package's only decoder of instructions: the
-// interpreter, the row stream and the readelf printer all read through
-// it. Get one from Table.CIEInstructions or Table.FDEInstructions.
+// interpreter (behind UnwindTable, RowForPC and Interpreter) reads
+// through it, and so does package dump's readelf printer. Get one from
+// Table.CIEInstructions, Table.FDEInstructions or Table.Instructions.
 //
 //	it := tab.FDEInstructions(&fde)
 //	var ins cfi.Instruction
@@ -60,12 +74,7 @@ type InstructionIter struct {
 	pos      int
 	off      uint64 // section offset of data[0]
 	fdeBegin uint64 // base of funcrel DW_CFA_set_loc operands
-	// readelf switches to readelf's first-pass decoding, for its column
-	// scan: register numbers truncated to 32 bits rather than rejected,
-	// set_loc read as a fixed-size value of setLocSize bytes.
-	readelf    bool
-	setLocSize int
-	err        error
+	err      error
 }
 
 // CIEInstructions returns an iterator over c's initial instructions.
@@ -76,6 +85,23 @@ func (t *Table) CIEInstructions(c *CIE) InstructionIter {
 // FDEInstructions returns an iterator over f's instructions.
 func (t *Table) FDEInstructions(f *FDE) InstructionIter {
 	return t.instrIter(f.CIE, f.Instructions, f.instrOff, f.PCBegin)
+}
+
+// Instructions returns an iterator over the section bytes [start, end)
+// read as the program of an entry of cie (whose pointer encoding and
+// address size DW_CFA_set_loc uses) covering addresses from pcBegin (the
+// base of DW_EH_PE_funcrel operands), for callers that find programs
+// their own way, as readelf does. A range outside the section yields no
+// instruction, and Err says so; so does a nil cie.
+func (t *Table) Instructions(cie *CIE, start, end, pcBegin uint64) InstructionIter {
+	if cie == nil {
+		return InstructionIter{t: t, cie: &CIE{}, off: start, err: t.errAt(start, "instructions without a CIE")}
+	}
+	if start > end || end > uint64(len(t.data)) {
+		return InstructionIter{t: t, cie: cie, off: start, fdeBegin: pcBegin,
+			err: t.errAt(start, "instructions [%#x, %#x) outside the section", start, end)}
+	}
+	return t.instrIter(cie, t.data[start:end:end], start, pcBegin)
 }
 
 func (t *Table) instrIter(cie *CIE, instr []byte, off, fdeBegin uint64) InstructionIter {
@@ -89,7 +115,9 @@ func (it *InstructionIter) Err() error { return it.err }
 // Next decodes the next instruction into ins. It returns false at the end
 // of the program and on malformed bytes (see Err); then ins holds the
 // opcode and what was decoded before the fault (a truncated LEB128
-// operand keeps its low bits), which readelf's column scan uses.
+// operand keeps its low bits), which readelf's column scan uses. An
+// opcode the package does not know and a register number beyond 32 bits
+// decode (see Instruction): the interpreter is the one to reject them.
 func (it *InstructionIter) Next(ins *Instruction) bool {
 	if d, ok := advanceLocAt(it.data, it.pos); ok {
 		*ins = Instruction{Op: OpAdvanceLoc, Operand: d, Offset: it.pos}
@@ -113,11 +141,11 @@ func advanceLocAt(data []byte, p int) (uint64, bool) {
 	return 0, false
 }
 
-func bareAt(data []byte, p int) (Op, Reg, bool) {
+func bareAt(data []byte, p int) (Op, arch.Reg, bool) {
 	if p < len(data) {
 		switch raw := data[p]; {
 		case raw>>6 == 3:
-			return OpRestore, Reg(raw & 0x3f), true
+			return OpRestore, arch.Reg(raw & 0x3f), true
 		case raw == byte(OpNop) || raw == byte(OpRememberState) || raw == byte(OpRestoreState):
 			return Op(raw), 0, true
 		}
@@ -125,10 +153,10 @@ func bareAt(data []byte, p int) (Op, Reg, bool) {
 	return 0, 0, false
 }
 
-func shortAt(data []byte, p int) (Op, Reg, uint64, bool) {
+func shortAt(data []byte, p int) (Op, arch.Reg, uint64, bool) {
 	if p+1 < len(data) && data[p+1] < 0x80 {
 		if raw := data[p]; raw>>6 == 2 {
-			return OpOffset, Reg(raw & 0x3f), uint64(data[p+1]), true
+			return OpOffset, arch.Reg(raw & 0x3f), uint64(data[p+1]), true
 		} else if raw == byte(OpDefCFAOffset) {
 			return OpDefCFAOffset, 0, uint64(data[p+1]), true
 		}
@@ -161,14 +189,14 @@ func (it *InstructionIter) sleb() int64 {
 	return v
 }
 
-// reg reads a register number: more than 32 bits is an error, except in
-// readelf mode, which keeps the low 32 bits as readelf does.
-func (it *InstructionIter) reg() Reg {
+// reg reads a register number, marking ins when it takes more than 32
+// bits.
+func (it *InstructionIter) reg(ins *Instruction) arch.Reg {
 	v := it.uleb()
-	if v > math.MaxUint32 && !it.readelf && it.err == nil {
-		it.fail("register number %d too large", v)
+	if v > math.MaxUint32 {
+		ins.RegTooLarge = true
 	}
-	return Reg(v)
+	return arch.Reg(v)
 }
 
 func (it *InstructionIter) fixed(n int) uint64 {
@@ -206,9 +234,6 @@ func (it *InstructionIter) block() []byte {
 // setLoc reads DW_CFA_set_loc's address: a pointer in the FDE encoding in
 // .eh_frame, an address-size value in .debug_frame.
 func (it *InstructionIter) setLoc() uint64 {
-	if it.readelf {
-		return it.fixed(it.setLocSize)
-	}
 	t := it.t
 	b := buf{data: it.data, pos: it.pos, order: t.end}
 	var v uint64
@@ -253,10 +278,10 @@ func (it *InstructionIter) next(ins *Instruction) bool {
 	case OpAdvanceLoc:
 		ins.Operand = uint64(raw & 0x3f)
 	case OpOffset:
-		ins.Reg = Reg(raw & 0x3f)
+		ins.Reg = arch.Reg(raw & 0x3f)
 		ins.Operand = it.uleb()
 	case OpRestore:
-		ins.Reg = Reg(raw & 0x3f)
+		ins.Reg = arch.Reg(raw & 0x3f)
 	case OpSetLoc:
 		ins.Operand = it.setLoc()
 	case OpAdvanceLoc1, OpAdvanceLoc2, OpAdvanceLoc4, OpMIPSAdvanceLoc8:
@@ -264,25 +289,27 @@ func (it *InstructionIter) next(ins *Instruction) bool {
 		// (0x1d) clamps to the last size.
 		ins.Operand = it.fixed([...]int{1, 2, 4, 8}[min(int(op-OpAdvanceLoc1), 3)])
 	case OpOffsetExtended, OpValOffset, OpGNUNegativeOffsetExtended, OpDefCFA:
-		ins.Reg = it.reg()
+		ins.Reg = it.reg(ins)
 		ins.Operand = it.uleb()
 	case OpOffsetExtendedSF, OpValOffsetSF, OpDefCFASF:
-		ins.Reg = it.reg()
+		ins.Reg = it.reg(ins)
 		ins.Operand = uint64(it.sleb())
 	case OpRegister:
-		ins.Reg = it.reg()
-		ins.Operand = uint64(it.reg())
+		ins.Reg = it.reg(ins)
+		ins.Operand = uint64(it.reg(ins))
 	case OpRestoreExtended, OpUndefined, OpSameValue, OpDefCFARegister:
-		ins.Reg = it.reg()
+		ins.Reg = it.reg(ins)
 	case OpDefCFAOffset, OpGNUArgsSize:
 		ins.Operand = it.uleb()
 	case OpDefCFAOffsetSF:
 		ins.Operand = uint64(it.sleb())
 	case OpDefCFAExpression:
 		ins.Expr = it.block()
+		ins.exprPos = it.pos - len(ins.Expr)
 	case OpExpression, OpValExpression:
-		ins.Reg = it.reg()
+		ins.Reg = it.reg(ins)
 		ins.Expr = it.block()
+		ins.exprPos = it.pos - len(ins.Expr)
 	}
 	// Anything else has no operand: nop, remember/restore_state,
 	// GNU_window_save (AArch64 negate_ra_state), negate_ra_state_with_pc,

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // x86-64-like CIE: CFA = rsp+8, return address at CFA-8.
@@ -262,7 +264,7 @@ func TestManyRules(t *testing.T) {
 		t.Fatalf("second row: %d rules, %v", b.NumRules(), err)
 	}
 	for r := 0; r < inlineRules+10; r++ {
-		if got := a.Rule(Reg(100 + r)); got.Kind != RuleOffset || got.Offset != int64(-8*(r+1)) {
+		if got := a.Rule(arch.Reg(100 + r)); got.Kind != RuleOffset || got.Offset != int64(-8*(r+1)) {
 			t.Fatalf("first row r%d: %+v (storage shared with a later lookup?)", 100+r, got)
 		}
 	}

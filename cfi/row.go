@@ -1,28 +1,38 @@
 package cfi
 
+import (
+	"slices"
+
+	"github.com/sframekit/sframekit/arch"
+)
+
 // Rule is how one register of the caller is recovered at some PC.
 type Rule struct {
 	Kind   RuleKind // which fields below apply
-	Reg    Reg      // RuleRegister: register holding the caller's value
+	Reg    arch.Reg // RuleRegister: register holding the caller's value
 	Offset int64    // RuleOffset, RuleValOffset: offset from the CFA
 	Expr   []byte   // RuleExpression, RuleValExpression: DWARF expression (view into the section)
 }
 
 // RegRule is a Rule together with the register (table column) it is for.
 type RegRule struct {
-	Column Reg // the register this rule restores
+	Column arch.Reg // the register this rule restores
 	Rule
 }
 
 // CFARule is how the canonical frame address is computed at some PC.
 type CFARule struct {
-	Kind   CFAKind // which fields below apply
-	Reg    Reg     // CFARegOffset: base register
-	Offset int64   // CFARegOffset: added to the register
-	Expr   []byte  // CFAExpression: DWARF expression (view into the section)
-	// signed records that the offset was last set by a *_sf opcode;
-	// readelf prints such offsets signed and others unsigned.
-	signed bool
+	Kind   CFAKind  // which fields below apply
+	Reg    arch.Reg // CFARegOffset: base register
+	Offset int64    // CFARegOffset: added to the register
+	Expr   []byte   // CFAExpression: DWARF expression (view into the section)
+	// Signed says the offset came from a signed, factored operand
+	// (DW_CFA_def_cfa_sf, DW_CFA_def_cfa_offset_sf). Otherwise it is the
+	// unsigned operand of DW_CFA_def_cfa or DW_CFA_def_cfa_offset, whose
+	// values from 2^63 on read as negative int64s: readelf prints the
+	// first kind signed and the second unsigned. Rows compare equal
+	// whatever its value.
+	Signed bool
 }
 
 // inlineRules is how many register rules a Row holds without allocating.
@@ -39,7 +49,7 @@ const maxRules = 256
 // slot is the compact, pointer-free form a Row stores a rule in, so rows
 // copy with a plain memmove. Expressions are offsets into the section.
 type slot struct {
-	col  Reg
+	col  arch.Reg
 	kind RuleKind
 	// val is the offset (RuleOffset, RuleValOffset), the source register
 	// (RuleRegister), or the expression's section offset | length<<32.
@@ -50,8 +60,10 @@ func exprVal(off, n uint32) int64 { return int64(uint64(off) | uint64(n)<<32) }
 
 // Row is one row of the CFI table: the rules that hold for addresses in
 // [Start, End). Only registers with an explicit rule are stored; every
-// other register is RuleUnspecified. A Row is a plain value: copying it
-// copies the rules (expression bytes stay shared with the section).
+// other register is RuleUnspecified. A Row is a value, but assigning one
+// shares the storage of the rules past the 24th (rare: AArch64 with
+// x19-x30 and d8-d15 has 20): CopyFrom makes an independent copy.
+// Expression bytes stay shared with the section either way.
 type Row struct {
 	Start, End uint64  // addresses the row covers: [Start, End)
 	CFA        CFARule // how to compute the canonical frame address
@@ -79,7 +91,7 @@ func (s *slot) rule(data []byte) Rule {
 	case RuleOffset, RuleValOffset:
 		return Rule{Kind: s.kind, Offset: s.val}
 	case RuleRegister:
-		return Rule{Kind: s.kind, Reg: Reg(s.val)}
+		return Rule{Kind: s.kind, Reg: arch.Reg(s.val)}
 	case RuleExpression, RuleValExpression:
 		off, n := uint64(uint32(s.val)), uint64(s.val)>>32
 		ru := Rule{Kind: s.kind}
@@ -104,6 +116,33 @@ func (r *Row) ptr(i int) *slot {
 	return &r.extra[i-inlineRules]
 }
 
+// AppendRules appends all explicit rules, in column order, to dst and
+// returns the extended slice: Rules without allocating, for callers that
+// read every rule of many rows (printers).
+func (r *Row) AppendRules(dst []RegRule) []RegRule {
+	n := len(dst)
+	dst = slices.Grow(dst, r.n)[:n+r.n]
+	for i := range r.n {
+		// Field by field, so that a reused dst sees no pointer written
+		// (and no write barrier) but for expressions.
+		s, d := r.ptr(i), &dst[n+i]
+		d.Column, d.Kind, d.Reg, d.Offset = s.col, s.kind, 0, 0
+		switch s.kind {
+		case RuleOffset, RuleValOffset:
+			d.Offset = s.val
+		case RuleRegister:
+			d.Reg = arch.Reg(s.val)
+		case RuleExpression, RuleValExpression:
+			d.Expr = s.rule(r.data).Expr
+			continue
+		}
+		if d.Expr != nil {
+			d.Expr = nil
+		}
+	}
+	return dst
+}
+
 // Rules returns all explicit rules in column order, as a new slice.
 func (r *Row) Rules() []RegRule {
 	out := make([]RegRule, r.n)
@@ -114,7 +153,7 @@ func (r *Row) Rules() []RegRule {
 }
 
 // find returns the index of col, or the insertion point and false.
-func (r *Row) find(col Reg) (int, bool) {
+func (r *Row) find(col arch.Reg) (int, bool) {
 	n := r.n
 	if n > inlineRules {
 		n = inlineRules
@@ -134,7 +173,7 @@ func (r *Row) find(col Reg) (int, bool) {
 }
 
 // Rule returns the rule for register col (RuleUnspecified if none).
-func (r *Row) Rule(col Reg) Rule {
+func (r *Row) Rule(col arch.Reg) Rule {
 	if i, ok := r.find(col); ok {
 		return r.mat(r.ptr(i))
 	}
@@ -170,7 +209,7 @@ func (r *Row) set(s slot) bool {
 }
 
 // del removes any rule for col.
-func (r *Row) del(col Reg) {
+func (r *Row) del(col arch.Reg) {
 	i, ok := r.find(col)
 	if !ok {
 		return
@@ -186,8 +225,9 @@ func (r *Row) del(col Reg) {
 	}
 }
 
-// copyFrom makes r an independent copy of o, reusing r's overflow storage.
-func (r *Row) copyFrom(o *Row) {
+// CopyFrom makes r an independent copy of o, reusing r's storage, so that
+// a row kept across many (a CIE's initial rules, say) costs no allocation.
+func (r *Row) CopyFrom(o *Row) {
 	r.Start, r.End, r.CFA, r.RASigned, r.ArgsSize, r.data = o.Start, o.End, o.CFA, o.RASigned, o.ArgsSize, o.data
 	n := o.n
 	if n > inlineRules {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // Options describe a CFI section to New: where it is loaded and how to
@@ -15,7 +17,7 @@ type Options struct {
 	Addr      uint64           // virtual address of the section (pcrel base)
 	ByteOrder binary.ByteOrder // file byte order
 	AddrSize  int              // 4 or 8 (ELF class)
-	Arch      Arch             // register names and machine augmentations
+	Arch      arch.Arch        // register names and machine augmentations
 	TextBase  uint64           // base for DW_EH_PE_textrel
 	DataBase  uint64           // base for DW_EH_PE_datarel (e.g. .got on i386)
 	// ReadPointer resolves DW_EH_PE_indirect pointers by reading size
@@ -32,17 +34,17 @@ type Options struct {
 // CIE is a Common Information Entry: what FDEs share, including the
 // alignment factors, the return-address column and the initial rules.
 type CIE struct {
-	Offset       uint64 // section offset of the length field
-	Length       uint64 // value of the length field
-	Format64     bool   // 64-bit DWARF (initial length 0xffffffff)
-	Version      uint8  // 1 (.eh_frame, DWARF 2), 3 or 4
-	Augmentation string // e.g. "zR", "zPLR", "zRS", "zRB"; "" in .debug_frame
-	AddressSize  uint8  // pointer size for this CIE's FDEs
-	SegmentSize  uint8  // DWARF 4 segment selector size (normally 0)
-	CodeAlign    uint64 // code alignment factor: scales advance_loc deltas
-	DataAlign    int64  // data alignment factor: scales register offsets
-	RA           Reg    // return address column
-	AugData      []byte // raw augmentation data ('z'), a view into the section
+	Offset       uint64   // section offset of the length field
+	Length       uint64   // value of the length field
+	Format64     bool     // 64-bit DWARF (initial length 0xffffffff)
+	Version      uint8    // 1 (.eh_frame, DWARF 2), 3 or 4
+	Augmentation string   // e.g. "zR", "zPLR", "zRS", "zRB"; "" in .debug_frame
+	AddressSize  uint8    // pointer size for this CIE's FDEs
+	SegmentSize  uint8    // DWARF 4 segment selector size (normally 0)
+	CodeAlign    uint64   // code alignment factor: scales advance_loc deltas
+	DataAlign    int64    // data alignment factor: scales register offsets
+	RA           arch.Reg // return address column
+	AugData      []byte   // raw augmentation data ('z'), a view into the section
 	// FDEEncoding ('R'), LSDAEncoding ('L') and PersonalityEncoding ('P')
 	// are PEOmit when the letter is absent (FDEEncoding then is PEAbsPtr).
 	FDEEncoding         PtrEnc // encoding of FDE addresses ('R')
@@ -106,7 +108,7 @@ type Table struct {
 	order    binary.ByteOrder
 	end      endian
 	addrSize int
-	arch     Arch
+	arch     arch.Arch
 	text     uint64
 	dataBase uint64
 	deref    func(uint64, int) (uint64, error)
@@ -154,7 +156,7 @@ func New(data []byte, o Options) (*Table, error) {
 func (t *Table) Kind() SectionKind { return t.kind }
 
 // Arch returns the architecture given at construction.
-func (t *Table) Arch() Arch { return t.arch }
+func (t *Table) Arch() arch.Arch { return t.arch }
 
 // Addr returns the section's virtual address.
 func (t *Table) Addr() uint64 { return t.addr }
@@ -271,6 +273,90 @@ func (t *Table) readHeader(off uint64) (header, error) {
 	return h, err
 }
 
+// EntryHeader is the start of a CIE or FDE as it is encoded: the length
+// and ID fields, with where the entry's parts lie, nothing of the body
+// decoded. It is for callers that walk a section their own way, such as a
+// printer that shows each entry as it is (Entries is the usual walk).
+type EntryHeader struct {
+	Offset   uint64    // section offset of the length field
+	Length   uint64    // the length field (0: a terminator)
+	Format64 bool      // 64-bit DWARF: an 8-byte length after 0xffffffff, an 8-byte ID
+	Kind     EntryKind // KindCIE, KindFDE or KindTerminator, from the ID field
+	// ID is the ID field as stored: the CIE ID (0 in .eh_frame, all ones
+	// in .debug_frame) or an FDE's CIE pointer (in .eh_frame, the distance
+	// back from the field itself to the CIE; in .debug_frame, the CIE's
+	// section offset).
+	ID       uint64
+	IDOffset uint64 // section offset of the ID field
+	Body     uint64 // section offset after the ID field
+	End      uint64 // section offset after the entry
+	// Truncated says the length runs past the end of the section: End is
+	// then the section's end. If even the ID field is cut off, Body is End
+	// and the entry reads as an FDE with ID 0.
+	Truncated bool
+}
+
+// EntryHeaderAt reads the header of the entry at section offset off. A
+// length that runs past the section's end returns the header, Truncated,
+// with an error; any other error (a length field cut off, a reserved
+// length value, an entry too short for its ID) returns no usable header.
+func (t *Table) EntryHeaderAt(off uint64) (EntryHeader, error) {
+	// Fast path: a 32-bit entry that fits in the section (see readHeader).
+	if off+8 <= uint64(len(t.data)) {
+		l := uint64(t.end.Uint32(t.data[off:]))
+		if l >= 4 && l < 0xfffffff0 && l <= uint64(len(t.data))-off-4 {
+			e := EntryHeader{Offset: off, Length: l, Kind: KindFDE, ID: uint64(t.end.Uint32(t.data[off+4:])),
+				IDOffset: off + 4, Body: off + 8, End: off + 4 + l}
+			if (t.kind == EHFrame && e.ID == 0) || (t.kind != EHFrame && e.ID == 0xffffffff) {
+				e.Kind = KindCIE
+			}
+			return e, nil
+		}
+	}
+	h, err := t.readHeader(off)
+	if err != nil && !h.trunc {
+		return EntryHeader{Offset: off}, err
+	}
+	e := EntryHeader{Offset: h.off, Length: h.length, Format64: h.is64, ID: h.id, IDOffset: uint64(h.idPos),
+		Body: uint64(h.body), End: uint64(h.end), Truncated: h.trunc, Kind: KindFDE}
+	switch {
+	case h.zero:
+		e.Kind = KindTerminator
+		e.IDOffset, e.Body = e.End, e.End
+	case h.isCIE:
+		e.Kind = KindCIE
+	}
+	return e, err
+}
+
+// header converts h back, checking what a caller may have changed.
+func (t *Table) header(h *EntryHeader) (header, error) {
+	if h.Kind == KindTerminator || h.Body > h.End || h.End > uint64(len(t.data)) || h.IDOffset > h.Body || h.Offset > h.IDOffset {
+		return header{}, t.errAt(h.Offset, "not an entry header of this section")
+	}
+	w := 4
+	if h.Format64 {
+		w = 8
+	}
+	return header{off: h.Offset, length: h.Length, is64: h.Format64, idPos: int(h.IDOffset), id: h.ID,
+		body: int(h.Body), end: int(h.End), isCIE: h.Kind == KindCIE, trunc: h.Truncated, idWidth: w}, nil
+}
+
+// DecodeCIE decodes the CIE whose header EntryHeaderAt read, a Truncated
+// one included (its body then ends at the section's end), as readelf shows
+// such entries. Unlike CIEAt, it neither caches the CIE nor runs its
+// initial instructions: every call decodes afresh.
+func (t *Table) DecodeCIE(h *EntryHeader) (*CIE, error) {
+	if h.Kind != KindCIE {
+		return nil, t.errAt(h.Offset, "not a CIE")
+	}
+	ih, err := t.header(h)
+	if err != nil {
+		return nil, err
+	}
+	return t.parseCIE(&ih)
+}
+
 // ciePointer converts an FDE's CIE pointer field to a section offset.
 func (t *Table) ciePointer(h *header) (uint64, bool) {
 	if t.kind == EHFrame {
@@ -305,7 +391,7 @@ func (t *Table) CIEAt(off uint64) (*CIE, error) {
 	// Complete the CIE before sharing it: from then on it is read only.
 	var u interp
 	c.initErr = t.runCIE(&u, c)
-	c.init.copyFrom(&u.state)
+	c.init.CopyFrom(&u.state)
 	c.initDone = true
 	c.owner = t
 	t.ciesMu.Lock()
@@ -363,13 +449,13 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 	c.CodeAlign = b.uleb()
 	c.DataAlign = b.sleb()
 	if c.Version == 1 {
-		c.RA = Reg(b.u8())
+		c.RA = arch.Reg(b.u8())
 	} else {
 		ra := b.uleb()
 		if ra > 0xffffffff {
 			return nil, t.errAt(h.off, "return address register %d too large", ra)
 		}
-		c.RA = Reg(ra)
+		c.RA = arch.Reg(ra)
 	}
 	if b.err != nil {
 		return nil, t.errAt(h.off, "truncated CIE")
@@ -413,12 +499,12 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 				c.SignalFrame = true
 			case 'B':
 				c.BKey = true
-				if !t.arch.machAugmentation('B') && t.arch != ArchUnknown {
+				if !machAugmentation(t.arch, 'B') && t.arch != arch.Unknown {
 					break letters
 				}
 			case 'G':
 				c.MTETagged = true
-				if !t.arch.machAugmentation('G') && t.arch != ArchUnknown {
+				if !machAugmentation(t.arch, 'G') && t.arch != arch.Unknown {
 					break letters
 				}
 			default:
@@ -580,7 +666,7 @@ func (t *Table) initialRow(c *CIE, scratch *Row) (*Row, error) {
 	}
 	var u interp
 	err := t.runCIE(&u, c)
-	scratch.copyFrom(&u.state)
+	scratch.CopyFrom(&u.state)
 	return scratch, err
 }
 
@@ -952,7 +1038,7 @@ func (t *Table) rowAt(ctx *UnwindContext, f *FDE, pc uint64, r *Row) error {
 					u.state.CFA.Kind = CFARegOffset
 				}
 				u.state.CFA.Offset = int64(v)
-				u.state.CFA.signed = false
+				u.state.CFA.Signed = false
 			}
 			pos += 2
 			continue
@@ -961,7 +1047,7 @@ func (t *Table) rowAt(ctx *UnwindContext, f *FDE, pc uint64, r *Row) error {
 			pos++
 			switch op {
 			case OpRestore:
-				u.restoreRule(op, reg, pos-1)
+				u.restoreRule(reg, pos-1)
 			case OpRememberState:
 				u.remember(pos)
 			case OpRestoreState:
@@ -999,7 +1085,7 @@ func (t *Table) rowAt(ctx *UnwindContext, f *FDE, pc uint64, r *Row) error {
 		return err
 	}
 done:
-	r.copyFrom(&u.state)
+	r.CopyFrom(&u.state)
 	r.Start, r.End = u.loc, end
 	return nil
 }

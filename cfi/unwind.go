@@ -1,5 +1,11 @@
 package cfi
 
+import (
+	"errors"
+
+	"github.com/sframekit/sframekit/arch"
+)
+
 // DW_CFA_remember_state snapshots are bounded in number (maxRememberDepth
 // states on the stack) and in the register rules they hold together
 // (maxSavedRules), so that neither many empty states nor a few large ones
@@ -21,8 +27,9 @@ type savedState struct {
 }
 
 // interp executes call frame instructions, read through an
-// InstructionIter. It lives in an UnwindContext or an UnwindTable and is
-// reused across FDEs, so that steady-state work does not allocate.
+// InstructionIter. It lives in an UnwindContext, an UnwindTable or an
+// Interpreter and is reused across FDEs, so that steady-state work does
+// not allocate.
 type interp struct {
 	t     *Table
 	cie   *CIE
@@ -38,7 +45,6 @@ type interp struct {
 
 	allNops bool
 	err     error
-	compat  *compat // non-nil when emulating readelf's display quirks
 }
 
 // fail records an error at the section offset off.
@@ -50,9 +56,17 @@ func (u *interp) fail(off int, format string, args ...any) {
 
 // reset prepares to run the program instr (at section offset off, of an
 // FDE starting at fdeBegin) with the state copied from init (nil for an
-// empty state, as at the start of a CIE). Location loc is the program's
-// first. The iterator is set field by field: a lookup's hot path.
+// empty state, as at the start of a CIE) and an empty remember_state
+// stack. Location loc is the program's first.
 func (u *interp) reset(cie *CIE, instr []byte, off, fdeBegin uint64, init *Row, loc uint64) {
+	u.stack = u.stack[:0]
+	u.slab = u.slab[:0]
+	u.start(cie, instr, off, fdeBegin, init, loc)
+}
+
+// start is reset without emptying the remember_state stack. The iterator
+// is set field by field: a lookup's hot path.
+func (u *interp) start(cie *CIE, instr []byte, off, fdeBegin uint64, init *Row, loc uint64) {
 	u.cie = cie
 	it := &u.it
 	it.t, it.cie, it.data, it.pos, it.off, it.fdeBegin, it.err = u.t, cie, instr, 0, off, fdeBegin, nil
@@ -60,15 +74,11 @@ func (u *interp) reset(cie *CIE, instr []byte, off, fdeBegin uint64, init *Row, 
 	u.init = init
 	u.inCIE = init == nil
 	if init != nil {
-		u.state.copyFrom(init)
+		u.state.CopyFrom(init)
 	} else {
 		u.state.Start, u.state.End, u.state.CFA, u.state.RASigned, u.state.ArgsSize = 0, 0, CFARule{}, false, 0
 		u.state.n = 0
 		u.state.extra = u.state.extra[:0]
-	}
-	if u.compat == nil || !u.compat.keepStack {
-		u.stack = u.stack[:0]
-		u.slab = u.slab[:0]
 	}
 	u.state.data = u.t.data
 	u.allNops = true
@@ -93,12 +103,8 @@ func (u *interp) next(ins *Instruction) bool {
 	return false
 }
 
-// setRule applies a register rule, honouring readelf's bad-register
-// handling in compat mode.
+// setRule applies a register rule.
 func (u *interp) setRule(ins *Instruction, s slot) {
-	if u.compat != nil && u.compat.badReg(u, ins.Op, ins.Reg, s) {
-		return
-	}
 	s.col = ins.Reg
 	if !u.state.set(s) {
 		u.fail(ins.Offset, "too many register rules (more than %d)", maxRules)
@@ -107,10 +113,7 @@ func (u *interp) setRule(ins *Instruction, s slot) {
 
 // restoreRule resets col to its rule at the end of the CIE's initial
 // instructions (DW_CFA_restore).
-func (u *interp) restoreRule(op Op, col Reg, off int) {
-	if u.compat != nil && u.compat.badReg(u, op, col, slot{}) {
-		return
-	}
+func (u *interp) restoreRule(col arch.Reg, off int) {
 	if u.inCIE {
 		return // restoring to the CIE's own state is a no-op inside it
 	}
@@ -123,10 +126,10 @@ func (u *interp) restoreRule(op Op, col Reg, off int) {
 	}
 }
 
-// exprSlot makes a rule slot for the expression of the instruction just
-// decoded (an expression operand comes last).
-func (u *interp) exprSlot(k RuleKind, e []byte) slot {
-	return slot{kind: k, val: exprVal(uint32(u.it.off)+uint32(u.it.pos-len(e)), uint32(len(e)))}
+// exprSlot makes a rule slot for the expression of ins, an instruction of
+// the program being run.
+func (u *interp) exprSlot(k RuleKind, ins *Instruction) slot {
+	return slot{kind: k, val: exprVal(uint32(u.it.off)+uint32(ins.exprPos), uint32(len(ins.Expr)))}
 }
 
 // apply executes one decoded instruction. It reports whether the
@@ -137,6 +140,10 @@ func (u *interp) apply(ins *Instruction) (advanced bool, newLoc uint64) {
 	op := ins.Op
 	if op != OpNop {
 		u.allNops = false
+	}
+	if ins.RegTooLarge {
+		u.fail(ins.Offset, "register number too large (more than 32 bits)")
+		return false, 0
 	}
 	ca := u.cie.CodeAlign
 	da := u.cie.DataAlign
@@ -154,7 +161,7 @@ func (u *interp) apply(ins *Instruction) (advanced bool, newLoc uint64) {
 	case OpGNUNegativeOffsetExtended:
 		u.setRule(ins, slot{kind: RuleOffset, val: -int64(ins.Operand) * da})
 	case OpRestore, OpRestoreExtended:
-		u.restoreRule(op, ins.Reg, ins.Offset)
+		u.restoreRule(ins.Reg, ins.Offset)
 	case OpNop:
 	case OpUndefined:
 		u.setRule(ins, slot{kind: RuleUndefined})
@@ -163,9 +170,9 @@ func (u *interp) apply(ins *Instruction) (advanced bool, newLoc uint64) {
 	case OpRegister:
 		u.setRule(ins, slot{kind: RuleRegister, val: int64(ins.Operand)})
 	case OpExpression:
-		u.setRule(ins, u.exprSlot(RuleExpression, ins.Expr))
+		u.setRule(ins, u.exprSlot(RuleExpression, ins))
 	case OpValExpression:
-		u.setRule(ins, u.exprSlot(RuleValExpression, ins.Expr))
+		u.setRule(ins, u.exprSlot(RuleValExpression, ins))
 	case OpRememberState:
 		u.remember(ins.Offset + 1)
 	case OpRestoreState:
@@ -173,7 +180,7 @@ func (u *interp) apply(ins *Instruction) (advanced bool, newLoc uint64) {
 	case OpDefCFA:
 		u.state.CFA = CFARule{Kind: CFARegOffset, Reg: ins.Reg, Offset: int64(ins.Operand)}
 	case OpDefCFASF:
-		u.state.CFA = CFARule{Kind: CFARegOffset, Reg: ins.Reg, Offset: int64(ins.Operand) * da, signed: true}
+		u.state.CFA = CFARule{Kind: CFARegOffset, Reg: ins.Reg, Offset: int64(ins.Operand) * da, Signed: true}
 	case OpDefCFARegister:
 		// Keeps the offset; after an expression, readelf and gimli both
 		// fall back to the previous offset.
@@ -185,13 +192,13 @@ func (u *interp) apply(ins *Instruction) (advanced bool, newLoc uint64) {
 			u.state.CFA.Kind = CFARegOffset
 		}
 		u.state.CFA.Offset = int64(ins.Operand)
-		u.state.CFA.signed = false
+		u.state.CFA.Signed = false
 	case OpDefCFAOffsetSF:
 		if u.state.CFA.Kind == CFAUndefined {
 			u.state.CFA.Kind = CFARegOffset
 		}
 		u.state.CFA.Offset = int64(ins.Operand) * da
-		u.state.CFA.signed = true
+		u.state.CFA.Signed = true
 	case OpDefCFAExpression:
 		u.state.CFA.Kind = CFAExpression
 		u.state.CFA.Expr = ins.Expr
@@ -200,9 +207,6 @@ func (u *interp) apply(ins *Instruction) (advanced bool, newLoc uint64) {
 	case OpGNUWindowSave, OpAArch64NegateRAStateWithPC:
 		u.state.RASigned = !u.state.RASigned
 	default:
-		if u.compat != nil {
-			u.compat.unknownOp(op)
-		}
 		u.fail(ins.Offset, "unknown call frame instruction %#x", uint8(op))
 	}
 	return false, 0
@@ -224,10 +228,6 @@ func (u *interp) remember(off int) {
 // restoreState executes DW_CFA_restore_state; errors are reported at off.
 func (u *interp) restoreState(off int) {
 	if len(u.stack) == 0 {
-		if u.compat != nil {
-			u.compat.mismatchedRestore()
-			return
-		}
 		u.fail(off, "DW_CFA_restore_state without DW_CFA_remember_state")
 		return
 	}
@@ -278,7 +278,7 @@ type UnwindTable struct {
 	end     uint64
 	done    bool
 	isCIE   bool
-	keepAll bool // emit empty rows too (CIE tables, the readelf printer)
+	keepAll bool // emit empty rows too (CIE tables)
 	final   bool // the last emitted row was the end-of-program row
 	init    Row  // initial rules of a CIE not from a Table
 }
@@ -381,3 +381,144 @@ func (ut *UnwindTable) Row() *Row { return &ut.u.state }
 
 // Err returns the error that ended the stream early, if any.
 func (ut *UnwindTable) Err() error { return ut.u.err }
+
+// Interpreter runs a call frame program one instruction at a time, for
+// callers that look at each instruction before it takes effect, or choose
+// which take effect: printers, checkers, tools that mimic another
+// consumer's reading (package dump reproduces readelf's with it).
+// UnwindTable and RowForPC run the same code without stopping.
+//
+//	var in cfi.Interpreter
+//	var ins cfi.Instruction
+//	// The CIE's initial instructions give the rules its FDEs start from.
+//	in.Start(tab.CIEInstructions(fde.CIE), nil, 0)
+//	for in.Next(&ins) {
+//		in.Execute(&ins)
+//	}
+//	var cieRules cfi.Row
+//	cieRules.CopyFrom(in.Row())
+//	// Then the FDE's, with an empty DW_CFA_remember_state stack.
+//	in.Start(tab.FDEInstructions(&fde), &cieRules, fde.PCBegin)
+//	for in.Next(&ins) {
+//		// Look at ins; skip it, or:
+//		if in.Execute(&ins) {
+//			row := in.Row() // the rules of [row.Start, row.End)
+//			...
+//		}
+//	}
+//	if err := in.Err(); err != nil { ... }
+//	// The rules from in.Loc() to fde.PCEnd are in.Row().
+//
+// Its state is the location, the rules (a Row) and the
+// DW_CFA_remember_state stack. Start sets the first two for a program and
+// empties the stack, as DWARF starts every program; Continue keeps it, as
+// readelf keeps one stack for a whole section; Reset empties it.
+// The stack holds at most 64 Ki states (see UnwindContext), the row 256
+// register rules; beyond, the program fails.
+//
+// The zero value is ready for Start. An Interpreter is the caller's: it
+// runs one program at a time, for one goroutine, reusing its storage from
+// one program to the next.
+type Interpreter struct {
+	u interp
+}
+
+// Start prepares to run prog, an iterator that has not been advanced
+// (from Table.CIEInstructions, FDEInstructions or Instructions), at
+// location loc with the rules of init, which DW_CFA_restore returns to.
+// init nil starts from no rules, as a CIE's initial instructions do;
+// DW_CFA_restore then does nothing. init must not change while the
+// program runs. The remember_state stack starts empty, as DWARF says
+// every program does.
+func (in *Interpreter) Start(prog InstructionIter, init *Row, loc uint64) {
+	in.Reset()
+	in.Continue(prog, init, loc)
+}
+
+// Continue is Start keeping the remember_state stack of the programs run
+// before, as readelf keeps one stack for a whole section.
+func (in *Interpreter) Continue(prog InstructionIter, init *Row, loc uint64) {
+	u := &in.u
+	if prog.t == nil {
+		*u = interp{stack: u.stack[:0], slab: u.slab[:0], err: errors.New("cfi: Interpreter started without a program")}
+		return
+	}
+	u.t = prog.t
+	u.start(prog.cie, prog.data, prog.off, prog.fdeBegin, init, loc)
+	u.it.err = prog.err
+}
+
+// Reset empties the DW_CFA_remember_state stack and ends the program.
+func (in *Interpreter) Reset() {
+	u := &in.u
+	u.stack, u.slab = u.stack[:0], u.slab[:0]
+	u.it.data, u.it.pos = nil, 0
+	u.err = nil
+}
+
+// Next decodes the next instruction into ins without executing it. It
+// returns false at the end of the program, on malformed bytes and after
+// an instruction failed (see Err); after malformed bytes, ins holds what
+// was decoded (see InstructionIter.Next).
+func (in *Interpreter) Next(ins *Instruction) bool {
+	u := &in.u
+	if u.err != nil {
+		return false
+	}
+	it := &u.it
+	// DW_CFA_advance_loc, the commonest, without a call.
+	if d, ok := advanceLocAt(it.data, it.pos); ok {
+		*ins = Instruction{Op: OpAdvanceLoc, Operand: d, Offset: it.pos}
+		it.pos++
+		return true
+	}
+	if it.next(ins) {
+		return true
+	}
+	u.err = it.err
+	return false
+}
+
+// Execute executes ins, an instruction of the program that Next decoded.
+// It reports whether ins moved the location (an advance or
+// DW_CFA_set_loc): then Row holds the rules of the addresses from the
+// former location to the new one, Row().Start and Row().End. A failing
+// instruction (an unknown opcode, DW_CFA_restore_state with no state
+// remembered, too many rules or states) changes nothing and ends the
+// program with Err set.
+func (in *Interpreter) Execute(ins *Instruction) bool {
+	u := &in.u
+	if u.err != nil || u.cie == nil {
+		return false
+	}
+	var nl uint64
+	if ins.Op == OpAdvanceLoc { // the commonest, without a call
+		u.allNops = false
+		nl = u.loc + ins.Operand*u.cie.CodeAlign
+	} else {
+		adv, l := u.apply(ins)
+		if !adv || u.err != nil {
+			return false
+		}
+		nl = l
+	}
+	u.state.Start, u.state.End = u.loc, nl
+	u.loc = nl
+	return true
+}
+
+// Row returns the current rules. The pointer stays valid, and the Row
+// changes as instructions execute; copy it (Row.CopyFrom) to keep it.
+func (in *Interpreter) Row() *Row { return &in.u.state }
+
+// Loc returns the current location: where the current rules start to
+// apply.
+func (in *Interpreter) Loc() uint64 { return in.u.loc }
+
+// Depth returns the number of states DW_CFA_remember_state saved and no
+// DW_CFA_restore_state took back.
+func (in *Interpreter) Depth() int { return len(in.u.stack) }
+
+// Err returns what ended the program early: malformed bytes or a failing
+// instruction, as an *Error at its section offset.
+func (in *Interpreter) Err() error { return in.u.err }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 )
 
@@ -60,8 +61,8 @@ type cfiJSONSection struct {
 }
 
 type cfiJSONReg struct {
-	Num  cfi.Reg `json:"num"`
-	Name string  `json:"name"`
+	Num  arch.Reg `json:"num"`
+	Name string   `json:"name"`
 }
 
 type cfiJSONEntry struct {
@@ -110,9 +111,11 @@ type cfiJSONRow struct {
 
 func cfiHexAddr(v uint64) string { return fmt.Sprintf("%#x", v) }
 
-func cfiJSONRegOf(a cfi.Arch, r cfi.Reg) *cfiJSONReg { return &cfiJSONReg{Num: r, Name: a.RegName(r)} }
+func cfiJSONRegOf(a arch.Arch, r arch.Reg) *cfiJSONReg {
+	return &cfiJSONReg{Num: r, Name: a.RegName(r)}
+}
 
-func cfiRowJSON(a cfi.Arch, r *cfi.Row) cfiJSONRow {
+func cfiRowJSON(a arch.Arch, r *cfi.Row) cfiJSONRow {
 	j := cfiJSONRow{Start: cfiHexAddr(r.Start), End: cfiHexAddr(r.End), RASigned: r.RASigned, ArgsSize: r.ArgsSize, Regs: []cfiJSONRule{}}
 	switch r.CFA.Kind {
 	case cfi.CFARegOffset:
@@ -150,7 +153,7 @@ func cfiRowJSON(a cfi.Arch, r *cfi.Row) cfiJSONRow {
 // out the whole: memory stays bounded by the section, not by the number of
 // rows, and a write error ends the output.
 func WriteCFIJSON(w io.Writer, f *elf.File, name, section string) error {
-	arch := cfi.ArchFromELF(f.Machine)
+	arch := arch.FromELF(f.Machine)
 	jw := &cfiJSONWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	jw.str("{\n \"file\": ")
 	jw.value(name, "")
@@ -178,7 +181,7 @@ func WriteCFIJSON(w io.Writer, f *elf.File, name, section string) error {
 
 // writeSection writes one section object, its entries as they are
 // decoded and its rows as they are computed.
-func (jw *cfiJSONWriter) writeSection(f *elf.File, s *elf.Section, arch cfi.Arch) {
+func (jw *cfiJSONWriter) writeSection(f *elf.File, s *elf.Section, arch arch.Arch) {
 	const in = "   " // the section's members
 	jw.str("{\n" + in + "\"name\": ")
 	jw.value(s.Name, in)
@@ -211,7 +214,7 @@ func (jw *cfiJSONWriter) writeSection(f *elf.File, s *elf.Section, arch cfi.Arch
 }
 
 // writeEntry writes one entry object: its fields, then its rows.
-func (jw *cfiJSONWriter) writeEntry(tab *cfi.Table, e cfi.Entry, arch cfi.Arch) {
+func (jw *cfiJSONWriter) writeEntry(tab *cfi.Table, e cfi.Entry, arch arch.Arch) {
 	const in = "    " // the entry object
 	je := cfiJSONEntry{Kind: e.Kind.String(), Offset: e.Offset}
 	var ut *cfi.UnwindTable

@@ -5,8 +5,10 @@
 //     byte for byte (the dialect of binutils 2.40 for version 1 sections,
 //     which newer objdump refuses, and of 2.47 for versions 2 and 3), and
 //     WriteSFrameJSON, a stable JSON form of the same content;
-//   - DWARF CFI: WriteCFIJSON, the CIEs, FDEs and rows of an ELF file's
-//     .eh_frame and .debug_frame, streamed;
+//   - DWARF CFI: WriteCFIText, the text of `readelf
+//     --debug-dump=frames-interp` (-wF), byte for byte (binutils 2.47),
+//     .eh_frame_hdr included, and WriteCFIJSON, the CIEs, FDEs and rows
+//     of an ELF file's .eh_frame and .debug_frame; both streamed;
 //   - stack traces (unwind.Trace): WriteTraceText, as gdb's "thread apply
 //     all bt" prints them, and WriteTraceJSON.
 //

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -140,7 +141,7 @@ func SFrameJSON(in *Input) (*JSONFile, error) {
 			return out, err
 		}
 		jf := JSONFunction{Index: i, Start: Addr(f.Start), Size: f.Size, PCType: "inc", FDEType: "default",
-			RepSize: int(f.RepSize), Signal: f.Signal(), PAuthB: s.ABI.IsAArch64() && f.PAuthKeyB(), Rows: []JSONRow{}}
+			RepSize: int(f.RepSize), Signal: f.Signal(), PAuthB: s.ABI.Arch() == arch.ARM64 && f.PAuthKeyB(), Rows: []JSONRow{}}
 		if f.PCType() == sframe.PCMask {
 			jf.PCType = "mask"
 		}
@@ -182,9 +183,9 @@ func jsonRule(s *sframe.Section, r sframe.Rule) *JSONRule {
 		j.Offset = 0
 	case r.Base == sframe.RegCFA:
 		j.Base = "cfa"
-	case r.Base == s.ABI.SP():
+	case r.Base == s.ABI.Arch().SP():
 		j.Base = "sp"
-	case r.Base == s.ABI.FP():
+	case r.Base == s.ABI.Arch().FP():
 		j.Base = "fp"
 	default:
 		j.Base = fmt.Sprintf("r%d", r.Base)

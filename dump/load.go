@@ -3,7 +3,6 @@ package dump
 import (
 	"debug/elf"
 	"fmt"
-	"os"
 
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/sframe"
@@ -58,17 +57,9 @@ func FromELF(f *elf.File, path, secName string) (*Input, error) {
 	return &Input{Path: path, Format: elffile.BFDName(f), Section: sec.Name, SFrame: s}, nil
 }
 
-// LoadRaw reads a bare SFrame section from path, loaded at address base.
-func LoadRaw(path string, base uint64, secName string) (*Input, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return FromRaw(data, path, base, secName)
-}
-
-// FromRaw is LoadRaw for a section already read; path is the name to
-// print.
+// FromRaw makes an Input of a bare SFrame section, data, loaded at
+// address base; path is the name to print, secName the section's
+// (".sframe" if empty).
 func FromRaw(data []byte, path string, base uint64, secName string) (*Input, error) {
 	s, err := sframe.Parse(data, base)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/sframe"
 )
@@ -154,7 +155,7 @@ func (p *printer) function(i int) error {
 		}
 		w.WriteString(`"`)
 	}
-	if s.ABI.IsAArch64() && f.PAuthKeyB() {
+	if s.ABI.Arch() == arch.ARM64 && f.PAuthKeyB() {
 		w.WriteString(", pauth = B key")
 	}
 	mask := f.PCType() == sframe.PCMask
@@ -270,11 +271,11 @@ func appendSigned(b []byte, v int64) []byte {
 	return textfmt.AppendSigned(b, int64(int32(v)))
 }
 
-func (p *printer) regName(r sframe.Reg) string {
+func (p *printer) regName(r arch.Reg) string {
 	switch r {
-	case p.s.ABI.SP():
+	case p.s.ABI.Arch().SP():
 		return "sp"
-	case p.s.ABI.FP():
+	case p.s.ABI.Arch().FP():
 		return "fp"
 	}
 	return "r" + strconv.Itoa(int(r))

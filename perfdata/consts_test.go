@@ -1,9 +1,10 @@
 package perfdata
 
 import (
-	"debug/elf"
 	"encoding/binary"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 func TestStrings(t *testing.T) {
@@ -31,20 +32,26 @@ func TestStrings(t *testing.T) {
 // psABI numbers an unwinder uses (package targets keeps rip under 16 and
 // the AArch64 pc under 32).
 func TestDWARFRegister(t *testing.T) {
-	x86 := map[int]int{PerfRegX86AX: 0, PerfRegX86DX: 1, PerfRegX86CX: 2, PerfRegX86BX: 3,
+	x86 := map[int]arch.Reg{PerfRegX86AX: 0, PerfRegX86DX: 1, PerfRegX86CX: 2, PerfRegX86BX: 3,
 		PerfRegX86SI: 4, PerfRegX86DI: 5, PerfRegX86BP: 6, PerfRegX86SP: 7, PerfRegX86R8: 8,
-		PerfRegX86R15: 15, PerfRegX86IP: 16}
+		PerfRegX86R15: 15, PerfRegX86IP: 16, PerfRegX86Flags: 49, PerfRegX86ES: 50, PerfRegX86CS: 51,
+		PerfRegX86SS: 52, PerfRegX86DS: 53, PerfRegX86FS: 54, PerfRegX86GS: 55}
 	for p, d := range x86 {
-		if got, ok := DWARFRegister(elf.EM_X86_64, p); !ok || got != d {
-			t.Errorf("x86-64 perf %d (%s): DWARF %d, want %d", p, PerfRegisterName(elf.EM_X86_64, p), got, d)
+		if got, ok := DWARFRegister(arch.AMD64, p); !ok || got != d {
+			t.Errorf("x86-64 perf %d (%s): DWARF %d, want %d", p, PerfRegisterName(arch.AMD64, p), got, d)
 		}
 	}
-	if _, ok := DWARFRegister(elf.EM_X86_64, PerfRegX86XMM0); ok {
-		t.Error("XMM0 mapped")
+	for _, c := range []struct {
+		a arch.Arch
+		n int
+	}{{arch.AMD64, PerfRegX86XMM0}, {arch.AMD64, -1}, {arch.ARM64, PerfRegARM64PC + 1}, {arch.S390X, 0}} {
+		if d, ok := DWARFRegister(c.a, c.n); ok {
+			t.Errorf("%s perf register %d mapped to %d", c.a, c.n, d)
+		}
 	}
-	arm := map[int]int{0: 0, 28: 28, PerfRegARM64FP: 29, PerfRegARM64LR: 30, PerfRegARM64SP: 31, PerfRegARM64PC: 32}
+	arm := map[int]arch.Reg{0: 0, 28: 28, PerfRegARM64FP: 29, PerfRegARM64LR: 30, PerfRegARM64SP: 31, PerfRegARM64PC: 32, PerfRegARM64VG: 46}
 	for p, d := range arm {
-		if got, ok := DWARFRegister(elf.EM_AARCH64, p); !ok || got != d {
+		if got, ok := DWARFRegister(arch.ARM64, p); !ok || got != d {
 			t.Errorf("AArch64 perf %d: DWARF %d, want %d", p, got, d)
 		}
 	}
@@ -54,8 +61,8 @@ func TestDWARFRegister(t *testing.T) {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
 	r := Regs{ABI: RegsABI64, Mask: 1<<PerfRegX86SP | 1<<PerfRegX86IP | 1<<PerfRegX86R8, Words: Words{b, binary.LittleEndian}}
-	got := map[int]uint64{}
-	r.DWARFRegs(elf.EM_X86_64, func(d int, v uint64) { got[d] = v })
+	got := map[arch.Reg]uint64{}
+	r.DWARFRegs(arch.AMD64, func(d arch.Reg, v uint64) { got[d] = v })
 	if len(got) != 3 || got[7] != 0x7ff0 || got[16] != 0x401000 || got[8] != 8 {
 		t.Errorf("DWARFRegs: %v", got)
 	}

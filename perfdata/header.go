@@ -2,8 +2,9 @@ package perfdata
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/binary"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // Magic numbers: "PERFILE2" read as a little-endian word, and the same
@@ -102,18 +103,19 @@ func (h *Header) FeatureData(f Feature) []byte {
 	return h.featData[f]
 }
 
-// Machine maps Arch to an ELF machine: elf.EM_X86_64 for "x86_64",
-// elf.EM_AARCH64 for "aarch64" (or "arm64"), elf.EM_NONE otherwise.
-func (h *Header) Machine() elf.Machine {
+// Machine maps Arch, perf's machine name, to an arch.Arch: arch.AMD64
+// for "x86_64", arch.ARM64 for "aarch64" (or "arm64"), arch.S390X for
+// "s390x", arch.Unknown otherwise.
+func (h *Header) Machine() arch.Arch {
 	switch h.Arch {
 	case "x86_64", "amd64":
-		return elf.EM_X86_64
+		return arch.AMD64
 	case "aarch64", "arm64":
-		return elf.EM_AARCH64
+		return arch.ARM64
 	case "s390x":
-		return elf.EM_S390
+		return arch.S390X
 	}
-	return elf.EM_NONE
+	return arch.Unknown
 }
 
 // cursor reads a feature section, every read checked against its end.

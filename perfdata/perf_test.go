@@ -2,7 +2,6 @@ package perfdata
 
 import (
 	"bufio"
-	"debug/elf"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -300,7 +300,7 @@ func pageSize(v uint64) string {
 }
 
 // perfDetails formats a sample's fields as perf script -D's lines.
-func perfDetails(rec *Record, arch elf.Machine) []string {
+func perfDetails(rec *Record, a arch.Arch) []string {
 	s := rec.Sample()
 	var out []string
 	add := func(format string, args ...any) {
@@ -324,7 +324,7 @@ func perfDetails(rec *Record, arch elf.Machine) []string {
 		add("... %s regs: mask %#x ABI %s", kind, r.Mask, abi)
 		i := 0
 		for m := r.Mask; m != 0; m &= m - 1 {
-			add(".... %-5s 0x%016x", PerfRegisterName(arch, trailingZeros(m)), r.At(i))
+			add(".... %-5s 0x%016x", PerfRegisterName(a, trailingZeros(m)), r.At(i))
 			i++
 		}
 	}
@@ -776,7 +776,7 @@ func TestLivePipe(t *testing.T) {
 			}
 			last = s.Time
 			if s.RegsUser.ABI != RegsABINone {
-				if _, ok := s.RegsUser.Get(PerfRegX86SP); !ok && r.Header().Machine() == elf.EM_X86_64 {
+				if _, ok := s.RegsUser.Get(PerfRegX86SP); !ok && r.Header().Machine() == arch.AMD64 {
 					t.Fatal("no SP in user registers")
 				}
 			}

@@ -1,6 +1,6 @@
 package perfdata
 
-import "debug/elf"
+import "github.com/sframekit/sframekit/arch"
 
 // perf numbers the registers of a sample's register dumps (REGS_USER,
 // REGS_INTR) in its own per-architecture order (the kernel's
@@ -50,16 +50,15 @@ const (
 	PerfRegARM64VG = 46
 )
 
-// x86-64 DWARF numbers by perf number (System V psABI: 0 rax, 1 rdx,
-// 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15, 16 the return
-// address column (rip), 49 rflags, 50-55 es, cs, ss, ds, fs, gs).
-var x86DWARF = [...]int8{
-	PerfRegX86AX: 0, PerfRegX86BX: 3, PerfRegX86CX: 2, PerfRegX86DX: 1,
-	PerfRegX86SI: 4, PerfRegX86DI: 5, PerfRegX86BP: 6, PerfRegX86SP: 7,
-	PerfRegX86IP: 16, PerfRegX86Flags: 49, PerfRegX86CS: 51, PerfRegX86SS: 52,
-	PerfRegX86DS: 53, PerfRegX86ES: 50, PerfRegX86FS: 54, PerfRegX86GS: 55,
-	PerfRegX86R8: 8, PerfRegX86R9: 9, PerfRegX86R10: 10, PerfRegX86R11: 11,
-	PerfRegX86R12: 12, PerfRegX86R13: 13, PerfRegX86R14: 14, PerfRegX86R15: 15,
+// x86-64 DWARF numbers by perf number (rip is the return-address
+// column, where register sets keep the PC).
+var x86DWARF = [...]arch.Reg{
+	PerfRegX86AX: arch.AMD64RAX, PerfRegX86BX: arch.AMD64RBX, PerfRegX86CX: arch.AMD64RCX, PerfRegX86DX: arch.AMD64RDX,
+	PerfRegX86SI: arch.AMD64RSI, PerfRegX86DI: arch.AMD64RDI, PerfRegX86BP: arch.AMD64RBP, PerfRegX86SP: arch.AMD64RSP,
+	PerfRegX86IP: arch.AMD64RIP, PerfRegX86Flags: arch.AMD64RFLAGS, PerfRegX86CS: arch.AMD64CS, PerfRegX86SS: arch.AMD64SS,
+	PerfRegX86DS: arch.AMD64DS, PerfRegX86ES: arch.AMD64ES, PerfRegX86FS: arch.AMD64FS, PerfRegX86GS: arch.AMD64GS,
+	PerfRegX86R8: arch.AMD64R8, PerfRegX86R9: arch.AMD64R9, PerfRegX86R10: arch.AMD64R10, PerfRegX86R11: arch.AMD64R11,
+	PerfRegX86R12: arch.AMD64R12, PerfRegX86R13: arch.AMD64R13, PerfRegX86R14: arch.AMD64R14, PerfRegX86R15: arch.AMD64R15,
 }
 
 var x86Names = [...]string{
@@ -68,34 +67,37 @@ var x86Names = [...]string{
 }
 
 // DWARFRegister returns the DWARF register number of perf register n of
-// arch (elf.EM_X86_64 or elf.EM_AARCH64), and false for a register with no
-// DWARF number in the general-register file (x86 XMM halves) or an
-// unknown one. On AArch64, perf's pc maps to 32, the number the AArch64
-// DWARF ABI reserves for it (and package targets keeps the PC under).
-func DWARFRegister(arch elf.Machine, n int) (int, bool) {
-	switch arch {
-	case elf.EM_X86_64:
+// a (arch.AMD64 or arch.ARM64), and false for a register with no DWARF
+// number in the general-register file (x86 XMM halves) or an unknown one.
+// On AArch64, perf's pc maps to arch.ARM64PC (32), the number the AArch64
+// DWARF ABI reserves for it and register sets keep the PC under.
+func DWARFRegister(a arch.Arch, n int) (arch.Reg, bool) {
+	switch a {
+	case arch.AMD64:
 		if n >= 0 && n < len(x86DWARF) {
-			return int(x86DWARF[n]), true
+			return x86DWARF[n], true
 		}
-	case elf.EM_AARCH64:
-		// x0-x30, sp and pc keep their numbers; so does VG (46).
-		if n >= 0 && n <= PerfRegARM64PC || n == PerfRegARM64VG {
-			return n, true
+	case arch.ARM64:
+		// x0-x30, sp and pc keep their numbers; so does VG.
+		switch {
+		case n >= PerfRegARM64X0 && n <= PerfRegARM64PC:
+			return arch.ARM64X0 + arch.Reg(n-PerfRegARM64X0), true
+		case n == PerfRegARM64VG:
+			return arch.ARM64VG, true
 		}
 	}
-	return -1, false
+	return 0, false
 }
 
-// PerfRegisterName returns perf's name of register n of arch, as perf
+// PerfRegisterName returns perf's name of register n of a, as perf
 // script -D prints it ("AX", "R15"; "x0", "lr", "sp", "pc"), or "".
-func PerfRegisterName(arch elf.Machine, n int) string {
-	switch arch {
-	case elf.EM_X86_64:
+func PerfRegisterName(a arch.Arch, n int) string {
+	switch a {
+	case arch.AMD64:
 		if n >= 0 && n < len(x86Names) {
 			return x86Names[n]
 		}
-	case elf.EM_AARCH64:
+	case arch.ARM64:
 		switch {
 		case n >= 0 && n <= 28:
 			return "x" + itoa(n)
@@ -121,17 +123,17 @@ func itoa(n int) string {
 	return string(rune('0'+n/10)) + string(rune('0'+n%10))
 }
 
-// DWARFRegs calls set for each register of a dump with its DWARF number
-// and value, skipping registers without one. It is how an unwinder loads
-// a sample's REGS_USER into its register set.
-func (r Regs) DWARFRegs(arch elf.Machine, set func(dwarf int, v uint64)) {
+// DWARFRegs calls set for each register of a dump of architecture a with
+// its DWARF number and value, skipping registers without one. It is how
+// an unwinder loads a sample's REGS_USER into its register set.
+func (r Regs) DWARFRegs(a arch.Arch, set func(dwarf arch.Reg, v uint64)) {
 	if r.ABI == RegsABINone {
 		return
 	}
 	i := 0
 	for m := r.Mask; m != 0 && i < r.Len(); m &= m - 1 {
 		n := trailingZeros(m)
-		if d, ok := DWARFRegister(arch, n); ok {
+		if d, ok := DWARFRegister(a, n); ok {
 			set(d, r.At(i))
 		}
 		i++

@@ -2,13 +2,12 @@ package perfevent
 
 import (
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"math/bits"
-	"runtime"
 	"strings"
 	"time"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
 )
 
@@ -86,28 +85,17 @@ const (
 )
 
 // UserRegsMask returns the REGS_USER mask of every general register of
-// arch (elf.EM_X86_64, elf.EM_AARCH64), or 0 for another.
-func UserRegsMask(arch elf.Machine) uint64 {
-	switch arch {
-	case elf.EM_X86_64:
+// a (arch.AMD64, arch.ARM64), or 0 for another. The samples of any
+// process this program profiles are of arch.Host() (64-bit processes; a
+// 32-bit process's registers come with RegsABI32).
+func UserRegsMask(a arch.Arch) uint64 {
+	switch a {
+	case arch.AMD64:
 		return RegsAMD64
-	case elf.EM_AARCH64:
+	case arch.ARM64:
 		return RegsARM64
 	}
 	return 0
-}
-
-// NativeArch returns the ELF machine of this program, which is that of
-// the samples of any process it profiles (64-bit processes; a 32-bit
-// process's registers come with RegsABI32).
-func NativeArch() elf.Machine {
-	switch runtime.GOARCH {
-	case "amd64":
-		return elf.EM_X86_64
-	case "arm64":
-		return elf.EM_AARCH64
-	}
-	return elf.EM_NONE
 }
 
 // Defaults of Options.
@@ -173,7 +161,7 @@ type Options struct {
 	// ContextSwitches imply it.
 	Kernel bool
 	// RegsUser is the mask of user registers to record in each sample
-	// (PERF_SAMPLE_REGS_USER): UserRegsMask(NativeArch()) for unwinding;
+	// (PERF_SAMPLE_REGS_USER): UserRegsMask(arch.Host()) for unwinding;
 	// 0 records none.
 	RegsUser uint64
 	// StackUser is the number of bytes of user stack, from the stack

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
 	"golang.org/x/sys/unix"
 )
@@ -29,7 +30,7 @@ func TestAttrFlagsAreTheKernels(t *testing.T) {
 // The struct given to the kernel is Attr.Bytes, and package perfdata
 // reads in those bytes what x/sys/unix's struct of its fields holds.
 func TestAttrBytes(t *testing.T) {
-	o := Options{PIDs: []int{1}, Events: []Event{CPUClock, ContextSwitches}, RegsUser: UserRegsMask(NativeArch()),
+	o := Options{PIDs: []int{1}, Events: []Event{CPUClock, ContextSwitches}, RegsUser: UserRegsMask(arch.Host()),
 		StackUser: 4096, Callchain: true, Mmap: true, Comm: true, Task: true, ContextSwitch: true,
 		SampleIDAll: true, Monotonic: true, WakeupBytes: 8192}
 	for _, a := range buildAttrs(t, o) {

@@ -18,7 +18,7 @@
 //	s, err := perfevent.Open(perfevent.Options{
 //		PIDs:      []int{pid},
 //		Freq:      99,
-//		RegsUser:  perfevent.UserRegsMask(perfevent.NativeArch()),
+//		RegsUser:  perfevent.UserRegsMask(arch.Host()),
 //		StackUser: 8192,
 //		Mmap:      true, Comm: true, Task: true, SampleIDAll: true,
 //	})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/perfdata"
 	"golang.org/x/sys/unix"
@@ -208,13 +209,13 @@ func copyRecord(r *Record) Record {
 // Perf register numbers of the stack pointer, frame pointer and
 // instruction pointer (and AArch64's link register).
 func spFPIP(t testing.TB) (sp, fp, ip, lr int) {
-	switch NativeArch() {
-	case elf.EM_X86_64:
+	switch arch.Host() {
+	case arch.AMD64:
 		return 7, 6, 8, -1
-	case elf.EM_AARCH64:
+	case arch.ARM64:
 		return 31, 29, 32, 30
 	}
-	t.Skipf("no register numbers for %s", NativeArch())
+	t.Skipf("no register numbers for %s", arch.Host())
 	return
 }
 
@@ -287,7 +288,7 @@ func checkSpinSample(t testing.TB, p *prog, s *perfdata.Sample) {
 
 // userOpts are the options of an unwinding profiler.
 func userOpts(pid int) Options {
-	return Options{PIDs: []int{pid}, RegsUser: UserRegsMask(NativeArch()), StackUser: 8192}
+	return Options{PIDs: []int{pid}, RegsUser: UserRegsMask(arch.Host()), StackUser: 8192}
 }
 
 func TestSamplesOfThreads(t *testing.T) {

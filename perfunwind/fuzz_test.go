@@ -4,13 +4,13 @@ package perfunwind_test
 
 import (
 	"bytes"
-	"debug/elf"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
@@ -40,7 +40,7 @@ func FuzzProcess(f *testing.F) {
 			return
 		}
 		defer r.Close()
-		s, err := perfunwind.NewSession(perfunwind.Options{Arch: elf.EM_X86_64, Kallsyms: "/dev/null", SymFS: empty})
+		s, err := perfunwind.NewSession(perfunwind.Options{Arch: arch.AMD64, Kallsyms: "/dev/null", SymFS: empty})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,8 @@ package perfunwind
 import (
 	"debug/elf"
 	"io"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // pltTable names the entries of a file's procedure linkage table as perf
@@ -37,7 +39,7 @@ func (r *Resolver) plt(f *File, addr uint64) (string, uint64, bool) {
 
 // loadPLT reads the PLT of f: .plt.sec's entries when the file has one
 // (x86-64 with IBT), else .plt's after its header.
-func loadPLT(f *File, arch elf.Machine) *pltTable {
+func loadPLT(f *File, a arch.Arch) *pltTable {
 	if f.r == nil || f.image != nil || f.size <= 0 {
 		return nil
 	}
@@ -50,10 +52,10 @@ func loadPLT(f *File, arch elf.Machine) *pltTable {
 		return nil
 	}
 	var header, entry uint64
-	switch arch {
-	case elf.EM_X86_64:
+	switch a {
+	case arch.AMD64:
 		header, entry = 16, 16
-	case elf.EM_AARCH64:
+	case arch.ARM64:
 		header, entry = 32, 16
 	default:
 		return nil

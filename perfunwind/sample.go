@@ -1,9 +1,9 @@
 package perfunwind
 
 import (
-	"debug/elf"
 	"errors"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
@@ -33,9 +33,9 @@ type Sample struct {
 }
 
 // FromPerf fills s from a decoded perf.data sample of a recording of
-// arch, reusing s's Callchain. s keeps a reference to ps's stack bytes,
+// architecture a, reusing s's Callchain. s keeps a reference to ps's stack bytes,
 // valid until the reader's next record.
-func (s *Sample) FromPerf(ps *perfdata.Sample, arch elf.Machine) {
+func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 	s.Pid, s.Tid, s.Time, s.Period, s.IP = ps.Pid, ps.Tid, ps.Time, ps.Period, ps.IP
 	s.Callchain = s.Callchain[:0]
 	for i, n := 0, ps.Callchain.Len(); i < n; i++ {
@@ -44,8 +44,8 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, arch elf.Machine) {
 	s.Regs = targets.Regs{}
 	s.Stack = nil
 	if ps.RegsUser.ABI != perfdata.RegsABINone && ps.RegsUser.Mask != 0 {
-		s.Regs.Arch = arch
-		ps.RegsUser.DWARFRegs(arch, func(n int, v uint64) { s.Regs.Set(n, v) })
+		s.Regs.Arch = a
+		ps.RegsUser.DWARFRegs(a, func(n arch.Reg, v uint64) { s.Regs.Set(n, v) })
 		s.Stack = ps.StackUser
 	}
 }
@@ -176,9 +176,9 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 
 	p := s.procs[smp.Pid]
 	switch {
-	case smp.Regs.Arch != 0 && len(smp.Stack) > 0 && p != nil && len(p.maps) > 0:
+	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0 && p != nil && len(p.maps) > 0:
 		s.unwindUser(p, smp, st)
-	case smp.Regs.Arch != 0 && len(smp.Stack) > 0:
+	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0:
 		// perf shows no user frames for a process it knows no mapping of.
 		s.Stats.NoMappings++
 	case len(userChain) > 0:

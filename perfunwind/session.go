@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
@@ -17,10 +18,10 @@ import (
 
 // Options configure a Session.
 type Options struct {
-	// Arch is the recorded machine: elf.EM_X86_64 or elf.EM_AARCH64;
+	// Arch is the recorded architecture: arch.AMD64 or arch.ARM64;
 	// zero to take it, and the other fields left zero, from the
 	// recording's header (OptionsFor) when Process reads it.
-	Arch elf.Machine
+	Arch arch.Arch
 	// SymFS is a directory that holds the recorded files under their
 	// recorded paths (perf's --symfs): a copy of another machine's
 	// files. Empty: the paths themselves.
@@ -138,7 +139,7 @@ type thread struct {
 // zero, of the architecture the recording's header gives Process).
 func NewSession(opts Options) (*Session, error) {
 	switch opts.Arch {
-	case 0, elf.EM_X86_64, elf.EM_AARCH64:
+	case arch.Unknown, arch.AMD64, arch.ARM64:
 	default:
 		return nil, fmt.Errorf("perfunwind: unsupported architecture %v", opts.Arch)
 	}
@@ -174,12 +175,12 @@ func (s *Session) adopt(h *perfdata.Header) error {
 	}
 	o := OptionsFor(h)
 	switch o.Arch {
-	case elf.EM_X86_64, elf.EM_AARCH64:
-	case elf.EM_NONE:
+	case arch.AMD64, arch.ARM64:
+	case arch.Unknown:
 		if h.Arch != "" {
 			return fmt.Errorf("recorded on %s, which this unwinder does not support", h.Arch)
 		}
-		o.Arch = hostMachine() // a pipe without its features: recorded here
+		o.Arch = arch.Host() // a pipe without its features: recorded here
 	default:
 		return fmt.Errorf("recorded on %s, which this unwinder does not support", h.Arch)
 	}
@@ -312,7 +313,7 @@ func (s *Session) newProcess(pid uint32) *process {
 	if s.opts.Arch == 0 {
 		// Records given before any header said otherwise: this
 		// machine's (a live profiler's).
-		s.opts.Arch = hostMachine()
+		s.opts.Arch = arch.Host()
 	}
 	u, _ := unwind.New(s.opts.Arch, nil) // the architecture was checked
 	u.MaxDepth = s.opts.MaxDepth

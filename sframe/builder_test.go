@@ -1,6 +1,10 @@
 package sframe
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/sframekit/sframekit/arch"
+)
 
 // testFunc and testFRE describe a section at the byte level, so that unit
 // tests can make the exact encodings (valid or not) they need without
@@ -156,7 +160,7 @@ func freInfo(sp bool, count int, sizeCode int, signed bool) uint8 {
 }
 
 // flexCtl builds a flexible-FDE control word.
-func flexCtl(reg Reg, regP, deref bool) int32 {
+func flexCtl(reg arch.Reg, regP, deref bool) int32 {
 	w := int32(reg) << 3
 	if regP {
 		w |= flexRegP

@@ -34,7 +34,7 @@
 // so that the dumper, the unwinder and the converter share one reading:
 //
 //	row, err := s.RowForPC(pc)
-//	// row.CFA: Kind RuleValue, Base s.ABI.SP(), Offset 16 -> CFA = SP+16
+//	// row.CFA: Kind RuleValue, Base s.ABI.Arch().SP(), Offset 16 -> CFA = SP+16
 //	// row.RA:  Kind RuleDeref, Base RegCFA, Offset -8     -> RA = [CFA-8]
 //
 // FindFRE returns the raw function (Func) and row (FRE) instead, and
@@ -70,9 +70,11 @@
 //
 // # Registers
 //
-// Rules name registers by DWARF number (Reg): ABI.SP and ABI.FP give the
-// stack and frame pointers of an ABI, and RegCFA stands for the CFA as a
-// base. Only flexible FDEs (v3) and v2 s390x rows name other registers.
+// Rules name registers by DWARF number (arch.Reg, from package arch, the
+// vocabulary all of sframekit shares): ABI.Arch gives the architecture,
+// whose SP and FP are the stack and frame pointers rules are based on,
+// and RegCFA stands for the CFA as a base. Only flexible FDEs (v3) and
+// v2 s390x rows name other registers.
 //
 // # Untrusted input
 //

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // StartEncoding says how the encoder writes function start fields.
@@ -137,7 +139,7 @@ type encoder struct {
 	fixedRA int8
 	fixedFP int8
 	fdeSize int
-	sp, fp  Reg
+	sp, fp  arch.Reg
 	raRule  Rule // the fixed RA rule, when fixedRA != 0
 	fpRule  Rule // the fixed FP rule, when fixedFP != 0
 }
@@ -187,7 +189,7 @@ func (opts *EncodeOptions) resolve() (encoder, error) {
 		return e, &EncodeError{Func: -1, Row: -1, Msg: fmt.Sprintf("alignment %d out of range [0, 4096]", opts.Align)}
 	}
 	e.fdeSize = e.v.FDESize()
-	e.sp, e.fp = e.abi.SP(), e.abi.FP()
+	e.sp, e.fp = e.abi.Arch().SP(), e.abi.Arch().FP()
 	e.raRule = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(e.fixedRA), Fixed: true}
 	e.fpRule = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(e.fixedFP), Fixed: true}
 	return e, nil
@@ -407,8 +409,8 @@ func (e *encoder) savedWord(fn int, f *EncFunc, ri int, r Rule, what string) (in
 			return 0, rowErr(fn, f, ri, "odd %s offset %d reads as a register number in v2 s390x", what, w)
 		}
 		return w, nil
-	case r.Kind == RuleValue && r.Base >= 0 && r.Offset == 0 && e.abi == ABIS390XBE && e.v == Version2:
-		if int64(r.Base) > math.MaxInt32>>1 {
+	case r.Kind == RuleValue && r.Base != RegCFA && r.Offset == 0 && e.abi == ABIS390XBE && e.v == Version2:
+		if r.Base > MaxReg {
 			return 0, rowErr(fn, f, ri, "register %d too large", r.Base)
 		}
 		return int32(r.Base)<<1 | 1, nil
@@ -430,7 +432,7 @@ func (e *encoder) flexPair(fn int, f *EncFunc, ri int, r Rule, what string, b *w
 		return rowErr(fn, f, ri, "%s rule %s cannot be written as a flexible pair", what, ruleString(r))
 	}
 	if r.Base != RegCFA {
-		if r.Base < 0 {
+		if r.Base > MaxReg {
 			return rowErr(fn, f, ri, "%s based on invalid register %d", what, r.Base)
 		}
 		ctl |= uint32(r.Base)<<3 | flexRegP

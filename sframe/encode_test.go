@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -41,7 +42,7 @@ func (g *encGen) cfaOffset() int64 {
 	return o
 }
 
-func (g *encGen) reg() sframe.Reg { return sframe.Reg(g.r.IntN(40)) }
+func (g *encGen) reg() arch.Reg { return arch.Reg(g.r.IntN(40)) }
 
 func encDeref(off int64) sframe.Rule {
 	return sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: off}
@@ -64,9 +65,9 @@ func (g *encGen) nonzero(even bool) int64 {
 
 func (g *encGen) defaultRow() sframe.Row {
 	var r sframe.Row
-	r.CFA = sframe.Rule{Kind: sframe.RuleValue, Base: g.abi.SP(), Offset: g.cfaOffset()}
+	r.CFA = sframe.Rule{Kind: sframe.RuleValue, Base: g.abi.Arch().SP(), Offset: g.cfaOffset()}
 	if g.r.IntN(2) == 0 {
-		r.CFA.Base = g.abi.FP()
+		r.CFA.Base = g.abi.Arch().FP()
 	}
 	r.RASigned = g.r.IntN(4) == 0
 	switch g.abi {
@@ -458,6 +459,14 @@ func TestEncodeRefuses(t *testing.T) {
 		{"version 1", sframe.EncodeOptions{Version: 1, ABI: sframe.ABIAMD64LE}, nil, "versions 2 and 3"},
 		{"PC mask without repeat size", sframe.EncodeOptions{ABI: sframe.ABIAMD64LE},
 			[]sframe.EncFunc{{Start: 1, Size: 8, PCType: sframe.PCMask}}, "repeat size 0"},
+		// Register numbers above MaxReg would decode as MaxReg+1, which
+		// Validate rejects (and would overflow the control word).
+		{"flexible CFA register above MaxReg", sframe.EncodeOptions{ABI: sframe.ABIAMD64LE},
+			[]sframe.EncFunc{{Start: 1, Size: 4, Type: sframe.FDEFlex, Rows: []sframe.EncRow{{Row: sframe.Row{
+				CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sframe.MaxReg + 1, Offset: 8}, RA: encAMD64Row(8).RA}}}}}, "invalid register"},
+		{"v2 s390x RA register above MaxReg", sframe.EncodeOptions{Version: 2, ABI: sframe.ABIS390XBE},
+			[]sframe.EncFunc{{Start: 1, Size: 8, Rows: []sframe.EncRow{{Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: 15, Offset: 160},
+				RA: sframe.Rule{Kind: sframe.RuleValue, Base: sframe.MaxReg + 1}}}}}}, "too large"},
 	}
 	for _, c := range cases {
 		_, err := sframe.Encode(c.opts, c.funcs)
@@ -475,8 +484,15 @@ func TestEncodeRefuses(t *testing.T) {
 			}
 		}
 	}
+	// MaxReg itself is a register rules may name.
+	s := encMustEncode(t, sframe.EncodeOptions{ABI: sframe.ABIAMD64LE},
+		[]sframe.EncFunc{{Start: 1, Size: 4, Type: sframe.FDEFlex, Rows: []sframe.EncRow{{Row: sframe.Row{
+			CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sframe.MaxReg, Offset: 8}, RA: encAMD64Row(8).RA}}}}})
+	if r, err := s.RowForPC(1); err != nil || r.CFA.Base != sframe.MaxReg || s.Validate() != nil {
+		t.Errorf("CFA based on MaxReg: %+v, %v, %v", r, err, s.Validate())
+	}
 	// v2 errata 2: RA-undefined rows (no data words) are fine in v2.
-	s := encMustEncode(t, sframe.EncodeOptions{Version: 2, ABI: sframe.ABIAMD64LE},
+	s = encMustEncode(t, sframe.EncodeOptions{Version: 2, ABI: sframe.ABIAMD64LE},
 		[]sframe.EncFunc{{Start: 1, Size: 8, Rows: []sframe.EncRow{{Row: sframe.Row{RAUndefined: true}}}}})
 	if r, err := s.RowForPC(1); err != nil || !r.RAUndefined {
 		t.Errorf("v2 RA undefined: %+v, %v", r, err)

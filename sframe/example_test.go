@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -73,9 +74,9 @@ func rule(abi sframe.ABI, r sframe.Rule) string {
 	switch r.Base {
 	case sframe.RegCFA:
 		base = "CFA"
-	case abi.SP():
+	case abi.Arch().SP():
 		base = "SP"
-	case abi.FP():
+	case abi.Arch().FP():
 		base = "FP"
 	}
 	switch r.Kind {
@@ -160,7 +161,7 @@ func ExampleSection_FREs() {
 // Write a section for one function that pushes the frame pointer: the
 // rows are given as the same Row values that Rules returns.
 func ExampleEncode() {
-	sp, fp := sframe.ABIAMD64LE.SP(), sframe.ABIAMD64LE.FP()
+	sp, fp := arch.AMD64RSP, arch.AMD64RBP
 	ra := sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: -8, Fixed: true}
 	fn := sframe.EncFunc{Start: 0x401000, Size: 0x20, Rows: []sframe.EncRow{
 		{StartOff: 0, Row: sframe.Row{ // on entry

@@ -1,12 +1,12 @@
 package sframe
 
+import "github.com/sframekit/sframekit/arch"
+
 // s390x stores CFA offsets as (offset - 160) / 8 so that most fit in a
 // byte; see SFRAME_S390X_CFA_OFFSET_ADJUSTMENT and _ALIGNMENT_FACTOR.
 const (
 	s390xCFAAdjust = 160
 	s390xCFAFactor = 8
-	// S390XSPOffset is the offset of the caller's SP from the CFA on s390x.
-	S390XSPOffset = -160
 )
 
 // Flexible-FDE control word bits.
@@ -41,9 +41,10 @@ func (s *Section) Rules(f *Func, e *FRE) (Row, error) {
 		return s.flexRules(f, e, r)
 	}
 	be := s.be
-	r.CFA = Rule{Kind: RuleValue, Base: s.ABI.FP(), Offset: int64(e.word(0, be))}
+	a := s.ABI.Arch()
+	r.CFA = Rule{Kind: RuleValue, Base: a.FP(), Offset: int64(e.word(0, be))}
 	if e.BaseIsSP() {
-		r.CFA.Base = s.ABI.SP()
+		r.CFA.Base = a.SP()
 	}
 	if s.ABI == ABIS390XBE {
 		r.CFA.Offset = r.CFA.Offset*s390xCFAFactor + s390xCFAAdjust
@@ -75,9 +76,9 @@ func (s *Section) savedRule(w int32, ra bool) Rule {
 		// v2 s390x: an odd word is a DWARF register number, shifted. A
 		// negative one is corrupt; it maps to MaxReg+1, which Validate
 		// rejects, rather than wrapping to a real register.
-		reg := Reg(MaxReg + 1)
+		reg := arch.Reg(MaxReg + 1)
 		if w > 0 && w>>1 <= MaxReg {
-			reg = Reg(w >> 1)
+			reg = arch.Reg(w >> 1)
 		}
 		return Rule{Kind: RuleValue, Base: reg}
 	}
@@ -118,7 +119,7 @@ func (s *Section) flexRules(f *Func, e *FRE, r Row) (Row, error) {
 func flexRule(ctl uint32, off int32) Rule {
 	r := Rule{Kind: RuleValue, Base: RegCFA, Offset: int64(off)}
 	if ctl&flexRegP != 0 {
-		r.Base = Reg(min(ctl>>3, MaxReg+1))
+		r.Base = arch.Reg(min(ctl>>3, MaxReg+1))
 	}
 	if ctl&flexDerefP != 0 {
 		r.Kind = RuleDeref

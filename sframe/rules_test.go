@@ -3,6 +3,8 @@ package sframe
 import (
 	"errors"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 func mustParse(t *testing.T, ts *testSection, addr uint64) *Section {
@@ -26,8 +28,8 @@ func rowAt(t *testing.T, s *Section, pc uint64) Row {
 	return r
 }
 
-func deref(base Reg, off int64) Rule { return Rule{Kind: RuleDeref, Base: base, Offset: off} }
-func value(base Reg, off int64) Rule { return Rule{Kind: RuleValue, Base: base, Offset: off} }
+func deref(base arch.Reg, off int64) Rule { return Rule{Kind: RuleDeref, Base: base, Offset: off} }
+func value(base arch.Reg, off int64) Rule { return Rule{Kind: RuleValue, Base: base, Offset: off} }
 
 var fixedRA = Rule{Kind: RuleDeref, Base: RegCFA, Offset: -8, Fixed: true}
 
@@ -294,7 +296,7 @@ func TestFuncAccessorsByVersion(t *testing.T) {
 		// the default rows of v1 and v2 a CFA word.
 		row := testFRE{0, freInfo(true, 1, 0, false), []int32{8}}
 		if c.v == Version3 {
-			row = testFRE{0, freInfo(true, 2, 0, false), []int32{flexCtl(ABIAMD64LE.SP(), true, false), 8}}
+			row = testFRE{0, freInfo(true, 2, 0, false), []int32{flexCtl(ABIAMD64LE.Arch().SP(), true, false), 8}}
 		}
 		ts := &testSection{version: c.v, flags: c.flags, abi: ABIAMD64LE, fixedRA: -8,
 			funcs: []testFunc{{start: 0x100, size: 16, info: 0x80, info2: 1, fres: []testFRE{row}}}}
@@ -313,7 +315,7 @@ func TestFuncAccessorsByVersion(t *testing.T) {
 					c.v, f.Version(), f.Signal(), f.SignalBit(), f.FDEType(), c.signal, c.signalBit, c.fdeType)
 			}
 		}
-		if r := rowAt(t, s, 0x104); r.CFA != value(ABIAMD64LE.SP(), 8) {
+		if r := rowAt(t, s, 0x104); r.CFA != value(ABIAMD64LE.Arch().SP(), 8) {
 			t.Errorf("%s: CFA %+v, want sp+8", c.v, r.CFA)
 		}
 	}

@@ -1,6 +1,10 @@
 package sframe
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sframekit/sframekit/arch"
+)
 
 // Magic is the value of the first two bytes of every SFrame section, in
 // the section's byte order.
@@ -107,29 +111,36 @@ func (a ABI) String() string {
 // BigEndian reports whether the ABI stores its data big-endian.
 func (a ABI) BigEndian() bool { return a == ABIAArch64BE || a == ABIS390XBE }
 
-// IsAArch64 reports whether a is one of the AArch64 ABIs.
-func (a ABI) IsAArch64() bool { return a == ABIAArch64BE || a == ABIAArch64LE }
-
-// SP returns the DWARF register number of the stack pointer.
-func (a ABI) SP() Reg {
+// Arch returns the architecture of the ABI, or arch.Unknown: it names
+// the registers (Arch().SP(), Arch().FP()) that rules are based on.
+func (a ABI) Arch() arch.Arch {
 	switch a {
 	case ABIAMD64LE:
-		return 7
+		return arch.AMD64
+	case ABIAArch64BE, ABIAArch64LE:
+		return arch.ARM64
 	case ABIS390XBE:
-		return 15
+		return arch.S390X
 	}
-	return 31
+	return arch.Unknown
 }
 
-// FP returns the DWARF register number of the frame pointer.
-func (a ABI) FP() Reg {
+// ABIFor returns the ABI of architecture a in the given byte order, and
+// false if SFrame has none. The byte order matters only for AArch64: the
+// other ABIs exist in one (AMD64 little-endian, s390x big-endian).
+func ABIFor(a arch.Arch, bigEndian bool) (ABI, bool) {
 	switch a {
-	case ABIAMD64LE:
-		return 6
-	case ABIS390XBE:
-		return 11
+	case arch.AMD64:
+		return ABIAMD64LE, true
+	case arch.ARM64:
+		if bigEndian {
+			return ABIAArch64BE, true
+		}
+		return ABIAArch64LE, true
+	case arch.S390X:
+		return ABIS390XBE, true
 	}
-	return 29
+	return 0, false
 }
 
 // FREType is the width of an FRE's start-address field.
@@ -211,11 +222,9 @@ func (t FDEType) String() string {
 	return fmt.Sprintf("FDEType(%d)", uint8(t))
 }
 
-// Reg is a DWARF register number, or RegCFA for rules based on the CFA.
-type Reg int16
-
 // RegCFA is the base of rules relative to the canonical frame address.
-const RegCFA Reg = -1
+// It is no register number: the largest arch.Reg, far above MaxReg.
+const RegCFA = ^arch.Reg(0)
 
 // RuleKind says how a tracked value (CFA, RA or FP) is recovered.
 type RuleKind uint8
@@ -253,8 +262,8 @@ func (k RuleKind) String() string {
 // Rule recovers one value of the caller's frame.
 type Rule struct {
 	Kind   RuleKind
-	Base   Reg   // RegCFA or a DWARF register number
-	Offset int64 // added to Base
+	Base   arch.Reg // RegCFA or a DWARF register number
+	Offset int64    // added to Base
 	// Fixed is set when the rule comes from the header's fixed offset
 	// rather than from the row (AMD64's RA at CFA-8).
 	Fixed bool

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/sframe"
 )
@@ -79,20 +80,13 @@ func (r *Result) Encode(addr uint64) ([]byte, error) {
 // ABIFor returns the SFrame ABI of an ELF file, or an error for machines
 // SFrame does not describe.
 func ABIFor(f *elf.File) (sframe.ABI, error) {
-	switch f.Machine {
-	case elf.EM_X86_64:
-		if f.Class == elf.ELFCLASS64 {
-			return sframe.ABIAMD64LE, nil
-		}
-	case elf.EM_AARCH64:
-		if f.ByteOrder.Uint16([]byte{0, 1}) == 1 {
-			return sframe.ABIAArch64BE, nil
-		}
-		return sframe.ABIAArch64LE, nil
-	case elf.EM_S390:
-		if f.Class == elf.ELFCLASS64 {
-			return sframe.ABIS390XBE, nil
-		}
+	a := arch.FromELF(f.Machine)
+	if a != arch.ARM64 && f.Class != elf.ELFCLASS64 {
+		// x32 and 31-bit s390 share their machine with the 64-bit ABI.
+		a = arch.Unknown
+	}
+	if abi, ok := sframe.ABIFor(a, f.ByteOrder.Uint16([]byte{0, 1}) == 1); ok {
+		return abi, nil
 	}
 	return 0, fmt.Errorf("convert: SFrame has no ABI for %v %v", f.Class, f.Machine)
 }
@@ -260,27 +254,24 @@ func (r Reason) String() string {
 // converter holds the per-ABI facts.
 type converter struct {
 	abi      sframe.ABI
+	a        arch.Arch // abi.Arch()
 	v        sframe.Version
-	sp, fp   cfi.Reg
-	ra       cfi.Reg // the ABI's return-address column
-	pc       cfi.Reg // DWARF number of the PC (x86-64 rip = 16), for the PLT pattern
-	fixedRA  bool    // AMD64: RA at CFA-8, not tracked per row
-	flexOK   bool    // flexible FDEs can be written (v3, AMD64 or s390x)
-	spValOff int64   // the SP rule SFrame assumes: SP = CFA + spValOff
+	sp, fp   arch.Reg
+	ra       arch.Reg // the ABI's return-address column
+	pc       arch.Reg // where the PC is (x86-64 rip = 16), for the PLT pattern
+	fixedRA  bool     // AMD64: RA at CFA-8, not tracked per row
+	flexOK   bool     // flexible FDEs can be written (v3, AMD64 or s390x)
+	spValOff int64    // the SP rule SFrame assumes: SP = CFA + spValOff
 	fixed    sframe.Rule
 	encOpts  sframe.EncodeOptions
 }
 
 func newConverter(abi sframe.ABI, v sframe.Version) *converter {
-	c := &converter{abi: abi, v: v, sp: cfi.Reg(abi.SP()), fp: cfi.Reg(abi.FP())}
-	switch abi {
-	case sframe.ABIAMD64LE:
-		c.ra, c.pc, c.fixedRA = 16, 16, true
+	a := abi.Arch()
+	c := &converter{abi: abi, a: a, v: v, sp: a.SP(), fp: a.FP(), ra: a.RA(), pc: a.PC(), spValOff: a.SPOffset()}
+	if abi == sframe.ABIAMD64LE {
+		c.fixedRA = true
 		c.fixed = sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: -8, Fixed: true}
-	case sframe.ABIS390XBE:
-		c.ra, c.spValOff = 14, sframe.S390XSPOffset
-	default:
-		c.ra = 30
 	}
 	c.flexOK = v == sframe.Version3 && (abi == sframe.ABIAMD64LE || abi == sframe.ABIS390XBE)
 	c.encOpts = sframe.EncodeOptions{Version: v, ABI: abi}
@@ -302,22 +293,22 @@ type mapped struct {
 	isPLT   bool // the CFA is the PLT expression plt
 }
 
-func regName(r cfi.Reg) string { return fmt.Sprintf("r%d", r) }
+func regName(r arch.Reg) string { return fmt.Sprintf("r%d", r) }
 
 // cfiReg checks that a DWARF register fits an SFrame rule.
-func sfReg(r uint64) (sframe.Reg, bool) {
+func sfReg(r uint64) (arch.Reg, bool) {
 	if r > sframe.MaxReg {
 		return 0, false
 	}
-	return sframe.Reg(r), true
+	return arch.Reg(r), true
 }
 
 // mapRow converts the CFA, RA and FP rules of one CFI row. With detail
 // set it also says why the row needs a flexible FDE (m.flexWhy); without,
 // it formats nothing, so that long runs of such rows cost no allocation.
-func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped, detail bool) *rowError {
+func (c *converter) mapRow(cr *cfi.Row, raCol arch.Reg, m *mapped, detail bool) *rowError {
 	*m = mapped{}
-	m.row.RASigned = cr.RASigned && c.abi.IsAArch64()
+	m.row.RASigned = cr.RASigned && c.a == arch.ARM64
 	// SP: SFrame always recovers it from the CFA.
 	if sp := cr.Rule(c.sp); sp.Kind == cfi.RuleValOffset && sp.Offset != c.spValOff {
 		return &rowError{ReasonSP, fmt.Sprintf("SP = CFA%+d at %#x", sp.Offset, cr.Start)}
@@ -361,7 +352,7 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped, detail bool) *
 				return nil
 			}
 		}
-		return &rowError{ReasonCFAExpr, fmt.Sprintf("%s at %#x", cfi.ExprString(cr.CFA.Expr, archOf(c.abi)), cr.Start)}
+		return &rowError{ReasonCFAExpr, fmt.Sprintf("%s at %#x", cfi.ExprString(cr.CFA.Expr, c.a), cr.Start)}
 	default:
 		return &rowError{ReasonNoCFA, fmt.Sprintf("at %#x", cr.Start)}
 	}
@@ -384,29 +375,12 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped, detail bool) *
 				}
 			}
 		}
-	case cfi.RuleRegister:
-		reg, ok := sfReg(uint64(ra.Reg))
-		if !ok {
-			return &rowError{ReasonRA, fmt.Sprintf("RA in register %d at %#x", ra.Reg, cr.Start)}
+	case cfi.RuleRegister, cfi.RuleExpression:
+		r, err := c.savedElsewhere(ra, "RA", ReasonRA, ReasonRAFlex, true, cr.Start, m, detail)
+		if err != nil {
+			return err
 		}
-		m.row.RA = sframe.Rule{Kind: sframe.RuleValue, Base: reg}
-		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
-			m.flex = ReasonRAFlex
-			if detail {
-				m.flexWhy = fmt.Sprintf("RA in %s at %#x", regName(ra.Reg), cr.Start)
-			}
-		}
-	case cfi.RuleExpression:
-		r, off, ok := regPlusOffset(ra.Expr)
-		reg, ok2 := sfReg(r)
-		if !ok || !ok2 {
-			return &rowError{ReasonRA, fmt.Sprintf("RA at %s at %#x", cfi.ExprString(ra.Expr, archOf(c.abi)), cr.Start)}
-		}
-		m.row.RA = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
-		m.flex = ReasonRAFlex
-		if detail {
-			m.flexWhy = fmt.Sprintf("RA at (r%d%+d) at %#x", r, off, cr.Start)
-		}
+		m.row.RA = r
 	default:
 		return &rowError{ReasonRA, fmt.Sprintf("RA %s at %#x", ra.Kind, cr.Start)}
 	}
@@ -416,43 +390,48 @@ func (c *converter) mapRow(cr *cfi.Row, raCol cfi.Reg, m *mapped, detail bool) *
 	case cfi.RuleUnspecified, cfi.RuleSameValue:
 	case cfi.RuleOffset:
 		m.row.FP = sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: fp.Offset}
-	case cfi.RuleRegister:
-		reg, ok := sfReg(uint64(fp.Reg))
-		if !ok || c.abi.IsAArch64() {
-			return &rowError{ReasonFP, fmt.Sprintf("FP in register %d at %#x", fp.Reg, cr.Start)}
+	case cfi.RuleRegister, cfi.RuleExpression:
+		r, err := c.savedElsewhere(fp, "FP", ReasonFP, ReasonFPFlex, c.a != arch.ARM64, cr.Start, m, detail)
+		if err != nil {
+			return err
 		}
-		m.row.FP = sframe.Rule{Kind: sframe.RuleValue, Base: reg}
-		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
-			m.flex = ReasonFPFlex
-			if detail {
-				m.flexWhy = fmt.Sprintf("FP in %s at %#x", regName(fp.Reg), cr.Start)
-			}
-		}
-	case cfi.RuleExpression:
-		r, off, ok := regPlusOffset(fp.Expr)
-		reg, ok2 := sfReg(r)
-		if !ok || !ok2 {
-			return &rowError{ReasonFP, fmt.Sprintf("FP at %s at %#x", cfi.ExprString(fp.Expr, archOf(c.abi)), cr.Start)}
-		}
-		m.row.FP = sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}
-		m.flex = ReasonFPFlex
-		if detail {
-			m.flexWhy = fmt.Sprintf("FP at (r%d%+d) at %#x", r, off, cr.Start)
-		}
+		m.row.FP = r
 	default:
 		return &rowError{ReasonFP, fmt.Sprintf("FP %s at %#x", fp.Kind, cr.Start)}
 	}
 	return nil
 }
 
-func archOf(abi sframe.ABI) cfi.Arch {
-	switch abi {
-	case sframe.ABIAMD64LE:
-		return cfi.ArchX86_64
-	case sframe.ABIS390XBE:
-		return cfi.ArchS390X
+// savedElsewhere converts the rule of RA or FP (named what) when CFI says
+// the register is in another register (allowed only where inReg) or at a
+// register plus an offset: SFrame says either only in a flexible FDE
+// (flexReason), but for s390x version 2, whose FREs hold a register
+// number in place of the offset. A rule SFrame cannot say fails with
+// reason.
+func (c *converter) savedElsewhere(rule cfi.Rule, what string, reason, flexReason Reason, inReg bool, at uint64, m *mapped, detail bool) (sframe.Rule, *rowError) {
+	if rule.Kind == cfi.RuleRegister {
+		reg, ok := sfReg(uint64(rule.Reg))
+		if !ok || !inReg {
+			return sframe.Rule{}, &rowError{reason, fmt.Sprintf("%s in register %d at %#x", what, rule.Reg, at)}
+		}
+		if !(c.abi == sframe.ABIS390XBE && c.v == sframe.Version2) {
+			m.flex = flexReason
+			if detail {
+				m.flexWhy = fmt.Sprintf("%s in %s at %#x", what, regName(rule.Reg), at)
+			}
+		}
+		return sframe.Rule{Kind: sframe.RuleValue, Base: reg}, nil
 	}
-	return cfi.ArchAArch64
+	r, off, ok := regPlusOffset(rule.Expr)
+	reg, ok2 := sfReg(r)
+	if !ok || !ok2 {
+		return sframe.Rule{}, &rowError{reason, fmt.Sprintf("%s at %s at %#x", what, cfi.ExprString(rule.Expr, c.a), at)}
+	}
+	m.flex = flexReason
+	if detail {
+		m.flexWhy = fmt.Sprintf("%s at (r%d%+d) at %#x", what, r, off, at)
+	}
+	return sframe.Rule{Kind: sframe.RuleDeref, Base: reg, Offset: off}, nil
 }
 
 // segment is a run of rows that becomes one SFrame function.
@@ -495,7 +474,7 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 			// announced, with no rows, so that unwinders know to stop or
 			// fall back to their own signal-frame handling.
 			f := sframe.EncFunc{Start: fde.PCBegin, Size: uint32(fde.PCEnd - fde.PCBegin), Signal: true,
-				PAuthKeyB: cie.BKey && c.abi.IsAArch64()}
+				PAuthKeyB: cie.BKey && c.a == arch.ARM64}
 			return []sframe.EncFunc{f}, nil
 		}
 		return nil, skip(reason, detail)
@@ -573,7 +552,7 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 		if i+1 < len(segs) {
 			end = segs[i+1].start
 		}
-		f := sframe.EncFunc{Start: s.start, Size: uint32(end - s.start), PAuthKeyB: cie.BKey && c.abi.IsAArch64()}
+		f := sframe.EncFunc{Start: s.start, Size: uint32(end - s.start), PAuthKeyB: cie.BKey && c.a == arch.ARM64}
 		if c.v == sframe.Version3 {
 			f.Signal = signal
 		}
@@ -584,10 +563,9 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 				return fail(ReasonPLTAlign, fmt.Sprintf("block at %#x, entry size %d", s.start, rep))
 			}
 			f.PCType, f.RepSize = sframe.PCMask, uint8(rep)
-			sp := sframe.Reg(c.sp)
 			f.Rows = []sframe.EncRow{
-				{StartOff: 0, Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: p.cfaAt(0)}, RA: c.fixed}},
-				{StartOff: uint32(p.thresh), Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: p.cfaAt(p.thresh)}, RA: c.fixed}},
+				{StartOff: 0, Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: c.sp, Offset: p.cfaAt(0)}, RA: c.fixed}},
+				{StartOff: uint32(p.thresh), Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: c.sp, Offset: p.cfaAt(p.thresh)}, RA: c.fixed}},
 			}
 		} else {
 			if s.flex != 0 && !c.flexOK {

@@ -41,7 +41,7 @@ func FuzzFromCFI(f *testing.F) {
 		if abi.BigEndian() {
 			order = binary.BigEndian
 		}
-		tab, err := cfi.New(data, cfi.Options{Addr: addr, ByteOrder: order, AddrSize: 8, Arch: archOf(abi)})
+		tab, err := cfi.New(data, cfi.Options{Addr: addr, ByteOrder: order, AddrSize: 8, Arch: abi.Arch()})
 		if err != nil {
 			return
 		}
@@ -66,7 +66,7 @@ func FuzzFromCFI(f *testing.F) {
 		if err := s.Validate(); err != nil {
 			t.Fatalf("generated section does not validate: %v", err)
 		}
-		tab2, _ := cfi.New(data, cfi.Options{Addr: addr, ByteOrder: order, AddrSize: 8, Arch: archOf(abi)})
+		tab2, _ := cfi.New(data, cfi.Options{Addr: addr, ByteOrder: order, AddrSize: 8, Arch: abi.Arch()})
 		if _, err := Verify(tab2, s, VerifyOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/sframe"
 )
@@ -172,7 +173,7 @@ func TestLongFDEGen(t *testing.T) {
 func TestLongFDEVerify(t *testing.T) {
 	size := uint32(longFDERows + 1)
 	ra := sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: -8, Fixed: true}
-	sp := sframe.Reg(7)
+	sp := arch.AMD64RSP
 	fn := sframe.EncFunc{Start: craftText, Size: size, Rows: []sframe.EncRow{
 		{StartOff: 0, Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: 8}, RA: ra}},
 		{StartOff: 1, Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp, Offset: 24}, RA: ra}},

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/sframe"
@@ -167,12 +168,12 @@ func (v *verifier) cfaCFI(r *cfi.Row, pc uint64) loc {
 				return loc{kind: locValue, reg: int64(v.c.sp), off: p.cfaAt(pc)}
 			}
 		}
-		return loc{kind: locUnknown, text: "expr(" + cfi.ExprString(r.CFA.Expr, archOf(v.abi)) + ")"}
+		return loc{kind: locUnknown, text: "expr(" + cfi.ExprString(r.CFA.Expr, v.c.a) + ")"}
 	}
 	return loc{kind: locUnknown, text: "no CFA rule"}
 }
 
-func (v *verifier) ruleCFI(ru cfi.Rule, col cfi.Reg, isRA bool) loc {
+func (v *verifier) ruleCFI(ru cfi.Rule, col arch.Reg, isRA bool) loc {
 	switch ru.Kind {
 	case cfi.RuleUnspecified:
 		if isRA && v.c.fixedRA {
@@ -198,7 +199,7 @@ func (v *verifier) ruleCFI(ru cfi.Rule, col cfi.Reg, isRA bool) loc {
 			return loc{kind: locValue, reg: int64(reg), off: off}
 		}
 	}
-	return loc{kind: locUnknown, text: ru.Kind.String() + "(" + cfi.ExprString(ru.Expr, archOf(v.abi)) + ")"}
+	return loc{kind: locUnknown, text: ru.Kind.String() + "(" + cfi.ExprString(ru.Expr, v.c.a) + ")"}
 }
 
 func sfLoc(r sframe.Rule) loc {
@@ -515,7 +516,7 @@ func (v *verifier) compare(fde *cfi.FDE, name string, pc uint64, cr *cfi.Row, sr
 	if c, s := v.ruleCFI(cr.Rule(v.c.fp), v.c.fp, false), v.sfFP(sr); c != s && keep() {
 		add("FP", s.String(), c.String())
 	}
-	if v.abi.IsAArch64() && cr.RASigned != sr.RASigned && keep() {
+	if v.c.a == arch.ARM64 && cr.RASigned != sr.RASigned && keep() {
 		add("RA signed", fmt.Sprint(sr.RASigned), fmt.Sprint(cr.RASigned))
 	}
 }
@@ -599,7 +600,7 @@ func MarkKnown(f *elf.File, s *sframe.Section, rep *Report) {
 	if f.Type != elf.ET_REL {
 		for i := range rep.Disagreements {
 			d := &rep.Disagreements[i]
-			if d.What == "CFA" && d.SFrame == fmt.Sprintf("r%d+16", s.ABI.SP()) && d.CFI == fmt.Sprintf("r%d+8", s.ABI.SP()) &&
+			if d.What == "CFA" && d.SFrame == fmt.Sprintf("r%d+16", s.ABI.Arch().SP()) && d.CFI == fmt.Sprintf("r%d+8", s.ABI.Arch().SP()) &&
 				s.ABI == sframe.ABIAMD64LE && sectionName(f, d.PC) == ".plt.got" {
 				d.Known = KnownPLTGot
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+	"github.com/sframekit/sframekit/arch"
 
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
@@ -18,7 +19,7 @@ import (
 // functions) and in no mapping.
 func testStacks(t *testing.T) (*perfunwind.Resolver, []*perfunwind.Stack) {
 	t.Helper()
-	s, err := perfunwind.NewSession(perfunwind.Options{Arch: 62 /* EM_X86_64 */, Kallsyms: "testdata/kallsyms"})
+	s, err := perfunwind.NewSession(perfunwind.Options{Arch: arch.AMD64, Kallsyms: "testdata/kallsyms"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,20 +163,6 @@ func (s *Symbolizer) Register(name string, r io.ReaderAt) error {
 	return m.err
 }
 
-// Forget drops the cached object loaded for path, for example after the
-// file was rebuilt.
-func (s *Symbolizer) Forget(path string) {
-	s.mu.Lock()
-	m := s.mods[path]
-	delete(s.mods, path)
-	s.mu.Unlock()
-	if m != nil {
-		m.once.Do(func() {})
-		m.linesOnce.Do(func() {})
-		m.close()
-	}
-}
-
 // Err returns why path could not be loaded (nil if it was loaded or was
 // never looked up), or why its line table could not be read.
 func (s *Symbolizer) Err(path string) error {

@@ -353,10 +353,6 @@ func TestMissingFile(t *testing.T) {
 	if s.Err("/nonexistent/file") == nil {
 		t.Error("no error recorded")
 	}
-	s.Forget("/nonexistent/file")
-	if s.Err("/nonexistent/file") != nil {
-		t.Error("error kept after Forget")
-	}
 }
 
 // TestPerfNames checks perfBetter against the names perf 6.1 script

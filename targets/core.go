@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // Note types read from cores (those missing from debug/elf).
@@ -86,7 +88,7 @@ type coreNotes struct {
 // parseCoreNotes parses the contents of PT_NOTE segments of a core for
 // machine. Every field is bounds-checked, and allocations are bounded by
 // len(data). It appends to n so several note segments can be combined.
-func (n *coreNotes) parse(data []byte, machine elf.Machine, bo binary.ByteOrder) error {
+func (n *coreNotes) parse(data []byte, a arch.Arch, bo binary.ByteOrder) error {
 	for off := 0; len(data)-off >= 12; {
 		namesz := uint64(bo.Uint32(data[off:]))
 		descsz := uint64(bo.Uint32(data[off+4:]))
@@ -100,7 +102,7 @@ func (n *coreNotes) parse(data []byte, machine elf.Machine, bo binary.ByteOrder)
 		name := string(bytes.TrimRight(data[nameOff:nameOff+namesz], "\x00"))
 		desc := data[descOff : descOff+descsz]
 		if name == "CORE" {
-			if err := n.parseNote(typ, desc, machine, bo); err != nil {
+			if err := n.parseNote(typ, desc, a, bo); err != nil {
 				return fmt.Errorf("note at %#x: %w", off, err)
 			}
 		}
@@ -112,10 +114,10 @@ func (n *coreNotes) parse(data []byte, machine elf.Machine, bo binary.ByteOrder)
 	return nil
 }
 
-func (n *coreNotes) parseNote(typ uint32, desc []byte, machine elf.Machine, bo binary.ByteOrder) error {
+func (n *coreNotes) parseNote(typ uint32, desc []byte, a arch.Arch, bo binary.ByteOrder) error {
 	switch typ {
 	case ntPRSTATUS:
-		regs, err := prstatusRegs(machine, desc, bo)
+		regs, err := prstatusRegs(a, desc, bo)
 		if err != nil {
 			return err
 		}
@@ -128,7 +130,7 @@ func (n *coreNotes) parseNote(typ uint32, desc []byte, machine elf.Machine, bo b
 	case ntPRFPREG:
 		// The floating-point registers of the thread of the last
 		// NT_PRSTATUS; only s390x keeps some in Regs.
-		if machine == elf.EM_S390 && len(n.threads) > 0 {
+		if a == arch.S390X && len(n.threads) > 0 {
 			return addS390XFPRs(&n.threads[len(n.threads)-1].regs, desc, bo)
 		}
 	case ntPRPSINFO:
@@ -221,7 +223,7 @@ func (n *coreNotes) auxvValue(key uint64) (uint64, bool) {
 type Core struct {
 	path     string
 	f        *os.File
-	arch     elf.Machine
+	arch     arch.Arch
 	pid      int
 	exe      string
 	args     string
@@ -312,10 +314,11 @@ func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err e
 	if ef.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("%v cores are not supported", ef.Class)
 	}
-	if ef.Machine != elf.EM_X86_64 && ef.Machine != elf.EM_AARCH64 && ef.Machine != elf.EM_S390 {
+	a := arch.FromELF(ef.Machine)
+	if NumDWARFRegs(a) == 0 {
 		return nil, fmt.Errorf("unsupported machine %v", ef.Machine)
 	}
-	c = &Core{path: corePath, arch: ef.Machine}
+	c = &Core{path: corePath, arch: a}
 
 	var notes coreNotes
 	var segs []coreSeg
@@ -329,7 +332,7 @@ func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err e
 			if _, err := r.ReadAt(buf, int64(p.Off)); err != nil {
 				return nil, fmt.Errorf("reading PT_NOTE %d: %w", i, err)
 			}
-			if err := notes.parse(buf, ef.Machine, ef.ByteOrder); err != nil {
+			if err := notes.parse(buf, c.arch, ef.ByteOrder); err != nil {
 				return nil, fmt.Errorf("PT_NOTE %d: %w", i, err)
 			}
 		case elf.PT_LOAD:
@@ -669,8 +672,8 @@ func (c *Core) vdsoModule(addr, pageSize uint64) (Module, error) {
 	return m, nil
 }
 
-// Arch returns the core's machine.
-func (c *Core) Arch() elf.Machine { return c.arch }
+// Arch returns the core's architecture.
+func (c *Core) Arch() arch.Arch { return c.arch }
 
 // PID returns the process id recorded in the core.
 func (c *Core) PID() int { return c.pid }
@@ -754,6 +757,18 @@ func (m *coreMem) permAt(addr uint64) string {
 		b[2] = 'x'
 	}
 	return string(b)
+}
+
+// overlaps reports whether any segment of the core covers part of
+// [lo, hi): gdb's gcore of a remote target (qemu-user's gdbstub) writes a
+// segment per section, so a mapping's first page may be missing while
+// the rest of it is there.
+func (m *coreMem) overlaps(lo, hi uint64) bool {
+	if m.segAt(lo) != nil {
+		return true
+	}
+	i := sort.Search(len(m.segs), func(i int) bool { return m.segs[i].vaddr > lo })
+	return i < len(m.segs) && m.segs[i].vaddr < hi
 }
 
 // nextSegStart returns the lowest vaddr of a segment with dumped bytes

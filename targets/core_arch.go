@@ -1,9 +1,10 @@
 package targets
 
 import (
-	"debug/elf"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // Register layouts of the NT_PRSTATUS and NT_PRFPREG notes of each
@@ -23,36 +24,32 @@ const (
 	s390xFPRsOff = 8
 )
 
-// s390xFPRDWARF maps f0..f15 to their DWARF numbers, which interleave the
-// even and odd registers (the s390x ELF ABI supplement, table 1.17).
-var s390xFPRDWARF = [16]int{16, 20, 17, 21, 18, 22, 19, 23, 24, 28, 25, 29, 26, 30, 27, 31}
-
 // prstatusRegs decodes the pr_reg field of an NT_PRSTATUS note desc of
 // machine, in byte order bo.
-func prstatusRegs(machine elf.Machine, desc []byte, bo binary.ByteOrder) (Regs, error) {
+func prstatusRegs(a arch.Arch, desc []byte, bo binary.ByteOrder) (Regs, error) {
 	nregs := 0
-	switch machine {
-	case elf.EM_X86_64:
+	switch a {
+	case arch.AMD64:
 		nregs = amd64NumUser
-	case elf.EM_AARCH64:
+	case arch.ARM64:
 		nregs = arm64NumUser
-	case elf.EM_S390:
+	case arch.S390X:
 		nregs = s390xNumUser
 	default:
-		return Regs{}, fmt.Errorf("NT_PRSTATUS of unsupported machine %v", machine)
+		return Regs{}, fmt.Errorf("NT_PRSTATUS of unsupported architecture %v", a)
 	}
 	if len(desc) < prstatusReg+8*nregs {
 		return Regs{}, fmt.Errorf("NT_PRSTATUS: %d bytes, want at least %d", len(desc), prstatusReg+8*nregs)
 	}
 	word := func(i int) uint64 { return bo.Uint64(desc[prstatusReg+8*i:]) }
-	switch machine {
-	case elf.EM_AARCH64:
+	switch a {
+	case arch.ARM64:
 		var u [arm64NumUser]uint64
 		for i := range u {
 			u[i] = word(i)
 		}
 		return arm64FromUser(&u), nil
-	case elf.EM_S390:
+	case arch.S390X:
 		var u [s390xNumUser]uint64
 		for i := range u {
 			u[i] = word(i)
@@ -67,14 +64,14 @@ func prstatusRegs(machine elf.Machine, desc []byte, bo binary.ByteOrder) (Regs, 
 }
 
 // s390xFromUser converts the 27 words of an s390x s390_regs (pr_reg):
-// the PSW address becomes the PC (S390XPC), gprs r0-r15 DWARF 0-15, and
+// the PSW address becomes the PC (arch.S390XPC), gprs r0-r15 DWARF 0-15, and
 // the PSW mask Flags. The floating-point registers come from NT_PRFPREG
 // (addS390XFPRs).
 func s390xFromUser(u *[s390xNumUser]uint64) Regs {
-	r := Regs{Arch: elf.EM_S390}
+	r := Regs{Arch: arch.S390X}
 	copy(r.R[:16], u[s390xGPRs:s390xGPRs+16])
-	r.R[S390XPC] = u[s390xPSWAddr]
-	r.Valid = 1<<16 - 1 | 1<<S390XPC
+	r.R[arch.S390XPC] = u[s390xPSWAddr]
+	r.Valid = 1<<(arch.S390XR15+1) - 1 | 1<<arch.S390XPC
 	r.Flags = u[0]
 	return r
 }
@@ -88,9 +85,10 @@ func addS390XFPRs(r *Regs, desc []byte, bo binary.ByteOrder) error {
 	if len(desc) < s390xFPRsOff+16*8 {
 		return fmt.Errorf("NT_PRFPREG: %d bytes, want at least %d", len(desc), s390xFPRsOff+16*8)
 	}
-	for i, d := range s390xFPRDWARF {
+	for i := range 16 {
+		d := arch.S390XFPR(i) // the ABI interleaves even and odd registers
 		r.R[d] = bo.Uint64(desc[s390xFPRsOff+8*i:])
-		r.Valid |= 1 << uint(d)
+		r.Valid |= 1 << d
 	}
 	return nil
 }

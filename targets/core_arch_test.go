@@ -1,9 +1,10 @@
 package targets
 
 import (
-	"debug/elf"
 	"encoding/binary"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // TestS390XPrstatus decodes a big-endian s390x NT_PRSTATUS and
@@ -16,17 +17,17 @@ func TestS390XPrstatus(t *testing.T) {
 	for i := 0; i < s390xNumUser; i++ {
 		bo.PutUint64(desc[prstatusReg+8*i:], 0x1000+uint64(i))
 	}
-	r, err := prstatusRegs(elf.EM_S390, desc, bo)
+	r, err := prstatusRegs(arch.S390X, desc, bo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.PC() != 0x1001 || r.Flags != 0x1000 || r.SP() != 0x1000+2+15 || r.R[0] != 0x1002 || r.R[S390XRA] != 0x1000+2+14 {
+	if r.PC() != 0x1001 || r.Flags != 0x1000 || r.SP() != 0x1000+2+15 || r.R[0] != 0x1002 || r.R[arch.S390XRA] != 0x1000+2+14 {
 		t.Errorf("registers %v flags %#x", r, r.Flags)
 	}
 	if _, ok := r.Get(16); ok {
 		t.Error("an FPR is valid without NT_PRFPREG")
 	}
-	if _, err := prstatusRegs(elf.EM_S390, desc[:len(desc)-1], bo); err == nil {
+	if _, err := prstatusRegs(arch.S390X, desc[:len(desc)-1], bo); err == nil {
 		t.Error("short NT_PRSTATUS accepted")
 	}
 	fp := make([]byte, 8+16*8)
@@ -36,7 +37,7 @@ func TestS390XPrstatus(t *testing.T) {
 	if err := addS390XFPRs(&r, fp, bo); err != nil {
 		t.Fatal(err)
 	}
-	for dwarf, f := range map[int]uint64{16: 0, 17: 2, 20: 1, 24: 8, 28: 9, 31: 15} {
+	for dwarf, f := range map[arch.Reg]uint64{16: 0, 17: 2, 20: 1, 24: 8, 28: 9, 31: 15} {
 		if v, ok := r.Get(dwarf); !ok || v != 0xf00+f {
 			t.Errorf("DWARF %d = %#x (%v), want f%d = %#x", dwarf, v, ok, f, 0xf00+f)
 		}

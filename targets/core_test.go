@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -393,10 +394,10 @@ func FuzzCoreNotes(f *testing.F) {
 	f.Add(synthNotes(elf.EM_AARCH64, binary.LittleEndian, nil))
 	f.Add(synthNotes(elf.EM_X86_64, binary.LittleEndian, nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64, elf.EM_S390} {
+		for _, m := range []arch.Arch{arch.AMD64, arch.ARM64, arch.S390X} {
 			var n coreNotes
 			var bo binary.ByteOrder = binary.LittleEndian
-			if m == elf.EM_S390 {
+			if m == arch.S390X {
 				bo = binary.BigEndian
 			}
 			if err := n.parse(data, m, bo); err != nil {
@@ -526,15 +527,15 @@ func TestOpenKernelCore(t *testing.T) {
 // system call number again (or restart_syscall's) and rip is back on
 // the 2-byte syscall instruction. Every other register must be equal.
 func restartedSyscall(core, live Regs) bool {
-	if core.Arch != elf.EM_X86_64 || live.Arch != elf.EM_X86_64 {
+	if core.Arch != arch.AMD64 || live.Arch != arch.AMD64 {
 		return false
 	}
-	const raxReg = 0
+	const raxReg = arch.AMD64RAX
 	ret := int64(live.R[raxReg])
 	if ret > -512 || ret < -516 {
 		return false
 	}
-	if core.R[AMD64RIP] != live.R[AMD64RIP]-2 {
+	if core.R[arch.AMD64RIP] != live.R[arch.AMD64RIP]-2 {
 		return false
 	}
 	if rax := core.R[raxReg]; rax != live.OrigRAX && rax != 219 { // __NR_restart_syscall
@@ -542,6 +543,6 @@ func restartedSyscall(core, live Regs) bool {
 	}
 	c, l := core.R, live.R
 	c[raxReg], l[raxReg] = 0, 0
-	c[AMD64RIP], l[AMD64RIP] = 0, 0
+	c[arch.AMD64RIP], l[arch.AMD64RIP] = 0, 0
 	return c == l
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -158,7 +159,7 @@ func elfSym(t testing.TB, file, name string) (uint64, uint64) {
 
 // regsOf returns the x86-64 registers gdb prints for a thread.
 func regsOf(r *Regs) map[string]uint64 {
-	return map[string]uint64{"rip": r.R[AMD64RIP], "rsp": r.R[AMD64RSP], "rbp": r.R[AMD64RBP], "rbx": r.R[3], "r12": r.R[12]}
+	return map[string]uint64{"rip": r.R[arch.AMD64RIP], "rsp": r.R[arch.AMD64RSP], "rbp": r.R[arch.AMD64RBP], "rbx": r.R[3], "r12": r.R[12]}
 }
 
 // churnSource creates and destroys threads without pause; it answers

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // CoreOptions adjusts OpenCoreWith.
@@ -85,7 +87,7 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 		return
 	}
 	defer ef.Close()
-	if ef.Machine != c.arch || ef.Class != elf.ELFCLASS64 {
+	if arch.FromELF(ef.Machine) != c.arch || ef.Class != elf.ELFCLASS64 {
 		c.warn(fmt.Errorf("executable %s is %v %v, the core %v: not its executable", o.Exe, ef.Class, ef.Machine, c.arch))
 		return
 	}
@@ -267,8 +269,8 @@ func linkMap(dynAddr, dynSize uint64, mem orderedMem) ([]loadedObject, error) {
 
 // libraryFile returns the file on this machine of the library the target
 // recorded as name: under sysroot when one is given, else name itself,
-// and only if it is an ELF file of machine arch.
-func libraryFile(name, sysroot string, arch elf.Machine) (string, error) {
+// and only if it is an ELF file of architecture a.
+func libraryFile(name, sysroot string, a arch.Arch) (string, error) {
 	p := name
 	if sysroot != "" {
 		p = filepath.Join(sysroot, name)
@@ -284,8 +286,8 @@ func libraryFile(name, sysroot string, arch elf.Machine) (string, error) {
 		return "", fmt.Errorf("library %s: %w", name, err)
 	}
 	defer f.Close()
-	if f.Machine != arch {
-		return "", fmt.Errorf("library %s: %s is for %v, not %v (give the target's root directory as the sysroot)", name, p, f.Machine, arch)
+	if arch.FromELF(f.Machine) != a {
+		return "", fmt.Errorf("library %s: %s is for %v, not %v (give the target's root directory as the sysroot)", name, p, f.Machine, a)
 	}
 	return p, nil
 }
@@ -336,7 +338,7 @@ func (c *Core) placeObject(obj loadedObject, pageSize uint64) (Module, []ntFileE
 	m.Start, m.Offset = m.Mappings[0].Start, m.Mappings[0].Offset
 	for _, mp := range m.Mappings {
 		m.End = max(m.End, mp.End)
-		if c.mem.segAt(mp.Start) == nil {
+		if !c.mem.overlaps(mp.Start, mp.End) {
 			return Module{}, nil, fmt.Errorf("module %s: the core has no memory at %#x, where %s would be loaded", obj.name, mp.Start, obj.file)
 		}
 	}

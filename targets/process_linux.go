@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
 )
 
@@ -39,7 +40,7 @@ const reapTimeout = time.Second
 // Its methods are safe for concurrent use.
 type Process struct {
 	pid      int
-	arch     elf.Machine
+	arch     arch.Arch
 	exe      string
 	threads  []Thread
 	modules  []Module
@@ -704,7 +705,7 @@ func findModuleFile(pid int, m *Module, dev string) string {
 }
 
 // Arch returns the architecture of the process (that of this program).
-func (p *Process) Arch() elf.Machine { return p.arch }
+func (p *Process) Arch() arch.Arch { return p.arch }
 
 // PID returns the process id.
 func (p *Process) PID() int { return p.pid }

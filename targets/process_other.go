@@ -3,8 +3,9 @@
 package targets
 
 import (
-	"debug/elf"
 	"errors"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // Process is a live process stopped with ptrace; only Linux supports it.
@@ -15,8 +16,8 @@ func AttachProcess(pid int) (*Process, error) {
 	return nil, errors.New("targets: attaching to a process is only supported on Linux")
 }
 
-// Arch returns elf.EM_NONE.
-func (p *Process) Arch() elf.Machine { return elf.EM_NONE }
+// Arch returns arch.Unknown.
+func (p *Process) Arch() arch.Arch { return arch.Unknown }
 
 // PID returns 0.
 func (p *Process) PID() int { return 0 }

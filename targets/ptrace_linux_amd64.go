@@ -3,13 +3,12 @@
 package targets
 
 import (
-	"debug/elf"
-
+	"github.com/sframekit/sframekit/arch"
 	"golang.org/x/sys/unix"
 )
 
 // hostArch is the architecture of processes this build can attach to.
-const hostArch = elf.EM_X86_64
+const hostArch = arch.AMD64
 
 // getRegs reads a stopped tracee's registers with PTRACE_GETREGS.
 func getRegs(tid int) (Regs, error) {

@@ -5,11 +5,12 @@ package targets
 import (
 	"debug/elf"
 
+	"github.com/sframekit/sframekit/arch"
 	"golang.org/x/sys/unix"
 )
 
 // hostArch is the architecture of processes this build can attach to.
-const hostArch = elf.EM_AARCH64
+const hostArch = arch.ARM64
 
 // getRegs reads a stopped tracee's registers with PTRACE_GETREGSET
 // NT_PRSTATUS.

@@ -3,12 +3,13 @@
 package targets
 
 import (
-	"debug/elf"
 	"errors"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // hostArch is the architecture of processes this build can attach to.
-const hostArch = elf.EM_NONE
+const hostArch = arch.Unknown
 
 // getRegs is not implemented on this architecture.
 func getRegs(tid int) (Regs, error) {

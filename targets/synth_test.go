@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 const (
@@ -145,7 +147,7 @@ func TestSyntheticCore(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if c.Arch() != m || c.PID() != synthPID || c.Exe() != synthExe || c.Args() != "synth -x" {
+			if c.Arch() != arch.FromELF(m) || c.PID() != synthPID || c.Exe() != synthExe || c.Args() != "synth -x" {
 				t.Errorf("arch %v pid %d exe %q args %q", c.Arch(), c.PID(), c.Exe(), c.Args())
 			}
 			ths := c.Threads()
@@ -166,7 +168,7 @@ func TestSyntheticCore(t *testing.T) {
 				}
 				if m == elf.EM_AARCH64 {
 					for i := 0; i <= 30; i++ {
-						if v, ok := r.Get(i); !ok || v != u[i] {
+						if v, ok := r.Get(arch.Reg(i)); !ok || v != u[i] {
 							t.Errorf("x%d = %#x %v, want %#x", i, v, ok, u[i])
 						}
 					}
@@ -180,8 +182,8 @@ func TestSyntheticCore(t *testing.T) {
 					// DWARF order vs user_regs_struct order.
 					order := []int{10, 12, 11, 5, 13, 14, 4, 19, 9, 8, 7, 6, 3, 2, 1, 0, 16}
 					for n, ui := range order {
-						if v, ok := r.Get(n); !ok || v != u[ui] {
-							t.Errorf("%s = %#x %v, want %#x", RegName(m, n), v, ok, u[ui])
+						if v, ok := r.Get(arch.Reg(n)); !ok || v != u[ui] {
+							t.Errorf("%s = %#x %v, want %#x", r.Arch.RegName(arch.Reg(n)), v, ok, u[ui])
 						}
 					}
 					if _, ok := r.RA(); ok {
@@ -228,33 +230,38 @@ func TestNoteParserRejects(t *testing.T) {
 		"desc size":     append(synthNote(bo, "CORE", ntAUXV, nil)[:4], 0xff, 0xff, 0xff, 0x7f, 6, 0, 0, 0, 'C', 'O', 'R', 'E', 0, 0, 0, 0),
 	} {
 		var n coreNotes
-		if err := n.parse(data, elf.EM_X86_64, bo); err == nil {
+		if err := n.parse(data, arch.AMD64, bo); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 }
 
 func TestRegs(t *testing.T) {
-	r := Regs{Arch: elf.EM_X86_64}
-	if _, ok := r.Get(AMD64RSP); ok {
+	r := Regs{Arch: arch.AMD64}
+	if _, ok := r.Get(arch.AMD64RSP); ok {
 		t.Error("zero Regs has rsp")
 	}
-	if !r.Set(AMD64RSP, 0x10) || r.SP() != 0x10 {
+	if !r.Set(arch.AMD64RSP, 0x10) || r.SP() != 0x10 {
 		t.Error("Set rsp")
 	}
-	if r.Set(17, 1) || r.Set(-1, 1) {
+	if r.Set(17, 1) || r.Set(^arch.Reg(0), 1) || r.Set(64, 1) {
 		t.Error("Set out of range accepted")
 	}
-	r.Invalidate(AMD64RSP)
-	if _, ok := r.Get(AMD64RSP); ok {
+	r.Invalidate(64) // out of range: ignored
+	if !r.Set(arch.AMD64RIP, 0x20) || r.String() != "rsp=0x10 rip=0x20" {
+		t.Errorf("String: %q", r.String())
+	}
+	r.Invalidate(arch.AMD64RSP)
+	if _, ok := r.Get(arch.AMD64RSP); ok {
 		t.Error("Invalidate")
 	}
-	if RegName(elf.EM_X86_64, 16) != "rip" || RegName(elf.EM_AARCH64, 31) != "sp" || RegName(elf.EM_AARCH64, 29) != "x29" {
-		t.Error("RegName")
+	a := Regs{Arch: arch.ARM64}
+	if !a.Set(arch.ARM64PC, 5) || a.PC() != 5 || !a.Set(arch.ARM64SP, 6) || !a.Set(arch.ARM64X29, 7) || a.String() != "x29=0x7 sp=0x6 pc=0x5" {
+		t.Errorf("arm64: %q", a.String())
 	}
-	a := Regs{Arch: elf.EM_AARCH64}
-	if !a.Set(ARM64PC, 5) || a.PC() != 5 || PCReg(elf.EM_AARCH64) != 32 {
-		t.Error("arm64 pc")
+	z := Regs{Arch: arch.S390X}
+	if !z.Set(arch.S390XPC, 5) || !z.Set(17, 6) || z.String() != "f2=0x6 pc=0x5" {
+		t.Errorf("s390x: %q", z.String())
 	}
 }
 

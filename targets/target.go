@@ -9,15 +9,16 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // Target is a stopped program: threads, memory and modules. The values
 // returned by Threads and Modules are snapshots taken when the target was
 // opened; callers must not modify them.
 type Target interface {
-	// Arch returns elf.EM_X86_64, elf.EM_AARCH64 or elf.EM_S390 (cores
-	// only).
-	Arch() elf.Machine
+	// Arch returns arch.AMD64, arch.ARM64 or arch.S390X (cores only).
+	Arch() arch.Arch
 	// PID returns the process id (of the live process, or recorded in the
 	// core).
 	PID() int
@@ -199,15 +200,6 @@ func ReadUint64(m Memory, addr uint64) (uint64, error) {
 		return 0, err
 	}
 	return binary.LittleEndian.Uint64(b[:]), nil
-}
-
-// ReadUint32 reads a little-endian 32-bit word at addr.
-func ReadUint32(m Memory, addr uint64) (uint32, error) {
-	var b [4]byte
-	if _, err := m.ReadAt(b[:], int64(addr)); err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint32(b[:]), nil
 }
 
 // memReader adapts a Memory to an io.ReaderAt based at base, for parsing

@@ -3,12 +3,12 @@
 package targets
 
 import (
-	"debug/elf"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -103,7 +103,7 @@ func namedRegs(r *Regs, names []string) map[string]uint64 {
 		var v uint64
 		var i int
 		switch {
-		case r.Arch == elf.EM_X86_64:
+		case r.Arch == arch.AMD64:
 			v = regsOf(r)[n]
 		case n == "pc" || n == "pswa":
 			v = r.PC()

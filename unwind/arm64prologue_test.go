@@ -1,9 +1,10 @@
 package unwind
 
 import (
-	"debug/elf"
 	"encoding/binary"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // TestARM64CFA checks the frame sizes read from AArch64 prologues, in the
@@ -49,7 +50,7 @@ func TestARM64CFA(t *testing.T) {
 			for i, insn := range c.code {
 				binary.LittleEndian.PutUint32(data[4*i:], insn)
 			}
-			u, err := New(elf.EM_AARCH64, nil)
+			u, err := New(arch.ARM64, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

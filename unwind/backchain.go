@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/targets"
 )
 
@@ -21,7 +22,7 @@ const (
 // other registers keep their values, as gdb assumes: the chain does not
 // say which ones the function saved.
 func (w *Context) stepBackchain(cur, next *targets.Regs) error {
-	sp, ok := cur.Get(targets.S390XSP)
+	sp, ok := cur.Get(arch.S390XSP)
 	if !ok || sp == 0 || sp&7 != 0 {
 		return errNoRule
 	}
@@ -43,8 +44,8 @@ func (w *Context) stepBackchain(cur, next *targets.Regs) error {
 	}
 	w.cfa = bc + s390xSigFrameSize
 	*next = *cur
-	next.Set(targets.S390XRA, ra)
-	next.Set(targets.S390XPC, ra)
-	next.Set(targets.S390XSP, bc)
+	next.Set(arch.S390XRA, ra)
+	next.Set(arch.S390XPC, ra)
+	next.Set(arch.S390XSP, bc)
 	return nil
 }

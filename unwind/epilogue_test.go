@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/targets"
 )
@@ -56,14 +57,14 @@ func TestEpilogueSavedBelowSP(t *testing.T) {
 		} else {
 			m.CFI = &CFITable{T: tabs.CFI}
 		}
-		u, err := New(elf.EM_X86_64, []*Module{m})
+		u, err := New(arch.AMD64, []*Module{m})
 		if err != nil {
 			t.Fatal(err)
 		}
-		regs := targets.Regs{Arch: elf.EM_X86_64}
-		regs.Set(targets.AMD64RIP, bias+addr[c.fn])
-		regs.Set(targets.AMD64RSP, sp)
-		regs.Set(targets.AMD64RBP, 0x1111)
+		regs := targets.Regs{Arch: arch.AMD64}
+		regs.Set(arch.AMD64RIP, bias+addr[c.fn])
+		regs.Set(arch.AMD64RSP, sp)
+		regs.Set(arch.AMD64RBP, 0x1111)
 		regs.Set(3, 0x2222) // rbx
 		mem := &StackMemory{SP: sp, Stack: stack[:]}
 		frames, stop, err := u.Unwind(nil, &regs, mem, nil)

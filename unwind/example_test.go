@@ -1,11 +1,11 @@
 package unwind_test
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
 )
@@ -53,7 +53,7 @@ func ExampleUnwinder() {
 		samples []sample
 	)
 	cache := unwind.NewCache() // one for every process
-	u, err := unwind.New(elf.EM_X86_64, cache.Modules(mods, memory))
+	u, err := unwind.New(arch.AMD64, cache.Modules(mods, memory))
 	if err != nil {
 		return
 	}

@@ -155,13 +155,6 @@ func (c *Cache) Load(paths []string) {
 	}
 }
 
-// Len returns the number of files whose tables the cache holds.
-func (c *Cache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.tables)
-}
-
 // Modules turns a target's modules into unwinder modules, loading each
 // file's tables once (the vDSO's from the target's memory).
 func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/corpus"
 	"github.com/sframekit/sframekit/targets"
 )
@@ -28,14 +29,14 @@ func loadCorpusTables(t testing.TB, rel string, bias uint64) *Module {
 }
 
 type archCase struct {
-	arch elf.Machine
+	arch arch.Arch
 	mods []string
 }
 
 var robustCases = []archCase{
-	{elf.EM_X86_64, []string{"x86_64/v3/basic-O2.elf", "x86_64/v3/edge-x86_64.o", "x86_64/v1/basic-O2.elf"}},
-	{elf.EM_AARCH64, []string{"aarch64/v3/basic-pacb.elf", "aarch64/v3/edge-aarch64.o", "aarch64/v2/drap-O2.elf"}},
-	{elf.EM_S390, []string{"s390x/v3/basic-O2.elf", "s390x/v3/edge-s390x.o", "s390x/v3/fp-O2.elf"}},
+	{arch.AMD64, []string{"x86_64/v3/basic-O2.elf", "x86_64/v3/edge-x86_64.o", "x86_64/v1/basic-O2.elf"}},
+	{arch.ARM64, []string{"aarch64/v3/basic-pacb.elf", "aarch64/v3/edge-aarch64.o", "aarch64/v2/drap-O2.elf"}},
+	{arch.S390X, []string{"s390x/v3/basic-O2.elf", "s390x/v3/edge-s390x.o", "s390x/v3/fp-O2.elf"}},
 }
 
 // randomStack fills a stack image with words that are mostly plausible:
@@ -74,7 +75,7 @@ func TestRandomStacks(t *testing.T) {
 			mods = append(mods, loadCorpusTables(t, name, uint64(i+1)<<32))
 		}
 		var order binary.ByteOrder = binary.LittleEndian
-		if c.arch == elf.EM_S390 {
+		if c.arch == arch.S390X {
 			order = binary.BigEndian
 		}
 		const lo = 0x7ff000000000
@@ -91,13 +92,13 @@ func TestRandomStacks(t *testing.T) {
 			}
 			u.MaxDepth = 64
 			regs := targets.Regs{Arch: c.arch}
-			for n := 0; n < targets.NumDWARFRegs(c.arch); n++ {
+			for n := arch.Reg(0); int(n) < targets.NumDWARFRegs(c.arch); n++ {
 				if r.Intn(4) != 0 {
 					regs.Set(n, lo+uint64(r.Intn(4096)))
 				}
 			}
 			m := mods[r.Intn(len(mods))]
-			regs.Set(targets.PCReg(c.arch), m.Start+uint64(r.Intn(0x3000)))
+			regs.Set(c.arch.PC(), m.Start+uint64(r.Intn(0x3000)))
 			frames, stop, _ := unwindBothWays(t, u, &regs, pm)
 			if len(frames) > 64 {
 				t.Fatalf("%s: %d frames past the limit", c.arch, len(frames))
@@ -125,19 +126,19 @@ func FuzzUnwind(f *testing.F) {
 		s390 = append(s390, loadCorpusTables(f, name, uint64(i+1)<<32))
 	}
 	f.Fuzz(func(t *testing.T, stack []byte, pcOff, sp, fp uint64, be bool) {
-		arch, mods := elf.EM_X86_64, x86
+		a, mods := arch.AMD64, x86
 		if be {
-			arch, mods = elf.EM_S390, s390
+			a, mods = arch.S390X, s390
 		}
-		u, err := New(arch, mods)
+		u, err := New(a, mods)
 		if err != nil {
 			t.Fatal(err)
 		}
 		u.MaxDepth = 32
-		regs := targets.Regs{Arch: arch}
-		regs.Set(targets.PCReg(arch), mods[0].Start+pcOff%0x4000)
-		regs.Set(targets.SPReg(arch), sp)
-		regs.Set(targets.FPReg(arch), fp)
+		regs := targets.Regs{Arch: a}
+		regs.Set(a.PC(), mods[0].Start+pcOff%0x4000)
+		regs.Set(a.SP(), sp)
+		regs.Set(a.FP(), fp)
 		if frames, _, _ := unwindBothWays(t, u, &regs, &FlatMemory{Addr: 0x7ff000000000, Data: stack}); len(frames) > 32 || len(frames) == 0 {
 			t.Fatalf("%d frames", len(frames))
 		}
@@ -151,7 +152,7 @@ func TestStops(t *testing.T) {
 	stack := make([]byte, 4096)
 	mem := &FlatMemory{Addr: lo, Data: stack}
 	newU := func(depth int) *Unwinder {
-		u, err := New(elf.EM_X86_64, []*Module{edge})
+		u, err := New(arch.AMD64, []*Module{edge})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,10 +160,10 @@ func TestStops(t *testing.T) {
 		return u
 	}
 	regs := func(pc, sp, fp uint64) *targets.Regs {
-		r := &targets.Regs{Arch: elf.EM_X86_64}
-		r.Set(targets.AMD64RIP, pc)
-		r.Set(targets.AMD64RSP, sp)
-		r.Set(targets.AMD64RBP, fp)
+		r := &targets.Regs{Arch: arch.AMD64}
+		r.Set(arch.AMD64RIP, pc)
+		r.Set(arch.AMD64RSP, sp)
+		r.Set(arch.AMD64RBP, fp)
 		return r
 	}
 	put := func(addr, v uint64) { binary.LittleEndian.PutUint64(stack[addr-lo:], v) }
@@ -195,11 +196,11 @@ func TestStops(t *testing.T) {
 		}
 	}
 	// Wrong architecture.
-	r := &targets.Regs{Arch: elf.EM_AARCH64}
+	r := &targets.Regs{Arch: arch.ARM64}
 	if _, stop, err := newU(0).Unwind(nil, r, mem, nil); err == nil || stop != StopNoRule {
 		t.Errorf("arch mismatch: %v %v", stop, err)
 	}
-	if _, err := New(elf.EM_386, nil); err == nil {
+	if _, err := New(arch.I386, nil); err == nil {
 		t.Error("New accepted i386")
 	}
 }

@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/targets"
 )
 
@@ -37,9 +38,6 @@ func s390xSigreturn(code []byte) (ok, rt bool) {
 	return false, false
 }
 
-// s390xFPRDWARF maps f0..f15 to their DWARF numbers.
-var s390xFPRDWARF = [16]int{16, 20, 17, 21, 18, 22, 19, 23, 24, 28, 25, 29, 26, 30, 27, 31}
-
 // stepSignalS390X restores the registers an s390x signal interrupted from
 // the _sigregs of the frame at SP, found as gdb finds them: for
 // rt_sigreturn, in the ucontext after the save area, the return code and
@@ -60,17 +58,17 @@ func (w *Context) stepSignalS390X(cur, next *targets.Regs, rt bool) error {
 	if err != nil {
 		return err
 	}
-	next.Set(targets.S390XPC, pc)
-	for i := 0; i < 16; i++ {
-		v, err := w.mem.word(sregs + s390xSigregsGPRs + 8*uint64(i))
+	next.Set(arch.S390XPC, pc)
+	for r := arch.S390XR0; r <= arch.S390XR15; r++ {
+		v, err := w.mem.word(sregs + s390xSigregsGPRs + 8*uint64(r))
 		if err != nil {
 			return err
 		}
-		next.Set(i, v)
+		next.Set(r, v)
 	}
-	for i, d := range s390xFPRDWARF {
+	for i := range 16 {
 		if v, err := w.mem.word(sregs + s390xSigregsFPRs + 8*uint64(i)); err == nil {
-			next.Set(d, v)
+			next.Set(arch.S390XFPR(i), v)
 		}
 	}
 	w.cfa = sp + s390xSigFrameSize

@@ -88,13 +88,13 @@ func TestConcurrentWalks(t *testing.T) {
 			}
 			for _, u := range unwinders {
 				u.AddModule(extra)
-				if m := u.Module(0x1800); m != extra {
+				if m := moduleAt(u, 0x1800); m != extra {
 					errs <- fmt.Errorf("Module after AddModule: %v", m)
 					return
 				}
 			}
 			for _, u := range unwinders {
-				if !u.RemoveModule(extra) || u.Module(0x1800) != nil {
+				if !u.RemoveModule(extra) || moduleAt(u, 0x1800) != nil {
 					errs <- errors.New("RemoveModule did not remove the module")
 					return
 				}

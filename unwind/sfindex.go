@@ -80,7 +80,8 @@ func compileFast(row *sframe.Row, abi sframe.ABI) fastRule {
 	}
 	fits := func(v int64) bool { return v == int64(int32(v)) }
 	c, ra, fp := row.CFA, row.RA, row.FP
-	if c.Kind != sframe.RuleValue || (c.Base != abi.SP() && c.Base != abi.FP()) || !fits(c.Offset) {
+	a := abi.Arch()
+	if c.Kind != sframe.RuleValue || (c.Base != a.SP() && c.Base != a.FP()) || !fits(c.Offset) {
 		return r
 	}
 	if ra.Kind != sframe.RuleDeref || ra.Base != sframe.RegCFA || !fits(ra.Offset) {
@@ -98,7 +99,7 @@ func compileFast(row *sframe.Row, abi sframe.ABI) fastRule {
 		return r
 	}
 	r.flags |= fastOK
-	if c.Base == abi.FP() {
+	if c.Base == a.FP() {
 		r.flags |= fastCFAFP
 	}
 	if row.RASigned {

@@ -2,8 +2,8 @@ package unwind
 
 import (
 	"bytes"
-	"debug/elf"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/targets"
 )
 
@@ -20,11 +20,11 @@ var (
 func (w *Context) isSigreturn(pc uint64) bool {
 	var want []byte
 	switch w.arch {
-	case elf.EM_X86_64:
+	case arch.AMD64:
 		want = amd64Sigreturn
-	case elf.EM_AARCH64:
+	case arch.ARM64:
 		want = arm64Sigreturn
-	case elf.EM_S390:
+	case arch.S390X:
 		_, err := w.mem.m.ReadAt(w.code[:2], int64(pc))
 		ok, _ := s390xSigreturn(w.code[:2])
 		return err == nil && ok
@@ -50,33 +50,36 @@ const (
 	arm64RegsOff  = 128 + 176 + 8
 )
 
-// amd64GregDWARF maps gregs indexes 0..16 to DWARF numbers.
-var amd64GregDWARF = [17]int{8, 9, 10, 11, 12, 13, 14, 15, 5, 4, 6, 3, 1, 0, 2, 7, 16}
+// amd64Gregs are the registers of gregs indexes 0..16.
+var amd64Gregs = [17]arch.Reg{
+	arch.AMD64R8, arch.AMD64R9, arch.AMD64R10, arch.AMD64R11, arch.AMD64R12, arch.AMD64R13, arch.AMD64R14, arch.AMD64R15,
+	arch.AMD64RDI, arch.AMD64RSI, arch.AMD64RBP, arch.AMD64RBX, arch.AMD64RDX, arch.AMD64RAX, arch.AMD64RCX, arch.AMD64RSP, arch.AMD64RIP,
+}
 
 // stepSignal restores the interrupted registers from the signal frame.
 func (w *Context) stepSignal(cur, next *targets.Regs) error {
 	sp := cur.SP()
 	newFrame(cur, next)
 	switch w.arch {
-	case elf.EM_X86_64:
+	case arch.AMD64:
 		base := sp + amd64GregsOff
-		for i, d := range amd64GregDWARF {
+		for i, d := range amd64Gregs {
 			v, err := w.mem.word(base + uint64(8*i))
 			if err != nil {
 				return err
 			}
 			next.Set(d, v)
 		}
-	case elf.EM_AARCH64:
+	case arch.ARM64:
 		base := sp + arm64RegsOff
-		for i := 0; i < 33; i++ { // x0..x30, sp, pc
-			v, err := w.mem.word(base + uint64(8*i))
+		for r := arch.ARM64X0; r <= arch.ARM64PC; r++ { // x0..x30, sp, pc
+			v, err := w.mem.word(base + uint64(8*r))
 			if err != nil {
 				return err
 			}
-			next.Set(i, v)
+			next.Set(r, v)
 		}
-	case elf.EM_S390:
+	case arch.S390X:
 		// Which of the two trampolines: their frames differ.
 		if _, err := w.mem.m.ReadAt(w.code[:2], int64(cur.PC())); err != nil {
 			return err

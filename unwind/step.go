@@ -1,10 +1,10 @@
 package unwind
 
 import (
-	"debug/elf"
 	"encoding/binary"
 	"errors"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/targets"
@@ -15,7 +15,7 @@ import (
 var errRegister = errors.New("register not available")
 
 // reg reads register r of the current frame.
-func reg(cur *targets.Regs, r int) (uint64, error) {
+func reg(cur *targets.Regs, r arch.Reg) (uint64, error) {
 	v, ok := cur.Get(r)
 	if !ok {
 		return 0, errRegister
@@ -69,7 +69,7 @@ func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *target
 			}
 		}
 	}
-	if signal && (w.arch == elf.EM_X86_64 || w.arch == elf.EM_AARCH64) {
+	if signal && (w.arch == arch.AMD64 || w.arch == arch.ARM64) {
 		// A signal trampoline: the rules describe the trampoline's own
 		// frame, but what the caller needs is the interrupted context.
 		w.sig = true
@@ -144,10 +144,10 @@ func (w *Context) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, cf
 	case sframe.RegCFA:
 		base = cfa
 	default:
-		if !top && r.Base != abi.SP() && r.Base != abi.FP() {
+		if a := abi.Arch(); !top && r.Base != a.SP() && r.Base != a.FP() {
 			return 0, errNoRule
 		}
-		v, ok := cur.Get(int(r.Base))
+		v, ok := cur.Get(r.Base)
 		if !ok {
 			return 0, errNoRule
 		}
@@ -164,13 +164,13 @@ func (w *Context) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, cf
 // the caller's FP and the return address (AMD64 and AArch64); on s390x,
 // the back chain.
 func (w *Context) stepFP(cur, next *targets.Regs) error {
-	if w.arch == elf.EM_S390 {
+	if w.arch == arch.S390X {
 		return w.stepBackchain(cur, next) // backchain.go
 	}
-	if w.arch != elf.EM_X86_64 && w.arch != elf.EM_AARCH64 {
+	if w.arch != arch.AMD64 && w.arch != arch.ARM64 {
 		return errNoRule
 	}
-	fp, ok := cur.Get(targets.FPReg(w.arch))
+	fp, ok := cur.Get(w.arch.FP())
 	if !ok || fp == 0 || fp&7 != 0 || fp < cur.SP() {
 		return errNoRule
 	}
@@ -183,7 +183,7 @@ func (w *Context) stepFP(cur, next *targets.Regs) error {
 		return err
 	}
 	cfa := fp + 16
-	if w.arch == elf.EM_AARCH64 {
+	if w.arch == arch.ARM64 {
 		ra = w.strip(ra)
 		// The record may lie anywhere in the frame: the prologue says
 		// where (arm64prologue.go).
@@ -193,9 +193,9 @@ func (w *Context) stepFP(cur, next *targets.Regs) error {
 	}
 	w.cfa = cfa
 	newFrame(cur, next)
-	next.Set(targets.PCReg(w.arch), ra)
-	next.Set(targets.SPReg(w.arch), cfa)
-	next.Set(targets.FPReg(w.arch), callerFP)
+	next.Set(w.arch.PC(), ra)
+	next.Set(w.arch.SP(), cfa)
+	next.Set(w.arch.FP(), callerFP)
 	return nil
 }
 
@@ -215,7 +215,7 @@ func recovers(k cfi.RuleKind) bool {
 type regsView struct{ r *targets.Regs }
 
 // Reg implements cfi.Registers.
-func (v regsView) Reg(r cfi.Reg) (uint64, bool) { return v.r.Get(int(r)) }
+func (v regsView) Reg(r arch.Reg) (uint64, bool) { return v.r.Get(r) }
 
 // stepCFI applies the CFI row covering pc (ELF address).
 func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bool) error {
@@ -231,7 +231,7 @@ func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top boo
 	var cfa uint64
 	switch row.CFA.Kind {
 	case cfi.CFARegOffset:
-		v, err := reg(cur, int(row.CFA.Reg))
+		v, err := reg(cur, row.CFA.Reg)
 		if err != nil {
 			return errNoRule
 		}
@@ -247,17 +247,17 @@ func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top boo
 	if cie.SignalFrame {
 		w.sig = true
 	}
-	raCol := int(cie.RA)
+	raCol := cie.RA
 	// Registers without a rule keep their values (callee-saved in
 	// practice); those with one are recomputed.
 	*next = *cur
-	next.Invalidate(targets.PCReg(w.arch))
+	next.Invalidate(w.arch.PC())
 	raSet := false
 	w.cfi.initial[0] = cfa
 	opts.Initial = w.cfi.initial[:]
 	for i := 0; i < row.NumRules(); i++ {
 		rr := row.RuleAt(i)
-		col := int(rr.Column)
+		col := rr.Column
 		var v uint64
 		known := true
 		switch rr.Kind {
@@ -274,7 +274,7 @@ func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top boo
 		case cfi.RuleValOffset:
 			v = cfa + uint64(rr.Offset)
 		case cfi.RuleRegister:
-			v, known = cur.Get(int(rr.Reg))
+			v, known = cur.Get(rr.Reg)
 		case cfi.RuleExpression:
 			var addr uint64
 			if addr, err = cfi.EvalExpression(rr.Expr, &opts); err == nil {
@@ -307,7 +307,7 @@ func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top boo
 	// The return address column: x86-64 uses 16 (the PC slot of Regs);
 	// AArch64 and s390x keep it in x30 / r14 and the PC is separate.
 	var ra uint64
-	if v, ok := next.Get(raCol); ok && (raSet || raCol != targets.PCReg(w.arch)) {
+	if v, ok := next.Get(raCol); ok && (raSet || raCol != w.arch.PC()) {
 		ra = v
 	} else {
 		return errNoRule
@@ -315,11 +315,11 @@ func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top boo
 	if row.RASigned {
 		ra = w.strip(ra)
 	}
-	next.Set(targets.PCReg(w.arch), ra)
+	next.Set(w.arch.PC(), ra)
 	// The CFA is the caller's SP unless a rule says otherwise (signal
 	// frames restore SP explicitly).
-	sp := targets.SPReg(w.arch)
-	if !recovers(row.Rule(cfi.Reg(sp)).Kind) {
+	sp := w.arch.SP()
+	if !recovers(row.Rule(sp).Kind) {
 		next.Set(sp, cfa+w.spOffset())
 	}
 	return nil

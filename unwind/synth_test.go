@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/corpus"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/targets"
@@ -53,11 +54,11 @@ func sframeModule(t *testing.T, name string, s *sframe.Section, bias uint64) *Mo
 
 // fmtRule formats an SFrame rule as objdump --sframe prints it.
 func fmtRule(r sframe.Rule, abi sframe.ABI, cfa bool) string {
-	reg := func(b sframe.Reg) string {
+	reg := func(b arch.Reg) string {
 		switch {
-		case b == abi.SP():
+		case b == abi.Arch().SP():
 			return "sp"
-		case b == abi.FP():
+		case b == abi.Arch().FP():
 			return "fp"
 		}
 		return fmt.Sprintf("r%d", b)
@@ -156,7 +157,7 @@ type synthFrame struct {
 // planter builds a stack image.
 type planter struct {
 	t       *testing.T
-	arch    elf.Machine
+	arch    arch.Arch
 	order   binary.ByteOrder
 	lo      uint64 // address of stack[0]
 	stack   []byte
@@ -197,10 +198,10 @@ func (p *planter) plant(frames []synthFrame, sp0 uint64) (targets.Regs, []want) 
 	ctx := make([]*targets.Regs, n+1)
 	ctx[0] = &targets.Regs{Arch: p.arch}
 	spOff := uint64(0)
-	if p.arch == elf.EM_S390 {
+	if p.arch == arch.S390X {
 		spOff = ^uint64(159)
 	}
-	abiSP, abiFP := targets.SPReg(p.arch), targets.FPReg(p.arch)
+	abiSP, abiFP := p.arch.SP(), p.arch.FP()
 	sp[0] = sp0
 	for i := 0; i < n; i++ {
 		fr := &frames[i]
@@ -230,7 +231,7 @@ func (p *planter) plant(frames []synthFrame, sp0 uint64) (targets.Regs, []want) 
 			}
 			break
 		}
-		switch int(r.CFA.Base) {
+		switch r.CFA.Base {
 		case abiFP:
 			if r.CFA.Kind == sframe.RuleDeref { // DRAP: CFA saved at FP+off
 				cfa[i] = sp[i] + 0x200
@@ -247,7 +248,7 @@ func (p *planter) plant(frames []synthFrame, sp0 uint64) (targets.Regs, []want) 
 				t.Fatalf("frame %d: CFA based on r%d outside a top frame", i, r.CFA.Base)
 			}
 			cfa[i] = sp[i] + 0x200
-			ctx[i].Set(int(r.CFA.Base), cfa[i]-uint64(r.CFA.Offset))
+			ctx[i].Set(r.CFA.Base, cfa[i]-uint64(r.CFA.Offset))
 		}
 		sp[i+1] = cfa[i] + spOff
 	}
@@ -276,7 +277,7 @@ func (p *planter) plant(frames []synthFrame, sp0 uint64) (targets.Regs, []want) 
 		fr := &frames[i]
 		w := want{pc: fr.pc, sp: sp[i], cfa: cfa[i], method: MethodSFrame, signal: fr.signal}
 		if ctx[i] != nil {
-			ctx[i].Set(targets.PCReg(p.arch), fr.pc)
+			ctx[i].Set(p.arch.PC(), fr.pc)
 			ctx[i].Set(abiSP, sp[i])
 			if _, ok := ctx[i].Get(abiFP); !ok {
 				ctx[i].Set(abiFP, fpv[i])
@@ -301,10 +302,10 @@ func (p *planter) plant(frames []synthFrame, sp0 uint64) (targets.Regs, []want) 
 			ra |= p.pac
 			p.pacUsed = true
 		}
-		if p.arch == elf.EM_X86_64 && (r.RA.Kind == sframe.RuleNotSaved || r.RA.Kind == sframe.RuleUnspecified) {
+		if p.arch == arch.AMD64 && (r.RA.Kind == sframe.RuleNotSaved || r.RA.Kind == sframe.RuleUnspecified) {
 			p.put(cfa[i]-8, ra) // an RA padding word: the fixed place
 		} else {
-			p.plantRule(r.RA, targets.RAReg(p.arch), cfa[i], ctx[i], fpv[i], ra, i, "RA")
+			p.plantRule(r.RA, p.arch.RA(), cfa[i], ctx[i], fpv[i], ra, i, "RA") // the link register
 		}
 		if r.FP.Kind != sframe.RuleUnspecified && r.FP.Kind != sframe.RuleNotSaved {
 			p.plantRule(r.FP, abiFP, cfa[i], ctx[i], fpv[i], fpv[i+1], i, "FP")
@@ -323,16 +324,16 @@ func (p *planter) plant(frames []synthFrame, sp0 uint64) (targets.Regs, []want) 
 
 // plantRule stores v where rule r of frame i says the caller's value is.
 // fp is the frame's own FP value.
-func (p *planter) plantRule(r sframe.Rule, inReg int, cfa uint64, ctx *targets.Regs, fp, v uint64, i int, what string) {
+func (p *planter) plantRule(r sframe.Rule, inReg arch.Reg, cfa uint64, ctx *targets.Regs, fp, v uint64, i int, what string) {
 	t := p.t
 	t.Helper()
 	switch {
 	case r.Kind == sframe.RuleDeref && r.Base == sframe.RegCFA:
 		p.put(cfa+uint64(r.Offset), v)
-	case r.Kind == sframe.RuleDeref && int(r.Base) == targets.FPReg(p.arch):
+	case r.Kind == sframe.RuleDeref && r.Base == p.arch.FP():
 		p.put(fp+uint64(r.Offset), v)
 	case r.Kind == sframe.RuleUnspecified || r.Kind == sframe.RuleNotSaved:
-		if ctx == nil || inReg < 0 {
+		if ctx == nil {
 			t.Fatalf("frame %d: %s in a register outside a top frame", i, what)
 		}
 		ctx.Set(inReg, v)
@@ -340,7 +341,7 @@ func (p *planter) plantRule(r sframe.Rule, inReg int, cfa uint64, ctx *targets.R
 		if ctx == nil {
 			t.Fatalf("frame %d: %s in r%d outside a top frame", i, what, r.Base)
 		}
-		ctx.Set(int(r.Base), v)
+		ctx.Set(r.Base, v)
 	default:
 		t.Fatalf("frame %d: cannot plant %s rule %+v", i, what, r)
 	}
@@ -350,16 +351,16 @@ func (p *planter) plantRule(r sframe.Rule, inReg int, cfa uint64, ctx *targets.R
 // as the kernel lays them out (see stepSignal).
 func (p *planter) putSigContext(sp uint64, r *targets.Regs) {
 	switch p.arch {
-	case elf.EM_AARCH64:
+	case arch.ARM64:
 		for i := 0; i < 33; i++ {
-			v, ok := r.Get(i)
+			v, ok := r.Get(arch.Reg(i))
 			if !ok {
 				v = 0xdead0000 + uint64(i)
 			}
 			p.put(sp+arm64RegsOff+uint64(8*i), v)
 		}
-	case elf.EM_X86_64:
-		for i, d := range amd64GregDWARF {
+	case arch.AMD64:
+		for i, d := range amd64Gregs {
 			v, ok := r.Get(d)
 			if !ok {
 				v = 0xdead0000 + uint64(i)
@@ -373,10 +374,10 @@ func (p *planter) putSigContext(sp uint64, r *targets.Regs) {
 
 // runSynth plants frames and checks the unwinder finds exactly them and
 // stops with wantStop.
-func runSynth(t *testing.T, arch elf.Machine, mods []*Module, frames []synthFrame, code *FlatMemory, wantStop Stop) []Frame {
+func runSynth(t *testing.T, a arch.Arch, mods []*Module, frames []synthFrame, code *FlatMemory, wantStop Stop) []Frame {
 	t.Helper()
-	p := &planter{t: t, arch: arch, order: binary.LittleEndian, lo: 0x7ff000000000, stack: make([]byte, 512<<10), pac: 0x002b << 48}
-	if arch == elf.EM_S390 {
+	p := &planter{t: t, arch: a, order: binary.LittleEndian, lo: 0x7ff000000000, stack: make([]byte, 512<<10), pac: 0x002b << 48}
+	if a == arch.S390X {
 		p.order = binary.BigEndian
 	}
 	regs, wants := p.plant(frames, p.lo+0x1000)
@@ -385,7 +386,7 @@ func runSynth(t *testing.T, arch elf.Machine, mods []*Module, frames []synthFram
 		next = code
 	}
 	mem := &FlatMemory{Addr: p.lo, Data: p.stack, Next: next}
-	u, err := New(arch, mods)
+	u, err := New(a, mods)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +431,7 @@ func TestSynthAArch64(t *testing.T) {
 		{mod: lib, pc: libBias + 0x0c},     // fp+32 (edge func 0)
 		{mod: lib, pc: libBias + 0x71},     // RA undefined (looked up at 0x70)
 	}
-	p := runSynth(t, elf.EM_AARCH64, mods, frames, nil, StopEnd)
+	p := runSynth(t, arch.ARM64, mods, frames, nil, StopEnd)
 	if len(p) > 1 && p[1].PC>>48 != 0 {
 		t.Errorf("signed return address not stripped: %#x", p[1].PC)
 	}
@@ -444,7 +445,7 @@ func TestSynthAArch64EndsAtZero(t *testing.T) {
 		{mod: exe, pc: exeBias + 0x9b4 + 8}, // sp+16, c-16, c-8
 		{mod: exe, pc: exeBias + 0xa10},     // fp+32
 	}
-	runSynth(t, elf.EM_AARCH64, []*Module{exe}, frames, nil, StopEnd)
+	runSynth(t, arch.ARM64, []*Module{exe}, frames, nil, StopEnd)
 }
 
 // TestSynthS390X walks s390x code: a flexible leaf function keeping the
@@ -463,7 +464,7 @@ func TestSynthS390X(t *testing.T) {
 		{mod: edge, pc: libBias + 0x0a + 2}, // sp+320 (edge func 0)
 		{mod: edge, pc: libBias + 0x4c},     // RA undefined
 	}
-	runSynth(t, elf.EM_S390, []*Module{exe, edge}, frames, nil, StopEnd)
+	runSynth(t, arch.S390X, []*Module{exe, edge}, frames, nil, StopEnd)
 }
 
 // TestSynthS390XLeaf starts in a function's first instruction, with the
@@ -476,7 +477,7 @@ func TestSynthS390XLeaf(t *testing.T) {
 		{mod: exe, pc: exeBias + 0x930}, // sp+320
 		{mod: edge, pc: libBias + 0x4c}, // RA undefined
 	}
-	runSynth(t, elf.EM_S390, []*Module{exe, edge}, frames, nil, StopEnd)
+	runSynth(t, arch.S390X, []*Module{exe, edge}, frames, nil, StopEnd)
 }
 
 // TestSynthS390XFlexNotTop: a flexible row based on a floating-point
@@ -486,7 +487,7 @@ func TestSynthS390XLeaf(t *testing.T) {
 func TestSynthS390XFlexNotTop(t *testing.T) {
 	exe := loadCorpusModule(t, "s390x/v3/basic-O2.elf", exeBias)
 	edge := loadCorpusModule(t, "s390x/v3/edge-s390x.o", libBias)
-	p := &planter{t: t, arch: elf.EM_S390, order: binary.BigEndian, lo: 0x7ff000000000, stack: make([]byte, 64<<10)}
+	p := &planter{t: t, arch: arch.S390X, order: binary.BigEndian, lo: 0x7ff000000000, stack: make([]byte, 64<<10)}
 	// Frame 0 in exe function 2 (sp+320, RA at c-48) returning into the
 	// flexible function's body.
 	regs, _ := p.plant([]synthFrame{{mod: exe, pc: exeBias + 0x930}, {mod: exe, pc: exeBias + 0x930}}, p.lo+0x1000)
@@ -494,7 +495,7 @@ func TestSynthS390XFlexNotTop(t *testing.T) {
 	cfa := regs.SP() + 320
 	p.put(cfa-48, libBias+0x22+1)
 	regs.Set(16, 0x1234) // a stale value the unwinder must not use
-	u, err := New(elf.EM_S390, []*Module{exe, edge})
+	u, err := New(arch.S390X, []*Module{exe, edge})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,10 +514,7 @@ func trampModule(t *testing.T, abi sframe.ABI, tramp uint64, rows bool) *Module 
 	const start, secAddr = 0xffc, 0x2000
 	fn := sframe.EncFunc{Start: start, Size: 16, Signal: true}
 	if rows {
-		sp := sframe.Reg(31)
-		if abi == sframe.ABIAMD64LE {
-			sp = 7
-		}
+		sp := abi.Arch().SP()
 		fn.Rows = []sframe.EncRow{{Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: sp}}}}
 	}
 	data, err := sframe.Encode(sframe.EncodeOptions{Version: sframe.Version3, ABI: abi, Addr: secAddr}, []sframe.EncFunc{fn})
@@ -545,7 +543,7 @@ func testSignalAArch64(t *testing.T, tramp uint64, tmod *Module, code *FlatMemor
 		{mod: exe, pc: exeBias + 0xa90},      // sp+640, c-640, c-632[s]
 		{mod: edge, pc: libBias + 0x71},      // RA undefined
 	}
-	got := runSynth(t, elf.EM_AARCH64, []*Module{exe, edge, tmod}, frames, code, StopEnd)
+	got := runSynth(t, arch.ARM64, []*Module{exe, edge, tmod}, frames, code, StopEnd)
 	if len(got) == len(frames) && (!got[1].Exact || !got[2].Exact || got[3].Exact) {
 		t.Errorf("exactness: trampoline %v, interrupted %v, its caller %v; want true true false", got[1].Exact, got[2].Exact, got[3].Exact)
 	}
@@ -589,7 +587,7 @@ func TestSynthAMD64(t *testing.T) {
 		{mod: edge, pc: libBias + 0x3c},               // sp+40016
 		{mod: edge, pc: libBias + 0x1},                // RA undefined
 	}
-	got := runSynth(t, elf.EM_X86_64, []*Module{exe, edge}, frames, nil, StopEnd)
+	got := runSynth(t, arch.AMD64, []*Module{exe, edge}, frames, nil, StopEnd)
 	if len(got) > 4 && !got[4].Exact {
 		t.Errorf("frame after the signal frame not exact")
 	}
@@ -599,13 +597,13 @@ func TestSynthAMD64(t *testing.T) {
 // frame stops the walk.
 func TestSynthAMD64FlexNotTop(t *testing.T) {
 	edge := loadCorpusModule(t, "x86_64/v3/edge-x86_64.o", libBias)
-	p := &planter{t: t, arch: elf.EM_X86_64, order: binary.LittleEndian, lo: 0x7ff000000000, stack: make([]byte, 64<<10)}
+	p := &planter{t: t, arch: arch.AMD64, order: binary.LittleEndian, lo: 0x7ff000000000, stack: make([]byte, 64<<10)}
 	regs, _ := p.plant([]synthFrame{{mod: edge, pc: libBias + 0x2c}, {mod: edge, pc: libBias + 0x1}}, p.lo+0x1000)
 	// Frame 0 (sp+16, RA at CFA-8) returns into edge function 6 at 0x82
 	// (RA in r11).
 	p.put(regs.SP()+8, libBias+0x83)
 	regs.Set(11, libBias+0x1) // must not be used
-	u, err := New(elf.EM_X86_64, []*Module{edge})
+	u, err := New(arch.AMD64, []*Module{edge})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -622,7 +620,7 @@ func TestSynthAMD64FlexNotTop(t *testing.T) {
 func TestAddRemoveModule(t *testing.T) {
 	exe := loadCorpusModule(t, "x86_64/v3/basic-O2.elf", exeBias)
 	edge := loadCorpusModule(t, "x86_64/v3/edge-x86_64.o", libBias)
-	p := &planter{t: t, arch: elf.EM_X86_64, order: binary.LittleEndian, lo: 0x7ff000000000, stack: make([]byte, 64<<10)}
+	p := &planter{t: t, arch: arch.AMD64, order: binary.LittleEndian, lo: 0x7ff000000000, stack: make([]byte, 64<<10)}
 	regs, wants := p.plant([]synthFrame{
 		{mod: exe, pc: exeBias + 0x1030 + 2*16 + 0xc}, // PLT entry 2 at +0xc: sp+16
 		{mod: edge, pc: libBias + 0x20},               // fp+16, c-16
@@ -630,7 +628,7 @@ func TestAddRemoveModule(t *testing.T) {
 	}, p.lo+0x1000)
 	mem := &FlatMemory{Addr: p.lo, Data: p.stack}
 	ctx := new(Context)
-	all, err := New(elf.EM_X86_64, []*Module{edge, exe})
+	all, err := New(arch.AMD64, []*Module{edge, exe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,7 +636,7 @@ func TestAddRemoveModule(t *testing.T) {
 	if stop != StopEnd || len(full) != len(wants) {
 		t.Fatalf("all modules: %d frames, %v %v; want %d", len(full), stop, err, len(wants))
 	}
-	u, err := New(elf.EM_X86_64, nil)
+	u, err := New(arch.AMD64, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -668,7 +666,7 @@ func TestAddRemoveModule(t *testing.T) {
 	u.AddModule(edge)
 	walk("edge only") // frame 0 is in exe
 	u.AddModule(exe)
-	if mods := u.Modules(); len(mods) != 2 || mods[0] != exe || mods[1] != edge {
+	if mods := u.mods.Load().modules; len(mods) != 2 || mods[0] != exe || mods[1] != edge {
 		t.Fatalf("Modules: %v", mods)
 	}
 	walk("both", exe, edge, edge)
@@ -676,7 +674,7 @@ func TestAddRemoveModule(t *testing.T) {
 	shadow := *edge
 	shadow.Name = "shadow"
 	u.AddModule(&shadow)
-	if m := u.Module(libBias + 0x20); m != &shadow {
+	if m := moduleAt(u, libBias+0x20); m != &shadow {
 		t.Fatalf("Module after adding a shadow: %v", m)
 	}
 	walk("shadowed", exe, &shadow, &shadow)
@@ -686,7 +684,16 @@ func TestAddRemoveModule(t *testing.T) {
 	walk("shadow removed", exe, edge, edge)
 	u.RemoveModule(exe)
 	walk("exe removed")
-	if m := u.Module(exeBias + 0x1030); m != nil {
+	if m := moduleAt(u, exeBias+0x1030); m != nil {
 		t.Fatalf("Module of a removed module: %v", m)
 	}
+}
+
+// moduleAt returns u's module containing the runtime address pc, or nil.
+func moduleAt(u *Unwinder, pc uint64) *Module {
+	ms := u.mods.Load()
+	if i := ms.find(pc); i >= 0 {
+		return ms.modules[i]
+	}
+	return nil
 }

@@ -25,7 +25,6 @@
 package unwind
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"slices"
@@ -33,6 +32,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/targets"
@@ -179,10 +179,10 @@ type Unwinder struct {
 // config is what a walk needs of its Unwinder, copied into the Context
 // when the walk starts.
 type config struct {
-	arch elf.Machine
+	arch arch.Arch
 	be   bool // s390x: words are big-endian
-	// DWARF numbers of the PC, SP, FP and RA registers (RA -1: none).
-	pcReg, spReg, fpReg, raReg int
+	// DWARF numbers of the PC, SP, FP and RA registers (RA noReg: none).
+	pcReg, spReg, fpReg, raReg arch.Reg
 	spOff                      uint64 // caller's SP - CFA: -160 on s390x
 	pacMask                    uint64 // Unwinder.PACMask
 }
@@ -198,22 +198,25 @@ type moduleSet struct {
 // DefaultMaxDepth bounds walks when MaxDepth is 0.
 const DefaultMaxDepth = 1024
 
-// New makes an unwinder for arch (elf.EM_X86_64, elf.EM_AARCH64 or
-// elf.EM_S390) over mods, which need not be sorted (nil entries are left
+// New makes an unwinder for a (arch.AMD64, arch.ARM64 or arch.S390X)
+// over mods, which need not be sorted (nil entries are left
 // out). Modules made by Cache.Modules carry their decoded SFrame; the
 // SFrame of others is decoded here, for this Unwinder.
-func New(arch elf.Machine, mods []*Module) (*Unwinder, error) {
+func New(a arch.Arch, mods []*Module) (*Unwinder, error) {
 	u := &Unwinder{PACMask: 1<<48 - 1}
-	u.cfg.arch = arch
-	switch arch {
-	case elf.EM_X86_64, elf.EM_AARCH64:
-	case elf.EM_S390:
+	u.cfg.arch = a
+	switch a {
+	case arch.AMD64, arch.ARM64:
+	case arch.S390X:
 		u.cfg.be = true
-		u.cfg.spOff = ^uint64(159) // -160
 	default:
-		return nil, fmt.Errorf("unwind: unsupported architecture %s", arch)
+		return nil, fmt.Errorf("unwind: unsupported architecture %s", a)
 	}
-	u.cfg.pcReg, u.cfg.spReg, u.cfg.fpReg, u.cfg.raReg = targets.PCReg(arch), targets.SPReg(arch), targets.FPReg(arch), targets.RAReg(arch)
+	u.cfg.spOff = uint64(a.SPOffset())
+	u.cfg.pcReg, u.cfg.spReg, u.cfg.fpReg, u.cfg.raReg = a.PC(), a.SP(), a.FP(), noReg
+	if a.HasLinkReg() {
+		u.cfg.raReg = a.RA()
+	}
 	ms := &moduleSet{modules: make([]*Module, 0, len(mods))}
 	for _, m := range mods {
 		if m != nil {
@@ -278,19 +281,6 @@ func (u *Unwinder) RemoveModule(m *Module) bool {
 		info:    slices.Delete(slices.Clone(old.info), i, i+1),
 	})
 	return true
-}
-
-// Modules returns the modules, sorted by start address. The slice is the
-// Unwinder's: do not modify it.
-func (u *Unwinder) Modules() []*Module { return u.mods.Load().modules }
-
-// Module returns the module containing the runtime address pc, or nil.
-func (u *Unwinder) Module(pc uint64) *Module {
-	ms := u.mods.Load()
-	if i := ms.find(pc); i >= 0 {
-		return ms.modules[i]
-	}
-	return nil
 }
 
 // find returns the index of the module containing pc, or -1.
@@ -374,22 +364,25 @@ type cfiScratch struct {
 	initial [1]uint64 // the CFA, pushed for register expressions
 }
 
-// get and set access register n of r, which must be below
-// targets.NumRegs, without the checks of Regs.Get and Regs.Set: the hot
-// path knows its register numbers are valid for the architecture.
-func get(r *targets.Regs, n int) (uint64, bool) {
-	if uint(n) < targets.NumRegs && r.Valid&(1<<uint(n)) != 0 {
+// get and set access register n of r without the checks of Regs.Get
+// and Regs.Set: the hot path knows its register numbers are valid for
+// the architecture. Numbers from targets.NumRegs on (noReg) are none.
+func get(r *targets.Regs, n arch.Reg) (uint64, bool) {
+	if n < targets.NumRegs && r.Valid&(1<<n) != 0 {
 		return r.R[n], true
 	}
 	return 0, false
 }
 
-func set(r *targets.Regs, n int, v uint64) {
-	if uint(n) < targets.NumRegs {
+func set(r *targets.Regs, n arch.Reg, v uint64) {
+	if n < targets.NumRegs {
 		r.R[n] = v
-		r.Valid |= 1 << uint(n)
+		r.Valid |= 1 << n
 	}
 }
+
+// noReg is no register: get finds nothing there and set ignores it.
+const noReg = ^arch.Reg(0)
 
 // errNoRule means a method has no rule for the PC (try the next one).
 var errNoRule = errors.New("no rule")

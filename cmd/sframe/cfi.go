@@ -6,7 +6,6 @@ import (
 	"io"
 	"runtime/debug"
 
-	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/dump"
 )
 
@@ -65,5 +64,5 @@ func cfiFile(w io.Writer, name, section string, asJSON, header bool) error {
 	if asJSON {
 		return dump.WriteCFIJSON(w, f.File, name, section)
 	}
-	return cfi.Dump(w, f.File, section)
+	return dump.WriteCFIText(w, f.File, section)
 }

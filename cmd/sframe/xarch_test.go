@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -388,4 +389,99 @@ func withPACMask(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// gcoreSrc recurses 20 calls deep in one thread and pauses: gdb's gcore of
+// a qemu-user target dumps the stack it finds around SP of a lone
+// thread (of several threads it dumps none).
+//
+// At -O2 gdb 13 takes the stack to be everything below SP (a sparse
+// segment of 340 GB from address 0) and dumps none above it; at -O1 it
+// dumps the frames' range above SP.
+const gcoreSrc = `#include <unistd.h>
+volatile int sink;
+__attribute__((noinline)) int deep(int n) {
+	if (n == 0) {
+		pause();
+		return 0;
+	}
+	int r = deep(n - 1);
+	sink += r;
+	return r + 1;
+}
+int main(void) { return deep(20); }
+`
+
+// TestStackGcoreCross checks `sframe stack --core` on AArch64 and s390x
+// cores written by gdb's gcore (over qemu-user's gdb stub) rather than
+// by qemu: gdb writes a segment per loaded section, not per page, and no
+// NT_FILE. The frames must equal gdb-multiarch's on the same core, up to
+// where both find the stack no longer in the core.
+func TestStackGcoreCross(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		arch  testprog.Arch
+		flags []string
+		prog  string // the method of deep's frames
+	}{
+		{"aarch64-sframe", testprog.AArch64, []string{"-O1", "-static", "-Wa,--gsframe"}, "sframe"},
+		{"aarch64-cfi", testprog.AArch64, []string{"-O1", "-static"}, "cfi"},
+		{"s390x-cfi", testprog.S390X, []string{"-O1", "-static"}, "cfi"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testprog.NeedTool(t, c.arch.CC)
+			dir := t.TempDir()
+			src, exe := filepath.Join(dir, "deep.c"), filepath.Join(dir, "deep")
+			if err := os.WriteFile(src, []byte(gcoreSrc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(c.arch.CC, append(c.flags, "-o", exe, src)...).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", c.arch.CC, err, out)
+			}
+			core := testprog.GcoreQEMU(t, c.arch, exe, "pause")
+			stdout, stderr, code := runCLI(t, "stack", "--core", core, "--exe", exe)
+			if code != 0 {
+				t.Fatalf("sframe stack: exit %d: %s", code, stderr)
+			}
+			tids, th, _ := parseX(t, stdout)
+			if len(tids) != 1 {
+				t.Fatalf("%d threads, want 1:\n%s", len(tids), stdout)
+			}
+			got := th[tids[0]]
+			deep := 0
+			for _, f := range got {
+				if f.fn == "deep" {
+					deep++
+					if f.method != c.prog {
+						t.Errorf("deep at %#x: method %s, want %s", f.pc, f.method, c.prog)
+					}
+				}
+			}
+			if deep != 21 {
+				t.Errorf("%d frames of deep, want 21:\n%s", deep, stdout)
+			}
+			out := testprog.GDBMultiarch(t, exe, core, "", "set backtrace past-main on", "echo BT\\n", "bt")
+			_, bt, _ := strings.Cut(out, "BT\n")
+			var want []string
+			for _, m := range regexp.MustCompile(`(?m)^#\d+\s+(?:0x([0-9a-f]+) in )?`).FindAllStringSubmatch(bt, -1) {
+				if m[1] != "" {
+					v, _ := strconv.ParseUint(m[1], 16, 64)
+					m[1] = strconv.FormatUint(v, 16)
+				}
+				want = append(want, m[1])
+			}
+			var pcs []string
+			for _, f := range got {
+				pcs = append(pcs, strconv.FormatUint(f.pc, 16))
+			}
+			// gdb prints no address for frame #0 when the PC is at the
+			// start of a line; ours always has one.
+			if len(want) > 0 && want[0] == "" {
+				want[0] = pcs[0]
+			}
+			if g, w := strings.Join(pcs, " "), strings.Join(want, " "); g != w {
+				t.Errorf("frames:\n got %s\nwant %s (gdb-multiarch)\n%s\n%s", g, w, stdout, out)
+			}
+		})
+	}
 }

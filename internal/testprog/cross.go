@@ -3,6 +3,7 @@ package testprog
 import (
 	_ "embed"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,7 +175,7 @@ func CrashCore(t testing.TB, a Arch, exe string, qemuArgs ...string) *Crash {
 
 // GDBMultiarch runs gdb-multiarch in batch mode on exe and core with
 // sysroot (if not empty) and the commands cmds (each an -ex), and returns
-// its output. It skips the test when gdb-multiarch is missing (fails under
+// its output (with core empty, gdb starts on exe alone). It skips the test when gdb-multiarch is missing (fails under
 // CI). gdb's thread_db is off: it would load the host's libthread_db,
 // which does not know the target's threads.
 func GDBMultiarch(t testing.TB, exe, core, sysroot string, cmds ...string) string {
@@ -187,7 +188,10 @@ func GDBMultiarch(t testing.TB, exe, core, sysroot string, cmds ...string) strin
 	for _, c := range cmds {
 		args = append(args, "-ex", c)
 	}
-	args = append(args, exe, core)
+	args = append(args, exe)
+	if core != "" {
+		args = append(args, core)
+	}
 	cmd := exec.Command("gdb-multiarch", args...)
 	var out strings.Builder
 	cmd.Stdout = &out
@@ -208,4 +212,46 @@ func GDBMultiarch(t testing.TB, exe, core, sysroot string, cmds ...string) strin
 		t.Fatalf("gdb-multiarch on %s did not finish:\n%s", core, out.String())
 	}
 	return out.String()
+}
+
+// GcoreQEMU runs exe under a's qemu-user with its gdb stub, lets
+// gdb-multiarch run it to a breakpoint at the function stop, and returns
+// the core file gdb's gcore writes of it then: a core of another
+// architecture written by gdb rather than by qemu or a kernel. gdb knows
+// no mappings of a remote target, so it dumps the sections of the loaded
+// files and what it finds of the stack around SP, not whole mappings.
+// Each call starts its own qemu on a free port.
+func GcoreQEMU(t testing.TB, a Arch, exe, stop string) string {
+	t.Helper()
+	NeedTool(t, a.QEMU)
+	NeedTool(t, "gdb-multiarch")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	args := []string{"-g", strconv.Itoa(port)}
+	if a.Sysroot != "" {
+		args = append(args, "-L", a.Sysroot)
+	}
+	q := exec.Command(a.QEMU, append(args, exe)...)
+	var qout strings.Builder
+	q.Stdout, q.Stderr = &qout, &qout
+	if err := q.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		q.Process.Kill()
+		q.Wait()
+	}()
+	core := filepath.Join(t.TempDir(), "gcore")
+	// gdb retries the connection while qemu starts listening.
+	out := GDBMultiarch(t, exe, "", a.Sysroot,
+		"set tcp connect-timeout 20", fmt.Sprintf("target remote 127.0.0.1:%d", port),
+		"break "+stop, "continue", "gcore "+core, "kill")
+	if _, err := os.Stat(core); err != nil {
+		t.Fatalf("gdb wrote no core: %v\n%s\n%s", err, out, qout.String())
+	}
+	return core
 }

@@ -1,6 +1,7 @@
-// Package textfmt holds the number formatting that the binutils-style
-// printers (dump, cfi, unwind) share: they format thousands of lines and
-// append into byte slices rather than go through fmt.
+// Package textfmt holds the number formatting of the binutils-style
+// printers (package dump's objdump and readelf texts): they format
+// thousands of lines and append into byte slices rather than go through
+// fmt.
 package textfmt
 
 import (
