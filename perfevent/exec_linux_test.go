@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +24,7 @@ import (
 func TestEnableOnExec(t *testing.T) {
 	needPerf(t)
 	exe := buildProg(t)
-	o := Options{RegsUser: UserRegsMask(NativeArch()), StackUser: 1024, Freq: 999,
+	o := Options{RegsUser: UserRegsMask(arch.Host()), StackUser: 1024, Freq: 999,
 		Mmap: true, Comm: true, Task: true, SampleIDAll: true, EnableOnExec: true, FinishedRound: true}
 	type started struct {
 		s   *Session

@@ -1,7 +1,7 @@
 package perfunwind
 
 import (
-	"debug/elf"
+	"github.com/sframekit/sframekit/arch"
 	"testing"
 )
 
@@ -9,7 +9,7 @@ import (
 // the process's records describe it: a mapping, inherited by a child,
 // gone after exec and after the process's last thread exits.
 func TestMapped(t *testing.T) {
-	s, err := NewSession(Options{Arch: elf.EM_X86_64})
+	s, err := NewSession(Options{Arch: arch.AMD64})
 	if err != nil {
 		t.Fatal(err)
 	}

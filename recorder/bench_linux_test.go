@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
@@ -20,7 +21,7 @@ func liveRecords(tb testing.TB, opts Options) ([][]byte, []*perfdata.Attr, int) 
 	needPerf(tb)
 	exe := buildProg(tb, "-O2", "-Wa,--gsframe")
 	prog := testprog.StartCmd(tb, exec.Command(exe, "deep", "60"))
-	po, _ := opts.perfOptions(perfevent.NativeArch())
+	po, _ := opts.perfOptions(arch.Host())
 	po.PIDs = []int{prog.PID()}
 	s, err := perfevent.Open(po)
 	if err != nil {
@@ -66,7 +67,7 @@ func liveRecords(tb testing.TB, opts Options) ([][]byte, []*perfdata.Attr, int) 
 func BenchmarkOnlineSample(b *testing.B) {
 	opts := Options{}
 	recs, attrs, pid := liveRecords(b, opts)
-	sess, err := perfunwind.NewSession(perfunwind.Options{Arch: perfevent.NativeArch(), SameKernel: true})
+	sess, err := perfunwind.NewSession(perfunwind.Options{Arch: arch.Host(), SameKernel: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func BenchmarkOnlineSample(b *testing.B) {
 	if err := sess.SeedProcess(pid); err != nil {
 		b.Fatal(err)
 	}
-	r := newRecorder(sess, perfevent.NativeArch(), attrs, -1, 64<<20)
+	r := newRecorder(sess, arch.Host(), attrs, -1, 64<<20)
 	dec := perfdata.NewDecoder(binary.NativeEndian, attrs)
 	var rec perfdata.Record
 	var samples [][]byte

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/perfunwind"
 )
@@ -27,13 +28,13 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	arch := perfevent.NativeArch()
-	if perfevent.UserRegsMask(arch) == 0 {
+	host := arch.Host()
+	if perfevent.UserRegsMask(host) == 0 {
 		return nil, fmt.Errorf("recorder: no unwinder for %s", runtime.GOARCH)
 	}
 	ev := opts.event()
-	po, cs := opts.perfOptions(arch)
-	sopts := perfunwind.Options{Arch: arch, MaxDepth: opts.MaxDepth, SameKernel: true}
+	po, cs := opts.perfOptions(host)
+	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true}
 	if opts.Kernel {
 		sopts.Kallsyms = "/proc/kallsyms"
 	}
@@ -90,7 +91,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	p.Stats.RingBytes = s.RingPages() * os.Getpagesize()
 	// Samples wait for the records before them at most two passes over
 	// the rings: about two rings' worth per CPU.
-	r := newRecorder(sess, arch, p.attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
+	r := newRecorder(sess, host, p.attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
 	if opts.Started != nil {
 		opts.Started()
 	}

@@ -55,7 +55,6 @@
 package recorder
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -63,6 +62,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
 )
@@ -193,7 +193,7 @@ func (o *Options) event() perfevent.Event {
 // perfOptions returns the events to open, for samples that an unwinder
 // of arch reads, without the target; cs is the index of the
 // context-switches event, -1 without OffCPU.
-func (o *Options) perfOptions(arch elf.Machine) (po perfevent.Options, cs int) {
+func (o *Options) perfOptions(a arch.Arch) (po perfevent.Options, cs int) {
 	events := []perfevent.Event{o.event()}
 	cs = -1
 	if o.OffCPU {
@@ -201,7 +201,7 @@ func (o *Options) perfOptions(arch elf.Machine) (po perfevent.Options, cs int) {
 		events = append(events, perfevent.ContextSwitches)
 	}
 	return perfevent.Options{Events: events, Freq: o.freq(), Kernel: o.Kernel, Callchain: o.Kernel,
-		RegsUser: perfevent.UserRegsMask(arch), StackUser: o.stackSize(),
+		RegsUser: perfevent.UserRegsMask(a), StackUser: o.stackSize(),
 		Mmap: true, Comm: true, Task: true, ContextSwitch: o.OffCPU, SampleIDAll: true,
 		// The clock of clock_gettime: the end of recording is a time of
 		// the records' clock, up to which threads still off the CPU count.

@@ -1,13 +1,13 @@
 package recorder
 
 import (
-	"debug/elf"
 	"encoding/binary"
 	"math"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/perfunwind"
@@ -69,7 +69,7 @@ type pendingOut struct {
 // for its turn.
 type recorder struct {
 	sess    *perfunwind.Session
-	arch    elf.Machine
+	arch    arch.Arch
 	csEvent int // index of the context-switches event, -1 without
 	smp     perfunwind.Sample
 	st      perfunwind.Stack
@@ -99,8 +99,8 @@ type recorder struct {
 // unwinder of arch; csEvent is the index of the context-switches event,
 // -1 without. At most maxKept bytes of samples wait for their turn
 // (beyond, they are unwound at once).
-func newRecorder(sess *perfunwind.Session, arch elf.Machine, attrs []*perfdata.Attr, csEvent, maxKept int) *recorder {
-	return &recorder{sess: sess, arch: arch, csEvent: csEvent, dec: perfdata.NewDecoder(binary.NativeEndian, attrs), maxKept: maxKept,
+func newRecorder(sess *perfunwind.Session, a arch.Arch, attrs []*perfdata.Attr, csEvent, maxKept int) *recorder {
+	return &recorder{sess: sess, arch: a, csEvent: csEvent, dec: perfdata.NewDecoder(binary.NativeEndian, attrs), maxKept: maxKept,
 		stacks: map[string]*stack{}, mapIDs: map[*perfunwind.Mapping]uint32{}, pending: map[uint32]pendingOut{},
 		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}}
 }
