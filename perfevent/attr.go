@@ -148,6 +148,12 @@ type Options struct {
 	// NoInherit stops following the threads and processes that profiled
 	// threads create after Open.
 	NoInherit bool
+	// EnableOnExec leaves the events disabled until a profiled thread
+	// executes a new program, and starts them then, at its first
+	// instruction (perf record -- COMMAND): open them on a thread that is
+	// about to start the command (its child inherits them), or on a
+	// child that waits to exec, and do not call Enable.
+	EnableOnExec bool
 
 	// Kernel samples while threads run in the kernel too (system calls,
 	// page faults), instead of only in user space. It needs
@@ -197,6 +203,13 @@ type Options struct {
 	// rings anyway, so that records never wait longer; 0 means
 	// DefaultPollInterval.
 	PollInterval time.Duration
+	// FinishedRound makes Run hand out a FINISHED_ROUND record (perf's own
+	// type, a bare header; CPU -1) after each pass over every ring, as perf
+	// record writes one into perf.data: records of any CPU timestamped
+	// before the last record of one round are all read by the end of the
+	// next, which is how a reader orders the records of different CPUs by
+	// time as it goes (perf's ordered events).
+	FinishedRound bool
 }
 
 // needsKernel reports whether the options sample in the kernel.
@@ -361,6 +374,9 @@ func (o *Options) buildAttrs() ([]*Attr, error) {
 		a.Flags = perfdata.AttrDisabled | perfdata.AttrExcludeHV
 		if !o.NoInherit && !o.SystemWide {
 			a.Flags |= perfdata.AttrInherit
+		}
+		if o.EnableOnExec {
+			a.Flags |= perfdata.AttrEnableOnExec
 		}
 		if !o.needsKernel() {
 			a.Flags |= perfdata.AttrExcludeKernel

@@ -59,9 +59,22 @@
 // attribute flags are package perfdata's constants.
 //
 // Records of one ring come in the order the kernel wrote them; those of
-// different CPUs are not ordered with each other. Records the kernel
-// dropped because a ring was full are counted by LOST records, summed in
-// Stats.Lost.
+// different CPUs are not ordered with each other (Options.FinishedRound
+// marks the passes over the rings, by which perf orders them). Records
+// the kernel dropped because a ring was full are counted by LOST records,
+// summed in Stats.Lost.
+//
+// # Commands
+//
+// A command is profiled from its first instruction as perf record --
+// COMMAND does it, without stopping it: open the events with
+// EnableOnExec on the thread that is about to start it (TIDs: the
+// thread's own ID, with the goroutine locked to it), start it from that
+// thread (os/exec), which gives the child inherited copies of the
+// events, and keep the thread until the child exits (its death would
+// reparent the child and fire a PR_SET_PDEATHSIG the child may have
+// asked for). The events start when the child executes the command: its
+// exec COMM and its mappings are the first records.
 //
 // # Privileges
 //

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/sframekit/sframekit/perfdata"
@@ -28,11 +29,17 @@ type Session struct {
 	attrs    []*Attr
 	dec      *perfdata.Decoder // of attrs, made once their IDs are known
 	rec      Record            // the record Run hands out, reused
+	round    [headerSize]byte  // a FINISHED_ROUND record
 	events   []event
 	rings    []*ring
 	pages    int // data pages per ring
 	pageSize int
 	epfd     int
+	// epoll is epfd as a pollable file: Run waits for it in Go's network
+	// poller, not in a blocking epoll_wait, which would have the runtime
+	// hand its P over and poll the blocked thread every 20 µs.
+	epoll    *os.File
+	epollRaw syscall.RawConn
 	stopfd   int
 	warnings []string
 
@@ -286,6 +293,13 @@ func (s *Session) setupPoll() error {
 	if s.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return &Error{Op: "epoll_create1", Err: err}
 	}
+	if err := unix.SetNonblock(s.epfd, true); err != nil {
+		return &Error{Op: "set the epoll descriptor non-blocking", Err: err}
+	}
+	s.epoll = os.NewFile(uintptr(s.epfd), "perf epoll")
+	if s.epollRaw, err = s.epoll.SyscallConn(); err != nil {
+		return &Error{Op: "poll the epoll descriptor", Err: err}
+	}
 	if s.stopfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return &Error{Op: "eventfd", Err: err}
 	}
@@ -397,11 +411,10 @@ func (s *Session) Run(fn func(*Record) error) error {
 	if timeout <= 0 {
 		timeout = DefaultPollInterval
 	}
-	ms := max(int(timeout.Milliseconds()), 1)
 	evs := make([]unix.EpollEvent, 64)
 	for {
-		n, err := unix.EpollWait(s.epfd, evs, ms)
-		if err != nil && err != unix.EINTR {
+		n, err := s.wait(evs, timeout)
+		if err != nil {
 			return &Error{Op: "epoll_wait", Err: err}
 		}
 		stop := false
@@ -431,6 +444,57 @@ func (s *Session) Run(fn func(*Record) error) error {
 			return nil
 		}
 	}
+}
+
+// wait waits at most timeout for events of the epoll set and returns
+// them: in Go's network poller, until the epoll descriptor is readable
+// (some event of the set is ready) or the deadline passes (0 events).
+//
+// Once woken, it returns even when epoll_wait then reports nothing: a
+// perf event's poll clears the ring's wakeup as it reports it, so the
+// check that found the epoll descriptor readable has consumed the very
+// wakeup that epoll_wait would report. The caller reads every ring on
+// every return anyway.
+func (s *Session) wait(evs []unix.EpollEvent, timeout time.Duration) (int, error) {
+	var n int
+	var werr error
+	s.epoll.SetReadDeadline(time.Now().Add(timeout))
+	woken := false
+	err := s.epollRaw.Read(func(fd uintptr) bool {
+		n, werr = epollPoll(int(fd), evs)
+		if werr == unix.EINTR {
+			n, werr = 0, nil
+		}
+		done := n > 0 || werr != nil || woken
+		woken = true // the next call follows a wakeup
+		return done
+	})
+	switch {
+	case werr != nil:
+		return 0, werr
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return n, nil
+}
+
+// epollPoll returns the ready events of the epoll set epfd without
+// waiting (a timeout of 0). It is a raw system call: one that cannot
+// block needs no hand-off of the scheduler's P, and Go's exit from an
+// ordinary one wakes the runtime's monitor thread from its sleep into a
+// millisecond of polling every 20 µs, each wakeup of which costs more
+// than reading a ring.
+func epollPoll(epfd int, evs []unix.EpollEvent) (int, error) {
+	if len(evs) == 0 {
+		return 0, nil
+	}
+	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
 }
 
 // drain reads every ring to its head.
@@ -467,6 +531,13 @@ func (s *Session) drain(fn func(*Record) error) error {
 	s.samples.Add(samples)
 	s.lost.Add(lost)
 	s.lostRecords.Add(lostRecs)
+	if ferr == nil && s.opts.FinishedRound {
+		ne.PutUint32(s.round[0:], uint32(perfdata.RecordFinishedRound))
+		ne.PutUint16(s.round[4:], 0)
+		ne.PutUint16(s.round[6:], headerSize)
+		rec.Type, rec.Misc, rec.Raw, rec.CPU, rec.Wrapped = perfdata.RecordFinishedRound, 0, s.round[:], -1, false
+		ferr = fn(rec)
+	}
 	return ferr
 }
 
@@ -552,6 +623,10 @@ func (s *Session) release() {
 		unix.Close(ev.fd)
 	}
 	s.events = nil
+	if s.epoll != nil {
+		s.epoll.Close()
+		s.epoll, s.epfd = nil, -1
+	}
 	for _, fd := range []*int{&s.epfd, &s.stopfd} {
 		if *fd >= 0 {
 			unix.Close(*fd)

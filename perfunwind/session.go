@@ -505,6 +505,17 @@ func (s *Session) module(m *Mapping) *unwind.Module {
 	return mod
 }
 
+// Mapped reports whether process pid is known and has a mapping at the
+// runtime address addr: whether a sample there can be unwound now. A
+// live profiler reads the records of different CPUs out of order, and
+// may read a new process's first samples before the FORK, COMM or MMAP
+// records that describe it: it keeps such samples until it has read the
+// records written before them.
+func (s *Session) Mapped(pid uint32, addr uint64) bool {
+	p := s.procs[pid]
+	return p != nil && p.find(addr) != nil
+}
+
 // Comm records the name of thread tid of process pid; exec says the name
 // changed because the process executed a new program, whose address
 // space replaces the old one.

@@ -20,24 +20,35 @@ import (
 // the thread's name (spaces made underscores) first, function names as
 // perf shows them (C++ without parameters), "[module]" for a frame whose
 // function is unknown ("[unknown]" without a module), semicolons in names
-// made colons, lines sorted. count is the number of samples. When the
-// Resolver expands inlined calls, they come as frames of their own,
-// inside the function they were inlined into.
+// made colons, lines sorted. count is the number of samples, or the sum
+// of the weights given to AddWeight. When the Resolver expands inlined
+// calls, they come as frames of their own, inside the function they were
+// inlined into.
 type Folded struct {
 	r      *perfunwind.Resolver
 	counts map[string]uint64
 	key    []byte
 	names  map[*perfunwind.Mapping]string
 	frames frameCache[string] // each frame's part of a line
+	leaves map[int]string
 }
 
 // NewFolded returns an empty Folded naming frames with r.
 func NewFolded(r *perfunwind.Resolver) *Folded {
-	return &Folded{r: r, counts: map[string]uint64{}, names: map[*perfunwind.Mapping]string{}}
+	return &Folded{r: r, counts: map[string]uint64{}, names: map[*perfunwind.Mapping]string{}, leaves: map[int]string{}}
 }
 
+// SetEventFrame ends the stacks of event i's samples with one more,
+// innermost frame, name (such as "[off-cpu]"), so that one flame graph
+// shows the samples of two events apart where their stacks are the same.
+func (f *Folded) SetEventFrame(i int, name string) { f.leaves[i] = name }
+
 // Add counts one sample.
-func (f *Folded) Add(st *perfunwind.Stack) error {
+func (f *Folded) Add(st *perfunwind.Stack) error { return f.AddWeight(st, 1) }
+
+// AddWeight counts the stack st w times: w samples merged, or a weight
+// such as the microseconds a thread spent there.
+func (f *Folded) AddWeight(st *perfunwind.Stack, w uint64) error {
 	k := f.key[:0]
 	k = appendFoldName(k, st.Comm, true)
 	for i := len(st.Frames) - 1; i >= 0; i-- {
@@ -52,11 +63,15 @@ func (f *Folded) Add(st *perfunwind.Stack) error {
 		k = f.appendFrame(k, fr.Map, pc)
 		s.set(fr.Map, pc, false, string(k[at:]))
 	}
+	if leaf, ok := f.leaves[st.Event]; ok {
+		k = append(k, ';')
+		k = appendFoldName(k, leaf, false)
+	}
 	f.key = k
 	if n, ok := f.counts[string(k)]; ok {
-		f.counts[string(k)] = n + 1
+		f.counts[string(k)] = n + w
 	} else {
-		f.counts[string(k)] = 1
+		f.counts[string(k)] = w
 	}
 	return nil
 }

@@ -33,9 +33,11 @@ type PerfBuilder struct {
 	locs map[locID]*profile.Location
 	fns  map[funcKey]*profile.Function
 	smp  map[string]*perfSample
-	key  []byte
-	ids  []*profile.Location
-	fc   frameCache[*profile.Location]
+	// types are the sample types set by SetEventType, by event index.
+	types map[int]profile.ValueType
+	key   []byte
+	ids   []*profile.Location
+	fc    frameCache[*profile.Location]
 
 	minTime, maxTime uint64
 }
@@ -67,18 +69,33 @@ type perfSample struct {
 func NewPerfBuilder(r *perfunwind.Resolver, h *perfdata.Header) *PerfBuilder {
 	return &PerfBuilder{
 		r: r, hdr: h,
-		p:    &profile.Profile{},
-		maps: map[mapID]*profile.Mapping{},
-		kmap: map[*perfunwind.Mapping]*profile.Mapping{},
-		kern: map[*profile.Mapping]bool{},
-		locs: map[locID]*profile.Location{},
-		fns:  map[funcKey]*profile.Function{},
-		smp:  map[string]*perfSample{},
+		p:     &profile.Profile{},
+		maps:  map[mapID]*profile.Mapping{},
+		kmap:  map[*perfunwind.Mapping]*profile.Mapping{},
+		kern:  map[*profile.Mapping]bool{},
+		locs:  map[locID]*profile.Location{},
+		fns:   map[funcKey]*profile.Function{},
+		smp:   map[string]*perfSample{},
+		types: map[int]profile.ValueType{},
 	}
 }
 
+// SetEventType names the values of event i's samples (their summed
+// periods) typ in unit, in place of the name the event gives them
+// (cpu/nanoseconds, EVENT/count): e.g. "off-cpu"/"nanoseconds" for
+// context-switch samples whose period a profiler has replaced by the time
+// the thread was off the CPU.
+func (b *PerfBuilder) SetEventType(i int, typ, unit string) {
+	b.types[i] = profile.ValueType{Type: typ, Unit: unit}
+}
+
 // Add adds one sample.
-func (b *PerfBuilder) Add(st *perfunwind.Stack) error {
+func (b *PerfBuilder) Add(st *perfunwind.Stack) error { return b.AddSamples(st, 1) }
+
+// AddSamples adds n samples of the stack st at once, whose periods add up
+// to st.Period: what a profiler that merges equal stacks as it reads them
+// (sframe record) has of them.
+func (b *PerfBuilder) AddSamples(st *perfunwind.Stack, n int64) error {
 	ids := b.ids[:0]
 	k := b.key[:0]
 	for i := range st.Frames {
@@ -97,7 +114,7 @@ func (b *PerfBuilder) Add(st *perfunwind.Stack) error {
 		s = &perfSample{locs: slices.Clone(ids), pid: st.Pid, tid: st.Tid, comm: st.Comm, event: st.Event}
 		b.smp[string(k)] = s
 	}
-	s.n++
+	s.n += n
 	s.periods += int64(st.Period)
 	if st.Time != 0 {
 		if b.minTime == 0 || st.Time < b.minTime {
@@ -226,7 +243,9 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 	cpu := false
 	for i, a := range attrs {
 		vt := &profile.ValueType{Type: eventName(a), Unit: "count"}
-		if timeBased(a) {
+		if t, ok := b.types[i]; ok {
+			*vt = t
+		} else if timeBased(a) {
 			vt.Unit = "nanoseconds"
 			if !cpu {
 				vt.Type, cpu = "cpu", true

@@ -151,3 +151,70 @@ func TestPerfBuilder(t *testing.T) {
 		}
 	}
 }
+
+// TestMergedAndOffCPUSamples checks what a live profiler gives the
+// writers: samples merged as they were read (AddSamples, AddWeight), and
+// context-switch samples whose periods are off-CPU times, named
+// off-cpu/nanoseconds beside cpu/nanoseconds in the profile and marked by
+// an [off-cpu] frame in folded stacks. Adding a stack n times and adding
+// it once with n must give the same profile.
+func TestMergedAndOffCPUSamples(t *testing.T) {
+	r, stacks := testStacks(t)
+	h := &perfdata.Header{Attrs: []*perfdata.Attr{
+		{Type: perfdata.TypeSoftware, Config: 0, Name: "cpu-clock", SamplePeriod: 999, Flags: perfdata.AttrFreq},
+		{Type: perfdata.TypeSoftware, Config: 3, Name: "context-switches", SamplePeriod: 1, Index: 1},
+	}}
+	off := *stacks[1]
+	off.Event, off.Period = 1, 7000000 // 7 ms off the CPU, in 3 switches
+	one := func(b *PerfBuilder) string {
+		p, err := b.Profile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, st := range p.SampleType {
+			types = append(types, st.Type+"/"+st.Unit)
+		}
+		var got []string
+		for _, s := range p.Sample {
+			got = append(got, fmt.Sprint(s.Value))
+		}
+		return strings.Join(types, " ") + " " + p.DefaultSampleType + ": " + strings.Join(got, " ")
+	}
+	merged := NewPerfBuilder(r, h)
+	merged.SetEventType(1, "off-cpu", "nanoseconds")
+	a := *stacks[0]
+	a.Period = 3 * 250000
+	merged.AddSamples(&a, 3)
+	merged.AddSamples(&off, 3)
+	single := NewPerfBuilder(r, h)
+	single.SetEventType(1, "off-cpu", "nanoseconds")
+	for range 3 {
+		single.Add(stacks[0])
+	}
+	for _, p := range []uint64{1000000, 2000000, 4000000} {
+		o := off
+		o.Period = p
+		single.Add(&o)
+	}
+	want := "samples/count cpu/nanoseconds off-cpu/nanoseconds cpu: [3 750000 0] [3 0 7000000]"
+	if got := one(merged); got != want {
+		t.Errorf("merged: %s\nwant    %s", got, want)
+	}
+	if got := one(single); got != want {
+		t.Errorf("one by one: %s\nwant        %s", got, want)
+	}
+
+	f := NewFolded(r)
+	f.SetEventFrame(1, "[off-cpu]")
+	f.AddWeight(stacks[0], 750)
+	f.AddWeight(&off, 7000)
+	f.Add(stacks[0])
+	var buf bytes.Buffer
+	if err := f.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if want := "my_prog;[unknown];[lib.so];func_a;func_b 751\nmy_prog;mod_func;[off-cpu] 7000\n"; buf.String() != want {
+		t.Errorf("folded\n%s\nwant\n%s", buf.String(), want)
+	}
+}

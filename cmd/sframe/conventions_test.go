@@ -27,7 +27,7 @@ import (
 // .eh_frame.
 const sample = "../../testdata/drap-O2.elf"
 
-var subcommands = []string{"cfi", "convert", "dump", "gen", "report", "stack", "verify"}
+var subcommands = []string{"cfi", "convert", "dump", "gen", "record", "report", "stack", "verify"}
 
 // TestEveryCommandTested keeps the lists of this file in step with the
 // registered commands.
@@ -57,8 +57,12 @@ func TestHelp(t *testing.T) {
 			"--no-demangle", "--pprof FILE", "-s, --source", "--sysroot DIR"},
 		"report": {"--comm NAMES", "--format FORMAT", "-i, --inlines", "--kallsyms FILE", "--max-depth N", "--no-demangle",
 			"-o, --output FILE", "--pid PIDS", "-q, --quiet", "-s, --source", "--symfs DIR", "--tid TIDS"},
+		"record": {"-a, --all-cpus", "--duration D", "-e, --event EVENT", "--format FORMAT", "-F, --freq HZ", "-i, --inlines",
+			"--kernel", "--max-depth N", "--no-demangle", "--off-cpu", "-o, --output FILE", "-p, --pid PIDS", "-q, --quiet",
+			"-s, --source", "--stack-size BYTES"},
 	}
-	flagLine := regexp.MustCompile(`^(?:  -[a-z], |      )(--[a-z-]+(?: [A-Z]+)?)$`)
+	// perf's one-letter flags: -F (--freq) is upper case.
+	flagLine := regexp.MustCompile(`^(?:  -[a-zA-Z], |      )(--[a-z-]+(?: [A-Z]+)?)$`)
 	for _, cmd := range subcommands {
 		out, errs, code := runCLI(t, cmd, "-h")
 		if code != 0 || errs != "" || !strings.HasPrefix(out, "usage: sframe "+cmd+" [flags] ") {
@@ -117,7 +121,13 @@ func TestUsageErrors(t *testing.T) {
 			tc{[]string{cmd, sample, "--foo=1"}, see(cmd, "unknown flag --foo")},
 			tc{[]string{cmd, "-x", sample}, see(cmd, "unknown flag -x")},
 		)
-		if cmd != "report" { // which reads perf.data by default, as perf report
+		switch cmd {
+		case "report": // which reads perf.data by default, as perf report
+		case "record": // whose operand is a command, and the flags after it the command's
+			cases = cases[:len(cases)-2]
+			cases = append(cases, tc{[]string{cmd, "-x", sample}, see(cmd, "unknown flag -x")},
+				tc{[]string{cmd}, see(cmd, "nothing to record: give -p PID, -a or a command")})
+		default:
 			cases = append(cases, tc{[]string{cmd}, see(cmd, "no input file given")})
 		}
 	}
@@ -136,6 +146,19 @@ func TestUsageErrors(t *testing.T) {
 		tc{[]string{"report", "--format", "json", sample}, see("report", `unknown format "json" (pprof, folded or text)`)},
 		tc{[]string{"report", sample, sample}, see("report", "one recording at a time")},
 		tc{[]string{"report", "--max-depth", "0", sample}, see("report", "--max-depth must be positive")},
+		tc{[]string{"record", "-p", "12", "-a"}, see("record", "give one of -p PID, -a and a command")},
+		tc{[]string{"record", "-p", "12", sample}, see("record", "give one of -p PID, -a and a command")},
+		tc{[]string{"record", "-p", "12,x"}, see("record", `bad --pid: "x" is not a process id`)},
+		tc{[]string{"record", "-e", "bogus", "-a"}, see("record", `unknown event "bogus" (cpu-clock, task-clock, cycles or instructions)`)},
+		tc{[]string{"record", "-e", "cs", "-a"}, see("record", "context-switches is what --off-cpu samples; give it instead of -e")},
+		tc{[]string{"record", "--format", "text", "-a"}, see("record", `unknown format "text" (pprof or folded)`)},
+		tc{[]string{"record", "-F", "0", "-a"}, see("record", "--freq must be positive")},
+		tc{[]string{"record", "--stack-size", "100", "-a"}, see("record", "--stack-size must be a positive multiple of 8 up to 65528")},
+		tc{[]string{"record", "--stack-size", "65536", "-a"}, see("record", "--stack-size must be a positive multiple of 8 up to 65528")},
+		tc{[]string{"record", "--duration", "soon", "-a"}, see("record", `bad value "soon" for --duration: not a duration (10s, 1m30s, or seconds)`)},
+		tc{[]string{"record", "--max-depth", "0", "-a"}, see("record", "--max-depth must be positive")},
+		tc{[]string{"record", "--off-cpu", "-e", "cycles", "--format", "folded", "-a"},
+			see("record", "--off-cpu with --format folded needs a time-based event (cpu-clock or task-clock): the counts are microseconds")},
 	)
 	for _, c := range cases {
 		out, errs, code := runCLI(t, c.args...)

@@ -25,6 +25,9 @@ type flagSet struct {
 	// epilogue, when set, is printed after the flags in the help (exit
 	// statuses and the like).
 	epilogue string
+	// stopAtOperand ends flag parsing at the first operand, as perf
+	// record does: what follows is a command and its own flags.
+	stopAtOperand bool
 }
 
 // newFlagSet makes the flag set of subcommand name; operands is the rest
@@ -114,7 +117,13 @@ func (f *flagSet) noInput() int { return f.fail("no input file given") }
 // false the subcommand returns code at once: 0 after -h printed the
 // help, 2 after a one-line error.
 func (f *flagSet) parse(args []string) (operands []string, code int, ok bool) {
-	operands, err := parseInterspersed(f.FlagSet, args)
+	var err error
+	if f.stopAtOperand {
+		err = f.FlagSet.Parse(args)
+		operands = f.FlagSet.Args()
+	} else {
+		operands, err = parseInterspersed(f.FlagSet, args)
+	}
 	switch {
 	case err == flag.ErrHelp:
 		f.help(f.stdout)

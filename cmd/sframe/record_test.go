@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+	"golang.org/x/sys/unix"
+
+	"github.com/sframekit/sframekit/internal/testprog"
+)
+
+// needPerf skips the test when this machine refuses perf_event_open, and
+// fails it under CI, where it must work.
+func needPerf(t *testing.T) {
+	t.Helper()
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size: uint32(unix.PERF_ATTR_SIZE_VER7), Sample: 1000000, Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv}
+	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("perf_event_open: %v; required under CI", err)
+		}
+		t.Skipf("perf_event_open refused here: %v", err)
+	}
+	unix.Close(fd)
+}
+
+// recprog builds package recorder's test program with SFrame.
+func recprog(t *testing.T) string {
+	return testprog.Build(t, "../../recorder/testdata/recprog.c", "-O2", "-Wa,--gsframe")
+}
+
+// TestRecord records a command into each format: the command's output
+// passes through, the summary goes to standard error, and the profile
+// holds the program's threads with their chains, as pprof and as folded
+// stacks; with --off-cpu, off-CPU stacks end in [off-cpu].
+func TestRecord(t *testing.T) {
+	needPerf(t)
+	exe := recprog(t)
+	dir := t.TempDir()
+
+	pb := filepath.Join(dir, "out.pb.gz")
+	out, errs, code := runCLI(t, "record", "-F", "499", "-o", pb, "--", exe, "spin", "1")
+	if code != 0 || out != "ready\n" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"recorded cpu-clock at 499 Hz for ", " samples read\n", "user stacks unwound: ", "walks ended: ",
+		"command exited with status 0\n", "profiler CPU: "} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("summary without %q:\n%s", want, errs)
+		}
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads := map[string]int64{}
+	for _, s := range p.Sample {
+		if len(s.Location) > 0 && len(s.Location[0].Line) > 0 && s.Location[0].Line[0].Function.Name == "a5" {
+			threads[s.Label["thread_name"][0]] += s.Value[0]
+		}
+	}
+	if threads["spin5"] == 0 || len(threads) != 1 || p.DefaultSampleType != "cpu" || p.Period != int64(1e9)/499 {
+		t.Errorf("samples in a5 by thread %v; default type %s, period %d", threads, p.DefaultSampleType, p.Period)
+	}
+
+	folded := filepath.Join(dir, "out.folded")
+	if _, errs, code := runCLI(t, "record", "-q", "--format", "folded", "-o", folded, "--", exe, "spin", "0.5"); code != 0 || errs != "" {
+		t.Fatalf("folded: exit %d, stderr %q", code, errs)
+	}
+	b, _ := os.ReadFile(folded)
+	if !regexp.MustCompile(`(?m)^spin5;.*;start_thread;spin5;a1;a2;a3;a4;a5 \d+$`).Match(b) {
+		t.Errorf("folded stacks without spin5's chain:\n%s", b)
+	}
+
+	if os.Geteuid() == 0 {
+		_, errs, code := runCLI(t, "record", "--off-cpu", "--format", "folded", "-o", folded, "--", exe, "sleep", "0.5")
+		b, _ := os.ReadFile(folded)
+		if code != 0 || !regexp.MustCompile(`(?m)^sleeper;.*;sleeper;nap1;nap2;nap3;.*\[off-cpu\] \d+$`).Match(b) || !strings.Contains(errs, "off-CPU: ") {
+			t.Errorf("--off-cpu: exit %d, stderr:\n%s\nfolded:\n%s", code, errs, b)
+		}
+	}
+}
+
+// TestRecordErrors checks the one-line errors of what cannot be
+// recorded: a process that does not exist, a command that cannot be
+// started.
+func TestRecordErrors(t *testing.T) {
+	needPerf(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"record", "-p", "1073741824"}, "sframe record: process 1073741824: no such process\n"},
+		{[]string{"record", "--", "sframekit-no-such-command", "x"}, "sframe record: sframekit-no-such-command: command not found\n"},
+		{[]string{"record", "/nonexistent/prog"}, "sframe record: /nonexistent/prog: no such file or directory\n"},
+	} {
+		out, errs, code := runCLI(t, c.args...)
+		if code != 1 || out != "" || errs != c.want {
+			t.Errorf("%q: exit %d, stdout %q, stderr\n  %q\nwant\n  %q", c.args, code, out, errs, c.want)
+		}
+	}
+}
+
+// TestRecordUnprivileged runs sframe record as user nobody, whom
+// kernel.perf_event_paranoid and the locked-memory limit restrict: an
+// off-CPU recording (samples in the kernel) is refused with the sysctl
+// value it needs, and rings larger than the limit are made smaller, with
+// a warning, and the recording goes on.
+func TestRecordUnprivileged(t *testing.T) {
+	needPerf(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run sframe as another user")
+	}
+	testprog.NeedTool(t, "setpriv")
+	b, _ := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	paranoid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || paranoid < 2 {
+		t.Skipf("kernel.perf_event_paranoid is %q: nobody may sample in the kernel", b)
+	}
+	// A directory that nobody may enter: the binary and program in it.
+	dir, err := os.MkdirTemp("", "sframe-record-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o777)
+	bin := filepath.Join(dir, "sframe")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	prog := filepath.Join(dir, "recprog")
+	if data, err := os.ReadFile(recprog(t)); err != nil || os.WriteFile(prog, data, 0o755) != nil {
+		t.Fatal(err)
+	}
+	asNobody := func(args ...string) (string, int) {
+		cmd := exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--", bin}, args...)...)
+		cmd.Dir = dir
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return errb.String(), code
+	}
+	errs, code := asNobody("record", "--off-cpu", "-o", "-", "--", prog, "spin", "0.2")
+	want := fmt.Sprintf("kernel.perf_event_paranoid is %d; for context-switch samples (taken in the kernel) it must be 1 or lower (sysctl kernel.perf_event_paranoid=1)", paranoid)
+	if code != 1 || !strings.HasPrefix(errs, "sframe record: ") || !strings.Contains(errs, want) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("--off-cpu as nobody: exit %d, stderr %q; want one line with %q", code, errs, want)
+	}
+	if paranoid > 2 {
+		return
+	}
+	// Rings of megabytes, where nobody may lock kernel.perf_event_mlock_kb per
+	// CPU (the user has no RLIMIT_MEMLOCK to add: setpriv keeps root's,
+	// so it is lowered to 0 first).
+	errs, code = asNobodyLimited(t, bin, dir, "record", "-o", filepath.Join(dir, "p.pb.gz"), "--", prog, "spin", "0.3")
+	if code != 0 || !regexp.MustCompile(`(?m)^sframe record: warning: ring buffers reduced from \d+ KiB to \d+ KiB per CPU: the locked-memory limit`).MatchString(errs) ||
+		!strings.Contains(errs, " samples read") {
+		t.Errorf("as nobody with no locked memory: exit %d, stderr:\n%s", code, errs)
+	}
+}
+
+// asNobodyLimited runs bin with args as user nobody with no locked
+// memory of its own (RLIMIT_MEMLOCK 0), in dir.
+func asNobodyLimited(t *testing.T, bin, dir string, args ...string) (string, int) {
+	t.Helper()
+	testprog.NeedTool(t, "prlimit")
+	cmd := exec.Command("prlimit", append([]string{"--memlock=0:0", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		"--inh-caps=-all", "--bounding-set=-all", "--", bin}, args...)...)
+	cmd.Dir = dir
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return errb.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return errb.String(), 0
+}

@@ -1,0 +1,253 @@
+package recorder
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/sframekit/sframekit/perfdata"
+	"github.com/sframekit/sframekit/perfevent"
+	"github.com/sframekit/sframekit/perfunwind"
+	"github.com/sframekit/sframekit/stackprof"
+)
+
+// Profile is what a recording gave: its merged stacks, to write as a
+// pprof profile or folded stacks, and statistics. It keeps the files the
+// stacks' frames are in open until Close.
+type Profile struct {
+	// Stats count what was recorded.
+	Stats Stats
+	// Warnings are what the recording had to give up, one line each
+	// (smaller ring buffers than asked for).
+	Warnings []string
+
+	opts    Options
+	event   perfevent.Event
+	start   time.Time
+	sess    *perfunwind.Session
+	res     *perfunwind.Resolver
+	attrs   []*perfdata.Attr
+	csEvent int
+	stacks  []*stack
+
+	// The command's end: its Wait error, once it has exited.
+	cmd     *os.Process
+	waited  <-chan error
+	cmdErr  error
+	cmdDone bool
+
+	// Time spent writing: the profiler's CPU time and the addresses named.
+	writeCPU time.Duration
+	wrote    bool
+}
+
+// Unwinding returns the statistics of how the samples were unwound.
+func (p *Profile) Unwinding() *perfunwind.Stats { return &p.sess.Stats }
+
+// Session returns the unwinding session, which knows the processes and
+// files of the recording.
+func (p *Profile) Session() *perfunwind.Session { return p.sess }
+
+// Resolver returns the Resolver that names the stacks' frames when they
+// are written; set its fields (source lines, inlined calls) before.
+func (p *Profile) Resolver() *perfunwind.Resolver { return p.res }
+
+// Close releases the files of the recording.
+func (p *Profile) Close() error {
+	p.res.Close()
+	return p.sess.Close()
+}
+
+// Command returns the started command's process, nil when Options had
+// none.
+func (p *Profile) Command() *os.Process { return p.cmd }
+
+// Wait waits until the command has exited, if it has not yet (recording
+// stopped before it did), and returns what exec.Cmd.Wait returned: nil,
+// or an *exec.ExitError for a failure exit status or death by signal.
+// It returns nil at once without a command.
+func (p *Profile) Wait() error {
+	if p.waited == nil {
+		return nil
+	}
+	if !p.cmdDone {
+		p.cmdErr, p.cmdDone = <-p.waited, true
+	}
+	return p.cmdErr
+}
+
+// Exited reports whether the command has exited (Wait returns at once).
+func (p *Profile) Exited() bool {
+	if p.waited == nil || p.cmdDone {
+		return p.cmdDone
+	}
+	select {
+	case err := <-p.waited:
+		p.cmdErr, p.cmdDone = err, true
+	default:
+	}
+	return p.cmdDone
+}
+
+// each calls fn with each merged stack that has samples, as a
+// perfunwind.Stack with their number and summed periods (st.Period).
+func (p *Profile) each(fn func(st *perfunwind.Stack, n int64) error) error {
+	var st perfunwind.Stack
+	for _, s := range p.stacks {
+		if s.n == 0 {
+			continue
+		}
+		st = perfunwind.Stack{Pid: s.pid, Tid: s.tid, Period: s.period, Event: s.event, Comm: s.comm, Frames: s.frames, Kernel: s.kernel}
+		if err := fn(&st, s.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure adds the profiler's CPU time that fn takes to writeCPU.
+func (p *Profile) measure(fn func() error) error {
+	before := cpuTime()
+	err := fn()
+	p.writeCPU += cpuTime() - before
+	p.wrote = true
+	return err
+}
+
+// WritePprof writes the profile in pprof's format (gzipped protocol
+// buffers), as stackprof.PerfBuilder makes it from sframe report's
+// stacks: sample types samples/count, cpu/nanoseconds (or the event's
+// count), and with OffCPU off-cpu/nanoseconds; labels pid, thread and
+// thread_name; the recording's start time and duration.
+func (p *Profile) WritePprof(w io.Writer) error {
+	return p.measure(func() error {
+		b := stackprof.NewPerfBuilder(p.res, &perfdata.Header{Attrs: p.attrs})
+		if p.csEvent >= 0 {
+			b.SetEventType(p.csEvent, "off-cpu", "nanoseconds")
+		}
+		if err := p.each(b.AddSamples); err != nil {
+			return err
+		}
+		prof, err := b.Profile()
+		if err != nil {
+			return err
+		}
+		prof.TimeNanos = p.start.UnixNano()
+		prof.DurationNanos = int64(p.Stats.Wall)
+		return prof.Write(w)
+	})
+}
+
+// ErrFoldedOffCPU is the error of WriteFolded for an off-CPU recording of
+// an event whose periods are not times: its samples and the off-CPU
+// nanoseconds have no common unit.
+var ErrFoldedOffCPU = errors.New("recorder: folded stacks of off-CPU time need a time-based event (cpu-clock or task-clock)")
+
+// WriteFolded writes folded stacks, as sframe report --format folded does:
+// "comm;outer;...;inner count" lines, the count being the number of
+// samples. With OffCPU, on-CPU and off-CPU stacks share one unit, the
+// count is microseconds (the summed periods of cpu-clock or task-clock
+// samples, the weights of switch-outs), and off-CPU stacks end with a
+// frame "[off-cpu]".
+func (p *Profile) WriteFolded(w io.Writer) error {
+	if p.csEvent >= 0 && !TimeBased(p.event) {
+		return ErrFoldedOffCPU
+	}
+	return p.measure(func() error {
+		f := stackprof.NewFolded(p.res)
+		if p.csEvent >= 0 {
+			f.SetEventFrame(p.csEvent, "[off-cpu]")
+		}
+		err := p.each(func(st *perfunwind.Stack, n int64) error {
+			if p.csEvent < 0 {
+				return f.AddWeight(st, uint64(n))
+			}
+			if us := st.Period / 1000; us > 0 {
+				return f.AddWeight(st, us)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return f.Write(w)
+	})
+}
+
+// WriteSummary prints what the recording gave, for a person: samples
+// taken and lost, how their stacks were unwound and why walks ended
+// (perfunwind.WriteSummary), off-CPU switches, the command's exit, and the
+// profiler's own CPU time per sample.
+func (p *Profile) WriteSummary(w io.Writer) error {
+	st := &p.Stats
+	var b strings.Builder
+	what := fmt.Sprintf("%s at %d Hz", p.event.Name, p.opts.freq())
+	if p.csEvent >= 0 {
+		what += " and every switch off the CPU"
+	}
+	fmt.Fprintf(&b, "recorded %s for %.2f s: %s, %s, %s; %d KiB of stack per sample, rings of %d KiB per CPU\n",
+		what, st.Wall.Seconds(), plural(st.Processes, "process", "processes"), plural(st.Threads, "thread", "threads"),
+		plural(st.Stacks, "distinct stack", "distinct stacks"), p.opts.stackSize()>>10, st.RingBytes>>10)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if err := perfunwind.WriteSummary(w, p.sess); err != nil {
+		return err
+	}
+	b.Reset()
+	if st.Lost > 0 {
+		fmt.Fprintf(&b, "lost: %d samples dropped by the kernel (rings full: a larger ring, --stack-size or -F helps)\n", st.Lost)
+	}
+	if st.Deferred > 0 {
+		fmt.Fprintf(&b, "samples read before the records of their process (from another CPU), unwound once those were read: %d\n", st.Deferred)
+	}
+	if st.Undecodable > 0 {
+		fmt.Fprintf(&b, "records that did not decode: %d\n", st.Undecodable)
+	}
+	if p.csEvent >= 0 {
+		fmt.Fprintf(&b, "off-CPU: %d switch-outs, %d weighted (%.3f s off the CPU; %d still off at the end), %d dropped (thread exited, or a switch lost)\n",
+			st.SwitchOuts, st.OffCPU, st.OffCPUTime.Seconds(), st.AtEnd, st.Dropped)
+	}
+	if p.waited != nil && p.Exited() {
+		var ee *exec.ExitError
+		switch {
+		case p.cmdErr == nil:
+			fmt.Fprintf(&b, "command exited with status 0\n")
+		case errors.As(p.cmdErr, &ee):
+			fmt.Fprintf(&b, "command %s\n", ee.ProcessState)
+		default:
+			fmt.Fprintf(&b, "command: %v\n", p.cmdErr)
+		}
+	}
+	fmt.Fprintf(&b, "profiler CPU: %s while recording, %.2f µs per sample (reading, unwinding, merging)",
+		roundDur(st.CPU), float64(st.CPUPerSample().Nanoseconds())/1000)
+	if p.wrote {
+		fmt.Fprintf(&b, "; %s to name the frames and write the profile", roundDur(p.writeCPU))
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// plural returns "1 thing" or "N things".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// roundDur rounds d for the summary.
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}

@@ -1,0 +1,208 @@
+//go:build linux
+
+package recorder
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/perfevent"
+	"github.com/sframekit/sframekit/perfunwind"
+)
+
+// Record records the target of opts until it exits (every thread of the
+// processes given, or the command), opts.Duration passes or ctx is done,
+// and returns the merged stacks. Errors are one line, saying what to do:
+// perf_event_paranoid forbids it (and which value is needed), the
+// locked-memory limit, no such process, a command that cannot be started
+// (exec.ErrNotFound when it is not found).
+func Record(ctx context.Context, opts Options) (*Profile, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	host := arch.Host()
+	if perfevent.UserRegsMask(host) == 0 {
+		return nil, fmt.Errorf("recorder: no unwinder for %s", runtime.GOARCH)
+	}
+	ev := opts.event()
+	po, cs := opts.perfOptions(host)
+	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SFrameFromCFI: true}
+	if opts.Kernel {
+		sopts.Kallsyms = "/proc/kallsyms"
+	}
+	sess, err := perfunwind.NewSession(sopts)
+	if err != nil {
+		return nil, err
+	}
+	p := &Profile{opts: opts, event: ev, sess: sess, csEvent: cs}
+	ok := false
+	defer func() {
+		if !ok {
+			sess.Close()
+		}
+	}()
+
+	cpu0 := cpuTime()
+	var s *perfevent.Session
+	var waited <-chan error
+	if opts.Command != nil {
+		if s, waited, err = startCommand(po, opts.Command); err != nil {
+			return nil, err
+		}
+		p.cmd, p.waited = opts.Command.Process, waited
+	} else {
+		po.PIDs, po.SystemWide = opts.PIDs, opts.SystemWide
+		if s, err = perfevent.Open(po); err != nil {
+			return nil, err
+		}
+		// What the processes mapped before: from /proc. For given
+		// processes, read after Enable, so that nothing falls between
+		// /proc and the records (a process that exited since Open is not
+		// an error: its events hang up). For every process, before:
+		// reading them all takes long enough to fill the rings, and what
+		// starts in between is missed, as with perf record -a.
+		if opts.SystemWide {
+			for _, pid := range allProcesses() {
+				sess.SeedProcess(pid)
+			}
+		}
+		if err := s.Enable(); err != nil {
+			s.Close()
+			return nil, err
+		}
+		for _, pid := range opts.PIDs {
+			sess.SeedProcess(pid)
+		}
+	}
+	defer s.Close()
+	p.start = time.Now()
+	for _, a := range s.Attrs() {
+		p.attrs = append(p.attrs, a.Attr)
+	}
+	p.Warnings = s.Warnings()
+	p.Stats.RingBytes = s.RingPages() * os.Getpagesize()
+	// Samples wait for the records before them at most two passes over
+	// the rings: about two rings' worth per CPU.
+	r := newRecorder(sess, host, p.attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
+	if opts.Started != nil {
+		opts.Started()
+	}
+
+	// Whatever comes first stops the recording.
+	runDone, stopped := make(chan struct{}), make(chan struct{})
+	var cmdErr error
+	var cmdDone bool
+	go func() {
+		defer close(stopped)
+		var timeout <-chan time.Time
+		if opts.Duration > 0 {
+			t := time.NewTimer(opts.Duration)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-timeout:
+		case cmdErr = <-waited: // nil channel without a command
+			cmdDone = true
+		case <-runDone:
+			return
+		}
+		s.Stop()
+	}()
+	err = s.Run(r.handle)
+	close(runDone)
+	<-stopped
+	end := monotonicNow()
+	p.Stats.Wall = time.Since(p.start)
+	if err != nil {
+		return nil, err
+	}
+	r.finish(end)
+	p.cmdErr, p.cmdDone = cmdErr, cmdDone
+	st := s.Stats()
+	r.stats.Lost = st.Lost
+	r.stats.Wall, r.stats.RingBytes = p.Stats.Wall, p.Stats.RingBytes
+	p.Stats = r.stats
+	sess.Stats.Read = r.stats.Samples
+	p.stacks = r.order
+	p.res = perfunwind.NewResolver(sess)
+	p.Stats.CPU = cpuTime() - cpu0
+	ok = true
+	return p, nil
+}
+
+// startCommand opens the events on a thread of this process locked for
+// the purpose, starts the command from that thread (the child inherits
+// the events, which start when it executes the command) and leaves the
+// thread waiting for the child: it is the child's parent, whose death
+// would fire a PR_SET_PDEATHSIG the command may have asked for, and no
+// other goroutine may fork from it while it holds the events. The thread
+// ends with the goroutine (it is never unlocked). The returned channel
+// receives the command's Wait error when it exits.
+func startCommand(po perfevent.Options, cmd *exec.Cmd) (*perfevent.Session, <-chan error, error) {
+	type started struct {
+		s   *perfevent.Session
+		err error
+	}
+	ch := make(chan started)
+	waited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		po.TIDs = []int{unix.Gettid()}
+		po.EnableOnExec = true
+		s, err := perfevent.Open(po)
+		if err != nil {
+			ch <- started{err: err}
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			s.Close()
+			ch <- started{err: err}
+			return
+		}
+		ch <- started{s: s}
+		waited <- cmd.Wait()
+	}()
+	st := <-ch
+	return st.s, waited, st.err
+}
+
+// allProcesses lists the processes in /proc.
+func allProcesses() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// monotonicNow returns CLOCK_MONOTONIC in nanoseconds, the clock of the
+// records.
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
+
+// cpuTime returns this process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

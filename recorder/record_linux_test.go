@@ -1,0 +1,519 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"golang.org/x/sys/unix"
+
+	"github.com/sframekit/sframekit/internal/testprog"
+	"github.com/sframekit/sframekit/perfevent"
+	"github.com/sframekit/sframekit/unwind"
+)
+
+func TestMain(m *testing.M) { testprog.Main(m) }
+
+// needPerf skips the test when this machine refuses perf_event_open (a
+// container without it, perf_event_paranoid 3 and no capability), and
+// fails it under CI, where it must work.
+func needPerf(t testing.TB) {
+	t.Helper()
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size: uint32(unix.PERF_ATTR_SIZE_VER7), Sample: 1000000, Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv}
+	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("perf_event_open: %v; required under CI", err)
+		}
+		t.Skipf("perf_event_open refused here: %v", err)
+	}
+	unix.Close(fd)
+}
+
+// needKernelSampling skips the test unless samples in the kernel are
+// allowed (off-CPU samples are taken in the scheduler): paranoid 1 or
+// lower, or root.
+func needKernelSampling(t testing.TB) {
+	t.Helper()
+	needPerf(t)
+	b, _ := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 1 && os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("perf_event_paranoid %d forbids kernel samples; CI runs as root", p)
+		}
+		t.Skipf("perf_event_paranoid %d forbids kernel samples", p)
+	}
+}
+
+// The builds of recprog: each unwinding method alone for the program's
+// own code (the C library has CFI).
+var builds = []struct {
+	name   string
+	flags  []string
+	method unwind.Method
+}{
+	{"sframe", []string{"-O2", "-Wa,--gsframe"}, unwind.MethodSFrame},
+	{"cfi", []string{"-O2"}, unwind.MethodCFI},
+	{"fp", []string{"-O2", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-fno-asynchronous-unwind-tables"}, unwind.MethodFP},
+}
+
+func buildProg(t testing.TB, flags ...string) string {
+	return testprog.Build(t, "testdata/recprog.c", flags...)
+}
+
+// recordCommand records the command exe args with opts, and returns the
+// profile and what the command wrote on its standard output.
+func recordCommand(t testing.TB, opts Options, exe string, args ...string) (*Profile, string) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	opts.Command = cmd
+	p, err := Record(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if err := p.Wait(); err != nil {
+		t.Fatalf("%s %q: %v", exe, args, err)
+	}
+	return p, out.String()
+}
+
+// threadCPU returns the CPU time of the threads named name of process
+// pid so far (user and system, from /proc, in 10 ms ticks).
+func threadCPU(pid int, name string) time.Duration {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, _ := os.ReadDir(dir)
+	var ticks int64
+	for _, e := range ents {
+		comm, err := os.ReadFile(dir + "/" + e.Name() + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != name {
+			continue
+		}
+		stat, err := os.ReadFile(dir + "/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After "pid (comm) ": field 14 utime, 15 stime.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 12 {
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			s, _ := strconv.ParseInt(f[12], 10, 64)
+			ticks += u + s
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// childOf returns a child process of pid, or 0.
+func childOf(pid int) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			return c
+		}
+	}
+	return 0
+}
+
+// recordUntil records with opts (its Command, if any, started by
+// Record) until enough reports true, checked every 50 ms from the start
+// of sampling: the threads to judge have run long enough to give enough
+// samples, however loaded the machine is. After a minute it gives up and
+// fails. A command still running is killed when the test ends.
+func recordUntil(t *testing.T, opts Options, enough func() bool) *Profile {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	started := opts.Started
+	opts.Started = func() {
+		if started != nil {
+			started()
+		}
+		go func() {
+			for ctx.Err() == nil && !enough() {
+				time.Sleep(50 * time.Millisecond)
+			}
+			cancel()
+		}()
+	}
+	p, err := Record(ctx, opts)
+	if errors.Is(err, perfevent.ErrPermission) && os.Getenv("CI") == "" {
+		t.Skip(err) // system-wide, or in the kernel, without the privilege
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal("the threads did not get enough CPU time in a minute")
+	}
+	t.Cleanup(func() {
+		if c := p.Command(); c != nil {
+			c.Kill()
+			p.Wait()
+		}
+		p.Close()
+	})
+	return p
+}
+
+// pprofOf writes p as a pprof profile and parses it back.
+func pprofOf(t testing.TB, p *Profile) *profile.Profile {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := p.WritePprof(&buf); err != nil {
+		t.Fatal(err)
+	}
+	q, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum strings.Builder
+	p.WriteSummary(&sum)
+	t.Logf("summary:\n%s", sum.String())
+	return q
+}
+
+// funcs returns the function names of a sample's frames, innermost
+// first ("?" where unknown).
+func funcs(s *profile.Sample) []string {
+	var names []string
+	for _, l := range s.Location {
+		if len(l.Line) == 0 {
+			names = append(names, "?")
+			continue
+		}
+		for _, ln := range l.Line {
+			names = append(names, ln.Function.Name)
+		}
+	}
+	return names
+}
+
+// chain returns the names start(), p1(), ..., pN() innermost first: the
+// frames of a thread spinning in pN.
+func chain(start, p string, n int) []string {
+	var c []string
+	for i := n; i >= 1; i-- {
+		c = append(c, fmt.Sprintf("%s%d", p, i))
+	}
+	return append(c, start)
+}
+
+// valueIndex returns the index of sample type typ in q, or fails.
+func valueIndex(t testing.TB, q *profile.Profile, typ string) int {
+	t.Helper()
+	for i, st := range q.SampleType {
+		if st.Type == typ {
+			return i
+		}
+	}
+	t.Fatalf("no sample type %s in %v", typ, q.SampleType)
+	return -1
+}
+
+// checkChains checks that at least 99% of the samples of each thread
+// named in want show its exact chain from the thread's start function
+// down (and that there are enough samples to say so).
+func checkChains(t *testing.T, q *profile.Profile, pid int, want map[string][]string) {
+	t.Helper()
+	total, exact := map[string]int64{}, map[string]int64{}
+	for _, s := range q.Sample {
+		name := s.Label["thread_name"]
+		if len(name) != 1 || want[name[0]] == nil || (pid != 0 && s.NumLabel["pid"][0] != int64(pid)) {
+			continue
+		}
+		n := s.Value[0]
+		total[name[0]] += n
+		f := funcs(s)
+		if len(f) >= len(want[name[0]]) && slices.Equal(f[:len(want[name[0]])], want[name[0]]) {
+			exact[name[0]] += n
+		} else if n > 0 {
+			t.Logf("%s: %d samples of %q", name[0], n, f)
+		}
+	}
+	for name, c := range want {
+		if total[name] < 50 {
+			t.Errorf("thread %s: %d samples, want 50 or more to judge", name, total[name])
+			continue
+		}
+		if frac := float64(exact[name]) / float64(total[name]); frac < 0.99 {
+			t.Errorf("thread %s: %d of %d samples (%.1f%%) show its chain %s ... %s, want 99%%", name, exact[name], total[name], 100*frac, c[0], c[len(c)-1])
+		} else {
+			t.Logf("thread %s: %d of %d samples show its %d-frame chain", name, exact[name], total[name], len(c))
+		}
+	}
+}
+
+// TestChains records a program whose three threads spin in chains of 5,
+// 20 and 60 functions, built with SFrame, with CFI only and with frame
+// pointers only: at least 99% of each thread's samples must show its
+// exact chain, and the program's frames must have been unwound by the
+// build's method.
+func TestChains(t *testing.T) {
+	needPerf(t)
+	for _, b := range builds {
+		t.Run(b.name, func(t *testing.T) {
+			exe := buildProg(t, b.flags...)
+			cmd := exec.Command(exe, "spin", "120")
+			// 0.3 s of CPU each: about 300 samples at 999 Hz.
+			p := recordUntil(t, Options{Command: cmd}, func() bool {
+				pid := cmd.Process.Pid
+				return threadCPU(pid, "spin5") >= 300*time.Millisecond && threadCPU(pid, "spin20") >= 300*time.Millisecond &&
+					threadCPU(pid, "spin60") >= 300*time.Millisecond
+			})
+			q := pprofOf(t, p)
+			checkChains(t, q, p.Command().Pid, map[string][]string{
+				"spin5":  chain("spin5", "a", 5),
+				"spin20": chain("spin20", "b", 20),
+				"spin60": chain("spin60", "c", 60),
+			})
+			st := p.Unwinding()
+			var all uint64
+			for _, n := range st.Frames {
+				all += n
+			}
+			// The program's own frames are all but start_thread, clone3
+			// and the last: 85 of 88 in the three chains.
+			if got := st.Frames[b.method]; float64(got) < 0.9*float64(all) {
+				t.Errorf("%d of %d frames' callers found by %s, want 90%%: %+v", got, all, b.method, st.Frames)
+			}
+			if p.Stats.Lost > 0 {
+				t.Logf("%d samples lost", p.Stats.Lost)
+			}
+		})
+	}
+}
+
+// TestOffCPU records a thread that sleeps 9 ms in nap1() -> nap2() ->
+// nap3() -> nanosleep() after each 1 ms of CPU in busy1() -> busy2() ->
+// busy3(): the share of its weight (on-CPU and off-CPU nanoseconds) in
+// its nap chain must be the share of its time it measured itself in
+// nap1() (about 90%, less when the machine is busy), within 5 points.
+func TestOffCPU(t *testing.T) {
+	needKernelSampling(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	p, out := recordCommand(t, Options{OffCPU: true}, exe, "sleep", "2")
+	q := pprofOf(t, p)
+	cpu, off := valueIndex(t, q, "cpu"), valueIndex(t, q, "off-cpu")
+	if q.SampleType[off].Unit != "nanoseconds" || q.DefaultSampleType != "cpu" {
+		t.Errorf("sample types %v, default %s", q.SampleType, q.DefaultSampleType)
+	}
+	var total, napped, nappedOff, busy int64
+	napChain := chain("sleeper", "nap", 3)
+	for _, s := range q.Sample {
+		if name := s.Label["thread_name"]; len(name) != 1 || name[0] != "sleeper" {
+			continue
+		}
+		w := s.Value[cpu] + s.Value[off]
+		total += w
+		f := funcs(s)
+		i := slices.Index(f, "nap3")
+		switch {
+		case i >= 0:
+			if len(f) < i+len(napChain) || !slices.Equal(f[i:i+len(napChain)], napChain) {
+				t.Errorf("off-CPU stack %q: not the nap chain %q", f, napChain)
+			}
+			napped += w
+			nappedOff += s.Value[off]
+		case slices.Contains(f, "busy3"):
+			busy += w
+		}
+	}
+	var measured float64
+	if _, err := fmt.Sscanf(out, "ready\nnapped %g", &measured); err != nil {
+		t.Fatalf("program said %q: %v", out, err)
+	}
+	if total == 0 {
+		t.Fatal("no weight for the sleeper")
+	}
+	got := float64(napped) / float64(total)
+	t.Logf("sleeper: %.1f%% of %.3f s in its nap chain (%.1f%% in its busy chain); it measured %.1f%%", 100*got, float64(total)/1e9, 100*float64(busy)/float64(total), 100*measured)
+	if measured < 0.5 || math.Abs(got-measured) > 0.05 {
+		t.Errorf("%.1f%% of the sleeper's weight in its nap chain, it measured %.1f%% of its time there", 100*got, 100*measured)
+	}
+	if float64(nappedOff) < 0.95*float64(napped) {
+		t.Errorf("nap chain: %d ns off the CPU of %d", nappedOff, napped)
+	}
+	if p.Stats.OffCPU == 0 || p.Stats.Dropped > p.Stats.OffCPU/20 {
+		t.Errorf("%d switch-outs weighted, %d dropped", p.Stats.OffCPU, p.Stats.Dropped)
+	}
+}
+
+// TestFollowsNewThreadsAndProcesses records a running process (-p) that
+// then starts a thread and forks a child, and a command that does the
+// same: both must be in the profile with their chains, the child as a
+// process of its own.
+func TestFollowsNewThreadsAndProcesses(t *testing.T) {
+	needPerf(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	want := func(q *profile.Profile, parent int) {
+		t.Helper()
+		var child int64
+		for _, s := range q.Sample {
+			if pid := s.NumLabel["pid"][0]; pid != int64(parent) && s.Label["thread_name"][0] == "child" {
+				child = pid
+			}
+		}
+		if child == 0 {
+			t.Fatalf("no samples of a child process named child")
+		}
+		checkChains(t, q, parent, map[string][]string{"late": chain("late_spin", "late", 3)})
+		checkChains(t, q, int(child), map[string][]string{"child": append(chain("child_spin", "child", 3), "spawn", "main")})
+	}
+	t.Run("pid", func(t *testing.T) {
+		prog := testprog.StartCmd(t, exec.Command(exe, "late", "120"))
+		child := 0
+		opts := Options{PIDs: []int{prog.PID()}, Started: func() {
+			io.WriteString(prog.Stdin, "spawn\n")
+			line, err := testprog.ReadLine(prog.Out, 10*time.Second)
+			if err == nil {
+				_, err = fmt.Sscanf(line, "spawned %d", &child)
+			}
+			if err != nil {
+				t.Errorf("spawn: %q, %v", line, err)
+			}
+		}}
+		p := recordUntil(t, opts, func() bool {
+			return threadCPU(prog.PID(), "late") >= 200*time.Millisecond && threadCPU(child, "child") >= 200*time.Millisecond
+		})
+		want(pprofOf(t, p), prog.PID())
+	})
+	t.Run("command", func(t *testing.T) {
+		cmd := exec.Command(exe, "late", "120", "auto")
+		p := recordUntil(t, Options{Command: cmd}, func() bool {
+			child := childOf(cmd.Process.Pid)
+			return child != 0 && threadCPU(cmd.Process.Pid, "late") >= 200*time.Millisecond && threadCPU(child, "child") >= 200*time.Millisecond
+		})
+		want(pprofOf(t, p), p.Command().Pid)
+	})
+}
+
+// TestSystemWide records every process (-a) while the program spins: its
+// threads are there, found in /proc before the events started.
+func TestSystemWide(t *testing.T) {
+	needPerf(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	prog := testprog.StartCmd(t, exec.Command(exe, "spin", "120"))
+	var cpu5, cpu60 time.Duration
+	p := recordUntil(t, Options{SystemWide: true, Started: func() {
+		cpu5, cpu60 = threadCPU(prog.PID(), "spin5"), threadCPU(prog.PID(), "spin60")
+	}}, func() bool {
+		return threadCPU(prog.PID(), "spin5")-cpu5 >= 300*time.Millisecond && threadCPU(prog.PID(), "spin60")-cpu60 >= 300*time.Millisecond
+	})
+	q := pprofOf(t, p)
+	checkChains(t, q, prog.PID(), map[string][]string{"spin5": chain("spin5", "a", 5), "spin60": chain("spin60", "c", 60)})
+}
+
+// TestErrors: a process that does not exist, a command that does not,
+// and options that make no sense are one-line errors, and nothing is
+// left running.
+func TestErrors(t *testing.T) {
+	needPerf(t)
+	_, err := Record(context.Background(), Options{PIDs: []int{1 << 30}})
+	if !errors.Is(err, perfevent.ErrNoProcess) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("no such process: %v", err)
+	}
+	_, err = Record(context.Background(), Options{Command: exec.Command("sframekit-no-such-command")})
+	if !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("no such command: %v", err)
+	}
+	for _, o := range []Options{
+		{},
+		{PIDs: []int{1}, SystemWide: true},
+		{PIDs: []int{1}, StackSize: 100},
+		{PIDs: []int{1}, Event: perfevent.ContextSwitches},
+	} {
+		if _, err := Record(context.Background(), o); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+// TestStopsOnContext: a recording of a command ends when the context is
+// done, the command running on unharmed; Wait then waits for it.
+func TestStopsOnContext(t *testing.T) {
+	needPerf(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.Command(exe, "spin", "1.5")
+	start := time.Now()
+	p, err := Record(ctx, Options{Command: cmd, Started: func() { time.AfterFunc(300*time.Millisecond, cancel) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	stopped := time.Since(start)
+	if stopped > time.Second || p.Exited() {
+		t.Errorf("recording stopped after %v, command exited %v", stopped, p.Exited())
+	}
+	if err := p.Wait(); err != nil || !cmd.ProcessState.Success() {
+		t.Errorf("command: %v, %v", err, cmd.ProcessState)
+	}
+	if time.Since(start) < 1400*time.Millisecond {
+		t.Errorf("command ended after %v, before its 1.5 s", time.Since(start))
+	}
+}
+
+// TestKernelFrames records the sleeper's switches off the CPU with
+// Kernel: their stacks start in the kernel, in the scheduler, named
+// from /proc/kallsyms, above the user frames of its nap chain.
+func TestKernelFrames(t *testing.T) {
+	needKernelSampling(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	p, _ := recordCommand(t, Options{OffCPU: true, Kernel: true}, exe, "sleep", "1")
+	q := pprofOf(t, p)
+	off := valueIndex(t, q, "off-cpu")
+	napChain := chain("sleeper", "nap", 3)
+	var withKernel, all int64
+	for _, s := range q.Sample {
+		f := funcs(s)
+		i := slices.Index(f, "nap3")
+		if s.Value[off] == 0 || i < 0 || len(f) < i+len(napChain) || !slices.Equal(f[i:i+len(napChain)], napChain) {
+			continue
+		}
+		all += s.Value[0]
+		// The kernel's frames first (in a mapping of its own), the
+		// scheduler among them; then the C library's nanosleep.
+		kernel := 0
+		for _, l := range s.Location {
+			if l.Mapping == nil || l.Mapping.File != "[kernel.kallsyms]" {
+				break
+			}
+			kernel++
+		}
+		if kernel > 0 && slices.ContainsFunc(f[:kernel], func(n string) bool { return strings.Contains(n, "schedule") }) {
+			withKernel += s.Value[0]
+		} else {
+			t.Logf("switch-out without the scheduler's frames: %q (%d kernel)", f, kernel)
+		}
+	}
+	if all == 0 || float64(withKernel) < 0.95*float64(all) {
+		t.Errorf("%d of %d switch-outs in the nap chain have the scheduler's frames", withKernel, all)
+	}
+	if p.Unwinding().KernelFrames == 0 {
+		t.Error("no kernel frames counted")
+	}
+}

@@ -1,0 +1,384 @@
+package recorder
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/perfdata"
+	"github.com/sframekit/sframekit/perfevent"
+	"github.com/sframekit/sframekit/perfunwind"
+)
+
+// stack is one distinct stack of one thread and event, with what its
+// samples add up to: their number and periods (for switch-outs, the
+// nanoseconds off the CPU).
+type stack struct {
+	pid, tid uint32
+	event    int
+	comm     string
+	frames   []perfunwind.Frame
+	kernel   int
+	n        int64
+	period   uint64
+}
+
+// event is an event of the timeline, applied in time order once every
+// CPU's records up to its time have been read (see round): a record that
+// describes processes (MMAP, COMM, FORK, EXIT), a switch-out sample (with
+// its stack) or a switch-in, or a sample kept until the records before it
+// were applied.
+type event struct {
+	time     uint64
+	kind     uint8
+	pid, tid uint32
+	// hold says the event changes what is known of its process (proc) or
+	// of its thread: until it is applied, their samples wait too.
+	hold, proc bool
+	st         *stack
+	raw        []byte // evRecord, evSample: a copy of the record
+}
+
+// Kinds of events.
+const (
+	evRecord = iota
+	evSample
+	evOut
+	evIn
+)
+
+// pendingOut is a switch-out waiting for its thread's switch-in.
+type pendingOut struct {
+	time uint64
+	st   *stack
+}
+
+// recorder is what Record keeps while reading records: the unwinding
+// session, the merged stacks and the timeline. Its record method is the
+// per-sample path, allocation-free for a stack seen before.
+//
+// Records of different CPUs come out of order: a new thread's samples
+// may be read before the FORK and COMM records that name it and, for a
+// new process or program, give its mappings. So the records that
+// describe processes are applied in time order, late (see round), and a
+// sample is unwound at once only when nothing about its process or thread
+// is waiting and its address is mapped; otherwise it is copied and waits
+// for its turn.
+type recorder struct {
+	sess    *perfunwind.Session
+	arch    arch.Arch
+	csEvent int // index of the context-switches event, -1 without
+	smp     perfunwind.Sample
+	st      perfunwind.Stack
+	key     []byte
+	stacks  map[string]*stack
+	order   []*stack
+	mapIDs  map[*perfunwind.Mapping]uint32
+	lastMap *perfunwind.Mapping
+	lastID  uint32
+
+	queue    []event
+	heldProc map[uint32]int // records waiting, by process
+	heldTid  map[uint32]int // records waiting, by thread
+	pending  map[uint32]pendingOut
+	roundMax uint64 // latest time of this pass over the rings
+	prevMax  uint64 // of the pass before: what is earlier is all read
+	maxTime  uint64
+
+	dec     *perfdata.Decoder // for records that waited
+	late    perfdata.Record
+	kept    int // bytes of samples waiting
+	maxKept int
+	stats   Stats
+}
+
+// newRecorder returns a recorder of samples of the events attrs, for an
+// unwinder of arch; csEvent is the index of the context-switches event,
+// -1 without. At most maxKept bytes of samples wait for their turn
+// (beyond, they are unwound at once).
+func newRecorder(sess *perfunwind.Session, a arch.Arch, attrs []*perfdata.Attr, csEvent, maxKept int) *recorder {
+	return &recorder{sess: sess, arch: a, csEvent: csEvent, dec: perfdata.NewDecoder(binary.NativeEndian, attrs), maxKept: maxKept,
+		stacks: map[string]*stack{}, mapIDs: map[*perfunwind.Mapping]uint32{}, pending: map[uint32]pendingOut{},
+		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}}
+}
+
+// handle takes one record of the rings.
+func (r *recorder) handle(pr *perfevent.Record) error {
+	if pr.Type == perfdata.RecordFinishedRound {
+		r.round()
+		return nil
+	}
+	rec, err := pr.Decode()
+	if err != nil {
+		r.stats.Undecodable++
+		return nil
+	}
+	r.record(rec)
+	return nil
+}
+
+// record takes one decoded record: a sample is unwound now (or waits),
+// the records that describe processes and switch-ins join the timeline.
+func (r *recorder) record(rec *perfdata.Record) {
+	t := rec.Time()
+	if t > r.roundMax {
+		r.roundMax = t
+	}
+	switch rec.Type {
+	case perfdata.RecordSample:
+		r.sample(rec, t, false)
+	case perfdata.RecordMmap, perfdata.RecordMmap2, perfdata.RecordComm, perfdata.RecordFork, perfdata.RecordExit:
+		e := event{time: t, kind: evRecord, raw: slices.Clone(rec.Raw)}
+		switch {
+		case rec.Mmap() != nil:
+			e.pid, e.hold, e.proc = rec.Mmap().Pid, true, true
+		case rec.Comm() != nil:
+			c := rec.Comm()
+			e.pid, e.tid, e.hold, e.proc = c.Pid, c.Tid, true, c.Exec
+		case rec.Type == perfdata.RecordFork && rec.Task() != nil:
+			k := rec.Task()
+			e.pid, e.tid, e.hold, e.proc = k.Pid, k.Tid, true, k.Pid != k.Ppid
+		}
+		if e.hold {
+			if e.proc {
+				r.heldProc[e.pid]++
+			} else {
+				r.heldTid[e.tid]++
+			}
+		}
+		r.queue = append(r.queue, e)
+	case perfdata.RecordSwitch, perfdata.RecordSwitchCPUWide:
+		if sw := rec.Switch(); sw != nil && !sw.Out && r.csEvent >= 0 {
+			r.queue = append(r.queue, event{time: t, kind: evIn, tid: rec.ID.Tid})
+		}
+	default:
+		r.sess.Record(rec) // LOST, LOST_SAMPLES
+	}
+}
+
+// sample unwinds a sample and merges its stack, or keeps a copy of it
+// for later when records about its process or thread are waiting, or its
+// address is in no known mapping of its process (the records that map it
+// may not have been read yet). late says it is such a sample, now in its
+// place in time.
+func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
+	ps := rec.Sample()
+	if ps == nil || rec.Attr == nil {
+		return
+	}
+	r.smp.FromPerf(ps, r.arch)
+	r.smp.Event = rec.Attr.Index
+	if !late {
+		r.stats.Samples++
+		if r.mustWait(ps.Pid, ps.Tid) && r.kept+len(rec.Raw) <= r.maxKept {
+			r.smp.Stack = nil
+			r.kept += len(rec.Raw)
+			r.stats.Deferred++
+			r.queue = append(r.queue, event{time: t, kind: evSample, raw: slices.Clone(rec.Raw)})
+			return
+		}
+	}
+	r.sess.Unwind(&r.smp, &r.st)
+	r.smp.Stack = nil // the copy is the ring's: keep nothing of it
+	st := r.intern(&r.st)
+	if r.smp.Event == r.csEvent {
+		r.stats.SwitchOuts++
+		e := event{time: t, kind: evOut, tid: ps.Tid, st: st}
+		if late {
+			r.apply(&e) // in its place in time already
+		} else {
+			r.queue = append(r.queue, e)
+		}
+		return
+	}
+	r.stats.OnCPU++
+	st.n++
+	st.period += ps.Period
+}
+
+// mustWait reports whether the sample just read into r.smp, of thread tid
+// of process pid, must wait for the timeline.
+func (r *recorder) mustWait(pid, tid uint32) bool {
+	if len(r.heldProc) > 0 && r.heldProc[pid] > 0 || len(r.heldTid) > 0 && r.heldTid[tid] > 0 {
+		return true
+	}
+	return r.smp.Regs.Arch != 0 && !r.sess.Mapped(pid, r.smp.Regs.PC())
+}
+
+// intern returns the merged stack equal to st, adding it if new: equal
+// means the same process, thread, thread name and event, and frame for
+// frame the same address in the same mapping, of the same kind.
+func (r *recorder) intern(st *perfunwind.Stack) *stack {
+	k := r.key[:0]
+	k = binary.LittleEndian.AppendUint32(k, st.Pid)
+	k = binary.LittleEndian.AppendUint32(k, st.Tid)
+	k = binary.AppendUvarint(k, uint64(st.Event))
+	k = binary.AppendUvarint(k, uint64(st.Kernel))
+	k = append(k, st.Comm...)
+	k = append(k, 0)
+	for i := range st.Frames {
+		f := &st.Frames[i]
+		k = binary.LittleEndian.AppendUint64(k, f.PC)
+		k = binary.AppendUvarint(k, uint64(r.mapID(f.Map)))
+		var kind byte
+		if f.Exact {
+			kind |= 1
+		}
+		if f.Signal {
+			kind |= 2
+		}
+		if f.Kernel {
+			kind |= 4
+		}
+		k = append(k, kind)
+	}
+	r.key = k
+	if s := r.stacks[string(k)]; s != nil {
+		return s
+	}
+	s := &stack{pid: st.Pid, tid: st.Tid, event: st.Event, comm: st.Comm, frames: slices.Clone(st.Frames), kernel: st.Kernel}
+	r.stacks[string(k)] = s
+	r.order = append(r.order, s)
+	return s
+}
+
+// mapID numbers the mappings of frames, for the stacks' keys; 0 for none.
+// Consecutive frames are mostly of one mapping.
+func (r *recorder) mapID(m *perfunwind.Mapping) uint32 {
+	if m == nil {
+		return 0
+	}
+	if m == r.lastMap {
+		return r.lastID
+	}
+	id, ok := r.mapIDs[m]
+	if !ok {
+		id = uint32(len(r.mapIDs) + 1)
+		r.mapIDs[m] = id
+	}
+	r.lastMap, r.lastID = m, id
+	return id
+}
+
+// round ends a pass over the rings: the timeline's events up to the
+// latest time of the pass before are final, since every CPU's records
+// written before it have been read by now (perf's rule for its
+// FINISHED_ROUND records), and are applied in time order.
+func (r *recorder) round() {
+	r.flush(r.prevMax)
+	r.prevMax = r.roundMax
+	r.maxTime = max(r.maxTime, r.roundMax)
+}
+
+// flush applies, in time order, the queued events up to limit.
+func (r *recorder) flush(limit uint64) {
+	if len(r.queue) == 0 {
+		return
+	}
+	sort.SliceStable(r.queue, func(i, j int) bool { return r.queue[i].time < r.queue[j].time })
+	n := sort.Search(len(r.queue), func(i int) bool { return r.queue[i].time > limit })
+	for i := range r.queue[:n] {
+		r.apply(&r.queue[i]) // appends nothing to the queue
+	}
+	rest := copy(r.queue, r.queue[n:])
+	clear(r.queue[rest:])
+	r.queue = r.queue[:rest]
+}
+
+// apply applies one event of the timeline.
+func (r *recorder) apply(e *event) {
+	switch e.kind {
+	case evRecord:
+		if e.hold {
+			held, k := r.heldTid, e.tid
+			if e.proc {
+				held, k = r.heldProc, e.pid
+			}
+			if held[k]--; held[k] <= 0 {
+				delete(held, k)
+			}
+		}
+		if err := r.dec.Decode(&r.late, e.raw); err != nil {
+			r.stats.Undecodable++
+			return
+		}
+		if r.late.Type == perfdata.RecordExit {
+			t := r.late.Task()
+			r.sess.Exit(t.Pid, t.Tid)
+			if _, ok := r.pending[t.Tid]; ok {
+				delete(r.pending, t.Tid)
+				r.stats.Dropped++ // it never ran again
+			}
+			return
+		}
+		r.sess.Record(&r.late)
+	case evSample:
+		r.kept -= len(e.raw)
+		if err := r.dec.Decode(&r.late, e.raw); err != nil {
+			r.stats.Undecodable++
+			return
+		}
+		r.sample(&r.late, e.time, true)
+	case evOut:
+		if _, ok := r.pending[e.tid]; ok {
+			r.stats.Dropped++ // its switch-in was lost
+		}
+		r.pending[e.tid] = pendingOut{time: e.time, st: e.st}
+	case evIn:
+		p, ok := r.pending[e.tid]
+		if !ok || p.time > e.time {
+			return
+		}
+		delete(r.pending, e.tid)
+		r.weigh(p.st, e.time-p.time)
+	}
+}
+
+// weigh counts a switch-out that kept its thread off the CPU for d ns.
+func (r *recorder) weigh(st *stack, d uint64) {
+	st.n++
+	st.period += d
+	r.stats.OffCPU++
+	r.stats.OffCPUTime += durationOf(d)
+}
+
+// finish applies what is left of the timeline after the last record;
+// threads still off their CPU at end (a time of the records' clock) are
+// weighted up to it.
+func (r *recorder) finish(end uint64) {
+	r.maxTime = max(r.maxTime, r.roundMax)
+	r.flush(math.MaxUint64)
+	if end < r.maxTime {
+		end = r.maxTime
+	}
+	tids := make([]uint32, 0, len(r.pending))
+	for tid := range r.pending {
+		tids = append(tids, tid)
+	}
+	slices.Sort(tids)
+	for _, tid := range tids {
+		p := r.pending[tid]
+		r.weigh(p.st, end-p.time)
+		r.stats.AtEnd++
+	}
+	clear(r.pending)
+	pids, tidset := map[uint32]bool{}, map[uint32]bool{}
+	for _, s := range r.order {
+		if s.n > 0 {
+			r.stats.Stacks++
+			pids[s.pid], tidset[s.tid] = true, true
+		}
+	}
+	r.stats.Processes, r.stats.Threads = len(pids), len(tidset)
+}
+
+// durationOf converts nanoseconds to a Duration, saturating.
+func durationOf(ns uint64) time.Duration {
+	if ns > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
+}
