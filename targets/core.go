@@ -746,17 +746,7 @@ func (m *coreMem) permAt(addr uint64) string {
 	if s == nil {
 		return ""
 	}
-	b := []byte("---p")
-	if s.flags&elf.PF_R != 0 {
-		b[0] = 'r'
-	}
-	if s.flags&elf.PF_W != 0 {
-		b[1] = 'w'
-	}
-	if s.flags&elf.PF_X != 0 {
-		b[2] = 'x'
-	}
-	return string(b)
+	return segPerm(s.flags)
 }
 
 // overlaps reports whether any segment of the core covers part of
