@@ -754,10 +754,11 @@ func (m *coreMem) permAt(addr uint64) string {
 // segment per section, so a mapping's first page may be missing while
 // the rest of it is there.
 func (m *coreMem) overlaps(lo, hi uint64) bool {
-	if m.segAt(lo) != nil {
+	// The segment segAt(lo) would find, else the next one: one search.
+	i := sort.Search(len(m.segs), func(i int) bool { return m.segs[i].vaddr > lo })
+	if i > 0 && lo-m.segs[i-1].vaddr < m.segs[i-1].memsz {
 		return true
 	}
-	i := sort.Search(len(m.segs), func(i int) bool { return m.segs[i].vaddr > lo })
 	return i < len(m.segs) && m.segs[i].vaddr < hi
 }
 
