@@ -112,7 +112,7 @@ func FromCFI(f *elf.File, opts Options) (*Result, error) {
 	if f.Type == elf.ET_REL {
 		r.KeepOrder = true
 	} else {
-		r.dedupe()
+		r.Dedupe()
 	}
 	for _, s := range f.Sections {
 		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Flags&elf.SHF_ALLOC != 0 {
@@ -207,9 +207,18 @@ func (c *converter) add(r *Result, t *cfi.Table, fde cfi.FDE) {
 	}
 }
 
-// dedupe drops functions whose start repeats an earlier one's (a sorted
-// index needs distinct starts), recording them as skipped.
-func (r *Result) dedupe() {
+// Dedupe drops functions whose start repeats an earlier one's (a sorted
+// index needs distinct starts), recording them as skipped (ReasonDuplicate).
+// FromCFI does it for linked files; a caller of FromCFITable or FromFDEs
+// that builds an index does it itself.
+func (r *Result) Dedupe() {
+	sorted := true
+	for i := 1; i < len(r.Funcs) && sorted; i++ {
+		sorted = r.Funcs[i-1].Start < r.Funcs[i].Start
+	}
+	if sorted {
+		return // no start can repeat: spare the map
+	}
 	seen := make(map[uint64]bool, len(r.Funcs))
 	j := 0
 	for i, f := range r.Funcs {

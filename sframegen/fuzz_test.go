@@ -49,7 +49,7 @@ func FuzzFromCFI(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.dedupe()
+		r.Dedupe()
 		out, err := r.Encode(0x10000)
 		if err != nil {
 			// Overlapping FDEs may still make an index the encoder

@@ -746,17 +746,7 @@ func (m *coreMem) permAt(addr uint64) string {
 	if s == nil {
 		return ""
 	}
-	b := []byte("---p")
-	if s.flags&elf.PF_R != 0 {
-		b[0] = 'r'
-	}
-	if s.flags&elf.PF_W != 0 {
-		b[1] = 'w'
-	}
-	if s.flags&elf.PF_X != 0 {
-		b[2] = 'x'
-	}
-	return string(b)
+	return segPerm(s.flags)
 }
 
 // overlaps reports whether any segment of the core covers part of
@@ -764,10 +754,11 @@ func (m *coreMem) permAt(addr uint64) string {
 // segment per section, so a mapping's first page may be missing while
 // the rest of it is there.
 func (m *coreMem) overlaps(lo, hi uint64) bool {
-	if m.segAt(lo) != nil {
+	// The segment segAt(lo) would find, else the next one: one search.
+	i := sort.Search(len(m.segs), func(i int) bool { return m.segs[i].vaddr > lo })
+	if i > 0 && lo-m.segs[i-1].vaddr < m.segs[i-1].memsz {
 		return true
 	}
-	i := sort.Search(len(m.segs), func(i int) bool { return m.segs[i].vaddr > lo })
 	return i < len(m.segs) && m.segs[i].vaddr < hi
 }
 

@@ -546,3 +546,26 @@ func restartedSyscall(core, live Regs) bool {
 	c[arch.AMD64RIP], l[arch.AMD64RIP] = 0, 0
 	return c == l
 }
+
+// TestCoreMemOverlaps checks overlaps at the edges of a segment and across
+// a gap, as placeObject relies on it to refuse a library placed where the
+// core has no memory.
+func TestCoreMemOverlaps(t *testing.T) {
+	m := &coreMem{segs: []coreSeg{{vaddr: 0x1000, memsz: 0x1000}, {vaddr: 0x4000, memsz: 0x2000}}}
+	for _, c := range []struct {
+		lo, hi uint64
+		want   bool
+	}{
+		{0, 0x1000, false},
+		{0, 0x1001, true},
+		{0x1fff, 0x2000, true},
+		{0x2000, 0x4000, false},
+		{0x2000, 0x4001, true},
+		{0x5000, 0x9000, true},
+		{0x6000, 0x9000, false},
+	} {
+		if got := m.overlaps(c.lo, c.hi); got != c.want {
+			t.Errorf("overlaps(%#x, %#x) = %v, want %v", c.lo, c.hi, got, c.want)
+		}
+	}
+}

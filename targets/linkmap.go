@@ -96,6 +96,9 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 		c.warn(fmt.Errorf("executable %s does not match the core: %w", o.Exe, err))
 		return
 	}
+	// place adds obj; c.mem.files is sorted again once the executable is
+	// placed and once at the end, not per object (a crafted list names
+	// up to maxLinkMap of them).
 	place := func(obj loadedObject) {
 		m, files, err := c.placeObject(obj, pageSize)
 		if err != nil {
@@ -104,13 +107,16 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 		if m.End > m.Start {
 			c.modules = append(c.modules, m)
 			c.mem.files = append(c.mem.files, files...)
-			sort.Slice(c.mem.files, func(i, j int) bool { return c.mem.files[i].start < c.mem.files[j].start })
 		}
+	}
+	sortFiles := func() {
+		sort.Slice(c.mem.files, func(i, j int) bool { return c.mem.files[i].start < c.mem.files[j].start })
 	}
 	// The executable first: the link_map names may lie in its text
 	// (the interpreter's is its PT_INTERP string), which only its file
 	// holds.
 	place(loadedObject{name: o.Exe, file: o.Exe, bias: bias})
+	sortFiles()
 	mem := orderedMem{c.mem, bo}
 	var libs []loadedObject
 	for _, p := range ef.Progs {
@@ -141,6 +147,7 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 		}
 		place(l)
 	}
+	sortFiles()
 	sort.Slice(c.modules, func(i, j int) bool { return c.modules[i].Start < c.modules[j].Start })
 }
 

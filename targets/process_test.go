@@ -405,26 +405,12 @@ func TestDieAttached(t *testing.T) {
 		os.Exit(4)
 	}
 	c := startChild(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDieAttached$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("TARGETS_HELPER_DIE_ATTACHED=%d", c.pid))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	buf := make([]byte, 9)
-	if _, err := stdout.Read(buf); err != nil || string(buf) != "attached\n" {
-		t.Fatalf("helper said %q, %v", buf, err)
-	}
+	cmd := startAttachHelper(t, "TestDieAttached", "TARGETS_HELPER_DIE_ATTACHED", c.pid)
 	if st := taskState(c.pid, c.pid); st != 't' {
 		t.Errorf("main thread state %c while attached, want t", st)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
 		t.Errorf("helper ended with %v, want killed by SIGINT", err)
@@ -447,8 +433,28 @@ func TestCloseOnSignal(t *testing.T) {
 		return
 	}
 	c := startChild(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCloseOnSignal$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("TARGETS_HELPER_ATTACH=%d", c.pid))
+	cmd := startAttachHelper(t, "TestCloseOnSignal", "TARGETS_HELPER_ATTACH", c.pid)
+	st := taskState(c.pid, c.pid)
+	if st != 't' {
+		t.Errorf("main thread state %c while attached, want t", st)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("helper ended with %v, want killed by SIGINT", err)
+	}
+	checkNotTraced(t, c.pid)
+	c.ping(t, "after sigint")
+}
+
+// startAttachHelper runs this test binary's test name as a helper with
+// env=pid, and returns once the helper says it has attached; the helper is
+// killed when t ends, if it is still running.
+func startAttachHelper(t *testing.T, name, env string, pid int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", env, pid))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -457,23 +463,12 @@ func TestCloseOnSignal(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill() })
 	buf := make([]byte, 9)
 	if _, err := stdout.Read(buf); err != nil || string(buf) != "attached\n" {
 		t.Fatalf("helper said %q, %v", buf, err)
 	}
-	st := taskState(c.pid, c.pid)
-	if st != 't' {
-		t.Errorf("main thread state %c while attached, want t", st)
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	err = cmd.Wait()
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
-		t.Errorf("helper ended with %v, want killed by SIGINT", err)
-	}
-	checkNotTraced(t, c.pid)
-	c.ping(t, "after sigint")
+	return cmd
 }
 
 func helperAttachAndWait(pidStr string) {

@@ -85,7 +85,7 @@ func CompileSFrame(t *cfi.Table, pcs []uint64) (*sframe.Section, *GenStats, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	dedupe(r)
+	r.Dedupe()
 	data, err := r.Encode(t.Addr())
 	if err != nil {
 		return nil, nil, err
@@ -98,29 +98,4 @@ func CompileSFrame(t *cfi.Table, pcs []uint64) (*sframe.Section, *GenStats, erro
 		return nil, nil, err
 	}
 	return s, &GenStats{Funcs: len(r.Funcs), Skipped: len(r.Skipped)}, nil
-}
-
-// dedupe drops the functions of r whose start repeats an earlier one's
-// (two FDEs for one address): a sorted SFrame index needs distinct
-// starts. sframegen.FromCFI does the same for linked files.
-func dedupe(r *sframegen.Result) {
-	sorted := true
-	for i := 1; i < len(r.Funcs) && sorted; i++ {
-		sorted = r.Funcs[i-1].Start < r.Funcs[i].Start
-	}
-	if sorted {
-		return // no start can repeat
-	}
-	seen := make(map[uint64]bool, len(r.Funcs))
-	j := 0
-	for i := range r.Funcs {
-		if seen[r.Funcs[i].Start] {
-			r.Skipped = append(r.Skipped, sframegen.Skip{Start: r.Funcs[i].Start, Reason: sframegen.ReasonDuplicate})
-			continue
-		}
-		seen[r.Funcs[i].Start] = true
-		r.Funcs[j] = r.Funcs[i]
-		j++
-	}
-	r.Funcs = r.Funcs[:j]
 }
