@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/corpus"
 )
 
 // cieRules runs c's initial instructions in in and returns the rules they
@@ -61,7 +62,7 @@ func interpRows(in *Interpreter, tab *Table, fde *FDE, init *Row) ([]string, err
 func TestInterpreterCorpus(t *testing.T) {
 	var in Interpreter
 	fdes := 0
-	for _, p := range corpusFrames(t) {
+	for _, p := range corpus.Frames(t) {
 		f, err := elf.Open(p)
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +73,7 @@ func TestInterpreterCorpus(t *testing.T) {
 			}
 			tab, err := FromELF(f, sec)
 			if err != nil {
-				t.Fatalf("%s: %v", rel(t, p), err)
+				t.Fatalf("%s: %v", corpus.Rel(t, p), err)
 			}
 			inits := map[*CIE]*Row{}
 			for it := tab.Entries(); it.Next(); {
@@ -92,7 +93,7 @@ func TestInterpreterCorpus(t *testing.T) {
 				}
 				got, err := interpRows(&in, tab, e.FDE, init)
 				if err != nil || ut.Err() != nil || !slices.Equal(got, want) {
-					t.Fatalf("%s %s FDE %#x: Interpreter rows %q (%v), UnwindTable %q (%v)", rel(t, p), sec, e.FDE.Offset, got, err, want, ut.Err())
+					t.Fatalf("%s %s FDE %#x: Interpreter rows %q (%v), UnwindTable %q (%v)", corpus.Rel(t, p), sec, e.FDE.Offset, got, err, want, ut.Err())
 				}
 				fdes++
 			}
@@ -261,7 +262,7 @@ func TestRegTooLarge(t *testing.T) {
 // DecodeCIE and checks them against Entries and CIEAt.
 func TestEntryHeaderAt(t *testing.T) {
 	n := 0
-	for _, p := range corpusFrames(t) {
+	for _, p := range corpus.Frames(t) {
 		f, err := elf.Open(p)
 		if err != nil {
 			t.Fatal(err)
@@ -279,18 +280,18 @@ func TestEntryHeaderAt(t *testing.T) {
 				e := it.Entry()
 				h, err := tab.EntryHeaderAt(off)
 				if err != nil || h.Offset != e.Offset || h.Kind != e.Kind || h.Truncated {
-					t.Fatalf("%s %s: header at %#x: %+v, %v; entry %+v", rel(t, p), sec, off, h, err, e)
+					t.Fatalf("%s %s: header at %#x: %+v, %v; entry %+v", corpus.Rel(t, p), sec, off, h, err, e)
 				}
 				switch e.Kind {
 				case KindCIE:
 					c, err := tab.DecodeCIE(&h)
 					if err != nil || c.Length != h.Length || c.Augmentation != e.CIE.Augmentation || c.CodeAlign != e.CIE.CodeAlign ||
 						c.DataAlign != e.CIE.DataAlign || c.RA != e.CIE.RA || !bytes.Equal(c.Instructions, e.CIE.Instructions) {
-						t.Fatalf("%s %s: DecodeCIE(%#x) = %+v, %v; CIEAt gives %+v", rel(t, p), sec, off, c, err, e.CIE)
+						t.Fatalf("%s %s: DecodeCIE(%#x) = %+v, %v; CIEAt gives %+v", corpus.Rel(t, p), sec, off, c, err, e.CIE)
 					}
 				case KindFDE:
 					if h.Length != e.FDE.Length || h.ID != e.FDE.CIEPointer || h.End != e.FDE.Offset+4+h.Length {
-						t.Fatalf("%s %s: header %+v, FDE %+v", rel(t, p), sec, h, e.FDE)
+						t.Fatalf("%s %s: header %+v, FDE %+v", corpus.Rel(t, p), sec, h, e.FDE)
 					}
 				}
 				off = h.End

@@ -22,34 +22,12 @@ import (
 	"github.com/sframekit/sframekit/internal/memtest"
 )
 
-// corpusFrames lists corpus ELF files that have a readelf frames dump.
-func corpusFrames(t testing.TB) []string {
-	var out []string
-	for _, p := range corpus.ELFs(t) {
-		if _, err := os.Stat(p + ".frames.txt"); err == nil {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no corpus files with .frames.txt")
-	}
-	return out
-}
-
-func relPath(t testing.TB, p string) string {
-	r, err := filepath.Rel(corpus.Dir(t), p)
-	if err != nil {
-		return p
-	}
-	return r
-}
-
 // TestCorpusReadelf checks WriteCFIText against `readelf
 // --debug-dump=frames-interp` (binutils 2.47) for every corpus file:
 // x86-64, AArch64 and s390x, executables, shared objects and relocatable
 // objects.
 func TestCorpusReadelf(t *testing.T) {
-	files := corpusFrames(t)
+	files := corpus.Frames(t)
 	archs := map[elf.Machine]int{}
 	for _, p := range files {
 		want, err := os.ReadFile(p + ".frames.txt")
@@ -63,11 +41,11 @@ func TestCorpusReadelf(t *testing.T) {
 		archs[f.Machine]++
 		var got bytes.Buffer
 		if err := WriteCFIText(&got, f, ""); err != nil {
-			t.Errorf("%s: %v", relPath(t, p), err)
+			t.Errorf("%s: %v", corpus.Rel(t, p), err)
 		}
 		f.Close()
 		if !bytes.Equal(got.Bytes(), want) {
-			t.Errorf("%s: output differs from readelf:\n%s", relPath(t, p), corpus.FirstDiff(got.String(), string(want)))
+			t.Errorf("%s: output differs from readelf:\n%s", corpus.Rel(t, p), corpus.FirstDiff(got.String(), string(want)))
 		}
 	}
 	for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64, elf.EM_S390} {
