@@ -17,6 +17,7 @@ import (
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/cfiseed"
 	"github.com/sframekit/sframekit/internal/corpus"
 	"github.com/sframekit/sframekit/internal/elftest"
 	"github.com/sframekit/sframekit/internal/memtest"
@@ -474,8 +475,8 @@ func cpuNow() int64 {
 // cfiFuzzSeeds are sections for FuzzCFIText: synthetic ones with every
 // opcode, in .eh_frame and .debug_frame, and the .eh_frame and
 // .eh_frame_hdr sections of small corpus files of each architecture.
-func cfiFuzzSeeds() []cfiFuzzSeed {
-	var seeds []cfiFuzzSeed
+func cfiFuzzSeeds() []cfiseed.Seed {
+	var seeds []cfiseed.Seed
 	for _, debug := range []bool{false, true} {
 		s := cfiSection{debug: debug}
 		c := s.cie(3, "", nil, 1, -8, 16, stdCIE)
@@ -488,43 +489,9 @@ func cfiFuzzSeeds() []cfiFuzzSeed {
 		if debug {
 			flags = 1
 		}
-		seeds = append(seeds, cfiFuzzSeed{s.b, flags})
+		seeds = append(seeds, cfiseed.Seed{Data: s.b, Flags: flags})
 	}
-	dir, ok := corpus.Find()
-	if !ok {
-		return seeds
-	}
-	for _, name := range []string{
-		"x86_64/v3/edge-x86_64.o", "x86_64/v3/basic-pic.so", "x86_64/v3/drap-O2.elf",
-		"aarch64/v3/edge-aarch64.o", "aarch64/v3/basic-pacb.elf", "s390x/v3/edge-s390x.o", "s390x/v3/fp-O2.elf",
-	} {
-		f, err := elf.Open(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		flags := uint8(0)
-		if f.ByteOrder == binary.BigEndian {
-			flags |= 4
-		}
-		flags |= uint8(arch.FromELF(f.Machine)&3) << 3
-		if s := f.Section(".eh_frame"); s != nil {
-			if d, err := cfi.SectionData(f, s); err == nil {
-				seeds = append(seeds, cfiFuzzSeed{d, flags})
-			}
-		}
-		if s := f.Section(".eh_frame_hdr"); s != nil {
-			if d, err := s.Data(); err == nil {
-				seeds = append(seeds, cfiFuzzSeed{d, flags | 0x20})
-			}
-		}
-		f.Close()
-	}
-	return seeds
-}
-
-type cfiFuzzSeed struct {
-	data  []byte
-	flags uint8
+	return append(seeds, cfiseed.Corpus()...)
 }
 
 // cfiFuzzOne prints data as readelf would, as .eh_frame or .debug_frame
@@ -555,7 +522,7 @@ func cfiFuzzOne(t *testing.T, data []byte, flags uint8) {
 // write error.
 func FuzzCFIText(f *testing.F) {
 	for _, seed := range cfiFuzzSeeds() {
-		f.Add(seed.data, seed.flags)
+		f.Add(seed.Data, seed.Flags)
 	}
 	f.Fuzz(cfiFuzzOne)
 }
@@ -566,15 +533,6 @@ func FuzzCFIText(f *testing.F) {
 func TestCFITextFuzzSeeds(t *testing.T) {
 	corpus.Dir(t)
 	for _, s := range cfiFuzzSeeds() {
-		cfiFuzzOne(t, s.data, s.flags)
-		step := len(s.data)/40 + 1
-		for cut := 0; cut < len(s.data); cut += step {
-			cfiFuzzOne(t, s.data[:cut], s.flags)
-			mut := append([]byte(nil), s.data...)
-			mut[cut] ^= 0xff
-			cfiFuzzOne(t, mut, s.flags)
-			mut[cut] = 0x80
-			cfiFuzzOne(t, mut, s.flags^1)
-		}
+		cfiseed.Variants(s, func(data []byte, flags uint8) { cfiFuzzOne(t, data, flags) })
 	}
 }
