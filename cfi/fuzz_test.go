@@ -138,18 +138,18 @@ func fuzzSeeds(t testing.TB) []cfiseed.Seed {
 	// Synthetic: every opcode, .eh_frame and .debug_frame.
 	for _, kind := range []SectionKind{EHFrame, DebugFrame} {
 		s := newSection(kind)
-		c := s.cie(3, "", nil, 1, -8, 16, stdCIE)
+		c := s.CIE(3, "", nil, 1, -8, 16, stdCIE)
 		var all []byte
 		all = append(all, adv(1)...)
 		all = append(all, byte(OpRememberState), byte(OpDefCFAExpression), 2, 0x76, 0x08, byte(OpExpression), 6, 1, 0x30)
 		all = append(all, byte(OpValExpression), 3, 1, 0x31, byte(OpRegister), 16, 11, byte(OpGNUArgsSize), 8, byte(OpGNUWindowSave))
 		all = append(all, byte(OpRestoreState), byte(OpAdvanceLoc1), 4, byte(OpValOffsetSF), 3, 0x7f, byte(OpDefCFASF), 7, 0x7e)
-		s.absFDE(c, 0x1000, 0x100, false, all)
+		s.AbsFDE(c, 0x1000, 0x100, false, all)
 		flags := uint8(0)
 		if kind == DebugFrame {
 			flags = 1
 		}
-		seeds = append(seeds, cfiseed.Seed{Data: s.b, Flags: flags})
+		seeds = append(seeds, cfiseed.Seed{Data: s.B, Flags: flags})
 	}
 	return append(seeds, cfiseed.Corpus()...)
 }

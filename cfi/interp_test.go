@@ -108,9 +108,9 @@ func TestInterpreterCorpus(t *testing.T) {
 // the program.
 func TestInterpreterStack(t *testing.T) {
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x10, false, cat([]byte{byte(OpRememberState), byte(OpDefCFAOffset)}, uleb(32), adv(1)))
-	s.absFDE(cie, 0x2000, 0x10, false, cat(adv(1), []byte{byte(OpRestoreState)}, adv(1)))
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x10, false, cat([]byte{byte(OpRememberState), byte(OpDefCFAOffset)}, uleb(32), adv(1)))
+	s.AbsFDE(cie, 0x2000, 0x10, false, cat(adv(1), []byte{byte(OpRestoreState)}, adv(1)))
 	tab := s.table(0)
 	var fdes []FDE
 	for it := tab.Entries(); it.Next(); {
@@ -174,14 +174,14 @@ func TestInterpreterMisuse(t *testing.T) {
 		t.Errorf("Start without a program: no error")
 	}
 	s := newSection(EHFrame)
-	c := s.cie(1, "", nil, 1, -8, 16, stdCIE)
+	c := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
 	tab := s.table(0)
 	cie, err := tab.CIEAt(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, it := range []InstructionIter{
-		tab.Instructions(cie, 4, uint64(len(s.b))+1, 0),
+		tab.Instructions(cie, 4, uint64(len(s.B))+1, 0),
 		tab.Instructions(cie, 8, 4, 0),
 		tab.Instructions(nil, 0, 4, 0),
 	} {
@@ -204,8 +204,8 @@ func TestInterpreterUnknownOp(t *testing.T) {
 		}
 	}
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x10, false, []byte{0x1c, byte(OpDefCFAOffset), 16})
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x10, false, []byte{0x1c, byte(OpDefCFAOffset), 16})
 	tab := s.table(0)
 	fde := firstFDE(t, tab)
 	it := tab.FDEInstructions(&fde)
@@ -233,8 +233,8 @@ func TestInterpreterUnknownOp(t *testing.T) {
 func TestRegTooLarge(t *testing.T) {
 	const big = 1<<33 + 5
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x10, false, cat([]byte{byte(OpOffsetExtended)}, uleb(big), uleb(2),
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x10, false, cat([]byte{byte(OpOffsetExtended)}, uleb(big), uleb(2),
 		[]byte{byte(OpRegister)}, uleb(3), uleb(big), []byte{byte(OpUndefined)}, uleb(12)))
 	tab := s.table(0)
 	fde := firstFDE(t, tab)
@@ -310,11 +310,11 @@ func TestEntryHeaderAt(t *testing.T) {
 // there (as readelf shows it), CIEAt refuses it.
 func TestTruncatedCIE(t *testing.T) {
 	s := newSection(EHFrame)
-	s.cie(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
-	s.b[0] += 0x40 // the length now runs 0x40 bytes past the end
+	s.CIE(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
+	s.B[0] += 0x40 // the length now runs 0x40 bytes past the end
 	tab := s.table(0)
 	h, err := tab.EntryHeaderAt(0)
-	if err == nil || !h.Truncated || h.Kind != KindCIE || h.End != uint64(len(s.b)) || h.Body != 8 {
+	if err == nil || !h.Truncated || h.Kind != KindCIE || h.End != uint64(len(s.B)) || h.Body != 8 {
 		t.Fatalf("EntryHeaderAt = %+v, %v", h, err)
 	}
 	c, err := tab.DecodeCIE(&h)
@@ -325,7 +325,7 @@ func TestTruncatedCIE(t *testing.T) {
 		t.Error("CIEAt accepts the truncated CIE")
 	}
 	bad := h
-	bad.End = uint64(len(s.b)) + 1
+	bad.End = uint64(len(s.B)) + 1
 	if _, err := tab.DecodeCIE(&bad); err == nil {
 		t.Error("DecodeCIE accepts a header past the section")
 	}
@@ -334,7 +334,7 @@ func TestTruncatedCIE(t *testing.T) {
 	if _, err := tab.DecodeCIE(&bad); err == nil {
 		t.Error("DecodeCIE accepts an FDE")
 	}
-	s.b = s.b[:3]
+	s.B = s.B[:3]
 	if h, err := s.table(0).EntryHeaderAt(0); err == nil || h.Truncated {
 		t.Errorf("a cut length field: %+v, %v", h, err)
 	}
@@ -350,8 +350,8 @@ func TestCopyFrom(t *testing.T) {
 		instr = append(instr, 1)
 	}
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x10, false, cat(instr, adv(1), []byte{byte(OpUndefined), 100 + inlineRules + 2}))
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x10, false, cat(instr, adv(1), []byte{byte(OpUndefined), 100 + inlineRules + 2}))
 	tab := s.table(0)
 	fde := firstFDE(t, tab)
 	var in Interpreter
@@ -394,8 +394,8 @@ func TestCFASigned(t *testing.T) {
 		{cat([]byte{byte(OpDefCFA)}, uleb(6), uleb(16)), false, 16},
 	} {
 		s := newSection(EHFrame)
-		cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-		s.absFDE(cie, 0x1000, 0x10, false, c.instr)
+		cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+		s.AbsFDE(cie, 0x1000, 0x10, false, c.instr)
 		r, err := lookup(s.table(0), 0x1000)
 		if err != nil || r.CFA.Signed != c.signed || r.CFA.Offset != c.off {
 			t.Errorf("%x: CFA %+v, %v; want offset %d, signed %v", c.instr, r.CFA, err, c.off, c.signed)
