@@ -6,34 +6,13 @@ import (
 	"strings"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/cfibuild"
 )
 
 // Helpers that assemble synthetic CFI sections for unit tests.
 
-func uleb(v uint64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			b = append(b, c|0x80)
-			continue
-		}
-		return append(b, c)
-	}
-}
-
-func sleb(v int64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+func uleb(v uint64) []byte { return cfibuild.ULEB(v) }
+func sleb(v int64) []byte  { return cfibuild.SLEB(v) }
 
 func cat(parts ...[]byte) []byte {
 	var b []byte
@@ -48,94 +27,21 @@ func u32(o binary.ByteOrder, v uint32) []byte { b := make([]byte, 4); o.PutUint3
 func u64(o binary.ByteOrder, v uint64) []byte { b := make([]byte, 8); o.PutUint64(b, v); return b }
 
 // section builds .eh_frame or .debug_frame bytes entry by entry.
-type section struct {
-	kind  SectionKind
-	order binary.ByteOrder
-	b     []byte
-	is64  bool // emit 64-bit DWARF entries
-}
+type section struct{ cfibuild.Section }
 
 func newSection(kind SectionKind) *section {
-	return &section{kind: kind, order: binary.LittleEndian}
+	return &section{cfibuild.Section{Debug: kind == DebugFrame, Order: binary.LittleEndian}}
 }
 
-// entry appends an entry with the given id field and body; it returns
-// the entry's offset and the offset of its id field.
-func (s *section) entry(id func(idPos int) uint64, body []byte) uint64 {
-	off := len(s.b)
-	w := 4
-	if s.is64 {
-		w = 8
-		s.b = append(s.b, 0xff, 0xff, 0xff, 0xff)
-		s.b = append(s.b, u64(s.order, uint64(w+len(body)))...)
-	} else {
-		s.b = append(s.b, u32(s.order, uint32(w+len(body)))...)
+func (s *section) kind() SectionKind {
+	if s.Debug {
+		return DebugFrame
 	}
-	idPos := len(s.b)
-	v := id(idPos)
-	if w == 8 {
-		s.b = append(s.b, u64(s.order, v)...)
-	} else {
-		s.b = append(s.b, u32(s.order, uint32(v))...)
-	}
-	s.b = append(s.b, body...)
-	return uint64(off)
-}
-
-// cie appends a CIE; augData is emitted after a length when aug starts
-// with 'z'.
-func (s *section) cie(version byte, aug string, augData []byte, ca uint64, da int64, ra uint64, instr []byte) uint64 {
-	body := []byte{version}
-	body = append(body, aug...)
-	body = append(body, 0)
-	if version >= 4 {
-		body = append(body, 8, 0)
-	}
-	body = append(body, uleb(ca)...)
-	body = append(body, sleb(da)...)
-	if version == 1 {
-		body = append(body, byte(ra))
-	} else {
-		body = append(body, uleb(ra)...)
-	}
-	if strings.HasPrefix(aug, "z") {
-		body = append(body, uleb(uint64(len(augData)))...)
-		body = append(body, augData...)
-	}
-	body = append(body, instr...)
-	return s.entry(func(int) uint64 {
-		if s.kind == EHFrame {
-			return 0
-		}
-		if s.is64 {
-			return ^uint64(0)
-		}
-		return 0xffffffff
-	}, body)
-}
-
-// fde appends an FDE whose fields after the CIE pointer are body.
-func (s *section) fde(cieOff uint64, body []byte) uint64 {
-	return s.entry(func(idPos int) uint64 {
-		if s.kind == EHFrame {
-			return uint64(idPos) - cieOff
-		}
-		return cieOff
-	}, body)
-}
-
-// absFDE appends an FDE with 8-byte absolute begin and range (the
-// encoding of a CIE without 'R', and of .debug_frame), 'z' data if aug.
-func (s *section) absFDE(cieOff, begin, size uint64, aug bool, instr []byte) uint64 {
-	body := cat(u64(s.order, begin), u64(s.order, size))
-	if aug {
-		body = append(body, 0)
-	}
-	return s.fde(cieOff, append(body, instr...))
+	return EHFrame
 }
 
 func (s *section) table(addr uint64) *Table {
-	t, err := New(s.b, Options{Kind: s.kind, Addr: addr, ByteOrder: s.order, AddrSize: 8, Arch: arch.AMD64})
+	t, err := New(s.B, Options{Kind: s.kind(), Addr: addr, ByteOrder: s.Order, AddrSize: 8, Arch: arch.AMD64})
 	if err != nil {
 		panic(err)
 	}

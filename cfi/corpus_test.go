@@ -3,40 +3,17 @@ package cfi
 import (
 	"debug/elf"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/sframekit/sframekit/internal/corpus"
 )
 
-// corpusFrames lists corpus ELF files that have a readelf frames dump.
-func corpusFrames(t testing.TB) []string {
-	var out []string
-	for _, p := range corpus.ELFs(t) {
-		if _, err := os.Stat(p + ".frames.txt"); err == nil {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no corpus files with .frames.txt")
-	}
-	return out
-}
-
-func rel(t testing.TB, p string) string {
-	r, err := filepath.Rel(corpus.Dir(t), p)
-	if err != nil {
-		return p
-	}
-	return r
-}
-
 // TestCorpusLookup checks the lookup path against the streamed rows: for
 // every row of every FDE, RowForPC at its first and last address must
 // return the same rules, through .eh_frame_hdr and through the index.
 func TestCorpusLookup(t *testing.T) {
-	files := corpusFrames(t)
+	files := corpus.Frames(t)
 	rows := 0
 	for _, p := range files {
 		f, err := elf.Open(p)
@@ -49,10 +26,10 @@ func TestCorpusLookup(t *testing.T) {
 			}
 			tab, err := FromELF(f, sec)
 			if err != nil {
-				t.Fatalf("%s: %v", rel(t, p), err)
+				t.Fatalf("%s: %v", corpus.Rel(t, p), err)
 			}
 			if f.Section(".eh_frame_hdr") != nil && sec == ".eh_frame" && tab.Hdr() == nil {
-				t.Errorf("%s: .eh_frame_hdr not used", rel(t, p))
+				t.Errorf("%s: .eh_frame_hdr not used", corpus.Rel(t, p))
 			}
 			noHdr := withoutHdr(t, tab)
 			isRel := f.Type == elf.ET_REL
@@ -60,7 +37,7 @@ func TestCorpusLookup(t *testing.T) {
 			for it.Next() {
 				e := it.Entry()
 				if e.Err != nil {
-					t.Errorf("%s: entry at %#x: %v", rel(t, p), e.Offset, e.Err)
+					t.Errorf("%s: entry at %#x: %v", corpus.Rel(t, p), e.Offset, e.Err)
 					continue
 				}
 				if e.Kind != KindFDE {
@@ -76,7 +53,7 @@ func TestCorpusLookup(t *testing.T) {
 						// overlap at 0, so only the per-FDE lookup applies.
 						var r Row
 						if err := tab.FDERow(&UnwindContext{}, &fde, row.End-1, &r); err != nil || !r.Equal(&row) {
-							t.Errorf("%s: FDE %#x: FDERow(%#x) = %v, %v", rel(t, p), fde.Offset, row.End-1, err, r.CFA)
+							t.Errorf("%s: FDE %#x: FDERow(%#x) = %v, %v", corpus.Rel(t, p), fde.Offset, row.End-1, err, r.CFA)
 						}
 						continue
 					}
@@ -84,21 +61,21 @@ func TestCorpusLookup(t *testing.T) {
 						for _, tb := range []*Table{tab, noHdr} {
 							got, err := lookup(tb, pc)
 							if err != nil {
-								t.Errorf("%s: RowForPC(%#x): %v", rel(t, p), pc, err)
+								t.Errorf("%s: RowForPC(%#x): %v", corpus.Rel(t, p), pc, err)
 								continue
 							}
 							if !got.Equal(&row) || got.Start != row.Start || got.End != row.End {
-								t.Errorf("%s: RowForPC(%#x) = [%#x,%#x) %+v, want [%#x,%#x) %+v", rel(t, p), pc, got.Start, got.End, got.CFA, row.Start, row.End, row.CFA)
+								t.Errorf("%s: RowForPC(%#x) = [%#x,%#x) %+v, want [%#x,%#x) %+v", corpus.Rel(t, p), pc, got.Start, got.End, got.CFA, row.Start, row.End, row.CFA)
 							}
 						}
 					}
 				}
 				if err := ut.Err(); err != nil {
-					t.Errorf("%s: FDE %#x: %v", rel(t, p), fde.Offset, err)
+					t.Errorf("%s: FDE %#x: %v", corpus.Rel(t, p), fde.Offset, err)
 				}
 			}
 			if it.Err() != nil {
-				t.Errorf("%s: %v", rel(t, p), it.Err())
+				t.Errorf("%s: %v", corpus.Rel(t, p), it.Err())
 			}
 		}
 		f.Close()

@@ -100,31 +100,31 @@ func TestPtrEncString(t *testing.T) {
 func TestAugmentations(t *testing.T) {
 	le := binary.LittleEndian
 	s := newSection(EHFrame)
-	s.order = le
+	s.Order = le
 	// "zPLR": personality (udata4 absolute), LSDA pcrel sdata4, FDE pcrel sdata4.
 	augPLR := cat([]byte{byte(PEUData4)}, u32(le, 0x401000), []byte{byte(PEPCRel | PESData4), byte(PEPCRel | PESData4)})
-	c1 := s.cie(1, "zPLR", augPLR, 1, -8, 16, stdCIE)
+	c1 := s.CIE(1, "zPLR", augPLR, 1, -8, 16, stdCIE)
 	// FDE: pc_begin pcrel to itself, range, aug data with LSDA.
-	fdeStart := len(s.b)
+	fdeStart := len(s.B)
 	pcPos := fdeStart + 8 // after length and CIE pointer
 	body := cat(u32(le, uint32(0x1000-(0x100000+pcPos))), u32(le, 0x20))
 	lsdaPos := pcPos + 8 + 1
 	body = append(body, 4)
 	body = append(body, u32(le, uint32(0x600000-(0x100000+lsdaPos)))...)
 	body = append(body, 0) // nop
-	s.fde(c1, body)
+	s.FDE(c1, body)
 	// "zRS": signal frame.
-	c2 := s.cie(1, "zRS", []byte{byte(PEUData8)}, 1, -8, 16, stdCIE)
-	s.fde(c2, cat(u64(le, 0x2000), u64(le, 0x10), []byte{0}))
+	c2 := s.CIE(1, "zRS", []byte{byte(PEUData8)}, 1, -8, 16, stdCIE)
+	s.FDE(c2, cat(u64(le, 0x2000), u64(le, 0x10), []byte{0}))
 	// "zRX" with a following unknown letter and data: R is read, the rest
 	// skipped by the 'z' length, instructions still found.
-	c3 := s.cie(1, "zRX", []byte{byte(PEUData8), 0xaa, 0xbb}, 1, -8, 16, stdCIE)
-	s.fde(c3, cat(u64(le, 0x3000), u64(le, 0x10), []byte{0, byte(OpDefCFAOffset)}, uleb(24)))
+	c3 := s.CIE(1, "zRX", []byte{byte(PEUData8), 0xaa, 0xbb}, 1, -8, 16, stdCIE)
+	s.FDE(c3, cat(u64(le, 0x3000), u64(le, 0x10), []byte{0, byte(OpDefCFAOffset)}, uleb(24)))
 	// "zRBG" on AArch64.
-	c4 := s.cie(1, "zRBG", []byte{byte(PEUData8)}, 4, -8, 30, nil)
-	s.fde(c4, cat(u64(le, 0x4000), u64(le, 0x10), []byte{0}))
+	c4 := s.CIE(1, "zRBG", []byte{byte(PEUData8)}, 4, -8, 30, nil)
+	s.FDE(c4, cat(u64(le, 0x4000), u64(le, 0x10), []byte{0}))
 
-	tab, err := New(s.b, Options{Kind: EHFrame, Addr: 0x100000, ByteOrder: le, AddrSize: 8, Arch: arch.ARM64})
+	tab, err := New(s.B, Options{Kind: EHFrame, Addr: 0x100000, ByteOrder: le, AddrSize: 8, Arch: arch.ARM64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,14 +169,14 @@ func TestDebugFrame(t *testing.T) {
 	for _, is64 := range []bool{false, true} {
 		for _, version := range []byte{1, 3, 4} {
 			s := newSection(DebugFrame)
-			s.is64 = is64
+			s.Is64 = is64
 			ra := uint64(16)
 			if version > 1 {
 				ra = 300 // needs ULEB128 (version 3+)
 			}
-			c := s.cie(version, "", nil, 1, -8, ra, stdCIE)
-			s.absFDE(c, 0x1000, 0x10, false, cat(adv(1), []byte{byte(OpDefCFAOffset)}, uleb(16)))
-			s.absFDE(c, 0x1010, 0x10, false, nil)
+			c := s.CIE(version, "", nil, 1, -8, ra, stdCIE)
+			s.AbsFDE(c, 0x1000, 0x10, false, cat(adv(1), []byte{byte(OpDefCFAOffset)}, uleb(16)))
+			s.AbsFDE(c, 0x1010, 0x10, false, nil)
 			tab := s.table(0)
 			var fdes int
 			it := tab.Entries()
@@ -212,25 +212,25 @@ func TestDebugFrame(t *testing.T) {
 func TestMalformed(t *testing.T) {
 	le := binary.LittleEndian
 	s := newSection(EHFrame)
-	c := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	good1 := s.absFDE(c, 0x1000, 0x10, false, nil)
+	c := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	good1 := s.AbsFDE(c, 0x1000, 0x10, false, nil)
 	// CIE pointer that points nowhere (before the section start).
-	badPtr := s.fde(0, nil)
-	le.PutUint32(s.b[badPtr+4:], 0x7fffffff)
+	badPtr := s.FDE(0, nil)
+	le.PutUint32(s.B[badPtr+4:], 0x7fffffff)
 	// CIE pointer to an FDE.
-	toFDE := s.fde(good1, cat(u64(le, 0x3000), u64(le, 0x10)))
+	toFDE := s.FDE(good1, cat(u64(le, 0x3000), u64(le, 0x10)))
 	// Unsupported CIE version, and an FDE using it.
-	badCIE := s.cie(9, "", nil, 1, -8, 16, nil)
-	viaBad := s.absFDE(badCIE, 0x4000, 0x10, false, nil)
+	badCIE := s.CIE(9, "", nil, 1, -8, 16, nil)
+	viaBad := s.AbsFDE(badCIE, 0x4000, 0x10, false, nil)
 	// Truncated FDE body (no range).
-	trunc := s.fde(c, u64(le, 0x5000))
+	trunc := s.FDE(c, u64(le, 0x5000))
 	// Unknown opcode: its own error only.
-	unk := s.absFDE(c, 0x6000, 0x10, false, []byte{0x3e})
-	good2 := s.absFDE(c, 0x7000, 0x10, false, nil)
+	unk := s.AbsFDE(c, 0x6000, 0x10, false, []byte{0x3e})
+	good2 := s.AbsFDE(c, 0x7000, 0x10, false, nil)
 	// Finally an entry whose length runs past the end.
-	bad := len(s.b)
-	s.b = append(s.b, u32(le, 1000)...)
-	s.b = append(s.b, 0, 0, 0, 0)
+	bad := len(s.B)
+	s.B = append(s.B, u32(le, 1000)...)
+	s.B = append(s.B, 0, 0, 0, 0)
 
 	tab := s.table(0)
 	errs := map[uint64]string{}
@@ -280,11 +280,11 @@ func TestEHFrameHdr(t *testing.T) {
 	le := binary.LittleEndian
 	const ehAddr, hdrAddr = 0x20000, 0x1f000
 	s := newSection(EHFrame)
-	c := s.cie(1, "zR", []byte{byte(PEUData8)}, 1, -8, 16, stdCIE)
+	c := s.CIE(1, "zR", []byte{byte(PEUData8)}, 1, -8, 16, stdCIE)
 	var offs []uint64
 	for i := 0; i < 50; i++ {
 		begin := uint64(0x1000 + i*0x40)
-		offs = append(offs, s.fde(c, cat(u64(le, begin), u64(le, 0x30), []byte{0}, []byte{byte(OpDefCFAOffset)}, uleb(uint64(16+i)))))
+		offs = append(offs, s.FDE(c, cat(u64(le, begin), u64(le, 0x30), []byte{0}, []byte{byte(OpDefCFAOffset)}, uleb(uint64(16+i)))))
 	}
 	hdr := []byte{1, byte(PEPCRel | PESData4), byte(PEUData4), byte(PEDataRel | PESData4)}
 	hdr = append(hdr, u32(le, uint32(ehAddr-(hdrAddr+4)))...)
@@ -298,7 +298,7 @@ func TestEHFrameHdr(t *testing.T) {
 		if truncate {
 			h = hdr[:len(hdr)-3]
 		}
-		tab, err := New(s.b, Options{Kind: EHFrame, Addr: ehAddr, ByteOrder: le, AddrSize: 8, Hdr: h, HdrAddr: hdrAddr})
+		tab, err := New(s.B, Options{Kind: EHFrame, Addr: ehAddr, ByteOrder: le, AddrSize: 8, Hdr: h, HdrAddr: hdrAddr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,14 +339,14 @@ func TestNegativeRange(t *testing.T) {
 	le := binary.LittleEndian
 	for _, augLen := range []int{0, 200} {
 		s := newSection(EHFrame)
-		cie := s.cie(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
-		beginField := uint64(len(s.b)) + 8
+		cie := s.CIE(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
+		beginField := uint64(len(s.B)) + 8
 		body := u32(le, uint32(0x1000-beginField))  // begin 0x1000, section at 0
 		body = append(body, u32(le, 0xfffffff0)...) // range -16
 		body = append(body, uleb(uint64(augLen))...)
 		body = append(body, make([]byte, augLen)...)
 		body = append(body, adv(4)...)
-		off := s.fde(cie, body)
+		off := s.FDE(cie, body)
 		tab := s.table(0)
 		f, err := tab.FDEAt(off)
 		if err != nil || f.PCBegin != 0x1000 || f.PCEnd != 0x1000-16 {

@@ -1,13 +1,11 @@
 package cfi
 
 import (
-	"debug/elf"
 	"encoding/binary"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/cfiseed"
 	"github.com/sframekit/sframekit/internal/corpus"
 )
 
@@ -130,79 +128,30 @@ func decodeAll(t *testing.T, it InstructionIter, n int) {
 // plus synthetic sections covering every opcode.
 func FuzzParse(f *testing.F) {
 	for _, seed := range fuzzSeeds(f) {
-		f.Add(seed.data, seed.flags)
+		f.Add(seed.Data, seed.Flags)
 	}
 	f.Fuzz(fuzzOne)
 }
 
-type fuzzSeed struct {
-	data  []byte
-	flags uint8
-}
-
-func fuzzSeeds(t testing.TB) []fuzzSeed {
-	var seeds []fuzzSeed
+func fuzzSeeds(t testing.TB) []cfiseed.Seed {
+	var seeds []cfiseed.Seed
 	// Synthetic: every opcode, .eh_frame and .debug_frame.
 	for _, kind := range []SectionKind{EHFrame, DebugFrame} {
 		s := newSection(kind)
-		c := s.cie(3, "", nil, 1, -8, 16, stdCIE)
+		c := s.CIE(3, "", nil, 1, -8, 16, stdCIE)
 		var all []byte
 		all = append(all, adv(1)...)
 		all = append(all, byte(OpRememberState), byte(OpDefCFAExpression), 2, 0x76, 0x08, byte(OpExpression), 6, 1, 0x30)
 		all = append(all, byte(OpValExpression), 3, 1, 0x31, byte(OpRegister), 16, 11, byte(OpGNUArgsSize), 8, byte(OpGNUWindowSave))
 		all = append(all, byte(OpRestoreState), byte(OpAdvanceLoc1), 4, byte(OpValOffsetSF), 3, 0x7f, byte(OpDefCFASF), 7, 0x7e)
-		s.absFDE(c, 0x1000, 0x100, false, all)
+		s.AbsFDE(c, 0x1000, 0x100, false, all)
 		flags := uint8(0)
 		if kind == DebugFrame {
 			flags = 1
 		}
-		seeds = append(seeds, fuzzSeed{s.b, flags})
+		seeds = append(seeds, cfiseed.Seed{Data: s.B, Flags: flags})
 	}
-	dir := ""
-	func() {
-		defer func() { recover() }()
-		if _, err := os.Stat(filepath.Join(corpusDirNoSkip(), "MANIFEST")); err == nil {
-			dir = corpusDirNoSkip()
-		}
-	}()
-	if dir == "" {
-		return seeds
-	}
-	for _, name := range []string{
-		"x86_64/v3/edge-x86_64.o", "x86_64/v3/basic-pic.so", "x86_64/v3/drap-O2.elf",
-		"aarch64/v3/edge-aarch64.o", "aarch64/v3/basic-pacb.elf", "s390x/v3/edge-s390x.o", "s390x/v3/fp-O2.elf",
-	} {
-		f, err := elf.Open(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		flags := uint8(0)
-		if f.ByteOrder == binary.BigEndian {
-			flags |= 4
-		}
-		flags |= uint8(arch.FromELF(f.Machine)&3) << 3
-		if s := f.Section(".eh_frame"); s != nil {
-			if d, err := SectionData(f, s); err == nil {
-				seeds = append(seeds, fuzzSeed{d, flags})
-			}
-		}
-		if s := f.Section(".eh_frame_hdr"); s != nil {
-			if d, err := s.Data(); err == nil {
-				seeds = append(seeds, fuzzSeed{d, flags | 0x20})
-			}
-		}
-		f.Close()
-	}
-	return seeds
-}
-
-// corpusDirNoSkip finds the corpus without skipping the fuzz target when
-// it is absent (the synthetic seeds still apply).
-func corpusDirNoSkip() string {
-	if d := os.Getenv("SFRAMEKIT_CORPUS"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "shared", "corpus")
+	return append(seeds, cfiseed.Corpus()...)
 }
 
 // TestFuzzSeeds runs the fuzz body over the seeds and over truncations
@@ -211,15 +160,6 @@ func corpusDirNoSkip() string {
 func TestFuzzSeeds(t *testing.T) {
 	corpus.Dir(t)
 	for _, s := range fuzzSeeds(t) {
-		fuzzOne(t, s.data, s.flags)
-		step := len(s.data)/40 + 1
-		for cut := 0; cut < len(s.data); cut += step {
-			fuzzOne(t, s.data[:cut], s.flags)
-			mut := append([]byte(nil), s.data...)
-			mut[cut] ^= 0xff
-			fuzzOne(t, mut, s.flags)
-			mut[cut] = 0x80
-			fuzzOne(t, mut, s.flags^1)
-		}
+		cfiseed.Variants(s, func(data []byte, flags uint8) { fuzzOne(t, data, flags) })
 	}
 }

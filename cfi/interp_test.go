@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/corpus"
 )
 
 // cieRules runs c's initial instructions in in and returns the rules they
@@ -61,7 +62,7 @@ func interpRows(in *Interpreter, tab *Table, fde *FDE, init *Row) ([]string, err
 func TestInterpreterCorpus(t *testing.T) {
 	var in Interpreter
 	fdes := 0
-	for _, p := range corpusFrames(t) {
+	for _, p := range corpus.Frames(t) {
 		f, err := elf.Open(p)
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +73,7 @@ func TestInterpreterCorpus(t *testing.T) {
 			}
 			tab, err := FromELF(f, sec)
 			if err != nil {
-				t.Fatalf("%s: %v", rel(t, p), err)
+				t.Fatalf("%s: %v", corpus.Rel(t, p), err)
 			}
 			inits := map[*CIE]*Row{}
 			for it := tab.Entries(); it.Next(); {
@@ -92,7 +93,7 @@ func TestInterpreterCorpus(t *testing.T) {
 				}
 				got, err := interpRows(&in, tab, e.FDE, init)
 				if err != nil || ut.Err() != nil || !slices.Equal(got, want) {
-					t.Fatalf("%s %s FDE %#x: Interpreter rows %q (%v), UnwindTable %q (%v)", rel(t, p), sec, e.FDE.Offset, got, err, want, ut.Err())
+					t.Fatalf("%s %s FDE %#x: Interpreter rows %q (%v), UnwindTable %q (%v)", corpus.Rel(t, p), sec, e.FDE.Offset, got, err, want, ut.Err())
 				}
 				fdes++
 			}
@@ -107,9 +108,9 @@ func TestInterpreterCorpus(t *testing.T) {
 // the program.
 func TestInterpreterStack(t *testing.T) {
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x10, false, cat([]byte{byte(OpRememberState), byte(OpDefCFAOffset)}, uleb(32), adv(1)))
-	s.absFDE(cie, 0x2000, 0x10, false, cat(adv(1), []byte{byte(OpRestoreState)}, adv(1)))
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x10, false, cat([]byte{byte(OpRememberState), byte(OpDefCFAOffset)}, uleb(32), adv(1)))
+	s.AbsFDE(cie, 0x2000, 0x10, false, cat(adv(1), []byte{byte(OpRestoreState)}, adv(1)))
 	tab := s.table(0)
 	var fdes []FDE
 	for it := tab.Entries(); it.Next(); {
@@ -173,14 +174,14 @@ func TestInterpreterMisuse(t *testing.T) {
 		t.Errorf("Start without a program: no error")
 	}
 	s := newSection(EHFrame)
-	c := s.cie(1, "", nil, 1, -8, 16, stdCIE)
+	c := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
 	tab := s.table(0)
 	cie, err := tab.CIEAt(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, it := range []InstructionIter{
-		tab.Instructions(cie, 4, uint64(len(s.b))+1, 0),
+		tab.Instructions(cie, 4, uint64(len(s.B))+1, 0),
 		tab.Instructions(cie, 8, 4, 0),
 		tab.Instructions(nil, 0, 4, 0),
 	} {
@@ -203,8 +204,8 @@ func TestInterpreterUnknownOp(t *testing.T) {
 		}
 	}
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x10, false, []byte{0x1c, byte(OpDefCFAOffset), 16})
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x10, false, []byte{0x1c, byte(OpDefCFAOffset), 16})
 	tab := s.table(0)
 	fde := firstFDE(t, tab)
 	it := tab.FDEInstructions(&fde)
@@ -232,8 +233,8 @@ func TestInterpreterUnknownOp(t *testing.T) {
 func TestRegTooLarge(t *testing.T) {
 	const big = 1<<33 + 5
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x10, false, cat([]byte{byte(OpOffsetExtended)}, uleb(big), uleb(2),
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x10, false, cat([]byte{byte(OpOffsetExtended)}, uleb(big), uleb(2),
 		[]byte{byte(OpRegister)}, uleb(3), uleb(big), []byte{byte(OpUndefined)}, uleb(12)))
 	tab := s.table(0)
 	fde := firstFDE(t, tab)
@@ -261,7 +262,7 @@ func TestRegTooLarge(t *testing.T) {
 // DecodeCIE and checks them against Entries and CIEAt.
 func TestEntryHeaderAt(t *testing.T) {
 	n := 0
-	for _, p := range corpusFrames(t) {
+	for _, p := range corpus.Frames(t) {
 		f, err := elf.Open(p)
 		if err != nil {
 			t.Fatal(err)
@@ -279,18 +280,18 @@ func TestEntryHeaderAt(t *testing.T) {
 				e := it.Entry()
 				h, err := tab.EntryHeaderAt(off)
 				if err != nil || h.Offset != e.Offset || h.Kind != e.Kind || h.Truncated {
-					t.Fatalf("%s %s: header at %#x: %+v, %v; entry %+v", rel(t, p), sec, off, h, err, e)
+					t.Fatalf("%s %s: header at %#x: %+v, %v; entry %+v", corpus.Rel(t, p), sec, off, h, err, e)
 				}
 				switch e.Kind {
 				case KindCIE:
 					c, err := tab.DecodeCIE(&h)
 					if err != nil || c.Length != h.Length || c.Augmentation != e.CIE.Augmentation || c.CodeAlign != e.CIE.CodeAlign ||
 						c.DataAlign != e.CIE.DataAlign || c.RA != e.CIE.RA || !bytes.Equal(c.Instructions, e.CIE.Instructions) {
-						t.Fatalf("%s %s: DecodeCIE(%#x) = %+v, %v; CIEAt gives %+v", rel(t, p), sec, off, c, err, e.CIE)
+						t.Fatalf("%s %s: DecodeCIE(%#x) = %+v, %v; CIEAt gives %+v", corpus.Rel(t, p), sec, off, c, err, e.CIE)
 					}
 				case KindFDE:
 					if h.Length != e.FDE.Length || h.ID != e.FDE.CIEPointer || h.End != e.FDE.Offset+4+h.Length {
-						t.Fatalf("%s %s: header %+v, FDE %+v", rel(t, p), sec, h, e.FDE)
+						t.Fatalf("%s %s: header %+v, FDE %+v", corpus.Rel(t, p), sec, h, e.FDE)
 					}
 				}
 				off = h.End
@@ -309,11 +310,11 @@ func TestEntryHeaderAt(t *testing.T) {
 // there (as readelf shows it), CIEAt refuses it.
 func TestTruncatedCIE(t *testing.T) {
 	s := newSection(EHFrame)
-	s.cie(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
-	s.b[0] += 0x40 // the length now runs 0x40 bytes past the end
+	s.CIE(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
+	s.B[0] += 0x40 // the length now runs 0x40 bytes past the end
 	tab := s.table(0)
 	h, err := tab.EntryHeaderAt(0)
-	if err == nil || !h.Truncated || h.Kind != KindCIE || h.End != uint64(len(s.b)) || h.Body != 8 {
+	if err == nil || !h.Truncated || h.Kind != KindCIE || h.End != uint64(len(s.B)) || h.Body != 8 {
 		t.Fatalf("EntryHeaderAt = %+v, %v", h, err)
 	}
 	c, err := tab.DecodeCIE(&h)
@@ -324,7 +325,7 @@ func TestTruncatedCIE(t *testing.T) {
 		t.Error("CIEAt accepts the truncated CIE")
 	}
 	bad := h
-	bad.End = uint64(len(s.b)) + 1
+	bad.End = uint64(len(s.B)) + 1
 	if _, err := tab.DecodeCIE(&bad); err == nil {
 		t.Error("DecodeCIE accepts a header past the section")
 	}
@@ -333,7 +334,7 @@ func TestTruncatedCIE(t *testing.T) {
 	if _, err := tab.DecodeCIE(&bad); err == nil {
 		t.Error("DecodeCIE accepts an FDE")
 	}
-	s.b = s.b[:3]
+	s.B = s.B[:3]
 	if h, err := s.table(0).EntryHeaderAt(0); err == nil || h.Truncated {
 		t.Errorf("a cut length field: %+v, %v", h, err)
 	}
@@ -349,8 +350,8 @@ func TestCopyFrom(t *testing.T) {
 		instr = append(instr, 1)
 	}
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x10, false, cat(instr, adv(1), []byte{byte(OpUndefined), 100 + inlineRules + 2}))
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x10, false, cat(instr, adv(1), []byte{byte(OpUndefined), 100 + inlineRules + 2}))
 	tab := s.table(0)
 	fde := firstFDE(t, tab)
 	var in Interpreter
@@ -393,8 +394,8 @@ func TestCFASigned(t *testing.T) {
 		{cat([]byte{byte(OpDefCFA)}, uleb(6), uleb(16)), false, 16},
 	} {
 		s := newSection(EHFrame)
-		cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-		s.absFDE(cie, 0x1000, 0x10, false, c.instr)
+		cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+		s.AbsFDE(cie, 0x1000, 0x10, false, c.instr)
 		r, err := lookup(s.table(0), 0x1000)
 		if err != nil || r.CFA.Signed != c.signed || r.CFA.Offset != c.off {
 			t.Errorf("%x: CFA %+v, %v; want offset %d, signed %v", c.instr, r.CFA, err, c.off, c.signed)

@@ -42,9 +42,9 @@ func TestDebugFrameBomb(t *testing.T) {
 // instructions, with no register rule anywhere, then an advance.
 func rememberBomb(n int) *section {
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, cat([]byte{byte(OpDefCFA)}, uleb(7), uleb(8)))
+	cie := s.CIE(1, "", nil, 1, -8, 16, cat([]byte{byte(OpDefCFA)}, uleb(7), uleb(8)))
 	instr := bytes.Repeat([]byte{byte(OpRememberState)}, n)
-	s.absFDE(cie, 0x1000, 0x100, false, append(instr, adv(1)...))
+	s.AbsFDE(cie, 0x1000, 0x100, false, append(instr, adv(1)...))
 	return s
 }
 
@@ -81,8 +81,8 @@ func TestManyRegistersBomb(t *testing.T) {
 	}
 	instr = append(instr, bytes.Repeat(adv(1), 100000)...)
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x100000, false, instr)
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x100000, false, instr)
 	tab := s.table(0)
 	if _, err := lookup(tab, 0x1000); err == nil || !strings.Contains(err.Error(), "too many register rules") {
 		t.Errorf("lookup: %v, want too many register rules", err)
@@ -98,8 +98,8 @@ func TestManyRegistersBomb(t *testing.T) {
 		instr = append(instr, 1)
 	}
 	s = newSection(EHFrame)
-	cie = s.cie(1, "", nil, 1, -8, 16, cat([]byte{byte(OpDefCFA)}, uleb(7), uleb(8)))
-	s.absFDE(cie, 0x1000, 0x10, false, instr)
+	cie = s.CIE(1, "", nil, 1, -8, 16, cat([]byte{byte(OpDefCFA)}, uleb(7), uleb(8)))
+	s.AbsFDE(cie, 0x1000, 0x10, false, instr)
 	if r, err := lookup(s.table(0), 0x1000); err != nil || r.NumRules() != maxRules || r.RuleAt(0).Column != 1001 {
 		t.Errorf("%d rules: %d rules, %v", maxRules, r.NumRules(), err)
 	}
@@ -110,12 +110,12 @@ func TestManyRegistersBomb(t *testing.T) {
 func TestRememberDepthLimit(t *testing.T) {
 	for _, n := range []int{maxRememberDepth, maxRememberDepth + 1} {
 		s := newSection(EHFrame)
-		cie := s.cie(1, "", nil, 1, -8, 16, cat([]byte{byte(OpDefCFA)}, uleb(7), uleb(8)))
+		cie := s.CIE(1, "", nil, 1, -8, 16, cat([]byte{byte(OpDefCFA)}, uleb(7), uleb(8)))
 		instr := bytes.Repeat([]byte{byte(OpRememberState)}, n)
 		instr = append(instr, byte(OpDefCFAOffset), 32)
 		instr = append(instr, adv(1)...)
 		instr = append(instr, bytes.Repeat([]byte{byte(OpRestoreState)}, n)...)
-		s.absFDE(cie, 0x1000, 0x10, false, instr)
+		s.AbsFDE(cie, 0x1000, 0x10, false, instr)
 		got, err := rowsOf(s.table(0))
 		if n <= maxRememberDepth {
 			if want := []string{"[1000,1001) cfa=r7+32", "[1001,1010) cfa=r7+8"}; err != nil || !slices.Equal(got, want) {

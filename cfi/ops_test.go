@@ -101,8 +101,8 @@ func TestOpcodes(t *testing.T) {
 	}
 	for _, c := range cases {
 		s := newSection(EHFrame)
-		cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-		s.absFDE(cie, 0x1000, 0x100, false, c.instr)
+		cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+		s.AbsFDE(cie, 0x1000, 0x100, false, c.instr)
 		got, err := rowsOf(s.table(0))
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
@@ -145,8 +145,8 @@ func mustFDE(t *testing.T, tab *Table) *FDE {
 // factor and offsets by the data alignment factor.
 func TestCodeAlignment(t *testing.T) {
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 4, -4, 30, cat([]byte{byte(OpDefCFA)}, uleb(31), uleb(0)))
-	s.absFDE(cie, 0x2000, 0x40, false, cat(adv(2), []byte{byte(OpDefCFAOffset)}, uleb(32), []byte{byte(OpOffset) | 29}, uleb(8), []byte{byte(OpOffset) | 30}, uleb(7)))
+	cie := s.CIE(1, "", nil, 4, -4, 30, cat([]byte{byte(OpDefCFA)}, uleb(31), uleb(0)))
+	s.AbsFDE(cie, 0x2000, 0x40, false, cat(adv(2), []byte{byte(OpDefCFAOffset)}, uleb(32), []byte{byte(OpOffset) | 29}, uleb(8), []byte{byte(OpOffset) | 30}, uleb(7)))
 	got, err := rowsOf(s.table(0))
 	want := []string{"[2000,2008) cfa=r31+0", "[2008,2040) cfa=r31+32 r29=c-32 r30=c-28"}
 	if err != nil || !reflect.DeepEqual(got, want) {
@@ -169,8 +169,8 @@ func TestRestoreStateErrors(t *testing.T) {
 		{"expression too long", cat([]byte{byte(OpDefCFAExpression)}, uleb(100), []byte{1}), "exceeds the entry"},
 	} {
 		s := newSection(EHFrame)
-		cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-		s.absFDE(cie, 0x1000, 0x100, false, c.instr)
+		cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+		s.AbsFDE(cie, 0x1000, 0x100, false, c.instr)
 		tab := s.table(0)
 		_, err := rowsOf(tab)
 		var e *Error
@@ -196,8 +196,8 @@ func TestDeepRemember(t *testing.T) {
 		instr = append(instr, byte(OpRestoreState))
 	}
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x100, false, instr)
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x100, false, instr)
 	got, err := rowsOf(s.table(0))
 	want := []string{"[1000,1001) cfa=r7+5015 r16=c-8", "[1001,1100) cfa=r7+8 r16=c-8"}
 	if err != nil || !reflect.DeepEqual(got, want) {
@@ -252,8 +252,8 @@ func TestManyRules(t *testing.T) {
 	instr = append(instr, byte(OpRestoreExtended))
 	instr = append(instr, uleb(100)...)
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x10, false, instr)
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x10, false, instr)
 	tab := s.table(0)
 	a, err := lookup(tab, 0x1000)
 	if err != nil || a.NumRules() != inlineRules+11 {

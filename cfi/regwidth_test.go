@@ -9,8 +9,8 @@ func TestRegisterBeyond16Bits(t *testing.T) {
 	instr := cat([]byte{byte(OpOffsetExtended)}, uleb(70000), uleb(2), adv(1),
 		[]byte{byte(OpDefCFA)}, uleb(70000), uleb(8))
 	s := newSection(EHFrame)
-	cie := s.cie(1, "", nil, 1, -8, 16, stdCIE)
-	s.absFDE(cie, 0x1000, 0x10, false, instr)
+	cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+	s.AbsFDE(cie, 0x1000, 0x10, false, instr)
 	tab := s.table(0)
 	a, err := lookup(tab, 0x1000)
 	if err != nil || a.Rule(70000).Kind != RuleOffset || a.Rule(70000-65536).Kind != RuleUnspecified {

@@ -14,8 +14,8 @@ func TestSetLocPCRel(t *testing.T) {
 	const secAddr = 0x10000
 	le := binary.LittleEndian
 	s := newSection(EHFrame)
-	cie := s.cie(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
-	beginField := secAddr + uint64(len(s.b)) + 8 // after the FDE's length and CIE pointer
+	cie := s.CIE(1, "zR", []byte{byte(PEPCRel | PESData4)}, 1, -8, 16, stdCIE)
+	beginField := secAddr + uint64(len(s.B)) + 8 // after the FDE's length and CIE pointer
 	body := u32(le, uint32(0x1000-beginField))
 	body = append(body, u32(le, 0x100)...)
 	body = append(body, 0) // no augmentation data
@@ -25,7 +25,7 @@ func TestSetLocPCRel(t *testing.T) {
 	body = append(body, u32(le, uint32(0x1040-setLocField))...)
 	body = append(body, byte(OpDefCFAOffset), 32)
 	body = append(body, adv(4)...)
-	s.fde(cie, body)
+	s.FDE(cie, body)
 
 	r, err := lookup(s.table(secAddr), 0x1040)
 	if err != nil || r.Start != 0x1040 || r.End != 0x1044 || r.CFA.Offset != 32 {

@@ -10,46 +10,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/cfibuild"
+	"github.com/sframekit/sframekit/internal/cfiseed"
 	"github.com/sframekit/sframekit/internal/corpus"
 	"github.com/sframekit/sframekit/internal/elftest"
 	"github.com/sframekit/sframekit/internal/memtest"
 )
-
-// corpusFrames lists corpus ELF files that have a readelf frames dump.
-func corpusFrames(t testing.TB) []string {
-	var out []string
-	for _, p := range corpus.ELFs(t) {
-		if _, err := os.Stat(p + ".frames.txt"); err == nil {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no corpus files with .frames.txt")
-	}
-	return out
-}
-
-func relPath(t testing.TB, p string) string {
-	r, err := filepath.Rel(corpus.Dir(t), p)
-	if err != nil {
-		return p
-	}
-	return r
-}
 
 // TestCorpusReadelf checks WriteCFIText against `readelf
 // --debug-dump=frames-interp` (binutils 2.47) for every corpus file:
 // x86-64, AArch64 and s390x, executables, shared objects and relocatable
 // objects.
 func TestCorpusReadelf(t *testing.T) {
-	files := corpusFrames(t)
+	files := corpus.Frames(t)
 	archs := map[elf.Machine]int{}
 	for _, p := range files {
 		want, err := os.ReadFile(p + ".frames.txt")
@@ -63,11 +42,11 @@ func TestCorpusReadelf(t *testing.T) {
 		archs[f.Machine]++
 		var got bytes.Buffer
 		if err := WriteCFIText(&got, f, ""); err != nil {
-			t.Errorf("%s: %v", relPath(t, p), err)
+			t.Errorf("%s: %v", corpus.Rel(t, p), err)
 		}
 		f.Close()
 		if !bytes.Equal(got.Bytes(), want) {
-			t.Errorf("%s: output differs from readelf:\n%s", relPath(t, p), corpus.FirstDiff(got.String(), string(want)))
+			t.Errorf("%s: output differs from readelf:\n%s", corpus.Rel(t, p), corpus.FirstDiff(got.String(), string(want)))
 		}
 	}
 	for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64, elf.EM_S390} {
@@ -268,84 +247,6 @@ func TestReadelfQuirks(t *testing.T) {
 	compareWithReadelf(t, readelf, obj)
 }
 
-// cfiSection assembles a little-endian .eh_frame (or .debug_frame) of
-// 32-bit DWARF entries for the tests below.
-type cfiSection struct {
-	debug bool // .debug_frame: CIE ID all ones, CIE pointers as offsets
-	b     []byte
-}
-
-func uleb(v uint64) []byte {
-	var b []byte
-	for ; v >= 0x80; v >>= 7 {
-		b = append(b, byte(v)|0x80)
-	}
-	return append(b, byte(v))
-}
-
-func sleb(v int64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
-// entry appends an entry whose ID field id computes from its position.
-func (s *cfiSection) entry(id func(idPos int) uint32, body []byte) uint64 {
-	off := len(s.b)
-	s.b = binary.LittleEndian.AppendUint32(s.b, uint32(4+len(body)))
-	s.b = binary.LittleEndian.AppendUint32(s.b, id(len(s.b)))
-	s.b = append(s.b, body...)
-	return uint64(off)
-}
-
-// cie appends a CIE (augmentation data after its length when aug starts
-// with 'z') and returns its offset.
-func (s *cfiSection) cie(version byte, aug string, augData []byte, ca uint64, da int64, ra byte, instr []byte) uint64 {
-	body := append([]byte{version}, aug...)
-	body = append(body, 0)
-	body = append(body, uleb(ca)...)
-	body = append(body, sleb(da)...)
-	body = append(body, ra)
-	if strings.HasPrefix(aug, "z") {
-		body = append(body, uleb(uint64(len(augData)))...)
-		body = append(body, augData...)
-	}
-	return s.entry(func(int) uint32 {
-		if s.debug {
-			return 0xffffffff
-		}
-		return 0
-	}, append(body, instr...))
-}
-
-// fde appends an FDE of the CIE at cieOff whose fields after the CIE
-// pointer are body.
-func (s *cfiSection) fde(cieOff uint64, body []byte) {
-	s.entry(func(idPos int) uint32 {
-		if s.debug {
-			return uint32(cieOff)
-		}
-		return uint32(uint64(idPos) - cieOff)
-	}, body)
-}
-
-// absFDE appends an FDE with 8-byte absolute begin and range, and an
-// empty augmentation data if aug.
-func (s *cfiSection) absFDE(cieOff, begin, size uint64, aug bool, instr []byte) {
-	body := binary.LittleEndian.AppendUint64(nil, begin)
-	body = binary.LittleEndian.AppendUint64(body, size)
-	if aug {
-		body = append(body, 0)
-	}
-	s.fde(cieOff, append(body, instr...))
-}
-
 // stdCIE is GCC's x86-64 CIE program: CFA rsp+8, return address at CFA-8.
 var stdCIE = []byte{byte(cfi.OpDefCFA), 7, 8, byte(cfi.OpOffset) | 16, 1}
 
@@ -368,9 +269,9 @@ func ehFrameELF(sec []byte, addr uint64) []byte {
 func TestSetLocPCRel(t *testing.T) {
 	const secAddr = 0x10000
 	le := binary.LittleEndian
-	var s cfiSection
-	cie := s.cie(1, "zR", []byte{byte(cfi.PEPCRel | cfi.PESData4)}, 1, -8, 16, stdCIE)
-	beginField := secAddr + uint64(len(s.b)) + 8 // after the FDE's length and CIE pointer
+	var s cfibuild.Section
+	cie := s.CIE(1, "zR", []byte{byte(cfi.PEPCRel | cfi.PESData4)}, 1, -8, 16, stdCIE)
+	beginField := secAddr + uint64(len(s.B)) + 8 // after the FDE's length and CIE pointer
 	body := le.AppendUint32(nil, uint32(0x1000-beginField))
 	body = le.AppendUint32(body, 0x100)
 	body = append(body, 0, advance(4)) // no augmentation data
@@ -378,9 +279,9 @@ func TestSetLocPCRel(t *testing.T) {
 	body = append(body, byte(cfi.OpSetLoc))
 	body = le.AppendUint32(body, uint32(0x1040-setLocField))
 	body = append(body, byte(cfi.OpDefCFAOffset), 32, advance(4))
-	s.fde(cie, body)
+	s.FDE(cie, body)
 
-	img := ehFrameELF(s.b, secAddr)
+	img := ehFrameELF(s.B, secAddr)
 	f, err := elf.NewFile(bytes.NewReader(img))
 	if err != nil {
 		t.Fatal(err)
@@ -432,12 +333,12 @@ func TestDebugFrameBomb(t *testing.T) {
 func TestRememberStateBomb(t *testing.T) {
 	if memtest.InChild(t) {
 		const n = 4 << 20
-		var s cfiSection
-		cie := s.cie(1, "", nil, 1, -8, 16, []byte{byte(cfi.OpDefCFA), 7, 8})
+		var s cfibuild.Section
+		cie := s.CIE(1, "", nil, 1, -8, 16, []byte{byte(cfi.OpDefCFA), 7, 8})
 		instr := bytes.Repeat([]byte{byte(cfi.OpRememberState)}, n)
-		s.absFDE(cie, 0x1000, 0x100, false, append(instr, advance(1)))
+		s.AbsFDE(cie, 0x1000, 0x100, false, append(instr, advance(1)))
 		var w lineCounter
-		if err := writeCFIData(&w, ".eh_frame", s.b, 0, binary.LittleEndian, 8, arch.AMD64); err != nil {
+		if err := writeCFIData(&w, ".eh_frame", s.B, 0, binary.LittleEndian, 8, arch.AMD64); err != nil {
 			t.Fatal(err)
 		}
 		if w == 0 {
@@ -496,57 +397,23 @@ func cpuNow() int64 {
 // cfiFuzzSeeds are sections for FuzzCFIText: synthetic ones with every
 // opcode, in .eh_frame and .debug_frame, and the .eh_frame and
 // .eh_frame_hdr sections of small corpus files of each architecture.
-func cfiFuzzSeeds() []cfiFuzzSeed {
-	var seeds []cfiFuzzSeed
+func cfiFuzzSeeds() []cfiseed.Seed {
+	var seeds []cfiseed.Seed
 	for _, debug := range []bool{false, true} {
-		s := cfiSection{debug: debug}
-		c := s.cie(3, "", nil, 1, -8, 16, stdCIE)
+		s := cfibuild.Section{Debug: debug}
+		c := s.CIE(3, "", nil, 1, -8, 16, stdCIE)
 		all := []byte{advance(1), byte(cfi.OpRememberState), byte(cfi.OpDefCFAExpression), 2, 0x76, 0x08,
 			byte(cfi.OpExpression), 6, 1, 0x30, byte(cfi.OpValExpression), 3, 1, 0x31, byte(cfi.OpRegister), 16, 11,
 			byte(cfi.OpGNUArgsSize), 8, byte(cfi.OpGNUWindowSave), byte(cfi.OpRestoreState), byte(cfi.OpAdvanceLoc1), 4,
 			byte(cfi.OpValOffsetSF), 3, 0x7f, byte(cfi.OpDefCFASF), 7, 0x7e}
-		s.absFDE(c, 0x1000, 0x100, false, all)
+		s.AbsFDE(c, 0x1000, 0x100, false, all)
 		flags := uint8(0)
 		if debug {
 			flags = 1
 		}
-		seeds = append(seeds, cfiFuzzSeed{s.b, flags})
+		seeds = append(seeds, cfiseed.Seed{Data: s.B, Flags: flags})
 	}
-	dir, ok := corpus.Find()
-	if !ok {
-		return seeds
-	}
-	for _, name := range []string{
-		"x86_64/v3/edge-x86_64.o", "x86_64/v3/basic-pic.so", "x86_64/v3/drap-O2.elf",
-		"aarch64/v3/edge-aarch64.o", "aarch64/v3/basic-pacb.elf", "s390x/v3/edge-s390x.o", "s390x/v3/fp-O2.elf",
-	} {
-		f, err := elf.Open(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		flags := uint8(0)
-		if f.ByteOrder == binary.BigEndian {
-			flags |= 4
-		}
-		flags |= uint8(arch.FromELF(f.Machine)&3) << 3
-		if s := f.Section(".eh_frame"); s != nil {
-			if d, err := cfi.SectionData(f, s); err == nil {
-				seeds = append(seeds, cfiFuzzSeed{d, flags})
-			}
-		}
-		if s := f.Section(".eh_frame_hdr"); s != nil {
-			if d, err := s.Data(); err == nil {
-				seeds = append(seeds, cfiFuzzSeed{d, flags | 0x20})
-			}
-		}
-		f.Close()
-	}
-	return seeds
-}
-
-type cfiFuzzSeed struct {
-	data  []byte
-	flags uint8
+	return append(seeds, cfiseed.Corpus()...)
 }
 
 // cfiFuzzOne prints data as readelf would, as .eh_frame or .debug_frame
@@ -577,7 +444,7 @@ func cfiFuzzOne(t *testing.T, data []byte, flags uint8) {
 // write error.
 func FuzzCFIText(f *testing.F) {
 	for _, seed := range cfiFuzzSeeds() {
-		f.Add(seed.data, seed.flags)
+		f.Add(seed.Data, seed.Flags)
 	}
 	f.Fuzz(cfiFuzzOne)
 }
@@ -588,15 +455,6 @@ func FuzzCFIText(f *testing.F) {
 func TestCFITextFuzzSeeds(t *testing.T) {
 	corpus.Dir(t)
 	for _, s := range cfiFuzzSeeds() {
-		cfiFuzzOne(t, s.data, s.flags)
-		step := len(s.data)/40 + 1
-		for cut := 0; cut < len(s.data); cut += step {
-			cfiFuzzOne(t, s.data[:cut], s.flags)
-			mut := append([]byte(nil), s.data...)
-			mut[cut] ^= 0xff
-			cfiFuzzOne(t, mut, s.flags)
-			mut[cut] = 0x80
-			cfiFuzzOne(t, mut, s.flags^1)
-		}
+		cfiseed.Variants(s, func(data []byte, flags uint8) { cfiFuzzOne(t, data, flags) })
 	}
 }

@@ -55,6 +55,32 @@ func ELFs(t testing.TB) []string {
 	return out
 }
 
+// Frames returns the corpus ELF files that also have a readelf frames
+// dump (FILE.frames.txt) beside them, sorted, as paths.
+func Frames(t testing.TB) []string {
+	t.Helper()
+	var out []string
+	for _, p := range ELFs(t) {
+		if _, err := os.Stat(p + ".frames.txt"); err == nil {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no corpus files with .frames.txt")
+	}
+	return out
+}
+
+// Rel returns p relative to the corpus directory, for messages, or p
+// itself when it is not below it.
+func Rel(t testing.TB, p string) string {
+	r, err := filepath.Rel(Dir(t), p)
+	if err != nil {
+		return p
+	}
+	return r
+}
+
 // List returns the corpus ELF files, or nil when there is no corpus.
 func List() []string {
 	d, ok := Find()
