@@ -116,7 +116,7 @@ type Reader struct {
 }
 
 // Open opens a perf.data file. A regular file's header and features are
-// mapped, its records read in 1 MiB chunks; anything else (a FIFO,
+// mapped, its records read in chunks of about 2 MiB; anything else (a FIFO,
 // /dev/stdin) is streamed and must be in the pipe format.
 func Open(name string) (*Reader, error) {
 	f, err := os.Open(name)

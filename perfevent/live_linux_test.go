@@ -360,11 +360,7 @@ func TestTwoEvents(t *testing.T) {
 	o.Events = []Event{CPUClock, ContextSwitches}
 	o.Freq = 499
 	o.ContextSwitch, o.SampleIDAll = true, true
-	s, err := Open(o)
-	skipUnlessAllowed(t, err)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAllowed(t, o)
 	defer s.Close()
 	clock, cs := s.Attrs()[0], s.Attrs()[1]
 	if clock.SampleType&perfdata.SampleIdentifier == 0 || clock.Flags&perfdata.AttrFreq == 0 || cs.SamplePeriod != 1 || cs.Flags&perfdata.AttrContextSwitch != 0 {
@@ -613,14 +609,19 @@ func TestInheritFollowsNewThreadsAndProcesses(t *testing.T) {
 	t.Logf("samples: %v; records %v; %+v", n, types, s.Stats())
 }
 
-// skipUnlessAllowed skips a test whose options this machine's
-// perf_event_paranoid refuses to a user without CAP_PERFMON (never under
-// CI, which runs as root).
-func skipUnlessAllowed(t testing.TB, err error) {
+// openAllowed opens a session of o, skipping the test when this
+// machine's perf_event_paranoid refuses o to a user without CAP_PERFMON
+// (never under CI, which runs as root).
+func openAllowed(t testing.TB, o Options) *Session {
 	t.Helper()
+	s, err := Open(o)
 	if errors.Is(err, ErrPermission) && os.Getenv("CI") == "" {
 		t.Skip(err)
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func TestContextSwitchSamples(t *testing.T) {
@@ -630,11 +631,7 @@ func TestContextSwitchSamples(t *testing.T) {
 	o := userOpts(p.PID())
 	o.Events = []Event{ContextSwitches}
 	o.ContextSwitch, o.SampleIDAll = true, true
-	s, err := Open(o)
-	skipUnlessAllowed(t, err)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAllowed(t, o)
 	defer s.Close()
 	if a := s.Attrs()[0]; a.SamplePeriod != 1 || a.Flags&perfdata.AttrFreq != 0 || a.Flags&perfdata.AttrExcludeKernel != 0 {
 		t.Fatalf("context-switches attribute %s, flags %v: want every switch, kernel included", a, a.Flags)
@@ -811,11 +808,7 @@ func TestLostCounted(t *testing.T) {
 func TestSystemWide(t *testing.T) {
 	needPerf(t)
 	p := startProg(t)
-	s, err := Open(Options{SystemWide: true, Freq: 499, SampleIDAll: true, Comm: true})
-	skipUnlessAllowed(t, err)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAllowed(t, Options{SystemWide: true, Freq: 499, SampleIDAll: true, Comm: true})
 	defer s.Close()
 	ours := 0
 	cpus := map[int]bool{}
@@ -1062,11 +1055,7 @@ func TestCallchains(t *testing.T) {
 	o.Events = []Event{CPUClock, ContextSwitches}
 	o.Freq = 499
 	o.Callchain, o.UserCallchain = true, true
-	s, err := Open(o)
-	skipUnlessAllowed(t, err)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAllowed(t, o)
 	defer s.Close()
 	cs := s.Attrs()[1]
 	n := map[string]int{}

@@ -48,7 +48,7 @@ const maxCFIRows = 1 << 16
 func (c *cfiCache) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
 	if e, ok := c.rows[pc]; ok {
 		if e.ok {
-			*row = e.row
+			row.CopyFrom(&e.row)
 			if e.fresh {
 				c.count()
 			}
@@ -60,15 +60,15 @@ func (c *cfiCache) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi
 	if fresh {
 		c.count()
 	}
-	// Rows with rules beyond those a Row holds inline keep them in a
-	// slice that a copy would share: those are not cached (rare).
-	if err == nil && (!ok || row.NumRules() <= maxInlineRules) {
+	if err == nil {
 		if len(c.rows) >= maxCFIRows {
 			clear(c.rows)
 		}
 		e := &cfiRow{cie: cie, ok: ok, fresh: fresh}
 		if ok {
-			e.row = *row
+			// CopyFrom: the rules past a Row's inline ones are in a
+			// slice that a plain copy would share with the caller's.
+			e.row.CopyFrom(row)
 		}
 		c.rows[pc] = e
 	}
@@ -109,10 +109,6 @@ const (
 	genFirst = 256
 	genEach  = 32
 )
-
-// maxInlineRules is how many register rules a cfi.Row holds without a
-// separate slice (cfi's inlineRules).
-const maxInlineRules = 24
 
 // cachedCFI returns the caching wrapper of t, one per table.
 func (s *Session) cachedCFI(t unwind.CFI) *cfiCache {

@@ -84,9 +84,8 @@ type recorder struct {
 	heldProc map[uint32]int // records waiting, by process
 	heldTid  map[uint32]int // records waiting, by thread
 	pending  map[uint32]pendingOut
-	roundMax uint64 // latest time of this pass over the rings
-	prevMax  uint64 // of the pass before: what is earlier is all read
-	maxTime  uint64
+	roundMax uint64 // latest time read, up to this pass over the rings
+	prevMax  uint64 // up to the pass before: what is earlier is all read
 
 	dec     *perfdata.Decoder // for records that waited
 	late    perfdata.Record
@@ -270,7 +269,6 @@ func (r *recorder) mapID(m *perfunwind.Mapping) uint32 {
 func (r *recorder) round() {
 	r.flush(r.prevMax)
 	r.prevMax = r.roundMax
-	r.maxTime = max(r.maxTime, r.roundMax)
 }
 
 // flush applies, in time order, the queued events up to limit.
@@ -349,11 +347,8 @@ func (r *recorder) weigh(st *stack, d uint64) {
 // threads still off their CPU at end (a time of the records' clock) are
 // weighted up to it.
 func (r *recorder) finish(end uint64) {
-	r.maxTime = max(r.maxTime, r.roundMax)
 	r.flush(math.MaxUint64)
-	if end < r.maxTime {
-		end = r.maxTime
-	}
+	end = max(end, r.roundMax)
 	tids := make([]uint32, 0, len(r.pending))
 	for tid := range r.pending {
 		tids = append(tids, tid)

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/pprof/profile"
 	"github.com/sframekit/sframekit/arch"
-
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
 )
@@ -113,18 +111,7 @@ func TestPerfBuilder(t *testing.T) {
 	cyc := *stacks[1]
 	cyc.Event, cyc.Period = 1, 100000
 	b.Add(&cyc)
-	p, err := b.Profile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	q, err := profile.Parse(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := reparse(t, b.Profile)
 	var types []string
 	for _, st := range q.SampleType {
 		types = append(types, st.Type+"/"+st.Unit)

@@ -40,18 +40,7 @@ func TestBuilder(t *testing.T) {
 	b.Add(trace())
 	// A second capture: new Module values for the same files.
 	b.Add(trace())
-	p, err := b.Profile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	q, err := profile.Parse(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := reparse(t, b.Profile)
 	if len(q.Sample) != 4 || len(q.Mapping) != 2 || len(q.Location) != 6 {
 		t.Fatalf("%d samples, %d mappings, %d locations; want 4, 2, 6\n%s", len(q.Sample), len(q.Mapping), len(q.Location), q)
 	}
@@ -103,18 +92,7 @@ func TestBuilderInlines(t *testing.T) {
 	}}}}
 	b := NewBuilder()
 	b.Add(tr)
-	p, err := b.Profile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	q, err := profile.Parse(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := reparse(t, b.Profile)
 	var got []string
 	for _, l := range q.Sample[0].Location {
 		var lines []string
@@ -127,4 +105,22 @@ func TestBuilderInlines(t *testing.T) {
 	if strings.Join(got, " | ") != strings.Join(want, " | ") {
 		t.Errorf("locations %q\nwant %q", got, want)
 	}
+}
+
+// reparse makes a profile and reads it back through pprof's parser.
+func reparse(t *testing.T, build func() (*profile.Profile, error)) *profile.Profile {
+	t.Helper()
+	p, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	q, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }
