@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sframekit/sframekit/internal/hugeheap"
+	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
 	"github.com/sframekit/sframekit/stackprof"
@@ -225,40 +225,25 @@ type writeError struct{ err error }
 
 func (e *writeError) Error() string { return e.err.Error() }
 
-// output is where a report goes: standard output, a device or FIFO
-// written in place, or a regular file written through a temporary file
-// renamed over it on Commit, so that a failed report leaves the old file.
-//
-// The project's shared output-file writer, when it lands, replaces this.
+// output is where a report goes (internal/outfile: standard output, a
+// device or FIFO written in place, or a regular file replaced on Commit,
+// so that a failed report leaves the old file). It marks its write
+// errors (writeError), which end the report at once.
 type output struct {
-	w        io.Writer
-	f        *os.File
-	tmp, dst string
-	err      error
+	f   *outfile.File
+	err error
 }
 
 // createOutput opens path for writing ("-" or "" standard output).
 func createOutput(path string, stdout io.Writer) (*output, error) {
-	if path == "" || path == "-" {
-		return &output{w: stdout}, nil
+	if path == "" {
+		path = "-"
 	}
-	// Follow a symlink at the path: its target is replaced, not the link.
-	dst := path
-	if t, err := filepath.EvalSymlinks(path); err == nil {
-		dst = t
-	}
-	if st, err := os.Stat(dst); err == nil && !st.Mode().IsRegular() {
-		f, err := os.OpenFile(dst, os.O_WRONLY, 0)
-		if err != nil {
-			return nil, err
-		}
-		return &output{w: f, f: f}, nil
-	}
-	f, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
+	f, err := outfile.Create(path, 0o644, stdout)
 	if err != nil {
 		return nil, err
 	}
-	return &output{w: f, f: f, tmp: f.Name(), dst: dst}, nil
+	return &output{f: f}, nil
 }
 
 // Write writes to the output, remembering the first error.
@@ -266,47 +251,24 @@ func (o *output) Write(p []byte) (int, error) {
 	if o.err != nil {
 		return 0, o.err
 	}
-	n, err := o.w.Write(p)
+	n, err := o.f.Write(p)
 	if err != nil {
 		o.err = &writeError{err}
 	}
 	return n, o.err
 }
 
-// Commit finishes the output: renames the temporary file into place.
+// Commit finishes the output (see outfile.File.Commit).
 func (o *output) Commit() error {
 	if o.err != nil {
-		o.Abort()
+		o.f.Abort()
 		return o.err.(*writeError).err
 	}
-	if o.f == nil {
-		return nil
-	}
-	err := o.f.Close()
-	if o.tmp != "" {
-		if err == nil {
-			err = os.Chmod(o.tmp, 0o644)
-		}
-		if err == nil {
-			err = os.Rename(o.tmp, o.dst)
-		}
-		if err != nil {
-			os.Remove(o.tmp)
-		}
-	}
-	return err
+	return o.f.Commit()
 }
 
-// Abort drops the output: the temporary file is removed.
-func (o *output) Abort() {
-	if o.f != nil {
-		o.f.Close()
-		if o.tmp != "" {
-			os.Remove(o.tmp)
-		}
-		o.f = nil
-	}
-}
+// Abort drops the output: a temporary file is removed.
+func (o *output) Abort() { o.f.Abort() }
 
 // startProgress draws a progress bar on w, when w is a terminal and the
 // input's size is known, once reading has taken a second; the returned

@@ -214,3 +214,56 @@ func TestStdoutAndErrors(t *testing.T) {
 		t.Errorf("missing directory: %v (must name the path given, not a temporary file)", err)
 	}
 }
+
+// TestCreateStreams: Create writes a regular file piece by piece into a
+// temporary file; Abort leaves the old file as it was, Commit replaces
+// it; a dangling link keeps being a link, to the file created.
+func TestCreateStreams(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out")
+	os.WriteFile(path, []byte("old"), 0o600)
+	f, err := Create(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("a"))
+	f.Abort()
+	if got := readBack(t, path); got != "old" {
+		t.Errorf("after Abort the file holds %q", got)
+	}
+	noTemp(t, dir)
+	if f, err = Create(path, 0o644, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"n", "e", "w"} {
+		if _, err := f.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readBack(t, path); got != "old" {
+		t.Errorf("before Commit the file holds %q", got)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); readBack(t, path) != "new" || fi.Mode().Perm() != 0o644 {
+		t.Errorf("after Commit: %q, mode %v", readBack(t, path), fi.Mode().Perm())
+	}
+	noTemp(t, dir)
+
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink("created", dangling)
+	if f, err = Create(dangling, 0o644, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("x"))
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(dangling); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Error("the dangling link was replaced")
+	}
+	if got := readBack(t, filepath.Join(dir, "created")); got != "x" {
+		t.Errorf("dangling link's target holds %q", got)
+	}
+}
