@@ -221,6 +221,10 @@ func (k *kernelSyms) nextLine(off int) int {
 	return k.core
 }
 
+// maxSkip bounds the lines lookup skips, at one step of its search, for
+// one that parses.
+const maxSkip = 64
+
 // lookup returns the function holding addr: the last one starting at or
 // below it, with its module ("" for the kernel itself).
 func (k *kernelSyms) lookup(addr uint64) (start uint64, name, mod string, ok bool) {
@@ -233,12 +237,14 @@ func (k *kernelSyms) lookup(addr uint64) (start uint64, name, mod string, ok boo
 	for lo, hi := 0, k.core; lo < hi; {
 		mid := int(uint(lo+hi) >> 1)
 		// lo is always a line's start. A line that does not parse is
-		// skipped for the next that does.
+		// skipped for the next that does, up to maxSkip of them: a
+		// crafted file of garbage lines must not turn each lookup into
+		// a scan of the whole text (kallsyms itself has none).
 		ls := strings.LastIndexByte(k.text[lo:mid], '\n') + 1 + lo
 		pl := ls
 		var a uint64
 		var parsed bool
-		for pl < hi {
+		for skip := 0; pl < hi && skip < maxSkip; skip++ {
 			if a, _, _, _, parsed = k.parseLine(pl); parsed {
 				break
 			}
