@@ -50,6 +50,9 @@ type Session struct {
 	exited  atomic.Bool
 
 	samples, lost, lostRecords atomic.Uint64
+	// poll is the current wait of Run in nanoseconds (SetPollInterval);
+	// 0 until set, for Options.PollInterval.
+	poll atomic.Int64
 }
 
 // event is one perf event file descriptor: one event for one thread (or
@@ -407,13 +410,9 @@ func (s *Session) Run(fn func(*Record) error) error {
 	if s.isClosed() {
 		return errors.New("perfevent: session closed")
 	}
-	timeout := s.opts.PollInterval
-	if timeout <= 0 {
-		timeout = DefaultPollInterval
-	}
 	evs := make([]unix.EpollEvent, 64)
 	for {
-		n, err := s.wait(evs, timeout)
+		n, err := s.wait(evs, s.pollInterval())
 		if err != nil {
 			return &Error{Op: "epoll_wait", Err: err}
 		}
@@ -539,6 +538,25 @@ func (s *Session) drain(fn func(*Record) error) error {
 		ferr = fn(rec)
 	}
 	return ferr
+}
+
+// SetPollInterval changes how long Run waits for a wakeup before it reads
+// the rings anyway, from its next wait on; 0 restores
+// Options.PollInterval. A reader that holds records back until later
+// passes (to order them across CPUs) shortens it while records wait, so
+// that they wait milliseconds rather than until a ring is half full. It
+// may be called from Run's callback or any goroutine.
+func (s *Session) SetPollInterval(d time.Duration) { s.poll.Store(int64(max(d, 0))) }
+
+// pollInterval returns Run's current wait.
+func (s *Session) pollInterval() time.Duration {
+	if d := time.Duration(s.poll.Load()); d > 0 {
+		return d
+	}
+	if s.opts.PollInterval > 0 {
+		return s.opts.PollInterval
+	}
+	return DefaultPollInterval
 }
 
 // Stop makes Run return after it has read what the rings hold. It may be

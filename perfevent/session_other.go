@@ -2,7 +2,10 @@
 
 package perfevent
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Session is a set of sampling events; perf events exist only on Linux.
 type Session struct{}
@@ -30,6 +33,9 @@ func (s *Session) Disable() error { return errors.New("perfevent: perf events ne
 func (s *Session) Run(fn func(*Record) error) error {
 	return errors.New("perfevent: perf events need Linux")
 }
+
+// SetPollInterval does nothing.
+func (s *Session) SetPollInterval(d time.Duration) {}
 
 // Stop does nothing.
 func (s *Session) Stop() {}

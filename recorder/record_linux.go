@@ -92,6 +92,9 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	// Samples wait for the records before them at most two passes over
 	// the rings: about two rings' worth per CPU.
 	r := newRecorder(sess, host, p.attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
+	r.poll = s.SetPollInterval
+	r.fast = true
+	s.SetPollInterval(fastPoll)
 	if opts.Started != nil {
 		opts.Started()
 	}

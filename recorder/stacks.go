@@ -91,8 +91,33 @@ type recorder struct {
 	late    perfdata.Record
 	kept    int // bytes of samples waiting
 	maxKept int
+	free    [][]byte // copies of samples unwound since, for reuse
 	stats   Stats
+
+	// poll, if not nil, sets how long the reader waits before its next
+	// pass over the rings (perfevent.Session.SetPollInterval); rounds
+	// counts the passes, and fast says the waits are short now.
+	poll   func(time.Duration)
+	rounds int
+	fast   bool
 }
+
+// Waits between passes over the rings. A sample read before the records
+// of its process waits two passes (see round); at a ring's wakeup, half
+// a ring later, that is hundreds of samples copied, each a fresh 16 KiB
+// of heap. So while samples wait, and until the first sample comes (a
+// new command's first samples always wait for its exec's records), the
+// reader passes every fastPoll, which bounds the wait to a few
+// milliseconds of samples; otherwise at the ring's wakeups, for the
+// least CPU time.
+const (
+	fastPoll = 4 * time.Millisecond
+	// startRounds bounds the fast passes while no sample has come: a
+	// second of them, for a target that does not run at first.
+	startRounds = int(time.Second / fastPoll)
+	// maxFree bounds the copies kept for reuse.
+	maxFree = 64
+)
 
 // newRecorder returns a recorder of samples of the events attrs, for an
 // unwinder of arch; csEvent is the index of the context-switches event,
@@ -176,7 +201,7 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 			r.smp.Stack = nil
 			r.kept += len(rec.Raw)
 			r.stats.Deferred++
-			r.queue = append(r.queue, event{time: t, kind: evSample, raw: slices.Clone(rec.Raw)})
+			r.queue = append(r.queue, event{time: t, kind: evSample, raw: r.copyOf(rec.Raw)})
 			return
 		}
 	}
@@ -269,6 +294,32 @@ func (r *recorder) mapID(m *perfunwind.Mapping) uint32 {
 func (r *recorder) round() {
 	r.flush(r.prevMax)
 	r.prevMax = r.roundMax
+	r.rounds++
+	if r.poll == nil {
+		return
+	}
+	fast := r.kept > 0 || r.stats.Samples == 0 && r.rounds < startRounds
+	if fast != r.fast {
+		r.fast = fast
+		if fast {
+			r.poll(fastPoll)
+		} else {
+			r.poll(0)
+		}
+	}
+}
+
+// copyOf returns a copy of a sample that must wait, in a buffer of one
+// unwound before when there is one.
+func (r *recorder) copyOf(raw []byte) []byte {
+	for len(r.free) > 0 {
+		b := r.free[len(r.free)-1]
+		r.free = r.free[:len(r.free)-1]
+		if cap(b) >= len(raw) {
+			return append(b[:0], raw...)
+		}
+	}
+	return slices.Clone(raw)
 }
 
 // flush applies, in time order, the queued events up to limit.
@@ -320,6 +371,10 @@ func (r *recorder) apply(e *event) {
 			return
 		}
 		r.sample(&r.late, e.time, true)
+		if len(r.free) < maxFree {
+			r.free = append(r.free, e.raw) // nothing of it is kept
+		}
+		e.raw = nil
 	case evOut:
 		if _, ok := r.pending[e.tid]; ok {
 			r.stats.Dropped++ // its switch-in was lost

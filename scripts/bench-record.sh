@@ -11,7 +11,8 @@
 # -g, ...) so that each tool sees the same load on this shared machine.
 #
 # Usage: scripts/bench-record.sh [ITERATIONS]   (default 600000000, about
-# 1.5 s per thread alone; RUNS=5, FREQ=999)
+# 1.5 s per thread alone; RUNS=5, FREQ=999; BASE=path/to/an/older/sframe
+# adds it as tool sframe-base, measured in the same runs)
 #
 # Per tool and run:
 #   work_s, cpu_s    the work's seconds, and the program's CPU seconds
@@ -45,11 +46,12 @@ tm() { /usr/bin/time -f "TIME %U %S %e" "$@"; }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-11s %4s %9s %9s %9s %8s %10s %9s %10s %5s\n' tool run work_s cpu_s sys_s samples prof_cpu_s us/sample size_B lost
 for r in $(seq "$runs"); do
-  for tool in baseline sframe sframe-8k perf-dwarf perf-g; do
+  for tool in baseline sframe ${BASE:+sframe-base} sframe-8k perf-dwarf perf-g; do
     rm -f out.pb.gz perf.data err.txt out.txt
     case $tool in
       baseline)   tm ./recprog work "$iters" >out.txt 2>err.txt ;;
       sframe)     tm ./sframe record -F "$freq" -o out.pb.gz -- ./recprog work "$iters" >out.txt 2>err.txt ;;
+      sframe-base) tm "$BASE" record -F "$freq" -o out.pb.gz -- ./recprog work "$iters" >out.txt 2>err.txt ;;
       sframe-8k)  tm ./sframe record -F "$freq" --stack-size 8192 -o out.pb.gz -- ./recprog work "$iters" >out.txt 2>err.txt ;;
       perf-dwarf) tm perf record -F "$freq" --call-graph dwarf -o perf.data -- ./recprog work "$iters" >out.txt 2>err.txt ;;
       perf-g)     tm perf record -F "$freq" -g -o perf.data -- ./recprog work "$iters" >out.txt 2>err.txt ;;
@@ -86,12 +88,12 @@ awk '
     bw = med(wall["baseline"]); bc = med(cpu["baseline"]); bs = med(sys["baseline"])
     printf "\nmedians (ranges) over %d runs; baseline: work %.3f s, cpu %.3f s, sys %.3f s\n", n["baseline"], bw, bc, bs
     printf "%-11s %22s %22s %22s %20s %10s %12s %s\n", "tool", "slowdown wall %", "slowdown cpu %", "cost %", "prof cpu s", "us/sample", "size B", "lost"
-    split("sframe sframe-8k perf-dwarf perf-g", tools, " ")
-    for (i = 1; i <= 4; i++) {
+    nt = split("sframe" (base ? " sframe-base" : "") " sframe-8k perf-dwarf perf-g", tools, " ")
+    for (i = 1; i <= nt; i++) {
       t = tools[i]; c = costs(t)
       printf "%-11s %6.1f (%6.1f..%6.1f) %6.1f (%6.1f..%6.1f) %6.1f (%6.1f..%6.1f) %6s (%s..%s) %10s %12s %s\n", t,
         100 * (med(wall[t]) / bw - 1), 100 * (lo(wall[t]) / bw - 1), 100 * (hi(wall[t]) / bw - 1),
         100 * (med(cpu[t]) / bc - 1), 100 * (lo(cpu[t]) / bc - 1), 100 * (hi(cpu[t]) / bc - 1),
         med(c), lo(c), hi(c), med(prof[t]), lo(prof[t]), hi(prof[t]), med(per[t]), med(size[t]), lost[t]
     }
-  }' results.txt
+  }' base="${BASE:+1}" results.txt
