@@ -382,16 +382,13 @@ func (m *module) readSyms(name string) error {
 	// Symbols: the debug file's .symtab, else ours, else .dynsym.
 	var cs []cand
 	if dbg != nil {
-		cs = readFuncSyms(dbg, elf.SHT_SYMTAB, m.perf)
+		cs, m.labels = readFuncSyms(dbg, elf.SHT_SYMTAB, m.perf)
 	}
 	if len(cs) == 0 {
-		cs = readFuncSyms(f, elf.SHT_SYMTAB, m.perf)
-		m.labels = readTextLabels(f)
-	} else {
-		m.labels = readTextLabels(dbg)
+		cs, m.labels = readFuncSyms(f, elf.SHT_SYMTAB, m.perf)
 	}
 	if len(cs) == 0 {
-		cs = readFuncSyms(f, elf.SHT_DYNSYM, m.perf)
+		cs, _ = readFuncSyms(f, elf.SHT_DYNSYM, m.perf)
 	}
 	pick := better
 	if m.perf {
@@ -429,7 +426,10 @@ type cand struct {
 // 64 KB buffer, to count the functions and then to fill a slice of
 // exactly that size, and the string table is read straight into the one
 // string the names are substrings of.
-func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) []cand {
+//
+// For a .symtab it also returns the table's untyped code labels (see
+// textLabel), sorted by address, from the same pass.
+func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym) {
 	var sec *elf.Section
 	for _, s := range f.Sections {
 		if s.Type == typ {
@@ -438,12 +438,12 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) []cand {
 		}
 	}
 	if sec == nil || int(sec.Link) >= len(f.Sections) || sec.Link == 0 {
-		return nil
+		return nil, nil
 	}
 	// Compressed tables may expand to at most elffile.MaxDecompressed,
 	// and to no more than their stored bytes can hold.
 	if elffile.CheckSection(sec) != nil || elffile.CheckSection(f.Sections[sec.Link]) != nil {
-		return nil
+		return nil, nil
 	}
 	bo := f.ByteOrder
 	is64 := f.Class == elf.ELFCLASS64
@@ -455,13 +455,13 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) []cand {
 	var sb strings.Builder
 	strsec := f.Sections[sec.Link]
 	if strsec.Type == elf.SHT_NOBITS {
-		return nil
+		return nil, nil
 	}
 	if strsec.Flags&elf.SHF_COMPRESSED == 0 && strsec.Size < 1<<30 {
 		sb.Grow(int(strsec.Size))
 	}
 	if _, err := io.CopyBuffer(&sb, strsec.Open(), buf); err != nil {
-		return nil
+		return nil, nil
 	}
 	strs := sb.String()
 
@@ -521,12 +521,22 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) []cand {
 		return cand{sym{value, sz, nm}, elf.ST_BIND(info), label}, true
 	}
 	count := 0
+	var text []sym
 	if err := each(func(e []byte) {
 		if _, ok := parse(e); ok {
 			count++
 		}
-	}); err != nil || count == 0 {
-		return nil
+		if typ == elf.SHT_SYMTAB && len(text) < maxLabels {
+			if l, ok := textLabel(f, bo, is64, e, strs); ok {
+				text = append(text, l)
+			}
+		}
+	}); err != nil {
+		return nil, nil
+	}
+	sort.Slice(text, func(i, j int) bool { return text[i].start < text[j].start })
+	if count == 0 {
+		return nil, text
 	}
 	out := make([]cand, 0, count)
 	if err := each(func(e []byte) {
@@ -534,9 +544,9 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) []cand {
 			out = append(out, c)
 		}
 	}); err != nil {
-		return nil
+		return nil, text
 	}
-	return out
+	return out, text
 }
 
 // better reports whether a should name the address rather than b (same

@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"bufio"
+	"cmp"
 	"bytes"
 	"debug/elf"
 	"fmt"
@@ -411,7 +412,18 @@ func TestFuncSymsTieBreak(t *testing.T) {
 // against debug/elf's Symbols on this machine's libc and the test binary.
 func TestReadFuncSymsMatchesDebugElf(t *testing.T) {
 	exe, _ := os.Executable()
-	for _, path := range []string{"/usr/lib/x86_64-linux-gnu/libc.so.6", exe} {
+	paths := []string{"/usr/lib/x86_64-linux-gnu/libc.so.6", exe}
+	// libc's debug file, when installed: a .symtab of 10,000 entries with
+	// the untyped labels of glibc's assembly.
+	if f, err := elf.Open(paths[0]); err == nil {
+		if id := buildID(f); len(id) > 1 {
+			if dbg := fmt.Sprintf("/usr/lib/debug/.build-id/%x/%x.debug", id[:1], id[1:]); fileExists(dbg) {
+				paths = append(paths, dbg)
+			}
+		}
+		f.Close()
+	}
+	for _, path := range paths {
 		f, err := elf.Open(path)
 		if err != nil {
 			t.Skipf("%s: %v", path, err)
@@ -432,9 +444,34 @@ func TestReadFuncSymsMatchesDebugElf(t *testing.T) {
 					want = append(want, cand{sym{s.Value, s.Size, s.Name}, elf.ST_BIND(s.Info), label})
 				}
 			}
-			got := readFuncSyms(f, typ, true)
+			got, labels := readFuncSyms(f, typ, true)
 			if !slices.Equal(got, want) {
 				t.Errorf("%s %v: %d symbols read directly, %d through debug/elf, or they differ", path, typ, len(got), len(want))
+			}
+			// Untyped code labels, from .symtab only.
+			var wantLabels []sym
+			for _, s := range syms {
+				if typ == elf.SHT_SYMTAB && elf.ST_TYPE(s.Info) == elf.STT_NOTYPE && s.Value != 0 && s.Section != 0 && int(s.Section) < len(f.Sections) &&
+					f.Sections[s.Section].Flags&elf.SHF_EXECINSTR != 0 && s.Name != "" && s.Name[0] != '$' && s.Name[0] != '.' {
+					wantLabels = append(wantLabels, sym{start: s.Value, name: s.Name})
+				}
+			}
+			byStart := func(a, b sym) int {
+				if a.start != b.start {
+					return cmp.Compare(a.start, b.start)
+				}
+				return strings.Compare(a.name, b.name)
+			}
+			if !slices.IsSortedFunc(labels, func(a, b sym) int { return cmp.Compare(a.start, b.start) }) {
+				t.Errorf("%s %v: labels not sorted by address", path, typ)
+			}
+			slices.SortFunc(labels, byStart)
+			slices.SortFunc(wantLabels, byStart)
+			if !slices.Equal(labels, wantLabels) {
+				t.Errorf("%s %v: %d code labels read directly, %d through debug/elf, or they differ", path, typ, len(labels), len(wantLabels))
+			}
+			if typ == elf.SHT_SYMTAB {
+				t.Logf("%s: %d functions, %d code labels", path, len(got), len(labels))
 			}
 		}
 		f.Close()
@@ -586,4 +623,10 @@ func TestLazyMatchesIndex(t *testing.T) {
 	if lazyAnswers == 0 {
 		t.Fatal("no lookup was answered lazily")
 	}
+}
+
+// fileExists reports whether path names a file.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
