@@ -10,10 +10,16 @@ import (
 // pltTable names the entries of a file's procedure linkage table as perf
 // does, "name@plt", from the PLT relocations: symbol tables do not cover
 // them.
+//
+// The names are read on the first address inside the PLT: most files
+// have no sampled address there, and the dynamic symbol table the names
+// come from is large (libc's holds 3,000 entries).
 type pltTable struct {
 	start, end uint64 // the entries' address range
 	entry      uint64 // size of one entry
 	names      []string
+	ef         *elf.File    // where the names come from, until read
+	rela       *elf.Section // .rela.plt
 }
 
 // maxPLT bounds the PLT relocations read (a large program has a few
@@ -29,6 +35,9 @@ func (r *Resolver) plt(f *File, addr uint64) (string, uint64, bool) {
 	}
 	if t == nil || addr < t.start || addr >= t.end {
 		return "", 0, false
+	}
+	if t.ef != nil {
+		t.readNames()
 	}
 	i := (addr - t.start) / t.entry
 	if i >= uint64(len(t.names)) || t.names[i] == "" {
@@ -66,16 +75,26 @@ func loadPLT(f *File, a arch.Arch) *pltTable {
 	} else if sec = ef.Section(".plt"); sec == nil {
 		return nil
 	}
+	n := (sec.Size - min(header, sec.Size)) / entry
+	t := &pltTable{start: sec.Addr + header, entry: entry, ef: ef, rela: rela}
+	t.end = t.start + min(n, rela.Size/24)*entry
+	return t
+}
+
+// readNames reads the names of the entries, "@plt" for those without a
+// symbol; none when the tables do not read.
+func (t *pltTable) readNames() {
+	ef, rela := t.ef, t.rela
+	t.ef, t.rela = nil, nil
+	n := (t.end - t.start) / t.entry
 	syms, err := ef.DynamicSymbols()
 	if err != nil {
-		return nil
+		return
 	}
 	data, err := rela.Data()
 	if err != nil {
-		return nil
+		return
 	}
-	t := &pltTable{start: sec.Addr + header, entry: entry}
-	n := (sec.Size - min(header, sec.Size)) / entry
 	for off := 0; off+24 <= len(data) && uint64(len(t.names)) < n; off += 24 {
 		info := ef.ByteOrder.Uint64(data[off+8:])
 		// Symbol indices count from 1 in the table (0 is the null
@@ -87,6 +106,4 @@ func loadPLT(f *File, a arch.Arch) *pltTable {
 		}
 		t.names = append(t.names, name)
 	}
-	t.end = t.start + uint64(len(t.names))*entry
-	return t
 }
