@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sframekit/sframekit/internal/hugeheap"
 	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/recorder"
@@ -144,6 +145,11 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		out = "profile.pb.gz"
 	}
 
+	// The heap the profiler touches first (the files' tables and symbols,
+	// the profile: a few MB) in 2 MiB pages, as sframe report does:
+	// faulting it in 4 KiB at a time cost 300-500 page faults of 15-40 us
+	// each on a virtual machine, a fifth of a short recording's CPU time.
+	hugeheap.Reserve(32 << 20)
 	// A recording runs for long: collect garbage as usual, not only at
 	// main's memory limit.
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
