@@ -2,8 +2,8 @@ package symbolize
 
 import (
 	"bufio"
-	"cmp"
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"fmt"
 	"os"
