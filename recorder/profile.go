@@ -223,7 +223,7 @@ func (p *Profile) WriteSummary(w io.Writer) error {
 			fmt.Fprintf(&b, "command: %v\n", p.cmdErr)
 		}
 	}
-	fmt.Fprintf(&b, "profiler CPU: %s while recording, %.2f µs per sample (reading, unwinding, merging)",
+	fmt.Fprintf(&b, "profiler CPU: %s while recording, %.2f µs per sample (reading, unwinding, merging, and loading the files' tables)",
 		roundDur(st.CPU), float64(st.CPUPerSample().Nanoseconds())/1000)
 	if p.wrote {
 		fmt.Fprintf(&b, "; %s to name the frames and write the profile", roundDur(p.writeCPU))
