@@ -23,10 +23,23 @@ func TestWaitingSamplesPollFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
+	// Processes given by PID are known from the start: the passes start
+	// slow, and stay slow while no sample waits.
+	idle := newRecorder(sess, arch.Host(), attrs, -1, 64<<20)
+	var idlePolls []time.Duration
+	idle.poll = func(d time.Duration) { idlePolls = append(idlePolls, d) }
+	for range 3 {
+		idle.round()
+	}
+	if len(idlePolls) != 0 || idle.fast {
+		t.Fatalf("no command, no sample: polls %v, fast %v; want slow, unchanged", idlePolls, idle.fast)
+	}
+
+	// A command: Record starts the passes fast.
 	r := newRecorder(sess, arch.Host(), attrs, -1, 64<<20)
 	var polls []time.Duration
 	r.poll = func(d time.Duration) { polls = append(polls, d) }
-	r.fast = true // as Record starts it
+	r.waitFirst, r.fast = true, true
 	dec := perfdata.NewDecoder(binary.NativeEndian, attrs)
 	var rec perfdata.Record
 	var samples [][]byte

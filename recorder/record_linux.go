@@ -93,8 +93,10 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	// the rings: about two rings' worth per CPU.
 	r := newRecorder(sess, host, p.attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
 	r.poll = s.SetPollInterval
-	r.fast = true
-	s.SetPollInterval(fastPoll)
+	if opts.Command != nil {
+		r.waitFirst, r.fast = true, true
+		s.SetPollInterval(fastPoll)
+	}
 	if opts.Started != nil {
 		opts.Started()
 	}

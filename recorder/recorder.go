@@ -27,10 +27,10 @@
 // its process or thread is waiting and its address is in a known mapping;
 // otherwise it is copied and unwound in its place in time, up to about
 // two rings' worth of samples per CPU (beyond, at once). While samples
-// wait, and until the first sample comes, the rings are read every few
-// milliseconds rather than when one is half full, so that only a few
-// samples wait (a new command's first samples always do, for its exec's
-// records), and their copies are reused.
+// wait, and for a command until its first sample comes (a new command's
+// first samples always wait, for its exec's records), the rings are read
+// every few milliseconds rather than when one is half full, so that only
+// a few samples wait; their copies are reused.
 //
 // # Off-CPU time
 //

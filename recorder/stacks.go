@@ -97,19 +97,23 @@ type recorder struct {
 	// poll, if not nil, sets how long the reader waits before its next
 	// pass over the rings (perfevent.Session.SetPollInterval); rounds
 	// counts the passes, and fast says the waits are short now.
-	poll   func(time.Duration)
-	rounds int
-	fast   bool
+	// waitFirst says the first samples will wait (a command's, for its
+	// exec's records): the passes are fast until they come.
+	poll      func(time.Duration)
+	rounds    int
+	fast      bool
+	waitFirst bool
 }
 
 // Waits between passes over the rings. A sample read before the records
 // of its process waits two passes (see round); at a ring's wakeup, half
 // a ring later, that is hundreds of samples copied, each a fresh 16 KiB
-// of heap. So while samples wait, and until the first sample comes (a
-// new command's first samples always wait for its exec's records), the
-// reader passes every fastPoll, which bounds the wait to a few
-// milliseconds of samples; otherwise at the ring's wakeups, for the
-// least CPU time.
+// of heap. So while samples wait, and for a command until its first
+// sample comes (a new command's first samples always wait for its
+// exec's records), the reader passes every fastPoll, which bounds the
+// wait to a few milliseconds of samples; otherwise at the ring's
+// wakeups, for the least CPU time (a pass costs tens of microseconds
+// on a virtual machine, mostly in waking up).
 const (
 	fastPoll = 4 * time.Millisecond
 	// startRounds bounds the fast passes while no sample has come: a
@@ -298,7 +302,7 @@ func (r *recorder) round() {
 	if r.poll == nil {
 		return
 	}
-	fast := r.kept > 0 || r.stats.Samples == 0 && r.rounds < startRounds
+	fast := r.kept > 0 || r.waitFirst && r.stats.Samples == 0 && r.rounds < startRounds
 	if fast != r.fast {
 		r.fast = fast
 		if fast {
