@@ -18,16 +18,8 @@ const maxLabels = 1 << 16
 // symbol covers an address. Mapping symbols ($x, $d) and assembler
 // locals (.L) are left out.
 func textLabel(f *elf.File, bo binary.ByteOrder, is64 bool, e []byte, strs string) (sym, bool) {
-	var name uint32
-	var info uint8
-	var shndx uint16
-	var value uint64
-	name = bo.Uint32(e)
-	if is64 {
-		info, shndx, value = e[4], bo.Uint16(e[6:]), bo.Uint64(e[8:])
-	} else {
-		value, info, shndx = uint64(bo.Uint32(e[4:])), e[12], bo.Uint16(e[14:])
-	}
+	se := decodeSym(bo, is64, e)
+	name, info, shndx, value := se.name, se.info, se.shndx, se.value
 	if elf.ST_TYPE(info) != elf.STT_NOTYPE || value == 0 || int(shndx) >= len(f.Sections) || shndx == 0 ||
 		f.Sections[shndx].Flags&elf.SHF_EXECINSTR == 0 || int(name) >= len(strs) {
 		return sym{}, false

@@ -190,17 +190,9 @@ func scanFuncs(f *elf.File, typ elf.SectionType, qs []uint64, buf []byte) ([]laz
 				continue
 			}
 			e := ebuf[off : off+size]
-			var c lazyCand
-			var info uint8
-			var shndx uint16
-			c.nameOff = bo.Uint32(e)
-			if is64 {
-				info, shndx = e[4], bo.Uint16(e[6:])
-				c.start, c.size = bo.Uint64(e[8:]), bo.Uint64(e[16:])
-			} else {
-				c.start, c.size = uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))
-				info, shndx = e[12], bo.Uint16(e[14:])
-			}
+			se := decodeSym(bo, is64, e)
+			c := lazyCand{nameOff: se.name, start: se.value, size: se.size}
+			info, shndx := se.info, se.shndx
 			t := elf.ST_TYPE(info)
 			if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || c.start == 0 {
 				continue

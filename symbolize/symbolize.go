@@ -488,18 +488,8 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym)
 	}
 	// parse decodes an entry; ok is false for what is not a function.
 	parse := func(e []byte) (c cand, ok bool) {
-		var name uint32
-		var info uint8
-		var shndx uint16
-		var value, sz uint64
-		name = bo.Uint32(e)
-		if is64 {
-			info, shndx = e[4], bo.Uint16(e[6:])
-			value, sz = bo.Uint64(e[8:]), bo.Uint64(e[16:])
-		} else {
-			value, sz = uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))
-			info, shndx = e[12], bo.Uint16(e[14:])
-		}
+		se := decodeSym(bo, is64, e)
+		name, info, shndx, value, sz := se.name, se.info, se.shndx, se.value, se.size
 		t := elf.ST_TYPE(info)
 		// With labels, untyped symbols in code count too, as perf counts
 		// them: _start in ld.so, entry points written in assembly.
@@ -547,6 +537,23 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym)
 		return nil, text
 	}
 	return out, text
+}
+
+// symEntry is one entry of an ELF symbol table.
+type symEntry struct {
+	name        uint32 // offset in the string table
+	info        uint8
+	shndx       uint16
+	value, size uint64
+}
+
+// decodeSym decodes entry e of a symbol table of 64-bit entries (is64,
+// 24 bytes) or 32-bit ones (16 bytes).
+func decodeSym(bo binary.ByteOrder, is64 bool, e []byte) symEntry {
+	if is64 {
+		return symEntry{bo.Uint32(e), e[4], bo.Uint16(e[6:]), bo.Uint64(e[8:]), bo.Uint64(e[16:])}
+	}
+	return symEntry{bo.Uint32(e), e[12], bo.Uint16(e[14:]), uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))}
 }
 
 // better reports whether a should name the address rather than b (same
