@@ -1,7 +1,9 @@
 package recorder
 
 import (
+	"cmp"
 	"encoding/binary"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,6 +56,15 @@ func TestWaitingSamplesPollFast(t *testing.T) {
 	if len(samples) < 40 {
 		t.Fatalf("%d samples, want 40", len(samples))
 	}
+	// In time order, as the passes below take them: the rings of
+	// different CPUs were read one after the other.
+	timeOf := func(raw []byte) uint64 {
+		if err := dec.Decode(&rec, raw); err != nil {
+			t.Fatal(err)
+		}
+		return rec.Time()
+	}
+	slices.SortStableFunc(samples, func(a, b []byte) int { return cmp.Compare(timeOf(a), timeOf(b)) })
 	feed := func(batch [][]byte) {
 		t.Helper()
 		for _, raw := range batch {
