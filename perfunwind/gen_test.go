@@ -67,7 +67,7 @@ func walksWith(t *testing.T, path string, opts perfunwind.Options, popts perfunw
 }
 
 // findRecording returns the recording of recordings named name.
-func findRecording(t *testing.T, name string) recording {
+func findRecording(t testing.TB, name string) recording {
 	for _, r := range recordings {
 		if r.name == name {
 			return r
