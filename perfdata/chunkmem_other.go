@@ -2,5 +2,6 @@
 
 package perfdata
 
-// newChunkMem returns the memory of a chunk.
-func newChunkMem() []byte { return make([]byte, chunkMem) }
+// newChunkMem returns the memory of a chunk and the function that
+// releases it.
+func newChunkMem() ([]byte, func()) { return make([]byte, chunkMem), func() {} }

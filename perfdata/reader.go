@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -80,13 +81,13 @@ type Reader struct {
 	// touching a mapped page costs microseconds (a page fault, a TLB miss)
 	// where copying it costs a fraction, and a mapping read from end to
 	// end stays resident. A chunk is reused once no queued record lies in
-	// it. While the records of one chunk are decoded, the next is read
-	// on another goroutine (ahead; see load).
-	file   *os.File
-	cur    *chunk
-	chunks []*chunk
-	ahead  *chunk   // being read, or read, by rd
-	rd     *reading // the goroutine that reads ahead, once started
+	// it. While the records of one chunk are decoded, the next ones are
+	// read on another goroutine (ahead; see load).
+	file     *os.File
+	cur      *chunk
+	ahead    []*chunk  // being read, or read, in file order
+	nextRead int64     // the file offset the read after ahead's starts at
+	cs       *chunkSet // the chunks, and the goroutines reading into them
 
 	// Streamed input: records are read into sbuf.
 	in    *bufio.Reader
@@ -160,6 +161,10 @@ func newFile(f *os.File, size int64) (*Reader, error) {
 		return nil, err
 	}
 	r.release, r.file = release, f
+	r.cs = &chunkSet{}
+	// A Reader dropped without Close still ends the goroutines and
+	// releases the chunks.
+	runtime.AddCleanup(r, (*chunkSet).release, r.cs)
 	return r, nil
 }
 
@@ -174,13 +179,30 @@ const (
 	chunkSize = chunkMem - chunkHead
 )
 
+// readAhead is the number of chunks read ahead of the current one, and
+// readers the number of goroutines reading them. The copy costs about
+// as much processor time as everything else sframe report does with a
+// recording's samples. With one chunk read by one goroutine, the reading
+// and the decoding took turns waiting for each other (the decoding a
+// fifth of its time); with two goroutines, the copy takes whichever
+// processor is free. Three chunks ahead took more processor time than
+// two, the unwinding's loads from the stack copies missing the cache
+// more often (their chunk had been written longer before).
+const (
+	readAhead = 2
+	readers   = 2
+)
+
 // chunk is a part of a file's data section, read into memory.
 type chunk struct {
-	mem  []byte // chunkMem bytes
-	buf  []byte // the bytes held: a window of mem
-	off  int64  // file offset of buf[0]
-	refs int    // records of the time-order queue in buf
-	err  error  // of the read ahead
+	mem     []byte        // chunkMem bytes
+	buf     []byte        // the bytes held: a window of mem
+	off     int64         // file offset of buf[0]
+	refs    int           // records of the time-order queue in buf
+	err     error         // of the read ahead
+	read    chan struct{} // the read ahead is done
+	pending bool          // asked to be read ahead, and not yet waited for
+	free    func()        // releases mem
 }
 
 // has reports whether c holds the n bytes at file offset off.
@@ -189,14 +211,16 @@ func (c *chunk) has(off, n int64) bool {
 }
 
 // load makes current a chunk that holds the data section from off: the
-// one read ahead, when it does (with the start of the record the current
-// one cut copied in front), else one read now into a chunk that holds no
-// queued record. Then it has the chunk after it read ahead, so that the
-// copy (a quarter of the time of a recording's samples) takes another
-// processor while this one's records are decoded.
+// first one read ahead, when it does (with the start of the record the
+// current one cut copied in front), else one read now into a chunk that
+// holds no queued record. Then it has the chunks after it read ahead, up
+// to readAhead of them, so that the copy (a quarter of the time of a
+// recording's samples) takes another processor while this one's records
+// are decoded.
 func (r *Reader) load(off int64) error {
 	c := r.takeAhead(off)
 	if c == nil {
+		r.dropAhead()
 		c = r.freeChunk()
 		n := min(int64(chunkSize), r.end-off)
 		c.buf, c.off = c.mem[chunkHead:chunkHead+n], off
@@ -204,20 +228,23 @@ func (r *Reader) load(off int64) error {
 			c.buf = c.buf[:m]
 			return &Error{Off: off, DecompOff: -1, Kind: ErrIO, Msg: fmt.Sprintf("reading %d bytes of records", n), Err: err}
 		}
+		r.nextRead = c.off + int64(len(c.buf))
 	}
 	r.cur = c
-	if next := c.off + int64(len(c.buf)); next < r.end {
+	for len(r.ahead) < readAhead && r.nextRead < r.end {
 		a := r.freeChunk()
-		n := min(int64(chunkSize), r.end-next)
-		a.buf, a.off = a.mem[chunkHead:chunkHead+n], next
-		if r.rd == nil {
-			r.rd = &reading{req: make(chan *chunk, 1), done: make(chan *chunk, 1)}
-			go r.rd.run(r.file)
-			// A Reader dropped without Close still ends the goroutine.
-			runtime.AddCleanup(r, (*reading).stop, r.rd)
+		n := min(int64(chunkSize), r.end-r.nextRead)
+		a.buf, a.off = a.mem[chunkHead:chunkHead+n], r.nextRead
+		if r.cs.rd == nil {
+			r.cs.rd = &reading{req: make(chan *chunk, readAhead)}
+			for range readers {
+				go r.cs.rd.run(r.file)
+			}
 		}
-		r.ahead = a
-		r.rd.req <- a
+		r.ahead = append(r.ahead, a)
+		r.nextRead += n
+		a.pending = true
+		r.cs.rd.req <- a
 	}
 	return nil
 }
@@ -225,28 +252,30 @@ func (r *Reader) load(off int64) error {
 // freeChunk returns a chunk that holds no queued record and is neither
 // current nor read ahead, allocating one if need be.
 func (r *Reader) freeChunk() *chunk {
-	for _, k := range r.chunks {
-		if k.refs == 0 && k != r.cur && k != r.ahead {
+	for _, k := range r.cs.chunks {
+		if k.refs == 0 && k != r.cur && !slices.Contains(r.ahead, k) {
 			return k
 		}
 	}
-	c := &chunk{mem: newChunkMem()}
-	r.chunks = append(r.chunks, c)
+	c := &chunk{read: make(chan struct{}, 1)}
+	c.mem, c.free = newChunkMem()
+	r.cs.chunks = append(r.cs.chunks, c)
 	return c
 }
 
-// takeAhead waits for the chunk read ahead, if any, and returns it if it
-// can hold the data from off: it starts at most chunkHead bytes after
-// off, and the current chunk holds the bytes in between, which are
+// takeAhead waits for the first chunk read ahead, if any, and returns it
+// if it can hold the data from off: it starts at most chunkHead bytes
+// after off, and the current chunk holds the bytes in between, which are
 // copied in front of it. Otherwise the chunk is left free, and nil
 // returned.
 func (r *Reader) takeAhead(off int64) *chunk {
-	a := r.ahead
-	if a == nil {
+	if len(r.ahead) == 0 {
 		return nil
 	}
-	<-r.rd.done
-	r.ahead = nil
+	a := r.ahead[0]
+	<-a.read
+	a.pending = false
+	r.ahead = slices.Delete(r.ahead, 0, 1)
 	gap := a.off - off
 	if a.err != nil || gap < 0 || gap > chunkHead || gap > 0 && !r.cur.has(off, gap) {
 		return nil
@@ -258,14 +287,50 @@ func (r *Reader) takeAhead(off int64) *chunk {
 	return a
 }
 
-// reading is the goroutine that reads chunks ahead.
+// dropAhead waits for the chunks still being read ahead, and leaves them
+// free: the data is read from elsewhere.
+func (r *Reader) dropAhead() {
+	for _, a := range r.ahead {
+		<-a.read
+		a.pending = false
+	}
+	r.ahead = r.ahead[:0]
+}
+
+// chunkSet is a Reader's chunks and the goroutines that read ahead into
+// them: what Close releases, or a cleanup when the Reader is dropped
+// without Close.
+type chunkSet struct {
+	chunks []*chunk
+	rd     *reading // once started
+}
+
+// release stops the reading goroutines once they have read what they
+// were given, then unmaps the chunks: no record may refer to them.
+func (cs *chunkSet) release() {
+	if cs.rd != nil {
+		cs.rd.stop()
+		cs.rd = nil
+	}
+	for _, c := range cs.chunks {
+		if c.pending {
+			<-c.read
+			c.pending = false
+		}
+		c.free()
+	}
+	cs.chunks = nil
+}
+
+// reading is the goroutines that read chunks ahead.
 type reading struct {
-	req, done chan *chunk
-	once      sync.Once
+	req  chan *chunk
+	once sync.Once
 }
 
 // run reads the chunks of req (c.buf at c.off of f), each in full or
-// with c.err set, and hands them to done, until req is closed.
+// with c.err set, and signals each one's read when done, until req is
+// closed.
 func (rd *reading) run(f *os.File) {
 	for c := range rd.req {
 		m, err := f.ReadAt(c.buf, c.off)
@@ -277,11 +342,11 @@ func (rd *reading) run(f *os.File) {
 			c.err = err
 		}
 		c.buf = c.buf[:m]
-		rd.done <- c
+		c.read <- struct{}{}
 	}
 }
 
-// stop ends the goroutine once it has read what it was given.
+// stop ends the goroutines once they have read what they were given.
 func (rd *reading) stop() { rd.once.Do(func() { close(rd.req) }) }
 
 // NewBytes reads a recording held in b, in either format, without copying
@@ -360,16 +425,15 @@ func (r *Reader) SetLimits(l Limits) {
 }
 
 // Close releases the mapping or closes the file Open opened, and stops
-// the decompressor.
+// the decompressor. The last record Next returned is no longer valid.
 func (r *Reader) Close() error {
 	r.z.close()
 	r.z = nil
-	if r.ahead != nil {
-		<-r.rd.done // the goroutine is done with the file
-		r.ahead = nil
-	}
-	if r.rd != nil {
-		r.rd.stop()
+	if r.cs != nil {
+		r.dropAhead()
+		r.cs.release() // the goroutines are done with the file
+		r.cur = nil
+		r.q = queue{} // no record may refer to the chunks now
 	}
 	var err error
 	if r.release != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
+	"github.com/sframekit/sframekit/stackprof"
 )
 
 // BenchmarkUnwindSamples measures the per-sample path of sframe report:
@@ -112,4 +113,48 @@ func loadSamples(b *testing.B, path string, gen bool) (*perfunwind.Session, []pe
 		}
 	}
 	return s, samples
+}
+
+// BenchmarkProcess measures what sframe report --format text does with a
+// recording (made at benchmark time), from the file: read it, unwind
+// every sample (SFrame compiled from CFI) and print it as perf script
+// does, to io.Discard; with and without ProcessOptions.Pipeline, which
+// prints on a goroutine of its own.
+//
+//	go test ./perfunwind -run '^$' -bench Process -benchtime 10x
+func BenchmarkProcess(b *testing.B) {
+	path := record(b, findRecording(b, "sframe"))
+	for _, pipe := range []bool{false, true} {
+		name := "plain"
+		if pipe {
+			name = "pipeline"
+		}
+		b.Run(name, func(b *testing.B) {
+			samples := 0
+			cpu0 := cpuTime()
+			for b.Loop() {
+				r, err := perfdata.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := perfunwind.NewSession(perfunwind.Options{SFrameFromCFI: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				res := perfunwind.NewResolver(s)
+				sw := stackprof.NewScriptWriter(io.Discard, res)
+				if err := s.Process(r, perfunwind.ProcessOptions{Pipeline: pipe}, sw.Write); err != nil {
+					b.Fatal(err)
+				}
+				sw.Flush()
+				samples += int(s.Stats.Samples)
+				res.Close()
+				s.Close()
+				r.Close()
+			}
+			cpu := cpuTime() - cpu0
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(samples), "ns/sample")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(samples), "cpu-ns/sample")
+		})
+	}
 }

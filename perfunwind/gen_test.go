@@ -20,6 +20,11 @@ type walk struct {
 
 // walks unwinds every sample of the recording at path with opts.
 func walks(t *testing.T, path string, opts perfunwind.Options) ([]walk, perfunwind.Stats) {
+	return walksWith(t, path, opts, perfunwind.ProcessOptions{})
+}
+
+// walksWith is walks with Process's options.
+func walksWith(t *testing.T, path string, opts perfunwind.Options, popts perfunwind.ProcessOptions) ([]walk, perfunwind.Stats) {
 	t.Helper()
 	r, err := perfdata.Open(path)
 	if err != nil {
@@ -33,7 +38,7 @@ func walks(t *testing.T, path string, opts perfunwind.Options) ([]walk, perfunwi
 	defer s.Close()
 	var out []walk
 	var b strings.Builder
-	err = s.Process(r, perfunwind.ProcessOptions{}, func(st *perfunwind.Stack) error {
+	err = s.Process(r, popts, func(st *perfunwind.Stack) error {
 		b.Reset()
 		for i, f := range st.Frames {
 			name := "-"
@@ -61,6 +66,17 @@ func walks(t *testing.T, path string, opts perfunwind.Options) ([]walk, perfunwi
 	return out, s.Stats
 }
 
+// findRecording returns the recording of recordings named name.
+func findRecording(t testing.TB, name string) recording {
+	for _, r := range recordings {
+		if r.name == name {
+			return r
+		}
+	}
+	t.Fatalf("no recording %q", name)
+	return recording{}
+}
+
 // TestSFrameFromCFI unwinds recordings with and without SFrame compiled
 // from the CFI of the files that have none (libc, ld.so, the CFI-only
 // program, libpython), for the functions the walks go through, as they
@@ -70,13 +86,7 @@ func walks(t *testing.T, path string, opts perfunwind.Options) ([]walk, perfunwi
 func TestSFrameFromCFI(t *testing.T) {
 	for _, name := range []string{"sframe", "cfi", "cxx", "python", "exec"} {
 		t.Run(name, func(t *testing.T) {
-			var rc recording
-			for _, r := range recordings {
-				if r.name == name {
-					rc = r
-				}
-			}
-			path := record(t, rc)
+			path := record(t, findRecording(t, name))
 			cfi, cst := walks(t, path, perfunwind.Options{})
 			gen, gst := walks(t, path, perfunwind.Options{SFrameFromCFI: true})
 			if len(cfi) != len(gen) {

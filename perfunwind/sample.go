@@ -248,6 +248,7 @@ func indexContext(c []uint64) int {
 // unwindUser unwinds the user part of smp in process p.
 func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	sp := smp.Regs.SP()
+	s.touched += prefetch(smp.Stack)
 	s.mem = unwind.StackMemory{SP: sp, Stack: smp.Stack, End: p.stackEnd(sp), Fallback: &p.mem}
 	frames, stop, err := p.u.Unwind(&s.ctx, &smp.Regs, &s.mem, s.frames[:0])
 	s.frames = frames
@@ -291,6 +292,26 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 		}
 		s.Stats.StopWhere[where]++
 	}
+}
+
+// prefetchBytes is how much of a stack copy prefetch loads: the median
+// walk of a C program's samples reads 1.1 KB of its 8 KiB copy.
+const prefetchBytes = 2 << 10
+
+// prefetch loads the first prefetchBytes of a stack copy, a byte of each
+// cache line, and returns their sum (kept by the caller, so that the
+// loads stay). The walk's loads of return addresses each depend on the
+// one before, so each waits for memory in turn, and the copy is rarely
+// in the cache: perfdata read it ahead, on another processor. These
+// loads are independent, and the processor overlaps them. With them,
+// sframe report's unwinding took 15-20% fewer processor samples (2 KiB;
+// 1 KiB gained less).
+func prefetch(stack []byte) byte {
+	var t byte
+	for o := 0; o < min(len(stack), prefetchBytes); o += 64 {
+		t += stack[o]
+	}
+	return t
 }
 
 // kernelFrameMap returns the mapping of a kernel address: the kernel's or

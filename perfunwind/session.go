@@ -131,9 +131,10 @@ type Session struct {
 	genDue bool // a cfiCache has SFrame to compile (compileDue)
 
 	// Scratch reused by every sample.
-	ctx    unwind.Context
-	mem    unwind.StackMemory
-	frames []unwind.Frame
+	ctx     unwind.Context
+	mem     unwind.StackMemory
+	frames  []unwind.Frame
+	touched byte // what prefetch loaded, so that its loads are kept
 
 	// Stats counts what the samples gave.
 	Stats Stats

@@ -175,7 +175,9 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 
 	var progress atomic.Int64
 	stopBar := startProgress(stderr, size, &progress)
-	perr := sess.Process(r, perfunwind.ProcessOptions{Filter: filter, Progress: func(off int64) { progress.Store(off) }}, sink)
+	// The writer takes the other processor while the samples after are
+	// unwound; it uses the Resolver, never the Session.
+	perr := sess.Process(r, perfunwind.ProcessOptions{Filter: filter, Progress: func(off int64) { progress.Store(off) }, Pipeline: true}, sink)
 	stopBar()
 	var werr *writeError
 	if errors.As(perr, &werr) {
