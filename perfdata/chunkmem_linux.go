@@ -47,9 +47,12 @@ func newChunkMem() ([]byte, func()) {
 // running on both processors, those hand-offs were half of sframe
 // report's runs: 750-1,000 thread switches instead of 150-200, and the
 // run a third slower.
+//
+// On 32-bit systems, whose pread64 takes the offset in two words, it is
+// f.ReadAt.
 func readChunk(f *os.File, b []byte, off int64) (int, error) {
 	rc, err := f.SyscallConn()
-	if err != nil {
+	if err != nil || unsafe.Sizeof(uintptr(0)) < 8 {
 		return f.ReadAt(b, off)
 	}
 	n := 0
