@@ -51,7 +51,8 @@ func FuzzProcess(f *testing.F) {
 		sw := stackprof.NewScriptWriter(io.Discard, res)
 		fo := stackprof.NewFolded(res)
 		pb := stackprof.NewPerfBuilder(res, r.Header())
-		s.Process(r, perfunwind.ProcessOptions{}, func(st *perfunwind.Stack) error {
+		// Half the inputs through the pipeline sframe report uses.
+		s.Process(r, perfunwind.ProcessOptions{Pipeline: len(data)%2 == 1}, func(st *perfunwind.Stack) error {
 			sw.Write(st)
 			fo.Add(st)
 			return pb.Add(st)
