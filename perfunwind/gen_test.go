@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
 	"github.com/sframekit/sframekit/unwind"
 )
@@ -26,19 +25,10 @@ func walks(t *testing.T, path string, opts perfunwind.Options) ([]walk, perfunwi
 // walksWith is walks with Process's options.
 func walksWith(t *testing.T, path string, opts perfunwind.Options, popts perfunwind.ProcessOptions) ([]walk, perfunwind.Stats) {
 	t.Helper()
-	r, err := perfdata.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	s, err := perfunwind.NewSession(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	r, s := openSession(t, path, opts)
 	var out []walk
 	var b strings.Builder
-	err = s.Process(r, popts, func(st *perfunwind.Stack) error {
+	err := s.Process(r, popts, func(st *perfunwind.Stack) error {
 		b.Reset()
 		for i, f := range st.Frames {
 			name := "-"

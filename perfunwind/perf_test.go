@@ -19,7 +19,6 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/internal/testprog"
-	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
 	"github.com/sframekit/sframekit/stackprof"
 	"github.com/sframekit/sframekit/symbolize"
@@ -242,22 +241,13 @@ type ourSample struct {
 // a call instruction.
 func ours(t testing.TB, path string, calls *callSites) []ourSample {
 	t.Helper()
-	r, err := perfdata.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	s, err := perfunwind.NewSession(perfunwind.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	r, s := openSession(t, path, perfunwind.Options{})
 	res := perfunwind.NewResolver(s)
 	defer res.Close()
 	var buf bytes.Buffer
 	sw := stackprof.NewScriptWriter(&buf, res)
 	var out []ourSample
-	err = s.Process(r, perfunwind.ProcessOptions{}, func(st *perfunwind.Stack) error {
+	err := s.Process(r, perfunwind.ProcessOptions{}, func(st *perfunwind.Stack) error {
 		buf.Reset()
 		if err := sw.Write(st); err != nil {
 			return err

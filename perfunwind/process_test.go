@@ -44,24 +44,32 @@ func TestPipeline(t *testing.T) {
 	}
 }
 
-// names returns the symbol of every frame of every sample of the
-// recording at path, resolved in fn.
-func names(t *testing.T, path string, pipe bool) []string {
+// openSession opens the recording at path and a session with opts to
+// process it, both closed when the test ends.
+func openSession(t testing.TB, path string, opts perfunwind.Options) (*perfdata.Reader, *perfunwind.Session) {
 	t.Helper()
 	r, err := perfdata.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	s, err := perfunwind.NewSession(perfunwind.Options{})
+	t.Cleanup(func() { r.Close() })
+	s, err := perfunwind.NewSession(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return r, s
+}
+
+// names returns the symbol of every frame of every sample of the
+// recording at path, resolved in fn.
+func names(t *testing.T, path string, pipe bool) []string {
+	t.Helper()
+	r, s := openSession(t, path, perfunwind.Options{})
 	res := perfunwind.NewResolver(s)
 	defer res.Close()
 	var out []string
-	err = s.Process(r, perfunwind.ProcessOptions{Pipeline: pipe}, func(st *perfunwind.Stack) error {
+	err := s.Process(r, perfunwind.ProcessOptions{Pipeline: pipe}, func(st *perfunwind.Stack) error {
 		for _, f := range st.Frames {
 			out = append(out, res.Resolve(f.Map, f.LookupPC()).Sym)
 		}
@@ -78,17 +86,10 @@ func names(t *testing.T, path string, pipe bool) []string {
 func TestPipelineError(t *testing.T) {
 	path := record(t, findRecording(t, "sframe"))
 	for _, stopAt := range []int{0, 1, 127, 128, 129, 1000} {
-		r, err := perfdata.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := perfunwind.NewSession(perfunwind.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, s := openSession(t, path, perfunwind.Options{})
 		errStop := errors.New("stop")
 		n := 0
-		err = s.Process(r, perfunwind.ProcessOptions{Pipeline: true}, func(st *perfunwind.Stack) error {
+		err := s.Process(r, perfunwind.ProcessOptions{Pipeline: true}, func(st *perfunwind.Stack) error {
 			n++
 			if n-1 == stopAt {
 				return errStop
@@ -98,7 +99,5 @@ func TestPipelineError(t *testing.T) {
 		if err != errStop || n != stopAt+1 {
 			t.Errorf("stopping at sample %d: %d calls, error %v", stopAt, n, err)
 		}
-		s.Close()
-		r.Close()
 	}
 }
