@@ -47,8 +47,7 @@ func newChunkMem() ([]byte, func()) {
 // running on both processors, those hand-offs were half of sframe
 // report's runs: 750-1,000 thread switches instead of 150-200, and the
 // run a third slower. A read that waits for a disk holds its processor
-// meanwhile (the other one is free for the rest); the decoding waits for that
-// read anyway.
+// meanwhile; the decoding waits for that read anyway.
 //
 // On 32-bit systems, whose pread64 takes the offset in two words, it is
 // f.ReadAt.
