@@ -134,17 +134,11 @@ func CrashCore(t testing.TB, a Arch, exe string, qemuArgs ...string) *Crash {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatalf("%s %s exited normally, want a crash:\n%s", a.QEMU, exe, out.String())
-		}
-	case <-time.After(crossTimeout):
-		cmd.Process.Kill()
-		<-done
+	switch late, err := waitFor(cmd, crossTimeout); {
+	case late:
 		t.Fatalf("%s %s: no crash after %v:\n%s", a.QEMU, exe, crossTimeout, out.String())
+	case err == nil:
+		t.Fatalf("%s %s exited normally, want a crash:\n%s", a.QEMU, exe, out.String())
 	}
 	c := &Crash{Modules: map[string]uint64{}}
 	ents, err := os.ReadDir(run)
@@ -199,19 +193,27 @@ func GDBMultiarch(t testing.TB, exe, core, sysroot string, cmds ...string) strin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	switch late, err := waitFor(cmd, 2*time.Minute); {
+	case late:
+		t.Fatalf("gdb-multiarch on %s did not finish:\n%s", core, out.String())
+	case err != nil:
+		t.Fatalf("gdb-multiarch: %v\n%s", err, out.String())
+	}
+	return out.String()
+}
+
+// waitFor waits for the started cmd to exit, or kills it after d; late
+// says it was killed.
+func waitFor(cmd *exec.Cmd, d time.Duration) (late bool, err error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Fatalf("gdb-multiarch: %v\n%s", err, out.String())
-		}
-	case <-time.After(2 * time.Minute):
+		return false, err
+	case <-time.After(d):
 		cmd.Process.Kill()
-		<-done
-		t.Fatalf("gdb-multiarch on %s did not finish:\n%s", core, out.String())
+		return true, <-done
 	}
-	return out.String()
 }
 
 // GcoreQEMU runs exe under a's qemu-user with its gdb stub, lets
