@@ -29,12 +29,20 @@ type kernelSyms struct {
 // isFunc reports whether a kallsyms symbol type is a function's.
 func isFunc(t byte) bool { return t == 't' || t == 'T' || t == 'w' || t == 'W' }
 
+// maxLine bounds the bytes of a kallsyms line (KSYM_NAME_LEN is 512, to
+// which come the address, type and module tag): a longer one does not
+// parse, and lookups look no further than that for a line's ends, so
+// that a crafted file of long lines costs a lookup what short ones do.
+const maxLine = 1024
+
 // parseLine parses the kallsyms line at text[off:]: "ADDR TYPE NAME" and
 // an optional "\tMODULE" up to the newline.
 func (k *kernelSyms) parseLine(off int) (addr uint64, typ byte, name, mod string, ok bool) {
-	line := k.text[off:]
+	line := k.text[off:min(off+maxLine, len(k.text))]
 	if j := indexByte(line, '\n'); j >= 0 {
 		line = line[:j]
+	} else if off+maxLine < len(k.text) {
+		return 0, 0, "", "", false // too long
 	}
 	sp := indexByte(line, ' ')
 	if sp <= 0 || sp > 16 || sp+3 >= len(line) || line[sp+2] != ' ' {
@@ -213,17 +221,29 @@ func readAllInto(r io.Reader, buf []byte, limit int) ([]byte, error) {
 func indexByte(s string, c byte) int { return strings.IndexByte(s, c) }
 
 // nextLine returns the start of the line after the one at off in the
-// kernel's part of the text, or the part's end.
+// kernel's part of the text, or the part's end; past a line longer than
+// maxLine (which does not parse), the place maxLine bytes on.
 func (k *kernelSyms) nextLine(off int) int {
-	if i := indexByte(k.text[off:k.core], '\n'); i >= 0 {
+	end := min(off+maxLine, k.core)
+	if i := indexByte(k.text[off:end], '\n'); i >= 0 {
 		return off + i + 1
 	}
-	return k.core
+	return end
+}
+
+// lineStart returns the start of the line that holds text[at-1], at or
+// after from; for a line longer than maxLine, the place maxLine bytes
+// before at.
+func (k *kernelSyms) lineStart(from, at int) int {
+	from = max(from, at-maxLine)
+	return strings.LastIndexByte(k.text[from:at], '\n') + 1 + from
 }
 
 // maxSkip bounds the lines lookup skips, at one step of its search, for
-// one that parses.
-const maxSkip = 64
+// one that parses. With maxLine, a lookup reads at most about
+// log2(lines) x (maxSkip+1) x 2 x maxLine bytes of the text (35 KB a
+// step), however the file is made; kallsyms itself has no such lines.
+const maxSkip = 16
 
 // lookup returns the function holding addr: the last one starting at or
 // below it, with its module ("" for the kernel itself).
@@ -240,7 +260,7 @@ func (k *kernelSyms) lookup(addr uint64) (start uint64, name, mod string, ok boo
 		// skipped for the next that does, up to maxSkip of them: a
 		// crafted file of garbage lines must not turn each lookup into
 		// a scan of the whole text (kallsyms itself has none).
-		ls := strings.LastIndexByte(k.text[lo:mid], '\n') + 1 + lo
+		ls := k.lineStart(lo, mid)
 		pl := ls
 		var a uint64
 		var parsed bool
@@ -264,7 +284,7 @@ func (k *kernelSyms) lookup(addr uint64) (start uint64, name, mod string, ok boo
 		if best == 0 {
 			break
 		}
-		best = strings.LastIndexByte(k.text[:best-1], '\n') + 1
+		best = k.lineStart(0, best-1)
 	}
 	// The rest: a function after it may start closer to addr.
 	if i := sort.Search(len(k.addrs), func(i int) bool { return k.addrs[i] > addr }) - 1; i >= 0 && (!ok || k.addrs[i] >= start) {

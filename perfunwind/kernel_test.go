@@ -136,3 +136,37 @@ func TestParseMapsLine(t *testing.T) {
 		}
 	}
 }
+
+// TestKallsymsLongLines checks the bound on a kallsyms line: a line
+// longer than maxLine (a crafted file: KSYM_NAME_LEN is 512) does not
+// parse, and the lines around it are still found past it and a few lines
+// that do not parse.
+func TestKallsymsLongLines(t *testing.T) {
+	long := "ffffffff81000400 T " + strings.Repeat("x", 3*maxLine) + "\n"
+	text := "ffffffff81000000 T _stext\n" +
+		"ffffffff81000300 T last\n" +
+		long +
+		strings.Repeat("garbage "+strings.Repeat("y", 100)+"\n", maxSkip/2) +
+		"ffffffff81000500 T after\n"
+	path := filepath.Join(t.TempDir(), "kallsyms")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, err := loadKallsyms(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.close()
+	for _, c := range []struct {
+		pc   uint64
+		name string
+	}{
+		{0xffffffff81000010, "_stext"},
+		{0xffffffff81000410, "last"}, // the long line's symbol is not read
+		{0xffffffff81000510, "after"},
+	} {
+		if _, name, _, _ := k.lookup(c.pc); name != c.name {
+			t.Errorf("%#x: %q, want %q", c.pc, name, c.name)
+		}
+	}
+}
