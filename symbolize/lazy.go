@@ -94,7 +94,7 @@ func (m *module) lookupLazy(addrs []uint64, out []Symbol, buf []byte) bool {
 		if t.f == nil {
 			continue
 		}
-		best, n, err := scanFuncs(t.f, t.typ, qs, buf)
+		best, n, names, err := scanFuncs(t.f, t.typ, qs, buf)
 		if err != nil {
 			return false
 		}
@@ -118,7 +118,7 @@ func (m *module) lookupLazy(addrs []uint64, out []Symbol, buf []byte) bool {
 				return false // an enclosing symbol, or a label, decides
 			}
 			if !c.nameOK {
-				name, err := readName(t.f, t.typ, c.nameOff, buf)
+				name, err := names.read(c.nameOff)
 				if err != nil {
 					return false
 				}
@@ -164,12 +164,14 @@ func strtabOf(f *elf.File, typ elf.SectionType) (sec, str *elf.Section, err erro
 // symbol with the greatest start in it (better, with names read only to
 // break ties), and the number of function symbols. Names that the choice
 // reads must be valid (errLazy otherwise: readFuncSyms would have left
-// the symbol out).
-func scanFuncs(f *elf.File, typ elf.SectionType, qs []uint64, buf []byte) ([]lazyCand, int, error) {
+// the symbol out). It returns the reader of the names too, for the
+// winners' names.
+func scanFuncs(f *elf.File, typ elf.SectionType, qs []uint64, buf []byte) ([]lazyCand, int, *nameReader, error) {
 	sec, str, err := strtabOf(f, typ)
 	if sec == nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
+	names := &nameReader{str: str, buf: buf[len(buf)-nameChunk:], left: 2*str.Size + 64<<10}
 	bo := f.ByteOrder
 	is64 := f.Class == elf.ELFCLASS64
 	size := 16
@@ -211,9 +213,9 @@ func scanFuncs(f *elf.File, typ elf.SectionType, qs []uint64, buf []byte) ([]laz
 			case !b.set || c.start > b.start:
 				*b = c
 			case c.start == b.start:
-				win, err := lazyBetter(f, typ, &c, b, buf[len(buf)-nameChunk:])
+				win, err := lazyBetter(names, &c, b)
 				if err != nil {
-					return nil, 0, err
+					return nil, 0, nil, err
 				}
 				if win {
 					*b = c
@@ -221,17 +223,17 @@ func scanFuncs(f *elf.File, typ elf.SectionType, qs []uint64, buf []byte) ([]laz
 			}
 		}
 		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			return best, count, nil
+			return best, count, names, nil
 		}
 		if rerr != nil {
-			return nil, 0, errLazy // readFuncSyms drops the table: read whole
+			return nil, 0, nil, errLazy // readFuncSyms drops the table: read whole
 		}
 	}
 }
 
 // lazyBetter is better for lazy candidates, reading their names only when
 // size and binding do not decide.
-func lazyBetter(f *elf.File, typ elf.SectionType, a, b *lazyCand, buf []byte) (bool, error) {
+func lazyBetter(names *nameReader, a, b *lazyCand) (bool, error) {
 	ca := cand{sym: sym{a.start, a.size, ""}, bind: a.bind}
 	cb := cand{sym: sym{b.start, b.size, ""}, bind: b.bind}
 	if (a.size > 0) != (b.size > 0) || bindRank(a.bind) != bindRank(b.bind) {
@@ -239,7 +241,7 @@ func lazyBetter(f *elf.File, typ elf.SectionType, a, b *lazyCand, buf []byte) (b
 	}
 	for _, c := range []*lazyCand{a, b} {
 		if !c.nameOK {
-			name, err := readName(f, typ, c.nameOff, buf)
+			name, err := names.read(c.nameOff)
 			if err != nil {
 				return false, err
 			}
@@ -250,19 +252,35 @@ func lazyBetter(f *elf.File, typ elf.SectionType, a, b *lazyCand, buf []byte) (b
 	return better(&ca, &cb), nil
 }
 
-// readName reads the name at off in the string table of f's table of
-// type typ through buf; errLazy when it is empty, not terminated or not
-// readable (readFuncSyms would leave its symbol out).
-func readName(f *elf.File, typ elf.SectionType, off uint32, buf []byte) (string, error) {
-	_, str, err := strtabOf(f, typ)
-	if err != nil || str == nil {
-		return "", errLazy
-	}
+// nameReader reads names of a string table for a lazy pass, at most
+// twice the table's size and 64 KiB in all (what reading the table whole
+// costs, about): a crafted table whose symbols tie at one address with
+// long names would otherwise have each tie read a long name again.
+type nameReader struct {
+	str  *elf.Section
+	buf  []byte // nameChunk bytes
+	left uint64 // bytes of names the pass may still read
+}
+
+// read reads the name at off through buf; errLazy when it is empty, not
+// terminated or not readable (readFuncSyms would leave its symbol out),
+// or the pass's bytes are spent (the table is then read whole).
+func (nr *nameReader) read(off uint32) (string, error) {
+	str := nr.str
 	var name []byte
 	for pos := uint64(off); pos < str.Size; {
-		chunk := buf[:min(uint64(len(buf)), str.Size-pos)]
+		chunk := nr.buf[:min(uint64(len(nr.buf)), str.Size-pos)]
 		n, err := str.ReadAt(chunk, int64(pos))
-		if i := slices.Index(chunk[:n], 0); i >= 0 {
+		i := slices.Index(chunk[:n], 0)
+		used := uint64(n)
+		if i >= 0 {
+			used = uint64(i) + 1
+		}
+		if used > nr.left {
+			return "", errLazy
+		}
+		nr.left -= used
+		if i >= 0 {
 			name = append(name, chunk[:i]...)
 			if len(name) == 0 {
 				return "", errLazy
