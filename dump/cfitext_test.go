@@ -58,13 +58,18 @@ func TestCorpusReadelf(t *testing.T) {
 }
 
 // readelfPath returns the installed readelf, or skips (fails under CI).
-func readelfPath(t *testing.T) string {
-	p, err := exec.LookPath("readelf")
+func readelfPath(t *testing.T) string { return toolPath(t, "readelf") }
+
+// toolPath returns the path of a tool the test needs; without it the
+// test is skipped, and failed under CI.
+func toolPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("readelf not installed; required under CI")
+			t.Fatalf("%s not installed; required under CI", name)
 		}
-		t.Skip("readelf not installed")
+		t.Skipf("%s not installed", name)
 	}
 	return p
 }
@@ -141,10 +146,7 @@ func TestSystemReadelf(t *testing.T) {
 // readelf.
 func TestGCCDebugFrame(t *testing.T) {
 	readelf := readelfPath(t)
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not installed")
-	}
+	gcc := toolPath(t, "gcc")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "a.c")
 	os.WriteFile(src, []byte(`
@@ -234,15 +236,12 @@ k:	.cfi_startproc
 // TestReadelfQuirks assembles quirksAsm and compares with readelf.
 func TestReadelfQuirks(t *testing.T) {
 	readelf := readelfPath(t)
-	as, err := exec.LookPath("as")
-	if err != nil {
-		t.Skip("as not installed")
-	}
+	as := toolPath(t, "as")
 	dir := t.TempDir()
 	src, obj := filepath.Join(dir, "q.s"), filepath.Join(dir, "q.o")
 	os.WriteFile(src, []byte(quirksAsm), 0o644)
 	if msg, err := exec.Command(as, "--64", src, "-o", obj).CombinedOutput(); err != nil {
-		t.Skipf("as failed: %v\n%s", err, msg)
+		t.Fatalf("as failed: %v\n%s", err, msg)
 	}
 	compareWithReadelf(t, readelf, obj)
 }
