@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/sframekit/sframekit/internal/testprog"
 	"io"
 	"os"
 	"os/exec"
@@ -61,16 +62,11 @@ func TestCorpusReadelf(t *testing.T) {
 func readelfPath(t *testing.T) string { return toolPath(t, "readelf") }
 
 // toolPath returns the path of a tool the test needs; without it the
-// test is skipped, and failed under CI.
+// test is skipped, and failed under CI (testprog.NeedTool).
 func toolPath(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not installed; required under CI", name)
-		}
-		t.Skipf("%s not installed", name)
-	}
+	testprog.NeedTool(t, name)
+	p, _ := exec.LookPath(name)
 	return p
 }
 
