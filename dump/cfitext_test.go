@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/sframekit/sframekit/internal/testprog"
 	"io"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"github.com/sframekit/sframekit/internal/corpus"
 	"github.com/sframekit/sframekit/internal/elftest"
 	"github.com/sframekit/sframekit/internal/memtest"
+	"github.com/sframekit/sframekit/internal/testprog"
 )
 
 // TestCorpusReadelf checks WriteCFIText against `readelf
