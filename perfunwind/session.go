@@ -12,6 +12,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
+	"github.com/sframekit/sframekit/symbolize"
 	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
 )
@@ -166,11 +167,23 @@ func NewSession(opts Options) (*Session, error) {
 		kmaps:      map[string]*Mapping{},
 		kernPCs:    map[uint64]*Mapping{},
 	}
+	s.cache.Options.DebugDirs = s.debugDirs()
 	s.Stats.StopWhere = map[StopPlace]uint64{}
 	if opts.Arch != 0 {
 		s.startKernel()
 	}
 	return s, nil
+}
+
+// debugDirs are the roots searched for the separate debug files of the
+// recorded files (their symbols and .debug_frame): the recording
+// machine's, under Options.SymFS, first.
+func (s *Session) debugDirs() []string {
+	dirs := []string{symbolize.DefaultDebugDir}
+	if s.opts.SymFS != "" {
+		dirs = append([]string{filepath.Join(s.opts.SymFS, symbolize.DefaultDebugDir)}, dirs...)
+	}
+	return dirs
 }
 
 // adopt completes options left zero from the recording's header h
@@ -486,8 +499,8 @@ func (s *Session) module(m *Mapping) *unwind.Module {
 		if ef, err := elf.NewFile(bytesReaderAt(f.image)); err == nil {
 			t := unwind.LoadTables(ef)
 			mod := &unwind.Module{Name: m.Name, File: f.key, Start: m.Start, End: m.End, Bias: m.Bias, SFrame: t.SFrame}
-			if t.CFI != nil {
-				mod.CFI = &unwind.CFITable{T: t.CFI}
+			if c := t.CFITable(); c != nil {
+				mod.CFI = c
 			}
 			return mod
 		}

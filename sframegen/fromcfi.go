@@ -20,7 +20,9 @@ type Options struct {
 	Version sframe.Version
 	// Section is the CFI section to read: ".eh_frame", ".debug_frame", or
 	// "" for .eh_frame when the file has one with data and .debug_frame
-	// otherwise.
+	// otherwise; in a linked file with both, FromCFI then reads both, the
+	// .debug_frame for the functions .eh_frame does not cover (see
+	// FromCFITables).
 	Section string
 }
 
@@ -105,7 +107,21 @@ func FromCFI(f *elf.File, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := FromCFITable(t, abi, opts)
+	tabs := []*cfi.Table{t}
+	if opts.Section == "" && name == ".eh_frame" && f.Type != elf.ET_REL {
+		// Code built without unwind tables has its rows in .debug_frame
+		// only: convert those too, as an unwinder reads them. (In an
+		// object every text section starts at 0: which FDEs describe
+		// the same code cannot be told.)
+		if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+			d, err := cfi.FromELF(f, ".debug_frame")
+			if err != nil {
+				return nil, err
+			}
+			tabs = append(tabs, d)
+		}
+	}
+	r, err := FromCFITables(tabs, abi, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +170,79 @@ func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
 	}
 	r.computeStats()
 	return r, nil
+}
+
+// FromCFITables converts the FDEs of tabs, one file's CFI sections in
+// the order an unwinder consults them (.eh_frame, then .debug_frame), as
+// FromCFITable converts one: every FDE of the first table, and of each
+// later one the FDEs whose start no earlier table covers. A program
+// built with -fno-asynchronous-unwind-tables has .eh_frame rows for the
+// C runtime only and its own in .debug_frame. FDEOffsets and
+// Skip.FDEOffset are offsets in the section the FDE is from. Limits: as
+// FromCFITable's, per table.
+func FromCFITables(tabs []*cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
+	if len(tabs) == 0 {
+		return nil, errors.New("no CFI table to convert")
+	}
+	r, err := FromCFITable(tabs[0], abi, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range tabs[1:] {
+		var fdes []cfi.FDE
+		it := t.Entries()
+		for it.Next() {
+			e := it.Entry()
+			if e.Kind != cfi.KindFDE {
+				continue
+			}
+			if e.Err != nil || e.FDE == nil {
+				r.Stats.BadEntries++
+				continue
+			}
+			if !coveredBy(tabs[:i+1], e.FDE.PCBegin) {
+				fdes = append(fdes, *e.FDE)
+			}
+		}
+		if err := it.Err(); err != nil {
+			r.Stats.BadEntries++
+			if r.Stats.WalkError == "" {
+				r.Stats.WalkError = err.Error()
+			}
+		}
+		more, err := FromFDEs(t, abi, fdes, opts)
+		if err != nil {
+			return nil, err
+		}
+		r.Append(more)
+	}
+	return r, nil
+}
+
+// coveredBy reports whether an FDE of one of tabs covers pc.
+func coveredBy(tabs []*cfi.Table, pc uint64) bool {
+	for _, t := range tabs {
+		if _, err := t.FindFDE(pc); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Append adds the functions, skips and counts of o, a conversion of
+// another CFI table of the same file with the same options (FromFDEs on
+// .debug_frame, say), to r.
+func (r *Result) Append(o *Result) {
+	r.Funcs = append(r.Funcs, o.Funcs...)
+	r.FDEOffsets = append(r.FDEOffsets, o.FDEOffsets...)
+	r.Skipped = append(r.Skipped, o.Skipped...)
+	r.Stats.CFIFuncs += o.Stats.CFIFuncs
+	r.Stats.CFIBytes += o.Stats.CFIBytes
+	r.Stats.BadEntries += o.Stats.BadEntries
+	if r.Stats.WalkError == "" {
+		r.Stats.WalkError = o.Stats.WalkError
+	}
+	r.computeStats()
 }
 
 // FromFDEs converts the FDEs fdes of t (found with t.FindFDE, say), as
