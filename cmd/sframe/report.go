@@ -120,11 +120,15 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 
 	var r *perfdata.Reader
 	var size int64
+	var end time.Time
 	if input == "-" {
 		r, err = perfdata.NewReader(stdin)
 	} else {
 		if st, serr := os.Stat(input); serr == nil && st.Mode().IsRegular() {
-			size = st.Size()
+			// perf record writes the header last: the file's time is
+			// the recording's end, after which a mapped file without a
+			// build ID must not have changed.
+			size, end = st.Size(), st.ModTime()
 		}
 		r, err = perfdata.Open(input)
 	}
@@ -135,7 +139,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	defer r.Close()
 	// The rest of the options come from the recording's header, which a
 	// pipe delivers with its first records.
-	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms, SFrameFromCFI: true}
+	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms, SFrameFromCFI: true, RecordingEnd: end}
 	sess, err := perfunwind.NewSession(opts)
 	if err != nil {
 		fs.fileError(input, err)
