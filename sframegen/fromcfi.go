@@ -148,28 +148,7 @@ func FromCFI(f *elf.File, opts Options) (*Result, error) {
 // v2 has no such bound) are only counted, the function being left out:
 // a long CFI program costs time in proportion to its length, not memory.
 func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
-	c, r, err := start(abi, opts)
-	if err != nil {
-		return nil, err
-	}
-	it := t.Entries()
-	for it.Next() {
-		e := it.Entry()
-		if e.Kind != cfi.KindFDE {
-			continue
-		}
-		if e.Err != nil || e.FDE == nil {
-			r.Stats.BadEntries++
-			continue
-		}
-		c.add(r, t, *e.FDE)
-	}
-	if err := it.Err(); err != nil {
-		r.Stats.BadEntries++
-		r.Stats.WalkError = err.Error()
-	}
-	r.computeStats()
-	return r, nil
+	return FromCFITables([]*cfi.Table{t}, abi, opts)
 }
 
 // FromCFITables converts the FDEs of tabs, one file's CFI sections in
@@ -184,12 +163,11 @@ func FromCFITables(tabs []*cfi.Table, abi sframe.ABI, opts Options) (*Result, er
 	if len(tabs) == 0 {
 		return nil, errors.New("no CFI table to convert")
 	}
-	r, err := FromCFITable(tabs[0], abi, opts)
+	c, r, err := start(abi, opts)
 	if err != nil {
 		return nil, err
 	}
-	for i, t := range tabs[1:] {
-		var fdes []cfi.FDE
+	for i, t := range tabs {
 		it := t.Entries()
 		for it.Next() {
 			e := it.Entry()
@@ -200,8 +178,8 @@ func FromCFITables(tabs []*cfi.Table, abi sframe.ABI, opts Options) (*Result, er
 				r.Stats.BadEntries++
 				continue
 			}
-			if !coveredBy(tabs[:i+1], e.FDE.PCBegin) {
-				fdes = append(fdes, *e.FDE)
+			if !coveredBy(tabs[:i], e.FDE.PCBegin) {
+				c.add(r, t, *e.FDE)
 			}
 		}
 		if err := it.Err(); err != nil {
@@ -210,12 +188,8 @@ func FromCFITables(tabs []*cfi.Table, abi sframe.ABI, opts Options) (*Result, er
 				r.Stats.WalkError = err.Error()
 			}
 		}
-		more, err := FromFDEs(t, abi, fdes, opts)
-		if err != nil {
-			return nil, err
-		}
-		r.Append(more)
 	}
+	r.computeStats()
 	return r, nil
 }
 

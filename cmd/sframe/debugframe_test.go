@@ -3,7 +3,6 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -127,13 +126,7 @@ func separateDebugFile(t *testing.T, exe string) string {
 	t.Helper()
 	testprog.NeedTool(t, "objcopy")
 	stripped := filepath.Join(t.TempDir(), filepath.Base(exe))
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(stripped, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, stripped, readFile(t, exe))
 	debug := stripped + ".debug"
 	for _, args := range [][]string{
 		{"--only-keep-debug", stripped, debug},

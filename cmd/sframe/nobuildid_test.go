@@ -30,17 +30,8 @@ func TestReportNoBuildID(t *testing.T) {
 	}
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "prog")
-	data, err := os.ReadFile(recorded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherData, err := os.ReadFile(other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(prog, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	otherData := readFile(t, other)
+	writeFile(t, prog, readFile(t, recorded))
 	rec := filepath.Join(dir, "perf.data")
 	if out, err := exec.Command("perf", "record", "-q", "-N", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", prog, "300").CombinedOutput(); err != nil {
 		t.Fatalf("perf record: %v\n%s", err, out)
@@ -61,9 +52,7 @@ func TestReportNoBuildID(t *testing.T) {
 
 	// Rewritten in place (the same inode), after the recording.
 	time.Sleep(20 * time.Millisecond) // past the recording's time, at any timestamp granularity
-	if err := os.WriteFile(prog, otherData, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, prog, otherData)
 	out, errs = report()
 	refused := regexp.MustCompile(`(?m)^files not used: 1\n  ` + regexp.QuoteMeta(prog) + `: modified at .*, after the recording ended .*no build ID`)
 	if strings.Contains(out, ";work;") || !refused.MatchString(errs) {
@@ -72,9 +61,7 @@ func TestReportNoBuildID(t *testing.T) {
 
 	// Replaced by another file, older than the recording.
 	tmp := prog + ".new"
-	if err := os.WriteFile(tmp, otherData, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, tmp, otherData)
 	old := time.Now().Add(-time.Hour)
 	if err := os.Chtimes(tmp, old, old); err != nil {
 		t.Fatal(err)
@@ -86,5 +73,24 @@ func TestReportNoBuildID(t *testing.T) {
 	refused = regexp.MustCompile(`(?m)^files not used: 1\n  ` + regexp.QuoteMeta(prog) + `: replaced since the recording \(inode \d+, recorded \d+\), and no build ID`)
 	if strings.Contains(out, ";work;") || !refused.MatchString(errs) {
 		t.Errorf("replaced: frames named from the other build, or no refusal in the summary:\n%s\n%.500s", errs, out)
+	}
+}
+
+// readFile returns the contents of the file at path.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// writeFile writes data to an executable file at path, in place if it
+// exists (its inode kept).
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
