@@ -126,7 +126,7 @@ func separateDebugFile(t *testing.T, exe string) string {
 	t.Helper()
 	testprog.NeedTool(t, "objcopy")
 	stripped := filepath.Join(t.TempDir(), filepath.Base(exe))
-	writeFile(t, stripped, readFile(t, exe))
+	writeFile(t, stripped, mustRead(t, exe))
 	debug := stripped + ".debug"
 	for _, args := range [][]string{
 		{"--only-keep-debug", stripped, debug},

@@ -30,8 +30,8 @@ func TestReportNoBuildID(t *testing.T) {
 	}
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "prog")
-	otherData := readFile(t, other)
-	writeFile(t, prog, readFile(t, recorded))
+	otherData := mustRead(t, other)
+	writeFile(t, prog, mustRead(t, recorded))
 	rec := filepath.Join(dir, "perf.data")
 	if out, err := exec.Command("perf", "record", "-q", "-N", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", prog, "300").CombinedOutput(); err != nil {
 		t.Fatalf("perf record: %v\n%s", err, out)
@@ -74,16 +74,6 @@ func TestReportNoBuildID(t *testing.T) {
 	if strings.Contains(out, ";work;") || !refused.MatchString(errs) {
 		t.Errorf("replaced: frames named from the other build, or no refusal in the summary:\n%s\n%.500s", errs, out)
 	}
-}
-
-// readFile returns the contents of the file at path.
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 // writeFile writes data to an executable file at path, in place if it
