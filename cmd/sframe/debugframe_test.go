@@ -157,7 +157,8 @@ func TestStackSeparateDebugFrame(t *testing.T) {
 // separate debug file: every sample in its functions must unwind to the
 // outermost frame (_start, or clone3 for its second thread), as eu-stack
 // and gdb unwind such code. perf script, which reads .eh_frame only,
-// stops after the first of its frames.
+// stops after the first of its frames. sframe record, on the same
+// unwinding path, must give the same.
 func TestReportDebugFrame(t *testing.T) {
 	testprog.NeedTool(t, "perf")
 	exe := testprog.Build(t, "../../perfunwind/testdata/prog.c", "-O2", "-g", "-fno-asynchronous-unwind-tables")
@@ -170,30 +171,44 @@ func TestReportDebugFrame(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", prog, code, errs)
 		}
-		// Samples in the program's own functions, and those whose walk
-		// reached the outermost frame.
-		own, full := 0, 0
-		var partial []string
-		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-			i := strings.LastIndexByte(line, ' ')
-			n, err := strconv.Atoi(line[i+1:])
-			if i < 0 || err != nil {
-				t.Fatalf("bad line %q", line)
-			}
-			stack := strings.Split(line[:i], ";")
-			if !slices.ContainsFunc(stack, func(f string) bool { return f == "spin" || f == "copy" || f == "work" }) {
-				continue
-			}
-			own += n
-			if len(stack) > 1 && (stack[1] == "_start" || stack[1] == "clone3" || stack[1] == "__clone3") {
-				full += n
-			} else if len(partial) < 5 {
-				partial = append(partial, line)
-			}
+		checkFullChains(t, "report "+prog, out, errs)
+	}
+	testprog.NeedPerfEvents(t)
+	folded := filepath.Join(t.TempDir(), "out.folded")
+	if _, errs, code := runCLI(t, "record", "--format", "folded", "-o", folded, "--", exe, "300"); code != 0 {
+		t.Fatalf("record: exit %d: %s", code, errs)
+	} else {
+		checkFullChains(t, "record", string(mustRead(t, folded)), errs)
+	}
+}
+
+// checkFullChains checks that the samples of folded stacks in the
+// functions of the perfunwind test program unwound to the outermost
+// frame (_start, or clone3 for its second thread); summary is the
+// command's.
+func checkFullChains(t *testing.T, what, folded, summary string) {
+	t.Helper()
+	own, full := 0, 0
+	var partial []string
+	for _, line := range strings.Split(strings.TrimSuffix(folded, "\n"), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		n, err := strconv.Atoi(line[i+1:])
+		if i < 0 || err != nil {
+			t.Fatalf("%s: bad line %q", what, line)
 		}
-		if own < 100 || full < own*99/100 {
-			t.Errorf("%s: %d of %d samples in the program's functions unwound to the outermost frame:\n%s\n%s",
-				prog, full, own, strings.Join(partial, "\n"), errs)
+		stack := strings.Split(line[:i], ";")
+		if !slices.ContainsFunc(stack, func(f string) bool { return f == "spin" || f == "copy" || f == "work" }) {
+			continue
 		}
+		own += n
+		if len(stack) > 1 && (stack[1] == "_start" || stack[1] == "clone3" || stack[1] == "__clone3") {
+			full += n
+		} else if len(partial) < 5 {
+			partial = append(partial, line)
+		}
+	}
+	if own < 50 || full < own*99/100 {
+		t.Errorf("%s: %d of %d samples in the program's functions unwound to the outermost frame:\n%s\n%s",
+			what, full, own, strings.Join(partial, "\n"), summary)
 	}
 }
