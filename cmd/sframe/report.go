@@ -29,10 +29,12 @@ const reportUsage = `[FILE]
 Reads FILE (default perf.data; - for standard input, which must be in
 perf's pipe format: perf record -o -), a recording made with
 perf record --call-graph dwarf, and unwinds each sample's user stack
-from its registers and stack copy: SFrame, then CFI, then frame
-pointers, per frame, over the files the recording mapped (found at
-their paths, or under --symfs, or in perf's build-ID cache ~/.debug;
-a file whose build ID is not the recorded one is not used). The walk
+from its registers and stack copy: SFrame, then CFI (.eh_frame, else
+.debug_frame, a separate debug file's too), then frame pointers, per
+frame, over the files the recording mapped (found at their paths, or
+under --symfs, or in perf's build-ID cache ~/.debug; a file whose build
+ID is not the recorded one is not used, nor one without a build ID
+replaced or modified since the recording). The walk
 ends cleanly where the stack copy ends. Kernel frames come from the
 sample's callchain, named from perf's copy of the recorded kernel's
 kallsyms (~/.debug/[kernel.kallsyms]/BUILDID/kallsyms), or from
