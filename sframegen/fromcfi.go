@@ -99,27 +99,9 @@ func FromCFI(f *elf.File, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, err := cfiSection(f, opts.Section)
+	tabs, _, err := cfiTables(f, opts.Section)
 	if err != nil {
 		return nil, err
-	}
-	t, err := cfi.FromELF(f, name)
-	if err != nil {
-		return nil, err
-	}
-	tabs := []*cfi.Table{t}
-	if opts.Section == "" && name == ".eh_frame" && f.Type != elf.ET_REL {
-		// Code built without unwind tables has its rows in .debug_frame
-		// only: convert those too, as an unwinder reads them. (In an
-		// object every text section starts at 0: which FDEs describe
-		// the same code cannot be told.)
-		if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-			d, err := cfi.FromELF(f, ".debug_frame")
-			if err != nil {
-				return nil, err
-			}
-			tabs = append(tabs, d)
-		}
 	}
 	r, err := FromCFITables(tabs, abi, opts)
 	if err != nil {
@@ -167,6 +149,23 @@ func FromCFITables(tabs []*cfi.Table, abi sframe.ABI, opts Options) (*Result, er
 	if err != nil {
 		return nil, err
 	}
+	eachFDE(tabs, func(t *cfi.Table, fde *cfi.FDE) { c.add(r, t, *fde) }, func(err error) {
+		r.Stats.BadEntries++
+		if err != nil && r.Stats.WalkError == "" {
+			r.Stats.WalkError = err.Error()
+		}
+	})
+	r.computeStats()
+	return r, nil
+}
+
+// eachFDE calls fn for each FDE of tabs, a file's CFI sections in the
+// order an unwinder consults them, that an unwinder takes rows from:
+// every FDE of the first table, and of each later one those whose start
+// no earlier table covers. It calls bad for each entry that does not
+// decode (err nil) and for a walk of a table that ended early (its
+// error).
+func eachFDE(tabs []*cfi.Table, fn func(t *cfi.Table, fde *cfi.FDE), bad func(err error)) {
 	for i, t := range tabs {
 		it := t.Entries()
 		for it.Next() {
@@ -175,22 +174,17 @@ func FromCFITables(tabs []*cfi.Table, abi sframe.ABI, opts Options) (*Result, er
 				continue
 			}
 			if e.Err != nil || e.FDE == nil {
-				r.Stats.BadEntries++
+				bad(nil)
 				continue
 			}
 			if !coveredBy(tabs[:i], e.FDE.PCBegin) {
-				c.add(r, t, *e.FDE)
+				fn(t, e.FDE)
 			}
 		}
 		if err := it.Err(); err != nil {
-			r.Stats.BadEntries++
-			if r.Stats.WalkError == "" {
-				r.Stats.WalkError = err.Error()
-			}
+			bad(err)
 		}
 	}
-	r.computeStats()
-	return r, nil
 }
 
 // coveredBy reports whether an FDE of one of tabs covers pc.

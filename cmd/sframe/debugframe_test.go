@@ -212,3 +212,26 @@ func checkFullChains(t *testing.T, what, folded, summary string) {
 			what, full, own, strings.Join(partial, "\n"), summary)
 	}
 }
+
+// TestGenVerifyDebugFrame generates SFrame for the program built
+// without unwind tables and verifies it: both read .eh_frame and, for
+// the program's own functions, .debug_frame, so every FDE readelf
+// lists (the two sections cover different functions) is converted and
+// then compared.
+func TestGenVerifyDebugFrame(t *testing.T) {
+	exe := buildNoUnwindTables(t)
+	out, err := exec.Command("readelf", "--debug-dump=frames", exe).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdes := len(regexp.MustCompile(`(?m)^[0-9a-f]+ [0-9a-f]+ [0-9a-f]+ FDE `).FindAllString(string(out), -1))
+	gen := filepath.Join(t.TempDir(), "gen")
+	stats, errs, code := runCLI(t, "gen", "--stats", "-o", gen, exe)
+	if code != 0 || !regexp.MustCompile(`(?m)^CFI functions: +`+strconv.Itoa(fdes)+` `).MatchString(stats+errs) {
+		t.Errorf("gen --stats: exit %d, want %d CFI functions:\n%s%s", code, fdes, stats, errs)
+	}
+	js, errs, code := runCLI(t, "verify", "--json", gen)
+	if code != 0 || !strings.Contains(js, `"funcs":`+strconv.Itoa(fdes)+`,`) {
+		t.Errorf("verify: exit %d, want %d functions compared: %s%s", code, fdes, js, errs)
+	}
+}
