@@ -73,3 +73,59 @@ func TestEpilogueSavedBelowSP(t *testing.T) {
 		}
 	}
 }
+
+// TestEpiloguePoppedFP stops fp_epilogue on its return instruction, after
+// its pop %rbp, where its rules still say the caller's rbp is saved at
+// CFA-16, below the stack pointer: the caller, fp_caller, finds its CFA
+// from rbp. The slot was popped, so rbp holds the caller's value again,
+// and the walk must go on through fp_caller to its caller, by CFI and by
+// SFrame alike.
+func TestEpiloguePoppedFP(t *testing.T) {
+	so := testprog.Build(t, "testdata/epilogue.s", "-shared", "-nostdlib", "-Wa,--gsframe")
+	f, err := elf.Open(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tabs := LoadTables(f)
+	if tabs.SFrame == nil || tabs.CFI == nil {
+		t.Fatalf("tables: %v", tabs.Errs)
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		addr[s.Name] = s.Value
+	}
+	const bias = 0x7f0000000000
+	const sp = 0x7ffd00001000
+	const rbp = sp + 0x20  // fp_caller's frame record
+	const outer = 0x400123 // fp_caller's caller, in no module: the walk stops there
+	var stack [0x40]byte
+	binary.LittleEndian.PutUint64(stack[0:], bias+addr["fp_caller_ret"]) // fp_epilogue's return address
+	binary.LittleEndian.PutUint64(stack[rbp-sp:], 0x3333)                // the outer frame's rbp
+	binary.LittleEndian.PutUint64(stack[rbp-sp+8:], outer)
+	for _, method := range []Method{MethodCFI, MethodSFrame} {
+		m := &Module{Name: so, Start: bias, End: bias + 0x2000, Bias: bias}
+		if method == MethodSFrame {
+			m.SFrame = tabs.SFrame
+		} else {
+			m.CFI = &CFITable{T: tabs.CFI}
+		}
+		u, err := New(arch.AMD64, []*Module{m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs := targets.Regs{Arch: arch.AMD64}
+		regs.Set(arch.AMD64RIP, bias+addr["fp_epilogue_ret"])
+		regs.Set(arch.AMD64RSP, sp)
+		regs.Set(arch.AMD64RBP, rbp)
+		mem := &StackMemory{SP: sp, Stack: stack[:]}
+		frames, stop, err := u.Unwind(nil, &regs, mem, nil)
+		if len(frames) != 3 || stop != StopNoModule || frames[1].Method != method || frames[1].CFA != rbp+16 || frames[2].PC != outer {
+			t.Errorf("%v: %d frames %+v, %v %v; want 3, fp_caller's CFA %#x by %v, then %#x and %v", method, len(frames), frames, stop, err, uint64(rbp+16), method, uint64(outer), StopNoModule)
+		}
+	}
+}
