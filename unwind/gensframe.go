@@ -47,7 +47,7 @@ func LoadTablesWith(f *elf.File, opts LoadOptions) *Tables {
 		case err != nil:
 			t.Errs = append(t.Errs, err)
 		default:
-			t.SFrame, t.sfx, t.Gen = s, buildSFIndex(s), g
+			t.SFrame, t.sfx, t.Gen = s, buildSFIndex(s, t.outer), g
 		}
 	}
 	return t

@@ -127,7 +127,8 @@ type Module struct {
 	// redone without them.
 	SFrameGen *GenStats
 
-	sfx *sfIndex // SFrame decoded by Cache.Modules, if it was
+	sfx   *sfIndex  // SFrame decoded by Cache.Modules, if it was
+	outer outermost // where walks end, from Cache.Modules (outermost.go)
 }
 
 // Frame is one frame of a stack.
@@ -247,7 +248,7 @@ func sfIndexOf(m *Module) *sfIndex {
 	case m.sfx != nil && m.sfx.sec == m.SFrame:
 		return m.sfx
 	}
-	return buildSFIndex(m.SFrame)
+	return buildSFIndex(m.SFrame, m.outer)
 }
 
 // AddModule adds m, a module newly mapped (from a process's mmap, say).
@@ -503,6 +504,14 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 		lookup := pc
 		if !top {
 			lookup--
+		}
+		if m != nil && m.outer.has(lookup-m.Bias) {
+			// The first function of a thread or goroutine, or one
+			// past which the stack is another's: the end, whatever
+			// the tables say (their rows are not fast: fastWalk
+			// stops here).
+			frames = append(frames, Frame{PC: pc, SP: sp, Module: m, Exact: top})
+			return frames, StopEnd, nil
 		}
 		if !inRegs {
 			// Only these are known after fast steps.
