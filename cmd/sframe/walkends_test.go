@@ -59,12 +59,12 @@ func errorEnds(summary string) int {
 }
 
 // perfRecord records the command args with perf record --call-graph dwarf
-// into out, user-mode samples only (every millisecond of CPU); it skips
-// without perf (fails under CI).
-func perfRecord(t *testing.T, out string, args ...string) {
+// into out, user-mode samples only, hz a CPU-second; it skips without
+// perf (fails under CI).
+func perfRecord(t *testing.T, out string, hz int, args ...string) {
 	t.Helper()
 	testprog.NeedTool(t, "perf")
-	cmd := append([]string{"record", "-q", "-N", "-o", out, "--call-graph", "dwarf", "-e", "cpu-clock:u", "-c", "1000000", "--"}, args...)
+	cmd := append([]string{"record", "-q", "-N", "-o", out, "--call-graph", "dwarf", "-e", "cpu-clock:u", "-c", strconv.Itoa(1e9 / hz), "--"}, args...)
 	if b, err := exec.Command("perf", cmd...).CombinedOutput(); err != nil {
 		err = fmt.Errorf("perf %s: %v\n%s", strings.Join(cmd, " "), err, b)
 		if os.Getenv("CI") != "" {
@@ -74,14 +74,15 @@ func perfRecord(t *testing.T, out string, args ...string) {
 	}
 }
 
-// profileBoth writes the folded stacks of the command args as sframe
-// record does, and as sframe report does from perf record's recording,
-// and calls check with each (and the summary).
-func profileBoth(t *testing.T, check func(t *testing.T, folded []foldedStack, summary string), args ...string) {
+// profileBoth writes the folded stacks of the command args, sampled hz
+// times a CPU-second, as sframe record does, and as sframe report does
+// from perf record's recording, and calls check with each (and the
+// summary).
+func profileBoth(t *testing.T, hz int, check func(t *testing.T, folded []foldedStack, summary string), args ...string) {
 	t.Run("record", func(t *testing.T) {
 		needPerf(t)
 		out := filepath.Join(t.TempDir(), "out.folded")
-		_, errs, code := runCLI(t, append([]string{"record", "--format", "folded", "-o", out, "--"}, args...)...)
+		_, errs, code := runCLI(t, append([]string{"record", "-F", strconv.Itoa(hz), "--format", "folded", "-o", out, "--"}, args...)...)
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, errs)
 		}
@@ -90,7 +91,7 @@ func profileBoth(t *testing.T, check func(t *testing.T, folded []foldedStack, su
 	t.Run("report", func(t *testing.T) {
 		dir := t.TempDir()
 		data, out := filepath.Join(dir, "perf.data"), filepath.Join(dir, "out.folded")
-		perfRecord(t, data, args...)
+		perfRecord(t, data, hz, args...)
 		_, errs, code := runCLI(t, "report", "--format", "folded", "-o", out, data)
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, errs)
@@ -152,9 +153,9 @@ func TestGoRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := filepath.Join(strings.TrimSpace(string(goroot)), "src")
-	t.Run("goprog", func(t *testing.T) { profileBoth(t, checkGoRoots, goprog, "100") })
+	t.Run("goprog", func(t *testing.T) { profileBoth(t, 999, checkGoRoots, goprog, "100") })
 	t.Run("gofmt", func(t *testing.T) {
-		profileBoth(t, checkGoRoots, gofmt, "-l", filepath.Join(src, "net"), filepath.Join(src, "go", "types"))
+		profileBoth(t, 999, checkGoRoots, gofmt, "-l", filepath.Join(src, "net"), filepath.Join(src, "go", "types"))
 	})
 }
 
@@ -228,7 +229,7 @@ func TestEpilogueChains(t *testing.T) {
 	}
 	want := map[string][]string{"calls3": chain("calls3", "e", 3), "calls10": chain("calls10", "f", 10), "calls30": chain("calls30", "g", 30)}
 	// About 0.5 s of CPU a thread: 500 samples each.
-	profileBoth(t, func(t *testing.T, folded []foldedStack, summary string) {
+	profileBoth(t, 999, func(t *testing.T, folded []foldedStack, summary string) {
 		total, exact := map[string]int{}, map[string]int{}
 		for _, s := range folded {
 			name := s.frames[0]
@@ -259,4 +260,26 @@ func TestEpilogueChains(t *testing.T) {
 			}
 		}
 	}, exe, "500000000")
+}
+
+// TestLdSoStart profiles a shell starting /bin/true 3,000 times, whose
+// samples are mostly in the dynamic linker: the walks that reach ld.so's
+// entry point, _start, which has no CFI, end there at the outermost
+// frame, not for want of a rule (at most 1% may).
+func TestLdSoStart(t *testing.T) {
+	testprog.NeedTool(t, "sh")
+	profileBoth(t, 1999, func(t *testing.T, folded []foldedStack, summary string) {
+		total := 0
+		for _, s := range folded {
+			total += s.n
+		}
+		bad := errorEnds(summary)
+		t.Logf("%d samples, %d walks ended for want of a rule or module", total, bad)
+		if total < 100 {
+			t.Fatalf("%d samples, want 100 or more to judge:\n%s", total, summary)
+		}
+		if bad > total/100 {
+			t.Errorf("%d of %d walks ended for want of a rule or module, want at most 1%%:\n%s", bad, total, summary)
+		}
+	}, "sh", "-c", "i=0; while [ $i -lt 3000 ]; do /bin/true; i=$((i+1)); done")
 }
