@@ -13,7 +13,12 @@
 // the frame-pointer fallback reads AArch64 frame records (sized by the
 // prologue) and the s390x back chain, and rules
 // based on registers other than SP and FP are trusted only in the topmost
-// frame, where those registers are still live.
+// frame, where those registers are still live (and a register that frame's
+// epilogue has popped already, below SP, still holds its caller's value).
+// Walks also end at a file's outermost code, whatever its tables say: in
+// Go programs the runtime's functions where Go's own traceback stops
+// (goexit, mstart, systemstack, morestack, ...), and the code at a
+// file's entry point that no CFI describes (ld.so's _start).
 //
 // An Unwinder holds the modules of one address space, and nothing else:
 // every walk of that process, of any thread or sample, in parallel if need
@@ -71,7 +76,7 @@ type Stop uint8
 
 // Reasons a walk ends. StopEnd is the normal end of a complete stack.
 const (
-	StopEnd        Stop = iota // outermost frame reached (RA undefined, PC 0)
+	StopEnd        Stop = iota // outermost frame reached (RA undefined, PC 0, outermost code)
 	StopNoModule               // the PC is in no known module
 	StopNoRule                 // no SFrame, CFI or frame-pointer rule applies
 	StopNoProgress             // the caller's stack pointer is not above the callee's
