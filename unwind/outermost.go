@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/sframekit/sframekit/cfi"
@@ -26,16 +27,8 @@ func (o outermost) has(pc uint64) bool {
 	if len(o) == 0 || pc < o[0].lo || pc >= o[len(o)-1].hi {
 		return false // the common case: two comparisons
 	}
-	lo, hi := 0, len(o)
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if o[h].hi <= pc {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return lo < len(o) && pc >= o[lo].lo
+	i := sort.Search(len(o), func(i int) bool { return o[i].hi > pc })
+	return i < len(o) && pc >= o[i].lo
 }
 
 // overlaps reports whether [lo, hi) meets a range of o.

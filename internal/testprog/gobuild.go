@@ -1,9 +1,6 @@
 package testprog
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,27 +15,15 @@ import (
 func BuildGo(t testing.TB, pkg string) string {
 	t.Helper()
 	NeedTool(t, "go")
-	key := "go\x00" + pkg
+	key := pkg
 	if strings.HasPrefix(pkg, ".") {
 		abs, err := filepath.Abs(pkg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		key = "go\x00" + abs
+		key = abs
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if exe, ok := builds[key]; ok {
-		return exe
-	}
-	sub := filepath.Join(dirLocked(t), fmt.Sprint(len(builds)))
-	if err := os.Mkdir(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(sub, filepath.Base(pkg))
-	if out, err := exec.Command("go", "build", "-o", exe, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build -o %s %s: %v\n%s", exe, pkg, err, out)
-	}
-	builds[key] = exe
-	return exe
+	return buildOnce(t, "go\x00"+key, filepath.Base(pkg), func(exe string) []string {
+		return []string{"go", "build", "-o", exe, pkg}
+	})
 }
