@@ -37,7 +37,7 @@ func funcSyms(t *testing.T, f *elf.File) map[string]elf.Symbol {
 // though the Go linker's CFI gives both an ordinary caller (the next word
 // of the stack, here the address of a function, as garbage often looks),
 // by CFI and by SFrame compiled from it, the fast path giving what the
-// general one gives.
+// general one gives, without allocating.
 func TestGoOutermost(t *testing.T) {
 	exe := testprog.BuildGo(t, "../internal/testprog/testdata/goprog")
 	f, err := elf.Open(exe)
@@ -94,9 +94,14 @@ func TestGoOutermost(t *testing.T) {
 			regs := targets.Regs{Arch: arch.AMD64}
 			regs.Set(arch.AMD64RIP, inner.Value)
 			regs.Set(arch.AMD64RSP, sp)
-			frames, stop, err := unwindBothWays(t, u, &regs, &StackMemory{SP: sp, Stack: stack[:]})
+			mem := &StackMemory{SP: sp, Stack: stack[:]}
+			frames, stop, err := unwindBothWays(t, u, &regs, mem)
 			if len(frames) != 2 || stop != StopEnd || err != nil || frames[1].PC != c.ra || frames[0].Method != method {
 				t.Errorf("%s, %v: %d frames %+v, %v %v; want main.main by %v, then %s, the end", c.name, method, len(frames), frames, stop, err, method, c.name)
+			}
+			ctx := new(Context)
+			if n := testing.AllocsPerRun(20, func() { u.Unwind(ctx, &regs, mem, frames[:0]) }); n != 0 {
+				t.Errorf("%s, %v: %v allocations a walk", c.name, method, n)
 			}
 		}
 	}
