@@ -510,7 +510,7 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 		if !top {
 			lookup--
 		}
-		if m != nil && m.outer.has(lookup-m.Bias) {
+		if m != nil && len(m.outer) > 0 && m.outer.has(lookup-m.Bias) {
 			// The first function of a thread or goroutine, or one
 			// past which the stack is another's: the end, whatever
 			// the tables say (their rows are not fast: fastWalk
