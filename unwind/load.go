@@ -83,8 +83,9 @@ type Tables struct {
 	// there is none.
 	Gen *GenStats
 
-	sfx *sfIndex  // SFrame decoded for fast lookups
-	cfi *CFITable // CFI for the modules, one per table
+	sfx   *sfIndex  // SFrame decoded for fast lookups
+	cfi   *CFITable // CFI for the modules, one per table
+	outer outermost // where walks end (outermost.go)
 }
 
 // CFITable returns the file's CFI as the unwinder consults it, shared
@@ -103,7 +104,6 @@ func LoadTables(f *elf.File) *Tables {
 			if s, err = sframe.Parse(data, sec.Addr); err == nil {
 				if err = s.Validate(); err == nil {
 					t.SFrame = s
-					t.sfx = buildSFIndex(s)
 				}
 			}
 		}
@@ -121,6 +121,10 @@ func LoadTables(f *elf.File) *Tables {
 			continue
 		}
 		t.addCFI(c)
+	}
+	t.outer = outermostOf(f, t.CFI)
+	if t.SFrame != nil {
+		t.sfx = buildSFIndex(t.SFrame, t.outer)
 	}
 	return t
 }
@@ -287,7 +291,7 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 			t = e.t
 		}
 		m := &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias, SFrame: t.SFrame, sfx: t.sfx,
-			SFrameGen: t.Gen}
+			SFrameGen: t.Gen, outer: t.outer}
 		if t.cfi != nil {
 			m.CFI = t.cfi
 		}
