@@ -511,3 +511,56 @@ func TestKernelFrames(t *testing.T) {
 		t.Error("no kernel frames counted")
 	}
 }
+
+// TestKernelTime records a thread that spends nearly all its time in the
+// kernel, reading /dev/zero: without Kernel its samples in the kernel are
+// taken all the same (at least 80% of the samples its CPU time implies),
+// each with the thread's user stack down to the read; with Kernel they
+// start with the kernel's frames.
+func TestKernelTime(t *testing.T) {
+	needKernelSampling(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	readChain := append([]string{"read3", "read2", "read1", "reader"})
+	for _, kernel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
+			p, out := recordCommand(t, Options{Kernel: kernel}, exe, "zero", "1000000")
+			var cpu, sys float64
+			if _, err := fmt.Sscanf(out, "cpu %g sys %g", &cpu, &sys); err != nil {
+				t.Fatalf("program said %q: %v", out, err)
+			}
+			if p.UserOnly != "" {
+				t.Errorf("user space only: %s", p.UserOnly)
+			}
+			q := pprofOf(t, p)
+			var samples, chained, withKernel int64
+			for _, s := range q.Sample {
+				if name := s.Label["thread_name"]; len(name) != 1 || name[0] != "reader" {
+					continue
+				}
+				samples += s.Value[0]
+				f := funcs(s)
+				if i := slices.Index(f, "read3"); i >= 0 && len(f) >= i+len(readChain) && slices.Equal(f[i:i+len(readChain)], readChain) {
+					chained += s.Value[0]
+				}
+				if len(s.Location) > 0 && s.Location[0].Mapping != nil && s.Location[0].Mapping.File == "[kernel.kallsyms]" {
+					withKernel += s.Value[0]
+				}
+			}
+			implied := cpu * float64(DefaultFreq)
+			t.Logf("reader: %d samples, %.0f implied by its %.3f s of CPU (%.3f s in the kernel); %d with its chain, %d with kernel frames",
+				samples, implied, cpu, sys, chained, withKernel)
+			if sys < cpu/2 {
+				t.Fatalf("the reader spent %.3f of %.3f s in the kernel: not the test's premise", sys, cpu)
+			}
+			if float64(samples) < 0.8*implied {
+				t.Errorf("%d samples of the reader, want at least 80%% of the %.0f its %.3f s of CPU imply", samples, implied, cpu)
+			}
+			if float64(chained) < 0.95*float64(samples) {
+				t.Errorf("%d of %d samples show the chain %q", chained, samples, readChain)
+			}
+			if kernel && float64(withKernel) < 0.5*float64(samples) || !kernel && withKernel != 0 {
+				t.Errorf("kernel %v: %d of %d samples start with kernel frames", kernel, withKernel, samples)
+			}
+		})
+	}
+}
