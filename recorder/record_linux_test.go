@@ -447,27 +447,31 @@ func TestErrors(t *testing.T) {
 }
 
 // TestStopsOnContext: a recording of a command ends when the context is
-// done, the command running on unharmed; Wait then waits for it.
+// done, the command running on unharmed; Wait then waits for it. The
+// command waits for a line on its standard input, so that it is still
+// running when the recording stops, however slow the machine.
 func TestStopsOnContext(t *testing.T) {
 	needPerf(t)
-	exe := buildProg(t, "-O2", "-Wa,--gsframe")
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.Command(exe, "spin", "1.5")
-	start := time.Now()
-	p, err := Record(ctx, Options{Command: cmd, Started: func() { time.AfterFunc(300*time.Millisecond, cancel) }})
+	cmd := exec.Command("sh", "-c", `read line; echo "got $line"`)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	p, err := Record(ctx, Options{Command: cmd, Started: cancel})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	stopped := time.Since(start)
-	if stopped > time.Second || p.Exited() {
-		t.Errorf("recording stopped after %v, command exited %v", stopped, p.Exited())
+	if p.Exited() {
+		t.Error("the command exited before its input came")
 	}
-	if err := p.Wait(); err != nil || !cmd.ProcessState.Success() {
-		t.Errorf("command: %v, %v", err, cmd.ProcessState)
-	}
-	if time.Since(start) < 1400*time.Millisecond {
-		t.Errorf("command ended after %v, before its 1.5 s", time.Since(start))
+	io.WriteString(stdin, "line\n")
+	stdin.Close()
+	if err := p.Wait(); err != nil || !cmd.ProcessState.Success() || out.String() != "got line\n" {
+		t.Errorf("command: %v, %v, said %q", err, cmd.ProcessState, out.String())
 	}
 }
 
@@ -520,7 +524,7 @@ func TestKernelFrames(t *testing.T) {
 func TestKernelTime(t *testing.T) {
 	needKernelSampling(t)
 	exe := buildProg(t, "-O2", "-Wa,--gsframe")
-	readChain := append([]string{"read3", "read2", "read1", "reader"})
+	readChain := []string{"read3", "read2", "read1", "reader"}
 	for _, kernel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
 			p, out := recordCommand(t, Options{Kernel: kernel}, exe, "zero", "1000000")
