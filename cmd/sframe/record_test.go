@@ -407,3 +407,42 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestRecordOneName: a function has one name in pprof and folded output:
+// dd's stacks go through the C library's __libc_start_main, whose symbol
+// is versioned (__libc_start_main@@GLIBC_2.34 in glibc 2.34 and later),
+// and neither output shows the version.
+func TestRecordOneName(t *testing.T) {
+	needPerf(t)
+	testprog.NeedTool(t, "dd")
+	dir := t.TempDir()
+	dd := []string{"--", "dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=300000", "status=none"}
+	folded := filepath.Join(dir, "dd.folded")
+	if _, errs, code := runCLI(t, append([]string{"record", "-q", "--format", "folded", "-o", folded}, dd...)...); code != 0 {
+		t.Fatalf("folded: exit %d: %s", code, errs)
+	}
+	b, _ := os.ReadFile(folded)
+	if !bytes.Contains(b, []byte(";__libc_start_main;")) || regexp.MustCompile(`@[^p;]`).Match(b) {
+		t.Errorf("folded stacks without __libc_start_main, or with symbol versions:\n%s", b)
+	}
+	pb := filepath.Join(dir, "dd.pb.gz")
+	if _, errs, code := runCLI(t, append([]string{"record", "-q", "-o", pb}, dd...)...); code != 0 {
+		t.Fatalf("pprof: exit %d: %s", code, errs)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, fn := range p.Function {
+		found = found || fn.Name == "__libc_start_main"
+	}
+	if !found {
+		t.Error("no function __libc_start_main in the pprof profile")
+	}
+}
