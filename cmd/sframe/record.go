@@ -169,7 +169,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sframe record: %v\n", err)
 		return 1
 	}
-	defer file.Abort()
+	sig := newRecordSignals(file, stderr)
+	defer sig.stop() // and the output dropped, unless committed
 
 	// The heap the profiler touches first (the files' tables and symbols,
 	// the profile: a few MB) in 2 MiB pages, as sframe report does:
@@ -179,8 +180,6 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	// A recording runs for long: collect garbage as usual, not only at
 	// main's memory limit.
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	sig := newRecordSignals(file, stderr)
-	defer sig.stop()
 	prof, err := recorder.Record(sig.ctx, opts)
 	sig.ended()
 	if err != nil {
@@ -285,10 +284,14 @@ func (s *recordSignals) received() os.Signal {
 	return sig
 }
 
-// stop stops catching the signals.
+// stop stops catching the signals and drops the output if it was not
+// committed.
 func (s *recordSignals) stop() {
 	signal.Stop(s.ch)
 	close(s.done)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.file.Abort()
 }
 
 // signalName names a signal as kill -l does (SIGINT).
