@@ -107,21 +107,8 @@ func TestServePprof(t *testing.T) {
 	// Enough samples of each thread, however loaded the machine: ask
 	// again until each has 50.
 	var total, exact map[string]int64
-	var raw []byte
 	for try := 0; try < 10; try++ {
-		resp, err := http.Get(url + "/debug/pprof/profile?seconds=2")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s: %s", resp.Status, raw)
-		}
-		q, err := profile.ParseData(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
+		q := fetchProfile(t, url, 2)
 		if q.DurationNanos < int64(time.Second) {
 			t.Errorf("a 2-second profile says it lasted %s", time.Duration(q.DurationNanos))
 		}
@@ -171,4 +158,23 @@ func TestServePprof(t *testing.T) {
 	if testing.Verbose() {
 		os.Stderr.Write(log.Bytes())
 	}
+}
+
+// fetchProfile gets url/debug/pprof/profile?seconds=sec and parses it.
+func fetchProfile(t *testing.T, url string, sec int) *profile.Profile {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", url, sec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %s", resp.Status, raw)
+	}
+	q, err := profile.ParseData(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }

@@ -75,9 +75,16 @@ type sender interface {
 	send(ctx context.Context, s *shipment) error
 }
 
-// errRefused marks a send error after which retrying is pointless: the
-// profile is dropped.
+// errRefused marks a send error in which the destination refused the
+// profile (an HTTP 4xx answer): it is retried up to maxRefusals times,
+// then dropped. Pyroscope refuses with 422 both what it cannot take and,
+// for a few seconds after it starts or while it stops, everything ("at
+// least 1 live replicas required"), so one refusal is not final.
 var errRefused = errors.New("refused")
+
+// maxRefusals bounds the refusals of one profile: with the back-off,
+// about a minute of them.
+const maxRefusals = 8
 
 // sink is a destination with its queue: a goroutine sends the queued
 // profiles oldest first, retrying with back-off, while the agent keeps
@@ -89,12 +96,14 @@ type sink struct {
 	max  int
 	log  io.Writer
 
-	mu      sync.Mutex
-	queue   []*shipment
-	closed  bool
-	wake    chan struct{}
-	st      SinkStats
-	failing bool
+	mu       sync.Mutex
+	queue    []*shipment
+	closed   bool
+	wake     chan struct{}
+	st       SinkStats
+	failing  bool
+	refused  int       // refusals of the profile at the head of the queue
+	inflight *shipment // being sent: the head of the queue, kept there
 }
 
 func newSink(name string, to sender, max int, log io.Writer) *sink {
@@ -106,8 +115,12 @@ func newSink(name string, to sender, max int, log io.Writer) *sink {
 func (k *sink) push(s *shipment) {
 	k.mu.Lock()
 	if len(k.queue) >= k.max {
-		k.queue[0] = nil
-		k.queue = k.queue[1:]
+		// The oldest not being sent right now.
+		i := 0
+		if k.queue[0] == k.inflight && len(k.queue) > 1 {
+			i = 1
+		}
+		k.queue = append(k.queue[:i], k.queue[i+1:]...)
 		k.st.Dropped++
 		fmt.Fprintf(k.log, "sframe agent: %s: queue full (%d profiles): dropped the oldest (%d dropped in all)\n", k.name, k.max, k.st.Dropped)
 	}
@@ -158,6 +171,7 @@ func (k *sink) run(ctx context.Context) {
 		if len(k.queue) > 0 {
 			s = k.queue[0]
 		}
+		k.inflight = s
 		closed := k.closed
 		k.mu.Unlock()
 		if s == nil {
@@ -175,12 +189,17 @@ func (k *sink) run(ctx context.Context) {
 		err := k.to.send(sctx, s)
 		cancel()
 		k.mu.Lock()
+		k.inflight = nil
+		final := false
+		if errors.Is(err, errRefused) {
+			k.refused++
+			final = k.refused >= maxRefusals
+		}
 		switch {
-		case err == nil || errors.Is(err, errRefused):
-			if len(k.queue) > 0 && k.queue[0] == s { // not dropped meanwhile
-				k.queue[0] = nil
-				k.queue = k.queue[1:]
-			}
+		case err == nil || final:
+			k.refused = 0
+			k.queue[0] = nil // s: push keeps the head in flight
+			k.queue = k.queue[1:]
 			if err == nil {
 				k.st.Sent++
 				k.st.LastError = ""
@@ -191,7 +210,7 @@ func (k *sink) run(ctx context.Context) {
 			} else {
 				k.st.Dropped++
 				k.st.LastError = err.Error()
-				fmt.Fprintf(k.log, "sframe agent: %s: %v: profile of %s dropped\n", k.name, err, s.service)
+				fmt.Fprintf(k.log, "sframe agent: %s: %v: profile of %s dropped after %d refusals\n", k.name, err, s.service, maxRefusals)
 			}
 			backoff = minBackoff
 		default:
@@ -203,7 +222,7 @@ func (k *sink) run(ctx context.Context) {
 			k.failing = true
 		}
 		k.mu.Unlock()
-		if err != nil && !errors.Is(err, errRefused) {
+		if err != nil && !final {
 			if closed && ctx.Err() != nil {
 				return
 			}
