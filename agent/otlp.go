@@ -279,4 +279,3 @@ func (x *dict) intAttr(k string, v int64) int32 {
 	x.attrs[key] = i
 	return i
 }
-
