@@ -160,6 +160,7 @@ type Agent struct {
 	active  []*request
 
 	periods, profiles, samples atomic.Uint64
+	ticks                      atomic.Uint64 // the recorder's, so far
 }
 
 // service is one service's samples of the current period.
@@ -310,6 +311,7 @@ const shutdownWait = 10 * time.Second
 // onTick takes one tick of the recorder's stacks (on the reader
 // goroutine).
 func (a *Agent) onTick(p *recorder.Profile) {
+	a.ticks.Add(1)
 	if a.builder == nil {
 		a.builder = p.NewPerfBuilder
 	}
