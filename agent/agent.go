@@ -184,6 +184,7 @@ func New(opts Options) (*Agent, error) {
 			return nil, errors.New("sframe agent: give a cgroup or PIDs, not both")
 		}
 		opts.Record.SystemWide = true
+		opts.Cgroup = cgroupOf(opts.Cgroup)
 	}
 	if !opts.Record.SystemWide && len(opts.Record.PIDs) == 0 {
 		opts.Record.SystemWide = true
