@@ -120,6 +120,8 @@ type Stats struct {
 	// of them (one per service with samples); Samples the samples in
 	// them.
 	Periods, Profiles, Samples uint64
+	// Bytes is the size of the profiles made, gzipped pprof.
+	Bytes uint64
 	// Sinks has each sink's counts, by name ("pyroscope", "otlp").
 	Sinks map[string]SinkStats
 }
@@ -159,8 +161,8 @@ type Agent struct {
 	waiting []*request
 	active  []*request
 
-	periods, profiles, samples atomic.Uint64
-	ticks                      atomic.Uint64 // the recorder's, so far
+	periods, profiles, samples, bytes atomic.Uint64
+	ticks                             atomic.Uint64 // the recorder's, so far
 }
 
 // service is one service's samples of the current period.
@@ -250,7 +252,7 @@ func (a *Agent) Addr() net.Addr {
 
 // Stats returns what the agent has done so far.
 func (a *Agent) Stats() Stats {
-	st := Stats{Periods: a.periods.Load(), Profiles: a.profiles.Load(), Samples: a.samples.Load(), Sinks: map[string]SinkStats{}}
+	st := Stats{Periods: a.periods.Load(), Profiles: a.profiles.Load(), Samples: a.samples.Load(), Bytes: a.bytes.Load(), Sinks: map[string]SinkStats{}}
 	for _, s := range a.sinks {
 		st.Sinks[s.name] = s.stats()
 	}
@@ -364,6 +366,7 @@ func (a *Agent) cutPeriod(end time.Time) {
 		}
 		a.profiles.Add(1)
 		a.samples.Add(uint64(svc.samples))
+		a.bytes.Add(uint64(len(data)))
 		pr := &shipment{service: name, labels: svc.labels, start: start, end: end, pprof: data, prof: prof}
 		for _, s := range a.sinks {
 			s.push(pr)
