@@ -720,7 +720,7 @@ func liveModules(pid int, maps []byte, mem Memory) ([]Module, []error, error) {
 			if m.File != "" {
 				file := m.File
 				open = func() (io.ReaderAt, io.Closer, error) {
-					f, err := os.Open(file)
+					f, err := sysfile.OpenRegular(file)
 					return f, f, err
 				}
 			}

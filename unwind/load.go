@@ -9,7 +9,6 @@ import (
 
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/elffile"
-	"github.com/sframekit/sframekit/internal/sysfile"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/targets"
 )
@@ -53,7 +52,7 @@ type Tables struct {
 func LoadTables(f *elf.File) *Tables {
 	t := &Tables{}
 	if sec := elffile.FindSFrame(f, ""); sec != nil {
-		data, err := elffile.Data(f, sec)
+		data, err := elffile.SectionData(f, sec, elffile.Relocated)
 		if err == nil {
 			var s *sframe.Section
 			if s, err = sframe.Parse(data, sec.Addr); err == nil {
@@ -153,18 +152,13 @@ func (c *Cache) Load(paths []string) {
 		e := c.entry(keyOf(p))
 		e.once.Do(func() {
 			e.t = &Tables{}
-			osf, err := sysfile.Open(p)
+			f, err := elffile.Open(p)
 			if err != nil {
 				e.t.Errs = append(e.t.Errs, err)
 				return
 			}
-			defer osf.Close()
-			f, err := elf.NewFile(osf)
-			if err != nil {
-				e.t.Errs = append(e.t.Errs, err)
-				return
-			}
-			e.t = LoadTablesWith(f, c.Options)
+			defer f.Close()
+			e.t = LoadTablesWith(f.File, c.Options)
 		})
 	}
 }
@@ -186,7 +180,7 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 		load := func(opts LoadOptions) *Tables {
 			t := &Tables{}
 			if f, err := targets.OpenELF(mem, tm); err == nil {
-				t = LoadTablesWith(f, opts)
+				t = LoadTablesWith(f.File, opts)
 				f.Close()
 			} else {
 				t.Errs = append(t.Errs, err)
