@@ -142,3 +142,31 @@ func TestTruncatedELF(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryQuotesNames maps files whose recorded names carry terminal
+// escape sequences and a newline: the summary lists them with those
+// bytes escaped, on one line each.
+func TestSummaryQuotesNames(t *testing.T) {
+	s, err := NewSession(Options{SymFS: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	names := []string{"/usr/bin/\x1b]0;owned\x07prog", "/lib/a\nfiles not used: 0\nb.so", "/lib/\u009b2Jc.so"}
+	for i, n := range names {
+		s.Mmap(1, 1, 0x400000+uint64(i)<<20, 0x1000, 0, n, true, nil)
+	}
+	var b strings.Builder
+	if err := WriteSummary(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\x07\u009b") || strings.Count(out, "\nfiles not used") != 1 {
+		t.Errorf("control characters reach the summary:\n%q", out)
+	}
+	for _, want := range []string{`/usr/bin/\x1b]0;owned\x07prog`, `/lib/a\x0afiles not used: 0\x0ab.so`, `/lib/\xc2\x9b2Jc.so`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %s:\n%s", want, out)
+		}
+	}
+}
