@@ -176,12 +176,12 @@ func AttachProcessWith(pid int, o AttachOptions) (*Process, error) {
 	if pid == os.Getpid() {
 		return nil, fmt.Errorf("targets: attach %d: cannot trace the calling process", pid)
 	}
-	exe, err := exeLink(pid)
+	exe, via, err := exeLink(pid)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkExeClass(pid); err != nil {
-		if _, gone := exeLink(pid); gone != nil {
+	if err := checkExeClass(via); err != nil {
+		if _, _, gone := exeLink(pid); gone != nil {
 			return nil, gone // exited meanwhile
 		}
 		if exiting(pid) {
@@ -216,10 +216,11 @@ func AttachProcessWith(pid int, o AttachOptions) (*Process, error) {
 
 // procStat is what /proc/PID/stat says about a task.
 type procStat struct {
-	comm  string
-	state byte
-	ppid  int
-	flags uint64
+	comm    string
+	state   byte
+	ppid    int
+	flags   uint64
+	threads int // num_threads: the tasks of the thread group, zombies included
 }
 
 // pfKthread is the kernel's PF_KTHREAD task flag.
@@ -243,37 +244,40 @@ func readStat(pid, tid int) (procStat, error) {
 	}
 	st := procStat{comm: string(b[i+1 : j])}
 	f := strings.Fields(string(b[j+1:]))
-	if len(f) < 7 || len(f[0]) != 1 {
+	if len(f) < 18 || len(f[0]) != 1 {
 		return procStat{}, fmt.Errorf("%s: unexpected format", name)
 	}
 	st.state = f[0][0]
 	st.ppid, _ = strconv.Atoi(f[1])
 	st.flags, _ = strconv.ParseUint(f[6], 10, 64)
+	st.threads, _ = strconv.Atoi(f[17])
 	return st, nil
 }
 
-// exeLink returns the target's executable (the /proc/PID/exe link), or
-// an error that says why there is none: no such process, a zombie, a
-// kernel thread, or no permission.
-func exeLink(pid int) (string, error) {
+// exeLink returns the target's executable (the /proc/PID/exe link) and
+// the task whose /proc entry gave it (pid, or a live thread's id when the
+// main thread has exited and the others run on), or an error that says
+// why there is none: no such process, a zombie, a kernel thread, or no
+// permission.
+func exeLink(pid int) (string, int, error) {
 	st, serr := readStat(pid, 0)
 	if serr != nil {
-		return "", &goneError{fmt.Sprintf("targets: attach %d: no such process", pid)}
+		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: no such process", pid)}
 	}
 	if st.flags&pfKthread != 0 {
-		return "", fmt.Errorf("targets: attach %d: %d is a kernel thread (%s), which has no user-space stack", pid, pid, st.comm)
+		return "", 0, fmt.Errorf("targets: attach %d: %d is a kernel thread (%s), which has no user-space stack", pid, pid, st.comm)
 	}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err == nil {
-		return exe, nil
+		return exe, pid, nil
 	}
 	if errors.Is(err, os.ErrPermission) {
-		return "", fmt.Errorf("targets: attach %d: permission denied: %s", pid, permissionHint(pid, pid, 0))
+		return "", 0, fmt.Errorf("targets: attach %d: permission denied: %s", pid, permissionHint(pid, pid, 0))
 	}
 	// Gone in the meantime, or a zombie (exited, not yet reaped: its
 	// executable link is gone with its memory).
 	if st, serr = readStat(pid, 0); serr != nil {
-		return "", &goneError{fmt.Sprintf("targets: attach %d: no such process (it exited)", pid)}
+		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: no such process (it exited)", pid)}
 	}
 	switch st.state {
 	case 'Z', 'X':
@@ -281,16 +285,16 @@ func exeLink(pid int) (string, error) {
 			// The main thread exited, others run on: use one of theirs.
 			for _, tid := range tids[1:] {
 				if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%d/exe", pid, tid)); err == nil {
-					return exe, nil
+					return exe, tid, nil
 				}
 			}
 		}
-		return "", &goneError{fmt.Sprintf("targets: attach %d: process %d has exited: it is a zombie that its parent (PID %d) has not reaped", pid, pid, st.ppid)}
+		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: process %d has exited: it is a zombie that its parent (PID %d) has not reaped", pid, pid, st.ppid)}
 	}
 	if exiting(pid) {
-		return "", &goneError{fmt.Sprintf("targets: attach %d: process %d is exiting", pid, pid)}
+		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: process %d is exiting", pid, pid)}
 	}
-	return "", fmt.Errorf("targets: attach %d: reading its executable link: %w", pid, err)
+	return "", 0, fmt.Errorf("targets: attach %d: reading its executable link: %w", pid, err)
 }
 
 // readSmall reads the start of a small file (of /proc) into buf with
@@ -310,7 +314,7 @@ func readSmall(name string, buf []byte) int {
 }
 
 // checkExeClass refuses 32-bit processes, whose registers this package does
-// not decode.
+// not decode; pid is a task of the process whose /proc/PID/exe is there.
 func checkExeClass(pid int) error {
 	f, err := sysfile.Open(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
@@ -436,6 +440,18 @@ func (p *Process) attachAll() error {
 				return fmt.Errorf("targets: attach %d: PTRACE_INTERRUPT thread %d: %w", p.pid, tid, err)
 			}
 			fresh = append(fresh, tid)
+		}
+		if len(fresh) == 0 && len(p.attached) > 0 {
+			// A listing of /proc/PID/task ends early when the thread
+			// it stands on exits meanwhile (the kernel's iteration
+			// stops at a dead thread), so a thread created late can be
+			// missing from a listing that found nothing new. Every
+			// thread listed is stopped now: none of them can create or
+			// end one, so the kernel's count of the group's threads
+			// exceeds the listing only when a thread was missed.
+			if st, err := readStat(p.pid, 0); err == nil && st.threads > len(tids) {
+				continue
+			}
 		}
 		if len(fresh) == 0 {
 			if len(p.attached) == 0 {
@@ -678,12 +694,20 @@ func (p *Process) loadState() error {
 		}
 		return a < b
 	})
-	p.mem = &procMem{pid: p.pid, fd: -1}
-	maps, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/maps", p.pid))
+	// The process's memory, maps and files are those of its main
+	// thread's /proc entry, or once that thread has exited (pthread_exit,
+	// the others running on) of an attached thread's: a stopped thread
+	// cannot exit, and the kernel finds the shared memory through any.
+	mm := p.pid
+	if len(p.threads) > 0 && p.threads[0].TID != p.pid {
+		mm = p.threads[0].TID
+	}
+	p.mem = &procMem{pid: mm, fd: -1}
+	maps, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/maps", mm))
 	if err != nil {
 		return fmt.Errorf("targets: attach %d: reading maps: %w", p.pid, err)
 	}
-	p.modules, p.warnings, err = liveModules(p.pid, maps, p.mem)
+	p.modules, p.warnings, err = liveModules(mm, maps, p.mem)
 	if err != nil {
 		return fmt.Errorf("targets: attach %d: %w", p.pid, err)
 	}
