@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -476,10 +477,14 @@ var errGone = errors.New("thread gone")
 // time: those, and threads that vanish, yield errGone.
 func (p *Process) seize(tid int) error {
 	for try := 0; ; try++ {
-		err := unix.PtraceSeize(tid)
-		if err == nil {
+		// PTRACE_O_TRACEEXEC: a thread that runs execve during the
+		// attach reports it (PTRACE_EVENT_EXEC), so that the attach
+		// ends at once instead of waiting for a stop (see waitStops).
+		_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, unix.PTRACE_O_TRACEEXEC, 0, 0)
+		if e == 0 {
 			return nil
 		}
+		err := error(e)
 		if err == unix.ESRCH {
 			return errGone
 		}
@@ -508,14 +513,19 @@ const (
 
 // waitStops waits, polling (WNOHANG, so that a thread that never stops
 // cannot hang the caller past StopTimeout), until each of tids has
-// stopped or exited. It gives up at once when the process exits.
+// stopped or exited. It gives up at once when the process exits, and
+// when it runs execve: the kernel's execve kills the other threads and
+// waits until their tracer has collected them, so a thread in execve
+// never stops while the others are held (it sleeps in state D); the
+// threads are then collected and the new program detached, left
+// running.
 func (p *Process) waitStops(tids []int) error {
 	pending := append([]int(nil), tids...)
 	deadline := time.Now().Add(StopTimeout)
 	delay := pollFirst
 	for {
 		rest := pending[:0]
-		died := false
+		died, execed := false, false
 		for _, tid := range pending {
 			var ws unix.WaitStatus
 			wpid, err := unix.Wait4(tid, &ws, unix.WALL|unix.WNOHANG, nil)
@@ -535,7 +545,11 @@ func (p *Process) waitStops(tids []int) error {
 				died = true
 			case ws.Stopped():
 				event := uint32(ws) >> 16
-				if event != unix.PTRACE_EVENT_STOP {
+				if event == unix.PTRACE_EVENT_EXEC {
+					// The new program: its stop is taken, let it run.
+					p.detachExeced(tid)
+					execed = true
+				} else if event != unix.PTRACE_EVENT_STOP {
 					// Signal-delivery-stop: a signal arrived before the
 					// interrupt. Keep it to deliver on detach.
 					p.setSig(tid, int(ws.StopSignal()))
@@ -546,6 +560,13 @@ func (p *Process) waitStops(tids []int) error {
 		}
 		progress := len(rest) < len(pending)
 		pending = rest
+		if !execed && (died || !progress && delay >= pollMax) {
+			execed = p.heldThreadGone(pending)
+		}
+		if execed {
+			p.leaveExec()
+			return fmt.Errorf("targets: attach %d: the process ran execve (a new program) during the attach; nothing was read, it runs on: try again", p.pid)
+		}
 		if len(pending) == 0 {
 			return nil
 		}
@@ -567,6 +588,42 @@ func (p *Process) waitStops(tids []int) error {
 		nanosleep(delay)
 		delay = min(2*delay, pollMax)
 	}
+}
+
+// heldThreadGone reports whether a thread that had stopped for the
+// attach (one of p.attached not in pending) has died, changed its id or
+// reported an execve since: a stopped thread does neither unless another
+// thread runs execve (or the process is killed, which waitStops checks
+// first). A dead one is collected and forgotten.
+func (p *Process) heldThreadGone(pending []int) bool {
+	gone := false
+	for _, s := range slices.Clone(p.attached) {
+		if slices.Contains(pending, s.tid) {
+			continue
+		}
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(s.tid, &ws, unix.WALL|unix.WNOHANG, nil)
+		for err == unix.EINTR {
+			wpid, err = unix.Wait4(s.tid, &ws, unix.WALL|unix.WNOHANG, nil)
+		}
+		switch {
+		case err == unix.ECHILD, err == nil && wpid == s.tid && (ws.Exited() || ws.Signaled()):
+			p.forget(s.tid)
+			gone = true
+		case err == nil && wpid == s.tid && ws.Stopped() && uint32(ws)>>16 == unix.PTRACE_EVENT_EXEC:
+			p.detachExeced(s.tid)
+			gone = true
+		}
+	}
+	return gone && !p.exited()
+}
+
+// detachExeced detaches the thread that reported PTRACE_EVENT_EXEC (its
+// stop taken by a wait, which reapDead would otherwise wait for again),
+// leaving the new program running.
+func (p *Process) detachExeced(tid int) {
+	unix.PtraceDetach(tid)
+	p.forget(tid)
 }
 
 // nanosleep sleeps the calling OS thread, without the Go scheduler.
@@ -617,7 +674,16 @@ func exiting(pid int) bool {
 // collects the exit of every attached thread, so that none stays a
 // traced zombie that the parent cannot reap. The main thread reports its
 // exit only after the others, so they are collected first.
-func (p *Process) reapDead() {
+func (p *Process) reapDead() { p.collect(true) }
+
+// leaveExec runs on the tracer thread once a thread ran execve during the
+// attach: it collects the threads the execve killed (which the execve
+// waits for) and detaches the new program at its first stop.
+func (p *Process) leaveExec() { p.collect(false) }
+
+// collect waits for every attached thread to exit or stop, detaching the
+// stopped ones; with untilExit, it waits on for their exits too.
+func (p *Process) collect(untilExit bool) {
 	deadline := time.Now().Add(reapTimeout)
 	delay := pollFirst
 	for len(p.attached) > 0 && time.Now().Before(deadline) {
@@ -632,7 +698,9 @@ func (p *Process) reapDead() {
 				// A stop reported before the death: detaching lets the
 				// kill go on.
 				unix.PtraceDetach(s.tid)
-				rest = append(rest, s)
+				if untilExit {
+					rest = append(rest, s)
+				}
 			default:
 				rest = append(rest, s)
 			}
