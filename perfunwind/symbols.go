@@ -2,7 +2,6 @@ package perfunwind
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 
 	"github.com/ianlancetaylor/demangle"
@@ -61,9 +60,7 @@ type Resolver struct {
 func NewResolver(s *Session) *Resolver {
 	sym := symbolize.New()
 	sym.PerfNames = true // name functions as perf does, for comparison
-	if s.opts.SymFS != "" {
-		sym.DebugDirs = append([]string{filepath.Join(s.opts.SymFS, symbolize.DefaultDebugDir)}, sym.DebugDirs...)
-	}
+	sym.DebugDirs = s.debugDirs()
 	return &Resolver{Demangle: true, s: s, sym: sym, kern: map[uint64]*Loc{}, names: map[string][2]string{}, plts: map[*File]*pltTable{}}
 }
 

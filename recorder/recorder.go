@@ -120,6 +120,19 @@ type Options struct {
 	// are enabled and the processes' earlier mappings read (or the
 	// command started).
 	Started func()
+	// Period, with OnPeriod, cuts the recording into periods, as a
+	// continuous profiler does: about every Period (at the first pass
+	// over the rings after it ends, at most a second later), OnPeriod is
+	// given a Profile of the stacks sampled since the last cut, and the
+	// recorder forgets them, so that its memory does not grow with the
+	// recording's length. The last period is cut when recording stops;
+	// the Profile that Record then returns has the whole recording's
+	// Stats and no stacks. OnPeriod runs on the goroutine that reads the
+	// rings, which is what lets it name frames without locks: it may name
+	// and encode, but must not wait (for a network, say), or samples are
+	// lost.
+	Period   time.Duration
+	OnPeriod func(*Profile)
 }
 
 // check validates o.
@@ -143,6 +156,10 @@ func (o *Options) check() error {
 		return fmt.Errorf("recorder: stack size %d: must be a multiple of 8 up to %d", o.StackSize, perfevent.MaxStackUser)
 	case o.Duration < 0:
 		return errors.New("recorder: negative duration")
+	case (o.Period > 0) != (o.OnPeriod != nil):
+		return errors.New("recorder: Period and OnPeriod go together")
+	case o.Period < 0:
+		return errors.New("recorder: negative period")
 	}
 	if o.Event.Type == perfdata.TypeSoftware && o.Event.Config == perfevent.ContextSwitches.Config && o.Event.Name != "" {
 		return errors.New("recorder: context-switches is the off-CPU event: use OffCPU")

@@ -342,7 +342,7 @@ func (m *module) load(name string, debugDirs []string, lazy, perf bool) error {
 		}
 	}
 
-	path, dbg := m.debugFile(f.File, name, debugDirs)
+	path, dbg := FindDebugFile(f.File, name, debugDirs)
 	if dbg != nil {
 		m.debug = path
 	}
@@ -789,11 +789,18 @@ func (m *module) inExec(addr uint64) bool {
 	return false
 }
 
-// debugFile finds a separate debug file for f: by build ID under each
-// debug dir, then by .gnu_debuglink next to the object, in its .debug
-// subdirectory, and under each debug dir. It returns it opened (the
-// check opens it anyway), or "" and nil.
-func (m *module) debugFile(f *elf.File, name string, debugDirs []string) (string, *elffile.File) {
+// FindDebugFile finds the separate debug file of f, the object at path
+// name, as gdb does: by build ID under each of debugDirs
+// (<dir>/.build-id/<xx>/<rest>.debug), then by .gnu_debuglink next to
+// the object, in its .debug subdirectory and under each of debugDirs
+// (a name that is not absolute has no directory to search). A candidate
+// is taken only if it is a regular file (a FIFO's open would wait for a
+// writer) and its build ID is f's (or, without one, its CRC the
+// debuglink's). It returns the file's path and the file opened (the
+// check opens it anyway; the caller closes it), or "" and nil. Every
+// reader of separate debug files (symbols, lines, the unwinder's
+// .debug_frame) finds them here.
+func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elffile.File) {
 	id := buildID(f)
 	if len(id) >= 2 {
 		h := hex.EncodeToString(id)
@@ -811,12 +818,12 @@ func (m *module) debugFile(f *elf.File, name string, debugDirs []string) (string
 	dir := filepath.Dir(name)
 	cands := []string{filepath.Join(dir, link), filepath.Join(dir, ".debug", link)}
 	for _, d := range debugDirs {
-		cands = append(cands, filepath.Join(d, dir, link))
+		cands = append(cands, sysfile.Under(d, filepath.Join(dir, link)))
 	}
 	self, _ := os.Stat(name)
 	for _, c := range cands {
 		st, err := os.Stat(c)
-		if err != nil || (self != nil && os.SameFile(self, st)) {
+		if err != nil || !st.Mode().IsRegular() || (self != nil && os.SameFile(self, st)) {
 			continue
 		}
 		if len(id) > 0 {
@@ -865,7 +872,9 @@ func buildID(f *elf.File) []byte {
 	return nil
 }
 
-// openSameBuildID opens the ELF file at path if its build ID is id.
+// openSameBuildID opens the ELF file at path if it is a regular file
+// (elffile.Open: not a FIFO, whose open would wait for a writer, nor a
+// device) and its build ID is id.
 func openSameBuildID(path string, id []byte) *elffile.File {
 	f, err := elffile.Open(path)
 	if err != nil {
