@@ -69,9 +69,9 @@ func (f *File) Close() error {
 // file (internal/sysfile.OpenRegular: a FIFO or device that a recording,
 // a core or /proc names is refused at once, never waited on), and says
 // what is wrong with input that is not a whole ELF file in words a user
-// can act on: ErrNotELF, or a *TruncatedError with the sizes, each
-// naming path. File system errors are returned as they are (an
-// *os.PathError).
+// can act on: ErrNotELF, or a *TruncatedError with the sizes (the caller
+// names the file). File system errors are returned as they are (an
+// *os.PathError, naming it).
 func Open(path string) (*File, error) {
 	osf, err := sysfile.OpenRegular(path)
 	if err != nil {
@@ -83,7 +83,6 @@ func Open(path string) (*File, error) {
 		if ef, err = newFile(osf, st.Size()); err == nil {
 			return &File{File: ef, closer: osf}, nil
 		}
-		err = &PathError{Path: path, Err: err}
 	}
 	osf.Close()
 	return nil, err
@@ -104,26 +103,10 @@ func OpenArg(path string) (*File, error) {
 	defer osf.Close()
 	data, err := ReadStream(osf)
 	if err != nil {
-		return nil, &PathError{Path: path, Err: err}
+		return nil, err
 	}
-	if f, err = NewFile(data); err != nil {
-		return nil, &PathError{Path: path, Err: err}
-	}
-	return f, nil
+	return NewFile(data)
 }
-
-// PathError is the error of Open and OpenArg for a file that is not a
-// whole, readable ELF file: it names the file. Errors.Is and errors.As
-// see through it (ErrNotELF, *TruncatedError, debug/elf's FormatError).
-type PathError struct {
-	Path string
-	Err  error
-}
-
-func (e *PathError) Error() string { return e.Path + ": " + e.Err.Error() }
-
-// Unwrap returns the error about the contents.
-func (e *PathError) Unwrap() error { return e.Err }
 
 // NewFile parses the ELF file held in data, with the errors of Open (not
 // naming a file).
