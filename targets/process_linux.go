@@ -425,11 +425,23 @@ func (p *Process) attachAll() error {
 			return fmt.Errorf("targets: attach %d: listing threads: %w", p.pid, err)
 		}
 		var fresh []int
+		checked := round == 0
 		for _, tid := range tids {
 			if seen[tid] {
 				continue
 			}
 			seen[tid] = true
+			if !checked {
+				// A new thread may be one running execve, which holds
+				// the lock PTRACE_SEIZE takes until the threads it
+				// killed, held here, are collected: seizing it would
+				// wait for ever. The held threads tell.
+				checked = true
+				if p.heldThreadGone(nil) {
+					p.leaveExec()
+					return p.execError()
+				}
+			}
 			if err := p.seize(tid); err != nil {
 				if err == errGone {
 					continue
@@ -565,7 +577,7 @@ func (p *Process) waitStops(tids []int) error {
 		}
 		if execed {
 			p.leaveExec()
-			return fmt.Errorf("targets: attach %d: the process ran execve (a new program) during the attach; nothing was read, it runs on: try again", p.pid)
+			return p.execError()
 		}
 		if len(pending) == 0 {
 			return nil
@@ -616,6 +628,11 @@ func (p *Process) heldThreadGone(pending []int) bool {
 		}
 	}
 	return gone && !p.exited()
+}
+
+// execError is the error of an attach that met an execve.
+func (p *Process) execError() error {
+	return fmt.Errorf("targets: attach %d: the process ran execve (a new program) during the attach; nothing was read, it runs on: try again", p.pid)
 }
 
 // detachExeced detaches the thread that reported PTRACE_EVENT_EXEC (its
