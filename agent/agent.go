@@ -97,6 +97,11 @@ type Options struct {
 	// Pyroscope is the base URL of a Grafana Pyroscope server
 	// (http://host:4040) that each period's profiles are pushed to.
 	Pyroscope string
+	// OTLP is an OpenTelemetry collector's OTLP endpoint that each
+	// period's profiles are exported to as OpenTelemetry profiles:
+	// http://HOST:PORT for OTLP/HTTP (its /v1development/profiles), or
+	// HOST:PORT for OTLP/gRPC.
+	OTLP string
 	// Listen, if not "", is the address (host:port) of the agent's HTTP
 	// server: /debug/pprof/profile?seconds=N and /healthz.
 	Listen string
@@ -115,7 +120,7 @@ type Stats struct {
 	// of them (one per service with samples); Samples the samples in
 	// them.
 	Periods, Profiles, Samples uint64
-	// Sinks has each sink's counts, by name ("pyroscope").
+	// Sinks has each sink's counts, by name ("pyroscope", "otlp").
 	Sinks map[string]SinkStats
 }
 
@@ -214,6 +219,13 @@ func New(opts Options) (*Agent, error) {
 			return nil, err
 		}
 		a.sinks = append(a.sinks, newSink("pyroscope", s, opts.QueueLen, opts.Log))
+	}
+	if opts.OTLP != "" {
+		s, err := newOTLP(opts.OTLP)
+		if err != nil {
+			return nil, err
+		}
+		a.sinks = append(a.sinks, newSink("otlp", s, opts.QueueLen, opts.Log))
 	}
 	if opts.Listen != "" {
 		ln, err := net.Listen("tcp", opts.Listen)

@@ -87,7 +87,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	for _, a := range s.Attrs() {
 		p.attrs = append(p.attrs, a.Attr)
 	}
-	p.Warnings = s.Warnings()
+	p.Warnings, p.UserOnly = s.Warnings(), s.UserOnly()
 	p.Stats.RingBytes = s.RingPages() * os.Getpagesize()
 	// Samples wait for the records before them at most two passes over
 	// the rings: about two rings' worth per CPU.
