@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,7 +13,8 @@ import (
 
 // WriteSummary prints what s's samples gave, for a person: samples read
 // and unwound, with which rules, why and where walks ended, lost samples,
-// and the files that could not be used.
+// the files JIT code was named from, and the files that could not be
+// used.
 func WriteSummary(w io.Writer, s *Session) error {
 	st := &s.Stats
 	var b strings.Builder
@@ -81,6 +83,30 @@ func WriteSummary(w io.Writer, s *Session) error {
 			how = "not named: " + s.KernelErr().Error()
 		}
 		fmt.Fprintf(&b, "kernel frames: %d (%s)\n", st.KernelFrames, how)
+	}
+	var jitRead, jitErrs []string
+	for _, pid := range slices.Sorted(maps.Keys(s.jits)) {
+		if j := s.jits[pid]; j.loaded {
+			jitRead = append(jitRead, j.read...)
+			for _, err := range j.errs {
+				jitErrs = append(jitErrs, err.Error())
+			}
+		}
+	}
+	for _, l := range []struct {
+		head  string
+		lines []string
+	}{{"JIT code named from", jitRead}, {"JIT symbol files not read", jitErrs}} {
+		if len(l.lines) > 0 {
+			fmt.Fprintf(&b, "%s: %d\n", l.head, len(l.lines))
+			for i, line := range l.lines {
+				if i == 8 {
+					fmt.Fprintf(&b, "  ... %d more\n", len(l.lines)-i)
+					break
+				}
+				fmt.Fprintf(&b, "  %s\n", line)
+			}
+		}
 	}
 	var missing []*File
 	for _, f := range s.Files() {
