@@ -233,4 +233,3 @@ func TestRecordJIT(t *testing.T) {
 		t.Errorf("folded stacks with unnamed JIT frames")
 	}
 }
-
