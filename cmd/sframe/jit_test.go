@@ -3,12 +3,16 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -231,5 +235,66 @@ func TestRecordJIT(t *testing.T) {
 	}
 	if strings.Contains(string(b), ";[anon]") {
 		t.Errorf("folded stacks with unnamed JIT frames")
+	}
+}
+
+// TestRecordJITNamespace records a node process that runs in PID and
+// mount namespaces of its own, with a /tmp of its own: its perf map is
+// /tmp/perf-1.map there, which record reads through /proc/PID/root while
+// the process runs, naming the mapping as perf does.
+func TestRecordJITNamespace(t *testing.T) {
+	needPerf(t)
+	testprog.NeedTool(t, "node")
+	testprog.NeedTool(t, "unshare")
+	if os.Geteuid() != 0 {
+		t.Skip("namespaces need root")
+	}
+	const script = `function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+let s = 0; console.log("ready " + process.pid);
+const end = Date.now() + 20000;
+while (Date.now() < end) s += fib(22);`
+	c := exec.Command("unshare", "--pid", "--mount", "--fork", "--propagation", "private", "sh", "-c",
+		`mount -t tmpfs tmpfs /tmp && cd /tmp && exec node --perf-basic-prof -e "$0"`, script)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		c.Wait()
+	})
+	line, err := testprog.ReadLine(bufio.NewReader(stdout), 20*time.Second)
+	if err != nil || line != "ready 1" {
+		t.Fatalf("node in its namespaces said %q: %v", line, err)
+	}
+	// unshare's child is node (sh executed it).
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Process.Pid, c.Process.Pid))
+	if err != nil || len(strings.Fields(string(b))) != 1 {
+		t.Fatalf("children of unshare: %q %v", b, err)
+	}
+	pid := strings.Fields(string(b))[0]
+	pb := filepath.Join(t.TempDir(), "ns.pb.gz")
+	_, errs, code := runCLI(t, "record", "-p", pid, "--duration", "1", "-F", "499", "-o", pb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if want := "JIT code named from: 1\n  /proc/" + pid + "/root/tmp/perf-1.map ("; !strings.Contains(errs, want) {
+		t.Errorf("summary without %q:\n%s", want, errs)
+	}
+	p := readProfile(t, pb)
+	var fib, all int64
+	for _, s := range p.Sample {
+		all += s.Value[0]
+		if len(s.Location) > 0 && len(s.Location[0].Line) > 0 && strings.HasPrefix(s.Location[0].Line[0].Function.Name, "JS:*fib ") &&
+			s.Location[0].Mapping.File == "/tmp/perf-1.map" {
+			fib += s.Value[0]
+		}
+	}
+	if fib*2 < all {
+		t.Errorf("%d of %d samples in fib, in /tmp/perf-1.map", fib, all)
 	}
 }
