@@ -107,6 +107,30 @@ func TestReportJITPerfMap(t *testing.T) {
 		t.Errorf("folded stacks with unnamed JIT frames:\n%.2000s", folded)
 	}
 	checkJITProfile(t, reportPprof(t, data), js)
+
+	// With --symfs, the perf map is read under it (the recording's files
+	// copied from another machine).
+	m := perfMapRE.FindString(out)
+	symfs := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(symfs, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(m, filepath.Join(symfs, m)); err != nil {
+		// Another file system: copy.
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(symfs, m), b, 0o644)
+		os.Remove(m)
+	}
+	out, errs, _ = runCLI(t, "report", "--symfs", symfs, "--format", "text", data)
+	if n := strings.Count(out, "fib "+js+":1:13 ("+m+")\n"); n < fib/2 {
+		t.Errorf("--symfs: %d frames in fib, %d without it", n, fib)
+	}
+	if !strings.Contains(errs, "JIT code named from: 1\n  "+filepath.Join(symfs, m)) {
+		t.Errorf("--symfs: summary without the perf map:\n%s", errs)
+	}
 }
 
 // reportPprof runs report into a pprof file and parses it.
