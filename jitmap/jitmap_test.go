@@ -247,3 +247,42 @@ func checkTable(t *testing.T, tab *Table, addr uint64) {
 		t.Fatalf("%#x: %+v does not cover it", addr, s)
 	}
 }
+
+// bigMap returns a perf map of n functions of 0x40 bytes, as a JIT
+// writes them (names of a node program's size).
+func bigMap(n int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "%x 40 JS:*function%d /home/user/app/src/module%d.js:%d:%d\n", 0x7f0000000000+i*0x40, i, i%100, i%1000, i%80)
+	}
+	return b.Bytes()
+}
+
+func TestLookupAllocs(t *testing.T) {
+	tab := ParsePerfMap(bigMap(1000))
+	if n := testing.AllocsPerRun(100, func() { tab.Lookup(0x7f0000000000 + 500*0x40 + 3) }); n != 0 {
+		t.Errorf("Lookup allocates %v times", n)
+	}
+}
+
+// BenchmarkParsePerfMap reads a perf map of 100,000 functions.
+func BenchmarkParsePerfMap(b *testing.B) {
+	data := bigMap(100000)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		ParsePerfMap(data)
+	}
+}
+
+// BenchmarkLookup looks up addresses spread over 100,000 functions.
+func BenchmarkLookup(b *testing.B) {
+	tab := ParsePerfMap(bigMap(100000))
+	addr := uint64(0x7f0000000000)
+	for b.Loop() {
+		tab.Lookup(addr)
+		addr += 0x40*7919 + 3
+		if addr >= 0x7f0000000000+100000*0x40 {
+			addr -= 100000 * 0x40
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package perfunwind
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sframekit/sframekit/arch"
+)
+
+// TestJITNames: executable anonymous memory is named after the process's
+// perf map, as perf names it, and its addresses from the map (read under
+// SymFS); data mappings keep their names; a jitdump file's mapping is not
+// taken for an object file; a perf map that is a FIFO is not opened for
+// reading (the test would hang) and the summary says why it was not read.
+func TestJITNames(t *testing.T) {
+	symfs := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(symfs, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(symfs, "tmp/perf-4242.map"), []byte("7f0000001000 40 JS:*fib /x/fib.js:1:13\n7f0000001040 20 Builtin:Add\n"), 0o644)
+	if err := syscall.Mkfifo(filepath.Join(symfs, "tmp/perf-4343.map"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSession(Options{Arch: arch.AMD64, SymFS: symfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Mmap(4242, 4242, 0x7f0000000000, 0x10000, 0x7f0000000000, "//anon", true, nil)
+	s.Mmap(4242, 4242, 0x7f0000100000, 0x1000, 0, "/nonexistent/jit-4242.dump", true, nil)
+	s.Mmap(4242, 4242, 0x7f0000200000, 0x1000, 0x7f0000200000, "//anon", false, nil)
+	s.Mmap(4343, 4343, 0x7f0000000000, 0x10000, 0x7f0000000000, "//anon", true, nil)
+	r := NewResolver(s)
+	defer r.Close()
+	p := s.procs[4242]
+	for _, c := range []struct {
+		addr          uint64
+		mapping, name string
+	}{
+		{0x7f0000001000, "/tmp/perf-4242.map", "JS:*fib /x/fib.js:1:13"},
+		{0x7f000000103f, "/tmp/perf-4242.map", "JS:*fib /x/fib.js:1:13"},
+		{0x7f0000001050, "/tmp/perf-4242.map", "Builtin:Add"},
+		{0x7f0000001060, "/tmp/perf-4242.map", ""},
+		{0x7f0000200010, "//anon", ""},
+	} {
+		m := p.find(c.addr)
+		if m == nil || m.Name != c.mapping {
+			t.Errorf("%#x: mapping %+v, want %s", c.addr, m, c.mapping)
+			continue
+		}
+		if l := r.Resolve(m, c.addr); l.Short != c.name || l.Name != c.name || c.name != "" && m.PerfAddr(c.addr) != c.addr {
+			t.Errorf("%#x: %q (%#x), want %q", c.addr, l.Short, m.PerfAddr(c.addr), c.name)
+		}
+	}
+	m := s.procs[4343].find(0x7f0000001000)
+	if l := r.Resolve(m, 0x7f0000001000); m.Name != "/tmp/perf-4343.map" || l.Sym != "" {
+		t.Errorf("FIFO: %s %q", m.Name, l.Sym)
+	}
+	for _, f := range s.Files() {
+		if strings.Contains(f.Name, "jit-") {
+			t.Errorf("the jitdump file taken for an object file: %+v", f)
+		}
+	}
+	var b bytes.Buffer
+	WriteSummary(&b, s)
+	for _, want := range []string{"JIT code named from: 1\n  " + filepath.Join(symfs, "tmp/perf-4242.map") + " (2 functions)\n",
+		"JIT symbol files not read: 1\n  " + filepath.Join(symfs, "tmp/perf-4343.map") + ": not a regular file\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary without %q:\n%s", want, b.String())
+		}
+	}
+}
