@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sframekit/sframekit/jitmap"
 )
@@ -17,6 +19,9 @@ import (
 // files are read once, when a frame in such a mapping is first named, so
 // that the JIT has written what it made by then (a recording is reported
 // after the program ran; a live recording names its frames at the end).
+// The Session adds jitdump files as their mappings come, while a
+// pipelined writer may be naming frames on another goroutine: mu guards
+// what both touch.
 type jitSyms struct {
 	// name is the perf map's path in the process's mount namespace, the
 	// name perf gives the process's JIT mappings.
@@ -24,10 +29,14 @@ type jitSyms struct {
 	// mapPaths are the paths to read the perf map from, in order: in the
 	// process's mount namespace while it lives, under SymFS, the path.
 	mapPaths []string
+	// budget is what the Session may still read of JIT files, shared by
+	// its processes.
+	budget *atomic.Int64
+
+	mu sync.Mutex
 	// dumps are the jitdump files the process mapped, each the paths to
 	// try.
-	dumps [][]string
-
+	dumps  [][]string
 	loaded bool
 	tables []*jitmap.Table // the jitdump files' (later first), then the perf map's
 	// Read lists the files read and what they gave, Errs those that could
@@ -59,7 +68,7 @@ func (s *Session) jit(pid uint32) *jitSyms {
 	if s.opts.Live {
 		nspid, root = liveNamespace(pid)
 	}
-	j := &jitSyms{name: "/tmp/perf-" + strconv.FormatUint(uint64(nspid), 10) + ".map", locs: map[uint64]*Loc{}}
+	j := &jitSyms{name: "/tmp/perf-" + strconv.FormatUint(uint64(nspid), 10) + ".map", locs: map[uint64]*Loc{}, budget: &s.jitBudget}
 	j.mapPaths = s.jitPaths(j.name, root)
 	s.jits[pid] = j
 	return j
@@ -119,6 +128,8 @@ func (s *Session) addDump(pid uint32, path string) {
 		_, root = liveNamespace(pid)
 	}
 	paths := s.jitPaths(path, root)
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	for _, d := range j.dumps {
 		if d[len(d)-1] == paths[len(paths)-1] {
 			return
@@ -128,8 +139,14 @@ func (s *Session) addDump(pid uint32, path string) {
 	j.loaded = false // read again, with it
 }
 
+// maxJITBytes bounds the bytes of JIT files (perf maps, jitdump files) a
+// Session reads, over all its processes: each file is bounded by
+// jitmap.MaxFileSize, and a system-wide recording may see many JITs.
+const maxJITBytes = 1 << 30
+
 // load reads the process's jitdump files and perf map, once: the first
-// readable path of each (see jitmap.ReadFile for what is refused).
+// readable path of each (see jitmap.ReadFile for what is refused), while
+// the Session's budget (maxJITBytes) lasts.
 func (j *jitSyms) load() {
 	if j.loaded {
 		return
@@ -140,8 +157,13 @@ func (j *jitSyms) load() {
 	read := func(paths []string, parse func([]byte) (*jitmap.Table, error)) {
 		var first error
 		for _, p := range paths {
+			if j.budget.Load() <= 0 {
+				j.errs = append(j.errs, fmt.Errorf("%s: not read: %d bytes of JIT symbol files read already", p, maxJITBytes))
+				return
+			}
 			data, err := jitmap.ReadFile(p)
 			if err == nil {
+				j.budget.Add(-int64(len(data)))
 				var t *jitmap.Table
 				if t, err = parse(data); err == nil {
 					j.tables = append(j.tables, t)
@@ -173,6 +195,8 @@ func (j *jitSyms) load() {
 
 // resolve names the runtime address pc of the process's JIT code.
 func (j *jitSyms) resolve(pc uint64) *Loc {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	j.load()
 	if l, ok := j.locs[pc]; ok {
 		return l

@@ -74,3 +74,34 @@ func TestJITNames(t *testing.T) {
 		}
 	}
 }
+
+// TestJITBudget: once the Session has read its budget of JIT files, more
+// are not read, and the summary says so.
+func TestJITBudget(t *testing.T) {
+	symfs := t.TempDir()
+	os.MkdirAll(filepath.Join(symfs, "tmp"), 0o755)
+	for _, pid := range []string{"1", "2"} {
+		os.WriteFile(filepath.Join(symfs, "tmp/perf-"+pid+".map"), []byte("1000 40 f"+pid+"\n"), 0o644)
+	}
+	s, err := NewSession(Options{Arch: arch.AMD64, SymFS: symfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.jitBudget.Store(5) // the first file only
+	s.Mmap(1, 1, 0x1000, 0x1000, 0x1000, "//anon", true, nil)
+	s.Mmap(2, 2, 0x1000, 0x1000, 0x1000, "//anon", true, nil)
+	r := NewResolver(s)
+	defer r.Close()
+	if l := r.Resolve(s.procs[1].find(0x1000), 0x1000); l.Sym != "f1" {
+		t.Errorf("first: %q", l.Sym)
+	}
+	if l := r.Resolve(s.procs[2].find(0x1000), 0x1000); l.Sym != "" {
+		t.Errorf("past the budget: %q", l.Sym)
+	}
+	var b bytes.Buffer
+	WriteSummary(&b, s)
+	if !strings.Contains(b.String(), "perf-2.map: not read: ") {
+		t.Errorf("summary:\n%s", b.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/jitmap"
@@ -124,6 +125,8 @@ type Session struct {
 	procs   map[uint32]*process
 	threads map[uint32]*thread
 	jits    map[uint32]*jitSyms // by process
+	// jitBudget is what may still be read of JIT files (maxJITBytes).
+	jitBudget atomic.Int64
 
 	adopted bool
 	// The kernel's symbols load in the background from the start: a
@@ -175,6 +178,7 @@ func NewSession(opts Options) (*Session, error) {
 		kernPCs:    map[uint64]*Mapping{},
 	}
 	s.Stats.StopWhere = map[StopPlace]uint64{}
+	s.jitBudget.Store(maxJITBytes)
 	if opts.Arch != 0 {
 		s.startKernel()
 	}

@@ -86,12 +86,15 @@ func WriteSummary(w io.Writer, s *Session) error {
 	}
 	var jitRead, jitErrs []string
 	for _, pid := range slices.Sorted(maps.Keys(s.jits)) {
-		if j := s.jits[pid]; j.loaded {
+		j := s.jits[pid]
+		j.mu.Lock()
+		if j.loaded {
 			jitRead = append(jitRead, j.read...)
 			for _, err := range j.errs {
 				jitErrs = append(jitErrs, err.Error())
 			}
 		}
+		j.mu.Unlock()
 	}
 	for _, l := range []struct {
 		head  string
