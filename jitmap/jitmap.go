@@ -14,6 +14,8 @@
 package jitmap
 
 import (
+	"cmp"
+	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -106,66 +108,35 @@ func (t *Table) build() {
 		}
 		edges = append(edges, edge{s.Start, int32(i), true}, edge{end, int32(i), false})
 	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		switch {
-		case a.at < b.at:
-			return -1
-		case a.at > b.at:
-			return 1
-		}
-		return 0
-	})
-	// active holds the symbols covering the current position, as a max
-	// heap of indexes; ended ones are removed lazily.
-	var active []int32
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.at, b.at) })
+	// active holds the symbols covering the current position, latest on
+	// top; ended ones are removed lazily.
+	active := &latest{}
 	ended := make([]bool, len(t.syms))
-	push := func(v int32) {
-		active = append(active, v)
-		for i := len(active) - 1; i > 0; {
-			p := (i - 1) / 2
-			if active[p] >= active[i] {
-				break
-			}
-			active[p], active[i] = active[i], active[p]
-			i = p
-		}
-	}
-	pop := func() {
-		n := len(active) - 1
-		active[0] = active[n]
-		active = active[:n]
-		for i := 0; ; {
-			c := 2*i + 1
-			if c >= n {
-				break
-			}
-			if c+1 < n && active[c+1] > active[c] {
-				c++
-			}
-			if active[i] >= active[c] {
-				break
-			}
-			active[i], active[c] = active[c], active[i]
-			i = c
-		}
-	}
 	spans := make([]span, 0, len(t.syms))
 	cur, curStart := int32(-1), uint64(0)
 	for i := 0; i < len(edges); {
 		at := edges[i].at
 		for ; i < len(edges) && edges[i].at == at; i++ {
 			if edges[i].start {
-				push(edges[i].sym)
+				active.s = append(active.s, edges[i].sym)
+				heap.Fix(active, len(active.s)-1)
 			} else {
 				ended[edges[i].sym] = true
 			}
 		}
-		for len(active) > 0 && ended[active[0]] {
-			pop()
+		for len(active.s) > 0 && ended[active.s[0]] {
+			// Pop without heap.Pop's boxing of the value.
+			n := len(active.s) - 1
+			active.s[0] = active.s[n]
+			active.s = active.s[:n]
+			if n > 0 {
+				heap.Fix(active, 0)
+			}
 		}
 		w := int32(-1)
-		if len(active) > 0 {
-			w = active[0]
+		if len(active.s) > 0 {
+			w = active.s[0]
 		}
 		if w != cur {
 			if cur >= 0 {
@@ -175,6 +146,21 @@ func (t *Table) build() {
 		}
 	}
 	t.spans = spans
+}
+
+// latest is a max-heap of symbol indexes (container/heap), the latest
+// symbol on top; it is grown and shrunk by hand, with heap.Fix, so that
+// no index is boxed.
+type latest struct{ s []int32 }
+
+func (h *latest) Len() int           { return len(h.s) }
+func (h *latest) Less(i, j int) bool { return h.s[i] > h.s[j] }
+func (h *latest) Swap(i, j int)      { h.s[i], h.s[j] = h.s[j], h.s[i] }
+func (h *latest) Push(x any)         { h.s = append(h.s, x.(int32)) }
+func (h *latest) Pop() any {
+	v := h.s[len(h.s)-1]
+	h.s = h.s[:len(h.s)-1]
+	return v
 }
 
 // add appends a symbol, reporting false when the table is full.

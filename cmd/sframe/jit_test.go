@@ -3,16 +3,13 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -60,19 +57,7 @@ func TestReportJITPerfMap(t *testing.T) {
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("perf record: %v\n%s", err, out)
 	}
-	out, errs, code := runCLI(t, "report", "--format", "text", data)
-	removePerfMaps(t, out)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	perf, err := exec.Command("perf", "script", "-i", data, "-F", "comm,tid,time,ip,sym,dso", "--no-inline", "--max-stack", "1024").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours, theirs := parseText(t, out), parseText(t, string(perf))
-	if len(ours) != len(theirs) {
-		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
-	}
+	out, errs, ours, theirs := reportWithScript(t, data)
 	jit, fib := 0, 0
 	for i := range theirs {
 		for k, f := range theirs[i].frames {
@@ -133,6 +118,27 @@ func TestReportJITPerfMap(t *testing.T) {
 	}
 }
 
+// reportWithScript reports the recording data in the text format and
+// returns our output, summary and samples, and perf script's samples
+// (as many: the test fails otherwise).
+func reportWithScript(t *testing.T, data string) (out, errs string, ours, theirs []textSample) {
+	t.Helper()
+	out, errs, code := runCLI(t, "report", "--format", "text", data)
+	removePerfMaps(t, out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	perf, err := exec.Command("perf", "script", "-i", data, "-F", "comm,tid,time,ip,sym,dso", "--no-inline", "--max-stack", "1024").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs = parseText(t, out), parseText(t, string(perf))
+	if len(ours) != len(theirs) {
+		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
+	}
+	return out, errs, ours, theirs
+}
+
 // reportPprof runs report into a pprof file and parses it.
 func reportPprof(t *testing.T, data string) *profile.Profile {
 	t.Helper()
@@ -182,18 +188,7 @@ func TestReportJITDump(t *testing.T) {
 	if dumps, _ := filepath.Glob(filepath.Join(dir, "jit-*.dump")); len(dumps) != 1 {
 		t.Fatalf("jitdump files: %v", dumps)
 	}
-	out, errs, code := runCLI(t, "report", "--format", "text", data)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	perf, err := exec.Command("perf", "script", "-i", data, "-F", "comm,tid,time,ip,sym,dso", "--no-inline", "--max-stack", "1024").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours, theirs := parseText(t, out), parseText(t, string(perf))
-	if len(ours) != len(theirs) {
-		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
-	}
+	_, errs, ours, theirs := reportWithScript(t, data)
 	jit, named, fib := 0, 0, 0
 	for i := range theirs {
 		for k, f := range theirs[i].frames {
@@ -274,27 +269,14 @@ func TestRecordJITNamespace(t *testing.T) {
 		t.Skip("namespaces need root")
 	}
 	const script = `function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-let s = 0; console.log("ready " + process.pid);
+let s = 0; console.log("ready");
 const end = Date.now() + 20000;
 while (Date.now() < end) s += fib(22);`
-	c := exec.Command("unshare", "--pid", "--mount", "--fork", "--propagation", "private", "sh", "-c",
+	// --kill-child: node (PID 1 of its namespace, which ends with it)
+	// dies with unshare, which the test kills at its end.
+	c := exec.Command("unshare", "--pid", "--mount", "--fork", "--kill-child", "--propagation", "private", "sh", "-c",
 		`mount -t tmpfs tmpfs /tmp && cd /tmp && exec node --perf-basic-prof -e "$0"`, script)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		c.Wait()
-	})
-	line, err := testprog.ReadLine(bufio.NewReader(stdout), 20*time.Second)
-	if err != nil || line != "ready 1" {
-		t.Fatalf("node in its namespaces said %q: %v", line, err)
-	}
+	testprog.StartCmd(t, c)
 	// unshare's child is node (sh executed it).
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Process.Pid, c.Process.Pid))
 	if err != nil || len(strings.Fields(string(b))) != 1 {
