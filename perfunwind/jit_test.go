@@ -34,6 +34,8 @@ func TestJITNames(t *testing.T) {
 	s.Mmap(4242, 4242, 0x7f0000100000, 0x1000, 0, "/nonexistent/jit-4242.dump", true, nil)
 	s.Mmap(4242, 4242, 0x7f0000200000, 0x1000, 0x7f0000200000, "//anon", false, nil)
 	s.Mmap(4343, 4343, 0x7f0000000000, 0x10000, 0x7f0000000000, "//anon", true, nil)
+	s.Mmap(4444, 4444, 0x7f0000000000, 0x10000, 0x7f0000000000, "//anon", true, nil)
+	s.Mmap(4545, 4545, 0x7f0000000000, 0x10000, 0x7f0000000000, "//anon", true, nil) // no frame there
 	r := NewResolver(s)
 	defer r.Close()
 	p := s.procs[4242]
@@ -60,6 +62,9 @@ func TestJITNames(t *testing.T) {
 	if l := r.Resolve(m, 0x7f0000001000); m.Name != "/tmp/perf-4343.map" || l.Sym != "" {
 		t.Errorf("FIFO: %s %q", m.Name, l.Sym)
 	}
+	if l := r.Resolve(s.procs[4444].find(0x7f0000001000), 0x7f0000001000); l.Sym != "" {
+		t.Errorf("no perf map: %q", l.Sym)
+	}
 	for _, f := range s.Files() {
 		if strings.Contains(f.Name, "jit-") {
 			t.Errorf("the jitdump file taken for an object file: %+v", f)
@@ -68,7 +73,8 @@ func TestJITNames(t *testing.T) {
 	var b bytes.Buffer
 	WriteSummary(&b, s)
 	for _, want := range []string{"JIT code named from: 1\n  " + filepath.Join(symfs, "tmp/perf-4242.map") + " (2 functions)\n",
-		"JIT symbol files not read: 1\n  " + filepath.Join(symfs, "tmp/perf-4343.map") + ": not a regular file\n"} {
+		"JIT symbol files not read: 1\n  " + filepath.Join(symfs, "tmp/perf-4343.map") + ": not a regular file\n",
+		"JIT code without names, no perf map found (node --perf-basic-prof, python3 -X perf and Java agents write one): 1\n  /tmp/perf-4444.map\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary without %q:\n%s", want, b.String())
 		}

@@ -84,7 +84,8 @@ func WriteSummary(w io.Writer, s *Session) error {
 		}
 		fmt.Fprintf(&b, "kernel frames: %d (%s)\n", st.KernelFrames, how)
 	}
-	var jitRead, jitErrs []string
+	// Only processes whose JIT code had frames to name loaded their files.
+	var jitRead, jitErrs, jitNone []string
 	for _, pid := range slices.Sorted(maps.Keys(s.jits)) {
 		j := s.jits[pid]
 		j.mu.Lock()
@@ -93,13 +94,17 @@ func WriteSummary(w io.Writer, s *Session) error {
 			for _, err := range j.errs {
 				jitErrs = append(jitErrs, err.Error())
 			}
+			if len(j.read) == 0 && len(j.errs) == 0 {
+				jitNone = append(jitNone, j.mapPaths[len(j.mapPaths)-1])
+			}
 		}
 		j.mu.Unlock()
 	}
 	for _, l := range []struct {
 		head  string
 		lines []string
-	}{{"JIT code named from", jitRead}, {"JIT symbol files not read", jitErrs}} {
+	}{{"JIT code named from", jitRead}, {"JIT symbol files not read", jitErrs},
+		{"JIT code without names, no perf map found (node --perf-basic-prof, python3 -X perf and Java agents write one)", jitNone}} {
 		if len(l.lines) > 0 {
 			fmt.Fprintf(&b, "%s: %d\n", l.head, len(l.lines))
 			for i, line := range l.lines {
