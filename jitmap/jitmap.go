@@ -29,8 +29,10 @@ import (
 // The limits on what a file may cost.
 const (
 	// MaxFileSize bounds the bytes read of a perf map or jitdump file: a
-	// large Java or node program writes a few tens of MB.
-	MaxFileSize = 256 << 20
+	// large Java or node program writes a few tens of MB. With the copy
+	// of a perf map's text that its names share and the Table, a file
+	// costs at most about 200 MB.
+	MaxFileSize = 64 << 20
 	// MaxEntries bounds the functions a Table keeps (32 bytes each, and
 	// as much again for lookups: 128 MiB at most); entries past it are
 	// dropped and Table.Truncated is set.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/sframekit/sframekit/internal/memtest"
 )
 
 func TestParsePerfMap(t *testing.T) {
@@ -285,4 +287,29 @@ func BenchmarkLookup(b *testing.B) {
 			addr -= 100000 * 0x40
 		}
 	}
+}
+
+// TestLargestMapCost reads the largest perf map ReadFile accepts, of the
+// shortest lines (the most entries a file can hold), from disk: the
+// whole costs at most 400 MB (the file, the text its names share, the
+// table of MaxEntries and the sweep that builds it).
+func TestLargestMapCost(t *testing.T) {
+	if memtest.InChild(t) {
+		line := []byte("0 1 f\n")
+		data := bytes.Repeat(line, MaxFileSize/len(line))
+		p := filepath.Join(t.TempDir(), "perf-1.map")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		data = nil
+		b, err := ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tab := ParsePerfMap(b); tab.Len() != MaxEntries || !tab.Truncated {
+			t.Errorf("%d entries, truncated %v", tab.Len(), tab.Truncated)
+		}
+		return
+	}
+	memtest.AtMost(t, 400<<20, "reading a perf map of the largest size")
 }

@@ -142,7 +142,8 @@ func (s *Session) addDump(pid uint32, path string) {
 // maxJITBytes bounds the bytes of JIT files (perf maps, jitdump files) a
 // Session reads, over all its processes: each file is bounded by
 // jitmap.MaxFileSize, and a system-wide recording may see many JITs.
-const maxJITBytes = 1 << 30
+// Their tables, kept until the end, cost up to twice their bytes.
+const maxJITBytes = 256 << 20
 
 // load reads the process's jitdump files and perf map, once: the first
 // readable path of each (see jitmap.ReadFile for what is refused), while
