@@ -239,15 +239,21 @@ done:
 
 // ReadFile reads the file at path for ParsePerfMap or ParseJitdump: only
 // a regular file (a FIFO or device is not opened for reading, and a
-// FIFO's open does not wait for a writer), up to MaxFileSize bytes.
+// FIFO's open does not wait for a writer), up to MaxFileSize bytes. A
+// symbolic link as the last component is not followed: /tmp is open to
+// every user, and a link planted as /tmp/perf-PID.map would have the
+// profiler copy lines of another file into a profile.
 func ReadFile(path string) ([]byte, error) {
 	var fd int
 	var err error
 	for {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW, 0)
 		if err != unix.EINTR {
 			break
 		}
+	}
+	if err == unix.ELOOP {
+		return nil, fmt.Errorf("%s: a symbolic link, not followed", path)
 	}
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
