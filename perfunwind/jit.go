@@ -38,6 +38,7 @@ type jitSyms struct {
 	// try.
 	dumps  [][]string
 	loaded bool
+	bytes  int64 // of the files read, taken from budget
 	tables []*jitmap.Table // the jitdump files' (later first), then the perf map's
 	// Read lists the files read and what they gave, Errs those that could
 	// not be, for the summary.
@@ -153,8 +154,10 @@ func (j *jitSyms) load() {
 		return
 	}
 	j.loaded = true
-	j.tables, j.read, j.errs = j.tables[:0], j.read[:0], j.errs[:0]
-	clear(j.locs)
+	j.budget.Add(j.bytes) // what an earlier load read is given back
+	j.bytes = 0
+	j.tables, j.read, j.errs = nil, nil, nil
+	j.locs = map[uint64]*Loc{}
 	read := func(paths []string, parse func([]byte) (*jitmap.Table, error)) {
 		var first error
 		for _, p := range paths {
@@ -165,6 +168,7 @@ func (j *jitSyms) load() {
 			data, err := jitmap.ReadFile(p)
 			if err == nil {
 				j.budget.Add(-int64(len(data)))
+				j.bytes += int64(len(data))
 				var t *jitmap.Table
 				if t, err = parse(data); err == nil {
 					j.tables = append(j.tables, t)
@@ -211,4 +215,28 @@ func (j *jitSyms) resolve(pc uint64) *Loc {
 	}
 	j.locs[pc] = l
 	return l
+}
+
+// ForgetJIT drops what the Session read of JIT symbol files, so that a
+// long recording cut into periods (a continuous profiler's) reads them
+// again, with the code the JITs made since, when a frame in JIT code is
+// next named; and forgets the JIT symbols of processes that have exited.
+// What Resolve returned stays valid. Call it between periods, when no
+// frame is being named.
+func (s *Session) ForgetJIT() {
+	for pid, j := range s.jits {
+		j.mu.Lock()
+		j.budget.Add(j.bytes)
+		j.bytes = 0
+		j.loaded, j.tables, j.read, j.errs = false, nil, nil, nil
+		j.locs = map[uint64]*Loc{}
+		j.mu.Unlock()
+		if s.procs[pid] == nil {
+			delete(s.jits, pid)
+		}
+	}
+	// The budget is per period: what a JIT of a process that exited
+	// loads after this (for stacks of its last period still to be named)
+	// is garbage with those stacks.
+	s.jitBudget.Store(maxJITBytes)
 }

@@ -111,3 +111,48 @@ func TestJITBudget(t *testing.T) {
 		t.Errorf("summary:\n%s", b.String())
 	}
 }
+
+// TestForgetJIT: a perf map is read once, so code the JIT made after it
+// was read has no name; after ForgetJIT (between a continuous profiler's
+// periods) it is read again and names the new code, the budget is given
+// back, and the JIT symbols of a process that exited are forgotten.
+func TestForgetJIT(t *testing.T) {
+	symfs := t.TempDir()
+	os.MkdirAll(filepath.Join(symfs, "tmp"), 0o755)
+	path := filepath.Join(symfs, "tmp/perf-7.map")
+	os.WriteFile(path, []byte("1000 40 early\n"), 0o644)
+	s, err := NewSession(Options{Arch: arch.AMD64, SymFS: symfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Mmap(7, 7, 0x1000, 0x1000, 0x1000, "//anon", true, nil)
+	s.Mmap(8, 8, 0x1000, 0x1000, 0x1000, "//anon", true, nil)
+	r := NewResolver(s)
+	defer r.Close()
+	m := s.procs[7].find(0x1000)
+	if l := r.Resolve(m, 0x1000); l.Sym != "early" {
+		t.Fatalf("early: %q", l.Sym)
+	}
+	r.Resolve(s.procs[8].find(0x1000), 0x1000)
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("1100 40 late\n")
+	f.Close()
+	if l := r.Resolve(m, 0x1100); l.Sym != "" {
+		t.Errorf("before ForgetJIT: %q (the map is read once)", l.Sym)
+	}
+	if got := s.jitBudget.Load(); got != maxJITBytes-int64(len("1000 40 early\n")) {
+		t.Errorf("budget %d after one file", got)
+	}
+	s.Exit(8, 8)
+	s.ForgetJIT()
+	if l := r.Resolve(m, 0x1100); l.Sym != "late" {
+		t.Errorf("after ForgetJIT: %q", l.Sym)
+	}
+	if _, ok := s.jits[8]; ok || s.jits[7] == nil {
+		t.Error("the exited process's JIT symbols kept, or the running one's dropped")
+	}
+	if got := s.jitBudget.Load(); got != maxJITBytes-int64(len("1000 40 early\n1100 40 late\n")) {
+		t.Errorf("budget %d after reading the map again", got)
+	}
+}

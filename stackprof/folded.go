@@ -18,7 +18,8 @@ import (
 //
 // written as stackcollapse-perf.pl writes them from perf script's output:
 // the thread's name (spaces made underscores) first, function names as
-// perf shows them (C++ without parameters), "[module]" for a frame whose
+// perf shows them (C++ without parameters) but without symbol versions,
+// as the pprof profile names them, "[module]" for a frame whose
 // function is unknown ("[unknown]" without a module), semicolons in names
 // made colons, lines sorted. count is the number of samples, or the sum
 // of the weights given to AddWeight. When the Resolver expands inlined
@@ -81,8 +82,8 @@ func (f *Folded) AddWeight(st *perfunwind.Stack, w uint64) error {
 func (f *Folded) appendFrame(k []byte, m *perfunwind.Mapping, pc uint64) []byte {
 	loc := f.r.Resolve(m, pc)
 	k = append(k, ';')
-	if loc.Short != "" {
-		k = appendFoldName(k, loc.Short, false)
+	if loc.Unversioned != "" {
+		k = appendFoldName(k, loc.Unversioned, false)
 	} else {
 		k = append(k, '[')
 		k = append(k, f.moduleName(m)...)

@@ -335,7 +335,7 @@ func (m *module) load(name string, debugDirs []string, lazy, perf bool) error {
 		}
 	}
 
-	path, dbg := m.debugFile(f, name, debugDirs)
+	path, dbg := FindDebugFile(f, name, debugDirs)
 	if dbg != nil {
 		m.debug = path
 	}
@@ -774,11 +774,18 @@ func (m *module) inExec(addr uint64) bool {
 	return false
 }
 
-// debugFile finds a separate debug file for f: by build ID under each
-// debug dir, then by .gnu_debuglink next to the object, in its .debug
-// subdirectory, and under each debug dir. It returns it opened (the
-// check opens it anyway), or "" and nil.
-func (m *module) debugFile(f *elf.File, name string, debugDirs []string) (string, *elf.File) {
+// FindDebugFile finds the separate debug file of f, the object at path
+// name, as gdb does: by build ID under each of debugDirs
+// (<dir>/.build-id/<xx>/<rest>.debug), then by .gnu_debuglink next to
+// the object, in its .debug subdirectory and under each of debugDirs
+// (a name that is not absolute has no directory to search). A candidate
+// is taken only if it is a regular file (a FIFO's open would wait for a
+// writer) and its build ID is f's (or, without one, its CRC the
+// debuglink's). It returns the file's path and the file opened (the
+// check opens it anyway; the caller closes it), or "" and nil. Every
+// reader of separate debug files (symbols, lines, the unwinder's
+// .debug_frame) finds them here.
+func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elf.File) {
 	id := buildID(f)
 	if len(id) >= 2 {
 		h := hex.EncodeToString(id)
@@ -801,7 +808,7 @@ func (m *module) debugFile(f *elf.File, name string, debugDirs []string) (string
 	self, _ := os.Stat(name)
 	for _, c := range cands {
 		st, err := os.Stat(c)
-		if err != nil || (self != nil && os.SameFile(self, st)) {
+		if err != nil || !st.Mode().IsRegular() || (self != nil && os.SameFile(self, st)) {
 			continue
 		}
 		if len(id) > 0 {
@@ -850,8 +857,13 @@ func buildID(f *elf.File) []byte {
 	return nil
 }
 
-// openSameBuildID opens the ELF file at path if its build ID is id.
+// openSameBuildID opens the ELF file at path if it is a regular file
+// (not a FIFO, whose open would wait for a writer, nor a device) and its
+// build ID is id.
 func openSameBuildID(path string, id []byte) *elf.File {
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil

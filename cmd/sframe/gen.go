@@ -24,7 +24,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	fs.alias("o", "output")
 	raw := fs.Bool("raw", false, "write only the bare SFrame section")
 	base := fs.String("base", "", "with --raw: lay the section out as loaded at `ADDR` (default: the address the loadable copy would use)")
-	cfiSec := fs.String("cfi", "", "read CFI from `SECTION` (.eh_frame or .debug_frame; default .eh_frame if present)")
+	cfiSec := fs.String("cfi", "", "read CFI from `SECTION` (.eh_frame or .debug_frame; default .eh_frame, and .debug_frame for the functions it does not cover)")
 	stats := fs.Bool("stats", false, "print how many functions and bytes of code are covered, and why the rest is not")
 	files, code, ok := fs.parse(args)
 	if !ok {
