@@ -38,7 +38,7 @@ type jitSyms struct {
 	// try.
 	dumps  [][]string
 	loaded bool
-	bytes  int64 // of the files read, taken from budget
+	bytes  int64           // of the files read, taken from budget
 	tables []*jitmap.Table // the jitdump files' (later first), then the perf map's
 	// Read lists the files read and what they gave, Errs those that could
 	// not be, for the summary.
