@@ -209,7 +209,8 @@ func (j *jitSyms) resolve(pc uint64) *Loc {
 	l := unknown
 	for _, t := range j.tables {
 		if sym, ok := t.Lookup(pc); ok {
-			l = &Loc{Sym: sym.Name, Name: sym.Name, Short: sym.Name, Offset: pc - sym.Start}
+			// A JIT's names carry no symbol versions: "@" is part of the name.
+			l = &Loc{Sym: sym.Name, Name: sym.Name, Short: sym.Name, Unversioned: sym.Name, Offset: pc - sym.Start}
 			break
 		}
 	}

@@ -54,7 +54,7 @@ func TestJITNames(t *testing.T) {
 			t.Errorf("%#x: mapping %+v, want %s", c.addr, m, c.mapping)
 			continue
 		}
-		if l := r.Resolve(m, c.addr); l.Short != c.name || l.Name != c.name || c.name != "" && m.PerfAddr(c.addr) != c.addr {
+		if l := r.Resolve(m, c.addr); l.Short != c.name || l.Name != c.name || l.Unversioned != c.name || c.name != "" && m.PerfAddr(c.addr) != c.addr {
 			t.Errorf("%#x: %q (%#x), want %q", c.addr, l.Short, m.PerfAddr(c.addr), c.name)
 		}
 	}
