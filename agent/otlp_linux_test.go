@@ -2,15 +2,18 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/recorder"
 )
 
@@ -82,10 +85,10 @@ service:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):
@@ -101,6 +104,12 @@ service:
 		if err == nil {
 			resp.Body.Close()
 			break
+		}
+		select {
+		case <-done:
+			b, _ := os.ReadFile(log)
+			t.Fatalf("the collector exited:\n%s", tail(b, 3000))
+		default:
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(log)
@@ -163,5 +172,35 @@ func TestOTLP(t *testing.T) {
 				t.Logf("collector output:\n%s", tail(b, 4000))
 			}
 		})
+	}
+}
+
+// TestStopFlushes stops the agent in the middle of a long period: the
+// period so far is exported before Run returns, and the profiled
+// program runs on.
+func TestStopFlushes(t *testing.T) {
+	_, grpcAddr, _ := startCollector(t)
+	cmd := startSpin(t)
+	testprog.NeedPerfEvents(t)
+	a, err := New(Options{Record: recorder.Options{PIDs: []int{cmd.Process.Pid}}, Period: time.Hour, OTLP: grpcAddr, Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	for a.ticks.Load() < 3 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st := a.Stats()
+	if st.Periods != 1 || st.Profiles != 1 || st.Sinks["otlp"].Sent != 1 {
+		t.Errorf("stopped within its first period: %+v, want that period cut, made and sent", st)
+	}
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the profiled program is gone: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/perfunwind"
 )
 
@@ -86,7 +87,7 @@ func (f *Folded) appendFrame(k []byte, m *perfunwind.Mapping, pc uint64) []byte 
 		k = appendFoldName(k, loc.Unversioned, false)
 	} else {
 		k = append(k, '[')
-		k = append(k, f.moduleName(m)...)
+		k = textfmt.AppendPrintable(k, f.moduleName(m))
 		k = append(k, ']')
 	}
 	for j := len(loc.Inlined) - 1; j >= 0; j-- {
@@ -116,7 +117,8 @@ func (f *Folded) moduleName(m *perfunwind.Mapping) string {
 
 // appendFoldName appends name with the characters the format reserves
 // replaced: semicolons (the separator) by colons, and for the thread's
-// name spaces by underscores. Parameter lists are dropped, as
+// name spaces by underscores; control characters are escaped
+// (textfmt.AppendPrintable), a newline among them. Parameter lists are dropped, as
 // stackcollapse-perf does, except for anonymous namespaces.
 func appendFoldName(b []byte, name string, comm bool) []byte {
 	if !comm {
@@ -130,17 +132,15 @@ func appendFoldName(b []byte, name string, comm bool) []byte {
 			}
 		}
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
+	at := len(b)
+	b = textfmt.AppendPrintable(b, name)
+	for i := at; i < len(b); i++ {
 		switch {
-		case c == ';':
-			c = ':'
-		case c == ' ' && comm:
-			c = '_'
-		case c == '\n':
-			c = ' '
+		case b[i] == ';':
+			b[i] = ':'
+		case b[i] == ' ' && comm:
+			b[i] = '_'
 		}
-		b = append(b, c)
 	}
 	return b
 }

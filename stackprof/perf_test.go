@@ -206,6 +206,36 @@ func TestMergedAndOffCPUSamples(t *testing.T) {
 	}
 }
 
+// TestTextQuotesNames writes a stack whose thread and file names carry
+// terminal escape sequences and a newline (a recording's COMM and MMAP2
+// names are anyone's): perf script's text and the folded form show them
+// escaped, one line per frame or stack.
+func TestTextQuotesNames(t *testing.T) {
+	r, _ := testStacks(t)
+	lib := &perfunwind.Mapping{Name: "/tmp/\x1b[2J\nlib.so", Start: 0x7f0000001000, End: 0x7f0000009000, Pgoff: 0x1000}
+	st := &perfunwind.Stack{Pid: 7, Tid: 7, Comm: "x\x1b]0;t\x07\u009b", Frames: []perfunwind.Frame{{PC: 0x7f0000001234, Map: lib, First: true, Exact: true}}}
+	var script bytes.Buffer
+	w := NewScriptWriter(&script, r)
+	if err := w.Write(st); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	want := `x\x1b]0;t\x07\xc2\x9b     7     0.000000: ` + "\n" +
+		"\t            1234 [unknown] (/tmp/\\x1b[2J\\x0alib.so)\n\n"
+	if got := script.String(); got != want {
+		t.Errorf("script text:\n%q\nwant\n%q", got, want)
+	}
+	f := NewFolded(r)
+	f.Add(st)
+	var folded bytes.Buffer
+	if err := f.Write(&folded); err != nil {
+		t.Fatal(err)
+	}
+	if want := `x\x1b]0:t\x07\xc2\x9b;[\x1b[2J\x0alib.so] 1` + "\n"; folded.String() != want {
+		t.Errorf("folded:\n%q\nwant\n%q", folded.String(), want)
+	}
+}
+
 // TestMainMapping: pprof takes the first mapping for the main binary. In
 // a profile of every process it is the executable of the process with
 // the most samples, not the lowest mapping of all (the profiler's own, a

@@ -11,6 +11,8 @@ import (
 	"log"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/debugexporter"
 	"go.opentelemetry.io/collector/otelcol"
@@ -33,7 +35,9 @@ func components() (otelcol.Factories, error) {
 
 func main() {
 	info := component.BuildInfo{Command: "otelcol", Description: "OpenTelemetry Collector for sframekit's tests", Version: "0.165.0"}
-	cmd := otelcol.NewCommand(otelcol.CollectorSettings{BuildInfo: info, Factories: components})
+	cmd := otelcol.NewCommand(otelcol.CollectorSettings{BuildInfo: info, Factories: components,
+		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
+			ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory()}, DefaultScheme: "file"}}})
 	if err := cmd.Execute(); err != nil {
 		log.Fatal(err)
 	}
