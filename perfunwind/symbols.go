@@ -86,6 +86,8 @@ func (r *Resolver) Resolve(m *Mapping, pc uint64) *Loc {
 		return unknown
 	case m.Kernel:
 		return r.kernel(pc)
+	case m.jit != nil:
+		return m.jit.resolve(pc)
 	case m.File == nil || m.File.key == "":
 		return unknown
 	}

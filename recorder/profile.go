@@ -64,6 +64,9 @@ func (p *Profile) cutPeriod(stacks []*stack, start, end time.Time) {
 		q.Stats.Samples += uint64(s.n)
 	}
 	p.opts.OnPeriod(q)
+	// The next period reads the JIT files again, with what the JITs made
+	// since; the memory they took is not kept for the whole recording.
+	p.sess.ForgetJIT()
 }
 
 // Period reports whether p is one period of a recording cut by

@@ -34,7 +34,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	}
 	ev := opts.event()
 	po, cs := opts.perfOptions(host)
-	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SameMachine: true, SFrameFromCFI: true}
+	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SameMachine: true, SFrameFromCFI: true, Live: true}
 	if opts.Kernel {
 		sopts.Kallsyms = "/proc/kallsyms"
 	}

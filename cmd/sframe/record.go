@@ -39,6 +39,10 @@ from its first instruction, with perf events, and unwinds each sample's
 user stack as soon as it is read: SFrame, then CFI, then frame pointers,
 per frame, over the files the processes map. Only the stacks' addresses
 are kept, merged; functions are named at the end, once per address.
+Code that a JIT compiler made is named from the perf map it writes
+(node --perf-basic-prof, python3 -X perf, Java agents: /tmp/perf-PID.map,
+read in the process's own mount namespace while it runs) or the jitdump
+file it maps (node --perf-prof), as perf names it.
 Recording ends when the processes or the command exit, after --duration,
 or on Ctrl-C (which the command, in the same terminal, gets too),
 SIGTERM, SIGHUP or SIGQUIT, and the profile is written all the same; a
