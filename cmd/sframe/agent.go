@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -126,7 +127,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	// The agent runs for days: garbage is collected as usual, and the
 	// heap stays near what the period needs.
 	debug.SetGCPercent(100)
-	debug.SetMemoryLimit(-1)
+	debug.SetMemoryLimit(math.MaxInt64)
 	a, err := agent.New(opts)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
