@@ -36,7 +36,9 @@
 // is forgotten after a period without its samples; the queue of unsent
 // periods holds at most Options.QueueLen profiles (the oldest dropped and
 // counted past that); the recorder forgets each tick's stacks once handed
-// over, and processes at their exit.
+// over, and processes at their exit; at each period's end the files no
+// process maps any more are forgotten with their unwind tables and
+// symbols (perfunwind.Session.Sweep).
 //
 // The profiled programs are never stopped, traced or signalled.
 package agent
@@ -155,6 +157,8 @@ type Agent struct {
 	periodStart time.Time
 	periodNum   uint64
 	builder     func() *stackprof.PerfBuilder
+	sess        *perfunwind.Session
+	res         *perfunwind.Resolver
 
 	// HTTP profile requests waiting for their seconds to pass.
 	mu      sync.Mutex
@@ -316,7 +320,7 @@ const shutdownWait = 10 * time.Second
 func (a *Agent) onTick(p *recorder.Profile) {
 	a.ticks.Add(1)
 	if a.builder == nil {
-		a.builder = p.NewPerfBuilder
+		a.builder, a.sess, a.res = p.NewPerfBuilder, p.Session(), p.Resolver()
 	}
 	a.takeRequests()
 	sess := p.Session()
@@ -373,6 +377,10 @@ func (a *Agent) cutPeriod(end time.Time) {
 		}
 	}
 	clear(a.services)
+	if a.sess != nil {
+		// Files no process maps any more, and their tables and symbols.
+		a.sess.Sweep(a.res)
+	}
 	// Processes without a sample for a whole period are forgotten.
 	for pid, pi := range a.procs {
 		if a.periodNum-pi.period > 1 {

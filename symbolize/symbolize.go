@@ -198,6 +198,26 @@ func (s *Symbolizer) DebugFile(path string) string {
 	return m.debug
 }
 
+// Retain releases the cached objects whose names keep rejects, so that a
+// long-lived Symbolizer (a continuous profiler's) does not keep the
+// objects of programs long gone; a later lookup loads them again.
+func (s *Symbolizer) Retain(keep func(name string) bool) {
+	s.mu.Lock()
+	var gone []*module
+	for k, m := range s.mods {
+		if !keep(k) {
+			gone = append(gone, m)
+			delete(s.mods, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, m := range gone {
+		m.once.Do(func() {})
+		m.linesOnce.Do(func() {})
+		m.close()
+	}
+}
+
 // Close releases every cached object.
 func (s *Symbolizer) Close() error {
 	s.mu.Lock()

@@ -209,6 +209,19 @@ func keyOf(path string) cacheKey {
 	return k
 }
 
+// Retain drops the tables of the files whose paths keep rejects, so that a
+// long-lived cache (a continuous profiler's) does not keep the tables of
+// programs long gone. Modules made from them stay usable.
+func (c *Cache) Retain(keep func(path string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.tables {
+		if !keep(k.path) {
+			delete(c.tables, k)
+		}
+	}
+}
+
 // NewCache returns an empty cache.
 func NewCache() *Cache { return &Cache{tables: map[cacheKey]*cacheEntry{}} }
 

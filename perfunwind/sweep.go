@@ -1,0 +1,68 @@
+package perfunwind
+
+import "github.com/sframekit/sframekit/unwind"
+
+// maxNames bounds the Resolver's demangled names kept between sweeps:
+// past it they are dropped (and demangled again when met), so that names
+// of programs long gone do not accumulate.
+const maxNames = 1 << 16
+
+// Sweep forgets what the session keeps of files that no process maps any
+// more: the files (and their open descriptors), their unwind tables in
+// the session's unwind.Cache, the CFI rows and SFrame compiled for them,
+// and what r (the session's Resolver, or nil) loaded to name them (their
+// symbol tables, PLT names). A live profiler that runs for days calls it
+// now and then (sframe agent, once a period), so that what programs that
+// come and go (builds, tests, short-lived tools) leave behind does not
+// pile up; the files of running processes stay, with all their caches.
+// Mappings already handed out stay usable. It returns the number of
+// files forgotten.
+func (s *Session) Sweep(r *Resolver) int {
+	live := map[*File]bool{}
+	liveCFI := map[unwind.CFI]bool{}
+	for _, p := range s.procs {
+		for _, m := range p.maps {
+			if m.File != nil {
+				live[m.File] = true
+			}
+			if m.module != nil {
+				if c, ok := m.module.CFI.(*cfiCache); ok {
+					liveCFI[c.t] = true
+				}
+			}
+		}
+	}
+	paths, keys := map[string]bool{}, map[string]bool{}
+	n := 0
+	for k, f := range s.files {
+		if !live[f] {
+			delete(s.files, k)
+			if f.close != nil {
+				f.close()
+				f.close, f.r = nil, nil
+			}
+			n++
+			continue
+		}
+		paths[f.Path] = true
+		keys[f.key] = true
+	}
+	s.cache.Retain(func(path string) bool { return paths[path] })
+	for t := range s.cfis {
+		if !liveCFI[t] {
+			delete(s.cfis, t)
+		}
+	}
+	if r != nil {
+		r.sym.Retain(func(key string) bool { return keys[key] })
+		for f := range r.plts {
+			if !live[f] {
+				delete(r.plts, f)
+			}
+		}
+		if len(r.names) > maxNames {
+			clear(r.names)
+		}
+	}
+	return n
+}

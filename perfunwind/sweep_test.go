@@ -1,0 +1,56 @@
+package perfunwind
+
+import (
+	"os"
+	"testing"
+)
+
+// TestSweep: a file stays while a process maps it, named and unwound
+// from; once the last process that maps it has exited, Sweep forgets it
+// (and its caches), and a new mapping of the same path opens it again.
+func TestSweep(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSession(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := NewResolver(s)
+	defer r.Close()
+	use := func(pid uint32) *File {
+		s.Comm(pid, pid, "test", true)
+		s.Mmap(pid, pid, 0x400000, 0x100000, 0, exe, true, nil)
+		m := s.procs[pid].maps[0]
+		m.module = s.module(m)
+		r.Resolve(m, 0x400100)
+		if m.File == nil || m.File.Path == "" {
+			t.Fatalf("%s not opened: %+v", exe, m.File)
+		}
+		return m.File
+	}
+	f1 := use(1)
+	use(2) // the same file, another process
+	if n := s.Sweep(r); n != 0 {
+		t.Errorf("Sweep forgot %d files that processes map", n)
+	}
+	s.Exit(1, 1)
+	if n := s.Sweep(r); n != 0 {
+		t.Errorf("Sweep forgot %d files that process 2 still maps", n)
+	}
+	s.Exit(2, 2)
+	if n := s.Sweep(r); n != 1 {
+		t.Errorf("Sweep forgot %d files once no process maps %s, want 1", n, exe)
+	}
+	if len(s.Files()) != 0 || len(s.cfis) != 0 || len(r.plts) != 0 {
+		t.Errorf("after Sweep: %d files, %d CFI caches, %d PLT tables kept", len(s.Files()), len(s.cfis), len(r.plts))
+	}
+	if f1.r != nil {
+		t.Error("the forgotten file is still open")
+	}
+	if f3 := use(3); f3 == f1 {
+		t.Error("a new mapping of the path reuses the forgotten file")
+	}
+}
