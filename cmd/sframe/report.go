@@ -24,10 +24,11 @@ func init() {
 	register("report", "unwind a perf record --call-graph dwarf recording into a profile", runReport)
 }
 
-const reportUsage = `[FILE]
+const reportUsage = `[FILE | -i FILE]
 
 Reads FILE (default perf.data; - for standard input, which must be in
-perf's pipe format: perf record -o -), a recording made with
+perf's pipe format: perf record -o -; -i FILE names it as perf report
+does), a recording made with
 perf record --call-graph dwarf, and unwinds each sample's user stack
 from its registers and stack copy: SFrame, then CFI, then frame
 pointers, per frame, over the files the recording mapped (found at
@@ -44,15 +45,17 @@ Formats (--format):
           sample types samples/count and, per event, cpu/nanoseconds for
           time-based events (cpu-clock, task-clock; from the period) or
           EVENT/count; mappings with file names and build IDs; functions
-          (C++ and Rust demangled), with -s lines and with -i inlined
-          calls as pprof's inline lines; labels pid, thread (the thread
+          (C++ and Rust demangled), with --source lines and with
+          --inlines inlined calls as pprof's inline lines; labels pid, thread (the thread
           id) and thread_name. Open it with go tool pprof.
   folded  one line per distinct stack, "comm;outer;...;inner count", as
           flamegraph.pl, inferno and speedscope read (names as perf
-          script shows them; with -i inlined calls as frames of their own)
+          script shows them; with --inlines inlined calls as frames of
+          their own)
   text    each sample as perf script -F comm,tid,time,ip,sym,dso
           --no-inline prints it, so that the two can be compared with diff
-          (with -i, inlined calls as perf shows them without --no-inline)
+          (with --inlines, inlined calls as perf shows them without
+          --no-inline)
 
 folded and text go to standard output unless -o is given. A summary
 goes to standard error: samples read, how their stacks were unwound
@@ -69,10 +72,14 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	tids := fs.String("tid", "", "only the samples of the threads `TIDS` (comma-separated)")
 	comms := fs.String("comm", "", "only the samples of the threads named `NAMES` (comma-separated)")
 	maxDepth := fs.Int("max-depth", unwind.DefaultMaxDepth, "unwind at most `N` user frames (and show at most N kernel frames)")
+	inputFlag := fs.String("input", "", "read the recording `FILE` (as perf report -i; the same as the operand)")
+	fs.alias("i", "input")
+	// -s is perf report's --sort, which this command has no use for: a
+	// flag of its own only to say so, not an unknown one.
+	perfSort := fs.String("sort", "", "perf report's sort `KEYS`: not supported (the profile is sorted by the viewer)")
+	fs.alias("s", "sort")
 	source := fs.Bool("source", false, "add each frame's source file and line, from DWARF")
-	fs.alias("s", "source")
-	inlines := fs.Bool("inlines", false, "add the calls inlined at each frame, from DWARF (implies -s)")
-	fs.alias("i", "inlines")
+	inlines := fs.Bool("inlines", false, "add the calls inlined at each frame, from DWARF (implies --source)")
 	noDemangle := fs.Bool("no-demangle", false, "keep C++ and Rust symbol names as they are in the symbol table")
 	symfs := fs.String("symfs", "", "look for the recorded files under `DIR` (a copy of the recording machine's files)")
 	kallsyms := fs.String("kallsyms", "", "name kernel frames from this kallsyms `FILE` (default: perf's copy of the recorded kernel's, or /proc/kallsyms of the same kernel)")
@@ -83,8 +90,10 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	switch {
-	case len(operands) > 1:
+	case len(operands) > 1 || len(operands) == 1 && *inputFlag != "":
 		return fs.fail("one recording at a time")
+	case fs.isSet("sort") || fs.isSet("s"):
+		return fs.fail("--sort %q: not supported; pprof and flame graph viewers sort the profile (--source and --inlines add lines and inlined calls)", *perfSort)
 	case *format != "pprof" && *format != "folded" && *format != "text":
 		return fs.fail("unknown format %q (pprof, folded or text)", *format)
 	case *maxDepth <= 0:
@@ -104,7 +113,10 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 			filter.Comms[c] = true
 		}
 	}
-	input := "perf.data"
+	input := *inputFlag
+	if input == "" {
+		input = "perf.data"
+	}
 	if len(operands) == 1 {
 		input = operands[0]
 	}

@@ -155,8 +155,8 @@ func buildID(t *testing.T, path string) string {
 
 // TestReportPprof reads the profile back with pprof's parser: sample
 // types, one sample per sample of the text format, labels, the program's
-// mapping with its build ID, functions, and with -s and -i lines and
-// inline frames. go tool pprof must open it.
+// mapping with its build ID, functions, and with --source and --inlines
+// lines and inline frames. go tool pprof must open it.
 func TestReportPprof(t *testing.T) {
 	exe, file, _ := reportRecording(t)
 	text, _, _ := runCLI(t, "report", "-q", "--format", "text", file)
@@ -168,8 +168,8 @@ func TestReportPprof(t *testing.T) {
 		defaultName bool
 	}{
 		{nil, false, false, true},
-		{[]string{"-s"}, true, false, false},
-		{[]string{"-i"}, true, true, false},
+		{[]string{"--source"}, true, false, false},
+		{[]string{"--inlines"}, true, true, false},
 	} {
 		out := filepath.Join(dir, "profile.pb.gz")
 		args := append([]string{"report", "-q"}, c.flags...)
@@ -367,6 +367,35 @@ func TestReportPipe(t *testing.T) {
 	got, errs, code := withStdin(t, data, "report", "-q", "--format", "text", "-")
 	if code != 0 || got != want {
 		t.Errorf("-: exit %d, %q, same output as the file: %v", code, errs, got == want)
+	}
+}
+
+// TestReportPerfFlags: -i FILE names the recording as in perf report
+// (it turned on inline expansion and took FILE as the operand), and -s,
+// perf report's --sort, is refused with a line that says so.
+func TestReportPerfFlags(t *testing.T) {
+	_, file, _ := reportRecording(t)
+	want, _, code := runCLI(t, "report", "-q", "--format", "folded", file)
+	if code != 0 || want == "" {
+		t.Fatalf("report FILE: exit %d", code)
+	}
+	for _, args := range [][]string{{"-i", file}, {"--input", file}, {"--input=" + file}} {
+		got, errs, code := runCLI(t, append([]string{"report", "-q", "--format", "folded"}, args...)...)
+		if code != 0 || got != want {
+			t.Errorf("%q: exit %d, %q, output equal to the operand's: %v", args, code, errs, got == want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-i", file, file}, "sframe report: one recording at a time"},
+		{[]string{"-s", "comm,dso", file}, "sframe report: --sort \"comm,dso\": not supported"},
+	} {
+		_, errs, code := runCLI(t, append([]string{"report", "-q", "--format", "folded"}, c.args...)...)
+		if code != 2 || !strings.HasPrefix(errs, c.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: exit %d, %q; want exit 2 and one line starting %q", c.args, code, errs, c.want)
+		}
 	}
 }
 
