@@ -28,14 +28,14 @@ func FromELF(f *elf.File, section string) (*Table, error) {
 	case ".debug_frame", ".zdebug_frame":
 		kind = DebugFrame
 	default:
-		return nil, fmt.Errorf("cfi: %s is not a CFI section", section)
+		return nil, fmt.Errorf("%s is not a CFI section", section)
 	}
 	s := f.Section(section)
 	if s == nil {
-		return nil, fmt.Errorf("cfi: no %s section", section)
+		return nil, fmt.Errorf("no %s section", section)
 	}
 	if s.Type == elf.SHT_NOBITS {
-		return nil, fmt.Errorf("cfi: %s has no data (NOBITS)", section)
+		return nil, fmt.Errorf("%s has no data (NOBITS)", section)
 	}
 	data, err := SectionData(f, s)
 	if err != nil {
@@ -107,7 +107,7 @@ func elfPointerReader(f *elf.File) func(uint64, int) (uint64, error) {
 func SectionData(f *elf.File, s *elf.Section) ([]byte, error) {
 	data, err := elffile.RelocatedData(f, s, true)
 	if err != nil {
-		return nil, fmt.Errorf("cfi: reading %s: %w", s.Name, err)
+		return nil, fmt.Errorf("reading %s: %w", s.Name, err)
 	}
 	return data, nil
 }

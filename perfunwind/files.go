@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,12 +92,24 @@ type fileKey struct {
 func (s *Session) openFile(name string, id []byte) *File {
 	f := &File{Name: name, BuildID: id, locs: map[uint64]*Loc{}}
 	var tried []string
+	// at names path in an error when it is not the recorded name, which
+	// the summary prints before the error ("NAME: error").
+	at := func(path string, err error) error {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == path {
+			err = pe.Err
+		}
+		if path == name {
+			return err
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	try := func(path string) bool {
 		tried = append(tried, path)
 		osf, err := os.Open(path)
 		if err != nil {
 			if f.Err == nil {
-				f.Err = err
+				f.Err = at(path, err)
 			}
 			return false
 		}
@@ -104,19 +117,19 @@ func (s *Session) openFile(name string, id []byte) *File {
 		if err != nil || !st.Mode().IsRegular() {
 			osf.Close()
 			if f.Err == nil {
-				f.Err = fmt.Errorf("%s: not a regular file", path)
+				f.Err = at(path, errors.New("not a regular file"))
 			}
 			return false
 		}
 		segs, own, err := readELFInfo(osf, st.Size())
 		if err != nil {
 			osf.Close()
-			f.Err = fmt.Errorf("%s: %w", path, err)
+			f.Err = at(path, err)
 			return false
 		}
 		if len(id) > 0 && len(own) > 0 && !sameBuildID(id, own) {
 			osf.Close()
-			f.Err = fmt.Errorf("%s: build ID %x, recorded %x", path, own, id)
+			f.Err = at(path, fmt.Errorf("build ID %x, recorded %x", own, id))
 			return false
 		}
 		f.Path, f.segs, f.r, f.close, f.key, f.size, f.Err = path, segs, osf, osf.Close, path, st.Size(), nil

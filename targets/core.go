@@ -281,12 +281,12 @@ func OpenCore(corePath, exePath string) (*Core, error) {
 func OpenCoreWith(corePath string, o CoreOptions) (*Core, error) {
 	f, err := os.Open(corePath)
 	if err != nil {
-		return nil, fmt.Errorf("targets: opening core: %w", err)
+		return nil, fmt.Errorf("opening core: %w", err)
 	}
 	c, err := openCoreWith(f, corePath, o)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("targets: core %s: %w", corePath, err)
+		return nil, fmt.Errorf("core %s: %w", corePath, err)
 	}
 	c.f = f
 	return c, nil
@@ -492,7 +492,7 @@ func (d dumpedMem) ReadAt(p []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	s := d.m.segAt(a)
 	if s == nil || a-s.vaddr >= s.filesz || uint64(len(p)) > s.filesz-(a-s.vaddr) {
-		return 0, fmt.Errorf("targets: core memory at %#x: not dumped: %w", a, ErrUnmapped)
+		return 0, fmt.Errorf("core memory at %#x: not dumped: %w", a, ErrUnmapped)
 	}
 	return d.m.r.ReadAt(p, int64(s.off+(a-s.vaddr)))
 }
@@ -625,7 +625,7 @@ func (c *Core) readFileProgs(path string) *fileProgs {
 	}
 	if err != nil {
 		if !errors.Is(err, errNotELF) {
-			err = fmt.Errorf("targets: load bias of %s: from file: %w", path, err)
+			err = fmt.Errorf("load bias of %s: from file: %w", path, err)
 		}
 		fp.err = err
 	}
@@ -642,7 +642,7 @@ func (fp *fileProgs) bias(m *Module, pageSize uint64) (isELF bool, err error) {
 		m.Bias, m.HasBias = b, true
 		return true, nil
 	}
-	return true, fmt.Errorf("targets: load bias of %s: no mapping matches a PT_LOAD segment", fp.path)
+	return true, fmt.Errorf("load bias of %s: no mapping matches a PT_LOAD segment", fp.path)
 }
 
 // vdsoModule describes the vDSO whose ELF header is at addr.
@@ -785,7 +785,7 @@ func (m *coreMem) ReadAt(p []byte, addr int64) (int, error) {
 			got, err := m.r.ReadAt(p[n:n+int(k)], int64(s.off+(a-s.vaddr)))
 			n += got
 			if err != nil && got < int(k) {
-				return n, fmt.Errorf("targets: reading core at %#x: %w", a, err)
+				return n, fmt.Errorf("reading core at %#x: %w", a, err)
 			}
 			continue
 		}
@@ -810,19 +810,19 @@ func (m *coreMem) readFile(p []byte, a uint64) (int, error) {
 		}
 	}
 	if fm == nil {
-		return 0, fmt.Errorf("targets: core memory at %#x: %w", a, ErrUnmapped)
+		return 0, fmt.Errorf("core memory at %#x: %w", a, ErrUnmapped)
 	}
 	k := min(uint64(len(p)), fm.end-a, m.nextSegStart(a)-a)
 	f, err := m.file(fm.path)
 	if err != nil {
-		return 0, fmt.Errorf("targets: core memory at %#x (not dumped, mapped from %s): %w", a, fm.path, err)
+		return 0, fmt.Errorf("core memory at %#x (not dumped, mapped from %s): %w", a, fm.path, err)
 	}
 	got, err := f.ReadAt(p[:k], int64(fm.off+(a-fm.start)))
 	if got < int(k) {
 		if err == nil || err == io.EOF {
 			err = ErrUnmapped
 		}
-		return got, fmt.Errorf("targets: core memory at %#x from %s: %w", a+uint64(got), fm.path, err)
+		return got, fmt.Errorf("core memory at %#x from %s: %w", a+uint64(got), fm.path, err)
 	}
 	return got, nil
 }

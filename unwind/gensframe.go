@@ -53,7 +53,7 @@ func LoadTablesWith(f *elf.File, opts LoadOptions) *Tables {
 	return t
 }
 
-var errNoABI = errors.New("unwind: SFrame does not describe this architecture")
+var errNoABI = errors.New("SFrame does not describe this architecture")
 
 // CompileSFrame compiles an SFrame section from the CFI table t, as
 // LoadOptions.SFrameFromCFI does for a whole file: for the functions

@@ -554,4 +554,17 @@ func TestReportSymfs(t *testing.T) {
 	if strings.Contains(out, ";work;") || !regexp.MustCompile(`build ID [0-9a-f]+, recorded [0-9a-f]+`).MatchString(errs) {
 		t.Errorf("another build: frames named, or no build-ID mismatch in the summary:\n%s", errs)
 	}
+	// The other build at the recorded path itself: the summary names the
+	// path once ("  PATH: build ID ..."), not before and in the error.
+	os.WriteFile(prog, other, 0o755)
+	_, errs, _ = runCLI(t, "report", "--format", "folded", rec)
+	line := ""
+	for _, l := range strings.Split(errs, "\n") {
+		if strings.Contains(l, prog) {
+			line = l
+		}
+	}
+	if !regexp.MustCompile(`^  \S+: build ID [0-9a-f]+, recorded [0-9a-f]+$`).MatchString(line) || strings.Count(line, prog) != 1 {
+		t.Errorf("another build at the recorded path: summary line %q, want the path once and the build IDs", line)
+	}
 }

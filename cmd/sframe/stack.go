@@ -99,7 +99,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case len(operands) == 0 && *core == "":
-		return fs.noInput()
+		return fs.fail("no process given: a PID, or --core CORE")
 	case *maxDepth <= 0:
 		return fs.fail("--max-depth must be positive")
 	case *exe != "" && *core == "":
