@@ -22,6 +22,7 @@ const (
 	ntPRPSINFO = 3
 	ntAUXV     = 6
 	ntFILE     = 0x46494c45 // "FILE"
+	ntSIGINFO  = 0x53494749 // "SIGI"
 )
 
 // Auxiliary vector keys used here.
@@ -41,6 +42,13 @@ const (
 	prpsinfoFname  = 40
 	prpsinfoArgs   = 56
 	prpsinfoSize   = 136
+	// siginfo_t of a 64-bit process (NT_SIGINFO): si_signo, si_errno,
+	// si_code, then, after padding, the union whose first member for a
+	// fault is si_addr.
+	siginfoSigno = 0
+	siginfoErrno = 4
+	siginfoCode  = 8
+	siginfoAddr  = 16
 	amd64NumUser   = 27
 	arm64NumUser   = 34
 )
@@ -58,10 +66,11 @@ const maxFileEntries = 1 << 17
 // maxWarnings bounds the warnings a core collects; the rest are counted.
 const maxWarnings = 100
 
-// coreThread is one NT_PRSTATUS note.
+// coreThread is one NT_PRSTATUS note, and the NT_SIGINFO note after it.
 type coreThread struct {
 	tid, sig int
 	regs     Regs
+	info     *Termination // from NT_SIGINFO: Signal, Code, Errno, Addr
 }
 
 // ntFileEntry is one mapping listed in NT_FILE; off is in bytes.
@@ -133,6 +142,21 @@ func (n *coreNotes) parseNote(typ uint32, desc []byte, a arch.Arch, bo binary.By
 		if a == arch.S390X && len(n.threads) > 0 {
 			return addS390XFPRs(&n.threads[len(n.threads)-1].regs, desc, bo)
 		}
+	case ntSIGINFO:
+		// The siginfo of the thread of the last NT_PRSTATUS (the kernel
+		// writes one, for the thread that took the fatal signal; gdb's
+		// gcore one per thread).
+		if len(desc) < siginfoAddr+8 || len(n.threads) == 0 {
+			return nil // nothing to tell the signal by: pr_cursig does
+		}
+		t := &n.threads[len(n.threads)-1]
+		t.info = &Termination{
+			TID:    t.tid,
+			Signal: int(int32(bo.Uint32(desc[siginfoSigno:]))),
+			Errno:  int(int32(bo.Uint32(desc[siginfoErrno:]))),
+			Code:   int(int32(bo.Uint32(desc[siginfoCode:]))),
+			Addr:   bo.Uint64(desc[siginfoAddr:]),
+		}
 	case ntPRPSINFO:
 		if len(desc) < prpsinfoSize {
 			return fmt.Errorf("NT_PRPSINFO: %d bytes, want %d", len(desc), prpsinfoSize)
@@ -200,6 +224,20 @@ func (n *coreNotes) parseNote(typ uint32, desc []byte, a arch.Arch, bo binary.By
 	return nil
 }
 
+// termination is the signal the process died of (see Core.Termination).
+func (n *coreNotes) termination() *Termination {
+	for _, t := range n.threads {
+		if t.sig == 0 {
+			continue
+		}
+		if t.info != nil && t.info.Signal == t.sig {
+			return t.info
+		}
+		return &Termination{TID: t.tid, Signal: t.sig}
+	}
+	return nil
+}
+
 // cString returns b up to its first NUL.
 func cString(b []byte) string {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
@@ -228,6 +266,7 @@ type Core struct {
 	exe      string
 	args     string
 	threads  []Thread
+	term     *Termination
 	modules  []Module
 	warnings []error
 	dropped  int // warnings past maxWarnings
@@ -402,6 +441,7 @@ func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err e
 		c.pid = notes.threads[0].tid
 	}
 	c.args = notes.psArgs
+	c.term = notes.termination()
 	for _, t := range notes.threads {
 		th := Thread{TID: t.tid, Regs: t.regs, Signal: t.sig}
 		if notes.hasPS && t.tid == c.pid {
@@ -692,6 +732,53 @@ func (c *Core) Threads() []Thread { return c.threads }
 
 // Modules returns the ELF modules, sorted by Start.
 func (c *Core) Modules() []Module { return c.modules }
+
+// Termination is how the process of a core ended: the signal that made
+// it dump core, and for a fault what the kernel told of it.
+type Termination struct {
+	// TID is the thread that took the signal.
+	TID int
+	// Signal is the signal's number, as Linux numbers them on every
+	// architecture a core is read for (11 is SIGSEGV).
+	Signal int
+	// Code is si_code (positive when the kernel sent the signal for a
+	// fault, as SEGV_MAPERR; 0 or negative when a process did, by kill
+	// or tgkill), Errno si_errno; both 0 without an NT_SIGINFO note.
+	Code, Errno int
+	// Addr is si_addr, the faulting address of SIGSEGV and SIGBUS and
+	// the faulting instruction's of SIGILL, SIGFPE and SIGTRAP;
+	// meaningful only when HasAddr says so.
+	Addr uint64
+}
+
+// HasAddr reports whether Addr is a fault address: a SIGSEGV, SIGBUS,
+// SIGILL, SIGFPE or SIGTRAP the kernel sent for a fault (0 < Code <
+// SI_KERNEL, 0x80), not one a process sent or the kernel sent without
+// fault information, with an NT_SIGINFO note.
+func (t *Termination) HasAddr() bool {
+	switch t.Signal {
+	case 4, 5, 7, 8, 11: // SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV
+		return t.Code > 0 && t.Code < 0x80
+	}
+	return false
+}
+
+// Termination returns the signal the process died of, or nil when the
+// core does not say (a core that gdb's gcore wrote of a live process).
+// The signal is the first non-zero pr_cursig of the NT_PRSTATUS notes:
+// the kernel writes it in every thread's, qemu-user in the crashing
+// thread's only (gdb reads the last thread's, and so says nothing of a
+// multithreaded program's qemu core). The NT_SIGINFO note of that
+// thread, when it is of the same signal, adds si_code and si_addr.
+// (gcore writes an NT_SIGINFO of the SIGSTOP that stopped each thread,
+// with pr_cursig 0: not a death.)
+func (c *Core) Termination() *Termination {
+	if c.term == nil {
+		return nil
+	}
+	t := *c.term
+	return &t
+}
 
 // Memory returns the core's memory.
 func (c *Core) Memory() Memory { return c.mem }

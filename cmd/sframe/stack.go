@@ -23,7 +23,10 @@ func init() {
 const stackUsage = `PID | --core CORE [--exe FILE] [--sysroot DIR]
 
 Prints one block per thread: "Thread TID (name):", then one line per
-frame, innermost first, as gdb's backtrace prints them:
+frame, innermost first, as gdb's backtrace prints them. For a core of a
+process that died of a signal, gdb's line comes first ("Program
+terminated with signal SIGSEGV, Segmentation fault."), then for a fault
+"Fault address: 0xADDR." (si_addr), then a blank line.
 
   #N  0xADDR in func+0xOFF [at FILE:LINE] (module) [method]
 
@@ -41,7 +44,9 @@ walk ends before the outermost frame, a last line "Backtrace stopped:
 REASON" says why.
 
 --json prints one object instead (stable; fields may be added):
-  {"pid": N, "threads": [{"tid": N, "name": S, "frames": [
+  {"pid": N, "termination": {"signal": N, "name": "SIGSEGV",
+     "description": S, "tid": N, "code": N, "address": "0x.."},
+   "threads": [{"tid": N, "name": S, "frames": [
      {"index": N, "pc": "0x..", "sp": "0x..", "cfa": "0x..",
       "function": S, "demangled": S, "offset": N, "file": S, "line": N,
       "inlined": [{"function": S, "file": S, "line": N}], "module": PATH,
@@ -56,7 +61,9 @@ not in "function"; each inlined entry's "file" and "line" are its call
 site, in the next function out (inlined[k+1], or the frame's "function"
 for the last). "cfa", "function", "demangled", "file", "line",
 "inlined", "module", "signal" and "error" are left out when unknown or
-empty.
+empty; "termination" is there for a core that tells the signal, with
+"code" (si_code) and "address" (si_addr, for faults only) from its
+NT_SIGINFO note.
 
 --pprof FILE writes the stacks as a pprof profile instead (go tool pprof
 FILE): one sample per thread, labeled with the thread id ("thread") and

@@ -54,6 +54,8 @@ func parseStackText(t *testing.T, text string) (map[int][]string, map[int][]stri
 			tid, _ = strconv.Atoi(stackThreadRe.FindStringSubmatch(l)[1])
 		case strings.HasPrefix(l, "Backtrace stopped: ") && tid >= 0:
 			stops[tid] = strings.TrimPrefix(l, "Backtrace stopped: ")
+		case tid < 0 && (strings.HasPrefix(l, "Program terminated with signal ") || strings.HasPrefix(l, "Fault address: ")):
+			// How the process of a core died, before the threads.
 		default:
 			m := stackFrameRe.FindStringSubmatch(l)
 			if m == nil || tid < 0 {
@@ -307,6 +309,111 @@ func TestStackCore(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("--exe %s: exit %d, stderr %q\nwant exit %d, %q", c.exe, code, stderr, c.code, c.want)
 		}
+	}
+}
+
+// gdbTermination returns gdb's "Program terminated with signal ..." line
+// for core (or "" when gdb prints none) and, when gdb knows it, the
+// si_addr of the core's siginfo.
+func gdbTermination(t *testing.T, exe, core string) (line, addr string) {
+	t.Helper()
+	testprog.NeedTool(t, "gdb")
+	out, err := exec.Command("gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-c", core, exe,
+		"-ex", "p/x $_siginfo._sifields._sigfault.si_addr").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "Program terminated with signal ") {
+			line = l
+		}
+		if a, ok := strings.CutPrefix(l, "$1 = "); ok {
+			addr = a
+		}
+	}
+	return line, addr
+}
+
+// TestStackCoreSignal makes the kernel write cores of a program dying of
+// each signal whose default action is a core dump, faults and signals
+// sent alike, and checks that stack --core says what gdb says of each
+// ("Program terminated with signal SIGSEGV, Segmentation fault."), then
+// for faults the address gdb reads from the core's siginfo; JSON says the
+// same. A gcore of a live process tells no death: neither gdb nor stack
+// print one.
+func TestStackCoreSignal(t *testing.T) {
+	pattern, err := os.ReadFile("/proc/sys/kernel/core_pattern")
+	if err != nil || strings.TrimSpace(string(pattern)) != "core" {
+		t.Skipf("core_pattern is %q, not \"core\"; not changing it", strings.TrimSpace(string(pattern)))
+	}
+	exe := testprog.Build(t, "testdata/die.c", "-O1", "-g")
+	for _, sig := range []syscall.Signal{syscall.SIGSEGV, syscall.SIGFPE, syscall.SIGILL, syscall.SIGABRT, syscall.SIGQUIT,
+		syscall.SIGTRAP, syscall.SIGBUS, syscall.SIGSYS, syscall.SIGXCPU, syscall.SIGXFSZ} {
+		dir := t.TempDir()
+		cmd := exec.Command("sh", "-c", "ulimit -c unlimited && exec \"$0\" \"$1\"", exe, strconv.Itoa(int(sig)))
+		cmd.Dir = dir
+		if err := cmd.Run(); err == nil {
+			t.Fatalf("%v: the program did not die", sig)
+		}
+		ents, _ := os.ReadDir(dir)
+		core := ""
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "core") {
+				core = filepath.Join(dir, e.Name())
+			}
+		}
+		if core == "" {
+			t.Fatalf("%v: the kernel wrote no core", sig)
+		}
+		line, addr := gdbTermination(t, exe, core)
+		if line == "" {
+			t.Fatalf("%v: gdb says nothing of the signal", sig)
+		}
+		out, errs, code := runCLI(t, "stack", "--core", core)
+		lines := strings.SplitN(out, "\n", 3)
+		fault := sig == syscall.SIGSEGV || sig == syscall.SIGFPE || sig == syscall.SIGILL
+		if code != 0 || lines[0] != line {
+			t.Errorf("%v: exit %d %s, first line %q, gdb's %q", sig, code, errs, lines[0], line)
+		}
+		if want := "Fault address: " + addr + "."; fault && lines[1] != want {
+			t.Errorf("%v: second line %q, want %q", sig, lines[1], want)
+		} else if !fault && lines[1] != "" {
+			t.Errorf("%v: second line %q, want none (no fault)", sig, lines[1])
+		}
+		if sig == syscall.SIGSEGV && addr != "0x1234" {
+			t.Errorf("gdb reads si_addr %s, the program faulted at 0x1234", addr)
+		}
+		out, _, _ = runCLI(t, "stack", "--json", "--core", core)
+		var j struct {
+			PID         int
+			Termination struct {
+				Signal            int
+				Name, Description string
+				TID, Code         int
+				Address           *string
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &j); err != nil {
+			t.Fatalf("%v: --json: %v", sig, err)
+		}
+		tm := j.Termination
+		if got := "Program terminated with signal " + tm.Name + ", " + tm.Description + "."; tm.Signal != int(sig) || got != line ||
+			tm.TID != j.PID || fault != (tm.Address != nil) || fault && *tm.Address != addr || fault != (tm.Code > 0) {
+			t.Errorf("%v: --json termination %+v (address %v)", sig, tm, tm.Address)
+		}
+	}
+
+	testprog.NeedTool(t, "gcore")
+	p, exe2 := startStackProg(t)
+	base := filepath.Join(t.TempDir(), "core")
+	if b, err := exec.Command("gcore", "-o", base, strconv.Itoa(p.PID())).CombinedOutput(); err != nil {
+		t.Fatalf("gcore: %v\n%s", err, b)
+	}
+	core := fmt.Sprintf("%s.%d", base, p.PID())
+	line, _ := gdbTermination(t, exe2, core)
+	out, _, _ := runCLI(t, "stack", "--core", core)
+	if line != "" || !strings.HasPrefix(out, "Thread ") {
+		t.Errorf("gcore: gdb says %q, stack begins %.80q; want no signal from either", line, out)
 	}
 }
 

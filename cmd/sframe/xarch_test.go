@@ -123,6 +123,8 @@ func parseX(t *testing.T, text string) (tids []int, th map[int][]xframe, stops m
 			tids = append(tids, tid)
 		case strings.HasPrefix(l, "Backtrace stopped: ") && tid >= 0:
 			stops[tid] = l
+		case tid < 0 && (strings.HasPrefix(l, "Program terminated with signal ") || strings.HasPrefix(l, "Fault address: ")):
+			// How the process of a core died, before the threads.
 		default:
 			m := xFrameRe.FindStringSubmatch(l)
 			if m == nil || tid < 0 {
@@ -301,6 +303,20 @@ func sameAsGDB(t *testing.T, c xcase, r *xrun) {
 	}
 	if len(gdb) != len(r.tids) {
 		t.Fatalf("gdb shows %d threads, we %d:\n%s", len(gdb), len(r.tids), out)
+	}
+	// How the process died (crossprog aborts). qemu writes pr_cursig in
+	// the crashing thread's NT_PRSTATUS only, and no NT_SIGINFO: the
+	// signal, no fault address. gdb takes the last NT_PRSTATUS's, so it
+	// says nothing of a core whose last thread is another; when it
+	// speaks, it says what we do.
+	gdbLine := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "Program terminated with signal ") {
+			gdbLine = l
+		}
+	}
+	if first, _, _ := strings.Cut(r.out, "\n"); first != cmp.Or(gdbLine, "Program terminated with signal SIGABRT, Aborted.") {
+		t.Errorf("first line %q, gdb-multiarch's %q", first, gdbLine)
 	}
 	for _, tid := range r.tids {
 		got, want := r.th[tid], gdb[tid]
