@@ -49,8 +49,8 @@ const (
 	siginfoErrno = 4
 	siginfoCode  = 8
 	siginfoAddr  = 16
-	amd64NumUser   = 27
-	arm64NumUser   = 34
+	amd64NumUser = 27
+	arm64NumUser = 34
 )
 
 // maxNoteSegment bounds the size of one PT_NOTE segment read into memory.
