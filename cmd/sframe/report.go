@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,7 +62,13 @@ folded and text go to standard output unless -o is given. A summary
 goes to standard error: samples read, how their stacks were unwound
 (SFrame only, some CFI, some frame pointers), why walks stopped and
 where, lost samples. On a terminal, a file that takes more than a
-second to read shows a progress bar there.`
+second to read shows a progress bar there.
+
+A signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) ends the reading, also of a
+pipe waiting for perf: the output has the samples read before, a line
+on standard error says how many, and the exit status is that of a
+program the signal killed (130 for Ctrl-C). A second signal ends sframe
+at once.`
 
 func runReport(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("report", reportUsage, stdout, stderr)
@@ -130,15 +137,51 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	// the run.
 	hugeheap.Reserve(32 << 20)
 
+	// A signal (Ctrl-C, a closed terminal) ends the reading, and what
+	// was read is written out: at the next record, or at once when the
+	// reading waits on a pipe.
+	var stop atomic.Bool
+	var pipe *os.File // a pipe or FIFO read through the poller, or nil
+	var pipeMu sync.Mutex
+	in := catchInterrupts(func() {
+		stop.Store(true)
+		pipeMu.Lock()
+		if pipe != nil {
+			pipe.SetReadDeadline(time.Unix(1, 0))
+		}
+		pipeMu.Unlock()
+	})
+	defer in.Stop()
+	p, err := openPipe(input)
+	if err != nil {
+		fs.fileError(input, err)
+		return 1
+	}
+	if p != nil {
+		defer p.close()
+		pipeMu.Lock()
+		pipe = p.f
+		if stop.Load() {
+			pipe.SetReadDeadline(time.Unix(1, 0))
+		}
+		pipeMu.Unlock()
+	}
 	var r *perfdata.Reader
 	var size int64
-	if input == "-" {
+	switch {
+	case p != nil:
+		r, err = perfdata.NewReader(p.f)
+	case input == "-":
 		r, err = perfdata.NewReader(stdin)
-	} else {
+	default:
 		if st, serr := os.Stat(input); serr == nil && st.Mode().IsRegular() {
 			size = st.Size()
 		}
 		r, err = perfdata.Open(input)
+	}
+	if sig := in.Signal(); err != nil && sig != 0 {
+		fmt.Fprintf(stderr, "sframe report: interrupted by %s before the recording's header: nothing written\n", signalName(sig))
+		return signalStatus(sig)
 	}
 	if err != nil {
 		fs.fileError(input, err)
@@ -189,8 +232,14 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	stopBar := startProgress(stderr, size, &progress)
 	// The writer takes the other processor while the samples after are
 	// unwound; it uses the Resolver, never the Session.
-	perr := sess.Process(r, perfunwind.ProcessOptions{Filter: filter, Progress: func(off int64) { progress.Store(off) }, Pipeline: true}, sink)
+	perr := sess.Process(r, perfunwind.ProcessOptions{Filter: filter, Progress: func(off int64) { progress.Store(off) }, Pipeline: true, Stop: &stop}, sink)
 	stopBar()
+	sig := in.Signal()
+	if sig != 0 {
+		// The error is the interruption's (ErrStopped, or the read
+		// of a pipe cut short): what came before is the output.
+		perr = nil
+	}
 	var werr *writeError
 	if errors.As(perr, &werr) {
 		w.Abort()
@@ -211,11 +260,68 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		perfunwind.WriteSummary(stderr, sess)
 	}
+	if sig != 0 {
+		fmt.Fprintf(stderr, "sframe report: interrupted by %s: the output has the %d samples read before\n", signalName(sig), sess.Stats.Read)
+		return signalStatus(sig)
+	}
 	if perr != nil {
 		fs.fileError(input, perr)
 		return 1
 	}
 	return 0
+}
+
+// pollable is an input read through Go's poller, whose reads a deadline
+// can cut short: a pipe or FIFO.
+type pollable struct {
+	f     *os.File
+	close func()
+}
+
+// openPipe opens the input path ("-" standard input) when it is a pipe
+// or FIFO, to be read through the poller, so that a signal can end a
+// read that waits for a writer; nil when it is not one (or is a reader a
+// test gave as stdin).
+func openPipe(path string) (*pollable, error) {
+	if path == "-" {
+		if f, ok := stdin.(*os.File); ok && f == os.Stdin {
+			return pollStdin(), nil
+		}
+		return nil, nil
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Type() != os.ModeNamedPipe {
+		return nil, nil // perfdata.Open says what is wrong
+	}
+	// os.Open reads a FIFO through the poller.
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &pollable{f: f, close: func() { f.Close() }}, nil
+}
+
+// pollStdin returns standard input, when it is a pipe or FIFO, as a file
+// read through the poller (a duplicate of descriptor 0 made
+// non-blocking; close restores blocking reads), or nil.
+func pollStdin() *pollable {
+	var st unix.Stat_t
+	if unix.Fstat(0, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return nil
+	}
+	fd, err := unix.Dup(0)
+	if err != nil {
+		return nil
+	}
+	unix.CloseOnExec(fd)
+	if unix.SetNonblock(fd, true) != nil {
+		unix.Close(fd)
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "<stdin>")
+	return &pollable{f: f, close: func() {
+		f.Close()
+		unix.SetNonblock(0, false) // the same open file as descriptor 0
+	}}
 }
 
 // parseIDs parses a comma-separated list of process or thread ids.

@@ -72,7 +72,9 @@ captures a live process N times, --interval apart (default 10ms), into
 one profile: a sampling profile of where the threads are, running or
 blocked. A process that exits before the last capture ends the
 sampling: the profile has the captures made, and a note on standard
-error says how many (exit status 0).
+error says how many (exit status 0). So does a signal (Ctrl-C, SIGTERM,
+SIGHUP, SIGQUIT), after the capture under way, with the exit status of
+a program killed by it (130 for Ctrl-C).
 
 A live process is stopped with ptrace for each capture and detached
 afterwards, also on error or Ctrl-C. With --core, warnings on standard
@@ -187,8 +189,10 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 			// Ctrl-C detaches: the kernel does it when this program
 			// dies, as Close would, except that it drops a signal held
 			// since the attach (which Close delivers again). Only then
-			// is a handler worth its goroutine and OS thread.
-			if holdsSignal(p) {
+			// is a handler worth its goroutine and OS thread. (With
+			// --pprof, stackProfile's handler lets the capture end and
+			// Close detach.)
+			if holdsSignal(p) && *pprofOut == "" {
 				stop := targets.CloseOnSignal(p)
 				defer stop()
 			}
@@ -236,12 +240,21 @@ func holdsSignal(p *targets.Process) bool {
 // stacks as one pprof profile to path. A process that exits ends the
 // captures early; the profile then has those made.
 func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), count int, interval time.Duration, path string, stderr io.Writer) int {
+	// A signal (Ctrl-C, a closed terminal) ends the captures after the
+	// one under way; the profile has those made.
+	wake := make(chan struct{})
+	in := catchInterrupts(func() { close(wake) })
+	defer in.Stop()
 	b := stackprof.NewBuilder()
 	code, n := 0, 0
 captures:
-	for ; n < count; n++ {
+	for ; n < count && in.Signal() == 0; n++ {
 		if n > 0 {
-			time.Sleep(interval)
+			select {
+			case <-time.After(interval):
+			case <-wake:
+				break captures
+			}
 		}
 		trace, err := capture()
 		if err != nil {
@@ -262,6 +275,14 @@ captures:
 		tr.Symbolize(trace)
 		b.Add(trace)
 	}
+	sig := in.Signal()
+	if sig != 0 {
+		if n == 0 {
+			fmt.Fprintf(stderr, "sframe stack: interrupted by %s before the first capture: nothing written\n", signalName(sig))
+			return signalStatus(sig)
+		}
+		code = signalStatus(sig)
+	}
 	p, err := b.Profile()
 	var buf bytes.Buffer
 	if err == nil {
@@ -273,6 +294,9 @@ captures:
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
 		return 1
+	}
+	if sig != 0 {
+		fmt.Fprintf(stderr, "sframe stack: interrupted by %s after %d of %d captures; the profile has those %d\n", signalName(sig), n, count, n)
 	}
 	return code
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -951,4 +952,68 @@ func TestStackNotPermitted(t *testing.T) {
 		t.Errorf("blames a kernel thread: %q", msg)
 	}
 	p.Ping(t, "still running")
+}
+
+// TestStackProfileInterrupted signals stack --pprof --count while it
+// captures a live process (once a capture has begun: the target shows a
+// tracer): it ends after the capture under way, writes the profile of
+// the captures made, says how many, exits with 128 + the signal's number,
+// leaves no temporary file and the process running, untraced; for each
+// of SIGINT, SIGTERM, SIGHUP and SIGQUIT.
+func TestStackProfileInterrupted(t *testing.T) {
+	bin := cliBinary(t)
+	p, _ := startStackProg(t)
+	pid := p.PID()
+	tracer := func() string {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		m := regexp.MustCompile(`(?m)^TracerPid:\s*(\d+)$`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("no TracerPid in /proc/%d/status", pid)
+		}
+		return string(m[1])
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "stacks.pb.gz")
+		cmd := exec.Command(bin, "stack", "--pprof", out, "--count", "1000000", "--interval", "1ms", strconv.Itoa(pid))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(time.Minute); tracer() == "0"; {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("%v: no capture began within a minute: %s", sig, stderr.String())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		cmd.Process.Signal(sig)
+		code := waitExit(t, cmd)
+		m := regexp.MustCompile(`^sframe stack: interrupted by ` + signalName(sig) + ` after (\d+) of 1000000 captures; the profile has those (\d+)\n$`).FindStringSubmatch(stderr.String())
+		if code != 128+int(sig) || m == nil || m[1] != m[2] {
+			t.Fatalf("%v: exit %d, stderr %q", sig, code, stderr.String())
+		}
+		n, _ := strconv.Atoi(m[1])
+		f, err := os.Open(out)
+		if err != nil {
+			t.Fatalf("%v: %v", sig, err)
+		}
+		prof, err := profile.Parse(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%v: %v", sig, err)
+		}
+		// One sample per thread per capture, the program's 8 threads.
+		if n == 0 || len(prof.Sample) == 0 || len(prof.Sample)%n != 0 {
+			t.Errorf("%v: %d captures, %d samples", sig, n, len(prof.Sample))
+		}
+		onlyFile(t, dir, "stacks.pb.gz")
+		if tr := tracer(); tr != "0" {
+			t.Errorf("%v: the process is still traced by %s", sig, tr)
+		}
+		if err := syscall.Kill(pid, 0); err != nil {
+			t.Fatalf("%v: the process is gone: %v", sig, err)
+		}
+	}
 }
