@@ -95,9 +95,6 @@ func TestReportInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// More than a pipe holds (64 KiB): once written, sframe has read
-	// some, so its handler is in place (it is set before the input is
-	// opened).
 	half := len(data) / 2
 	if half < 256<<10 {
 		t.Fatalf("%s: %d bytes, want at least 512 KiB", pipeRec, len(data))
@@ -140,6 +137,18 @@ func TestReportInterrupted(t *testing.T) {
 		if _, err := w.Write(data[:half]); err != nil {
 			t.Fatal(err)
 		}
+		// Signal once sframe has read all there is and waits for
+		// more: every sample before has been unwound.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			// TIOCINQ (FIONREAD): the bytes in the pipe.
+			if n, err := unix.IoctlGetInt(int(w.Fd()), unix.TIOCINQ); err != nil || n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%v: sframe report did not read its input", sig)
+			}
+		}
+		testprog.WaitBlocked(t, cmd.Process.Pid, 0)
 		cmd.Process.Signal(sig)
 		code := waitExit(t, cmd)
 		w.Close()
