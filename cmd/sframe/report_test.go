@@ -134,6 +134,42 @@ func TestReportText(t *testing.T) {
 	}
 }
 
+// TestReportNoCallGraph reads a recording made without -g: each sample
+// has its sampled address's frame (it had none), the text is perf
+// script's byte for byte (one line per sample), folded stacks have a
+// function under each command, and the summary names --call-graph dwarf.
+func TestReportNoCallGraph(t *testing.T) {
+	exe, _, _ := reportRecording(t)
+	rec := filepath.Join(t.TempDir(), "nog.data")
+	if out, err := exec.Command("perf", "record", "-q", "-N", "-o", rec, "-e", "cpu-clock", "-c", "250000", "--", exe, "300").CombinedOutput(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, out)
+	}
+	out, errs, code := runCLI(t, "report", "--format", "text", rec)
+	perf, err := exec.Command("perf", "script", "-i", rec, "-F", "comm,tid,time,ip,sym,dso").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, "\n"); code != 0 || out != string(perf) || n < 50 {
+		t.Errorf("exit %d, %d lines, equal to perf script's %d: %v\n%.400s\nperf script:\n%.400s", code, n, strings.Count(string(perf), "\n"), out == string(perf), out, perf)
+	}
+	if !strings.Contains(errs, "hint: ") || !strings.Contains(errs, "perf record --call-graph dwarf") {
+		t.Errorf("no hint naming --call-graph dwarf in the summary:\n%s", errs)
+	}
+	folded, _, _ := runCLI(t, "report", "-q", "--format", "folded", rec)
+	lines := strings.Split(strings.TrimSpace(folded), "\n")
+	spin := false
+	for _, l := range lines {
+		stack, _, _ := strings.Cut(l, " ")
+		if !strings.Contains(stack, ";") {
+			t.Errorf("folded line without a frame: %q", l)
+		}
+		spin = spin || strings.HasSuffix(stack, ";spin")
+	}
+	if !spin {
+		t.Errorf("no sample in spin:\n%s", folded)
+	}
+}
+
 // buildID reads the GNU build ID of the ELF file at path.
 func buildID(t *testing.T, path string) string {
 	t.Helper()
