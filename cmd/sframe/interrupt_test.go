@@ -70,6 +70,21 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 	}
 }
 
+// readProfile reads the pprof profile at path.
+func readProfile(t *testing.T, path string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return p
+}
+
 // onlyFile checks that dir holds only the file name: no temporary file
 // left beside the output.
 func onlyFile(t *testing.T, dir, name string) {
@@ -160,16 +175,7 @@ func TestReportInterrupted(t *testing.T) {
 		n, _ := strconv.Atoi(m[1])
 		got := 0
 		if format == "pprof" {
-			f, err := os.Open(out)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			p, err := profile.Parse(f)
-			f.Close()
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			for _, s := range p.Sample {
+			for _, s := range readProfile(t, out).Sample {
 				got += int(s.Value[0])
 			}
 		} else {

@@ -840,21 +840,6 @@ func TestStackInlines(t *testing.T) {
 	}
 }
 
-// readProfile parses the pprof profile in file.
-func readProfile(t *testing.T, file string) *profile.Profile {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	prof, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prof
-}
-
 // tracedNow reports whether a thread of pid has a tracer.
 func tracedNow(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -964,14 +949,6 @@ func TestStackProfileInterrupted(t *testing.T) {
 	bin := cliBinary(t)
 	p, _ := startStackProg(t)
 	pid := p.PID()
-	tracer := func() string {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		m := regexp.MustCompile(`(?m)^TracerPid:\s*(\d+)$`).FindSubmatch(b)
-		if m == nil {
-			t.Fatalf("no TracerPid in /proc/%d/status", pid)
-		}
-		return string(m[1])
-	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
 		dir := t.TempDir()
 		out := filepath.Join(dir, "stacks.pb.gz")
@@ -981,7 +958,7 @@ func TestStackProfileInterrupted(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(time.Minute); tracer() == "0"; {
+		for deadline := time.Now().Add(time.Minute); !tracedNow(pid); {
 			if time.Now().After(deadline) {
 				cmd.Process.Kill()
 				t.Fatalf("%v: no capture began within a minute: %s", sig, stderr.String())
@@ -995,22 +972,14 @@ func TestStackProfileInterrupted(t *testing.T) {
 			t.Fatalf("%v: exit %d, stderr %q", sig, code, stderr.String())
 		}
 		n, _ := strconv.Atoi(m[1])
-		f, err := os.Open(out)
-		if err != nil {
-			t.Fatalf("%v: %v", sig, err)
-		}
-		prof, err := profile.Parse(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%v: %v", sig, err)
-		}
-		// One sample per thread per capture, the program's 8 threads.
+		prof := readProfile(t, out)
+		// One sample per thread per capture.
 		if n == 0 || len(prof.Sample) == 0 || len(prof.Sample)%n != 0 {
 			t.Errorf("%v: %d captures, %d samples", sig, n, len(prof.Sample))
 		}
 		onlyFile(t, dir, "stacks.pb.gz")
-		if tr := tracer(); tr != "0" {
-			t.Errorf("%v: the process is still traced by %s", sig, tr)
+		if tracedNow(pid) {
+			t.Errorf("%v: the process is still traced", sig)
 		}
 		if err := syscall.Kill(pid, 0); err != nil {
 			t.Fatalf("%v: the process is gone: %v", sig, err)
