@@ -96,6 +96,7 @@ func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *
 		}
 		smp.FromPerf(ps, s.opts.Arch)
 		smp.Event = rec.Attr.Index
+		smp.NoCallGraph = rec.Attr.SampleType&(perfdata.SampleCallchain|perfdata.SampleRegsUser|perfdata.SampleStackUser) == 0
 		smp.IPKernel = rec.Misc&perfdata.MiscCPUModeMask == perfdata.MiscKernel
 		st := next()
 		s.Unwind(&smp, st)

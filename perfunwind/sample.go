@@ -19,9 +19,11 @@ type Sample struct {
 	Time     uint64
 	Period   uint64
 	IP       uint64
-	// IPKernel says the IP was sampled in kernel mode (the record's
-	// cpumode), for a sample without a call graph.
-	IPKernel bool
+	// NoCallGraph says the sample's event records no call graph (no
+	// callchain, user registers or stack: perf record without -g), and
+	// IPKernel that the IP was sampled in kernel mode (the record's
+	// cpumode): Unwind then gives the IP's frame alone.
+	NoCallGraph, IPKernel bool
 	// Event is the index of the sample's event among the recording's
 	// (perfdata.Attr.Index).
 	Event int
@@ -224,7 +226,7 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0:
 		// perf shows no user frames for a process it knows no mapping of.
 		s.Stats.NoMappings++
-	case len(smp.Callchain) == 0 && smp.IP != 0:
+	case smp.NoCallGraph && smp.IP != 0:
 		// No call graph was recorded: the sampled address's frame, as
 		// perf script shows it.
 		s.Stats.IPOnly++
