@@ -520,9 +520,13 @@ func TestErrorsNameNoPackage(t *testing.T) {
 	notELF := filepath.Join(dir, "notelf")
 	os.WriteFile(notELF, []byte("not an ELF file\n"), 0o644)
 	missing := filepath.Join(dir, "missing")
-	self, err := os.Executable() // a Go program: no SFrame, no .eh_frame
-	if err != nil {
-		t.Fatal(err)
+	// The sample without its SFrame section, and without its CFI.
+	testprog.NeedTool(t, "objcopy")
+	self, noCFI := filepath.Join(dir, "nosframe.elf"), filepath.Join(dir, "nocfi.elf")
+	for _, c := range [][]string{{"-R", ".sframe", sample, self}, {"-R", ".eh_frame", "-R", ".eh_frame_hdr", "-R", ".debug_frame", sample, noCFI}} {
+		if out, err := exec.Command("objcopy", c...).CombinedOutput(); err != nil {
+			t.Fatalf("objcopy %q: %v\n%s", c, err, out)
+		}
 	}
 	// The sample with its .sframe cut short: sframe's own errors.
 	data, err := os.ReadFile(sample)
@@ -539,7 +543,7 @@ func TestErrorsNameNoPackage(t *testing.T) {
 	}{
 		{[]string{"verify", self}, "sframe verify: " + self + ": no SFrame section (neither .sframe nor a section of type SHT_GNU_SFRAME)"},
 		{[]string{"verify", cut}, "sframe verify: " + cut + ": section .sframe: "},
-		{[]string{"gen", "-o", filepath.Join(dir, "out"), self}, "sframe gen: " + self + ": no CFI (neither .eh_frame nor .debug_frame); nothing written"},
+		{[]string{"gen", "-o", filepath.Join(dir, "out"), noCFI}, "sframe gen: " + noCFI + ": no CFI (neither .eh_frame nor .debug_frame); nothing written"},
 		{[]string{"dump", cut}, "sframe dump: " + cut + ": "},
 		{[]string{"convert", "--to-version", "1", "-o", filepath.Join(dir, "out"), sample}, "sframe convert: --to-version 1: only versions 2 and 3 can be written (see 'sframe convert -h')"},
 		{[]string{"convert", "-o", filepath.Join(dir, "out"), sample}, "sframe convert: --to-version 2 or 3 is required (see 'sframe convert -h')"},
@@ -584,7 +588,7 @@ func TestErrorsNameNoPackage(t *testing.T) {
 	if code != 1 || len(objs) != 3 || objs[0]["file"] != missing || objs[0]["ok"] != false || objs[0]["error"] != "no such file or directory" ||
 		objs[1]["file"] != self || objs[1]["ok"] != false || objs[1]["error"] != "no SFrame section (neither .sframe nor a section of type SHT_GNU_SFRAME)" ||
 		objs[2]["file"] != sample || objs[2]["ok"] != true {
-		t.Errorf("verify --json MISSING GO-PROGRAM SAMPLE: exit %d, objects %v", code, objs)
+		t.Errorf("verify --json MISSING NO-SFRAME SAMPLE: exit %d, objects %v", code, objs)
 	}
 }
 
