@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/symbolize"
 )
@@ -619,15 +617,7 @@ func TestStackPprof(t *testing.T) {
 	if _, stderr, code := runCLI(t, "stack", "--pprof", out, "--count", "3", "--interval", "1ms", pid); code != 0 {
 		t.Fatalf("--pprof: exit %d: %s", code, stderr)
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	prof, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof := readProfile(t, out)
 	if len(prof.Sample) != 3*len(funcs) {
 		t.Fatalf("%d samples, want 3 x %d threads", len(prof.Sample), len(funcs))
 	}
