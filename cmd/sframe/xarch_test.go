@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"debug/elf"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -497,6 +498,47 @@ func TestStackGcoreCross(t *testing.T) {
 			}
 			if g, w := strings.Join(pcs, " "), strings.Join(want, " "); g != w {
 				t.Errorf("frames:\n got %s\nwant %s (gdb-multiarch)\n%s\n%s", g, w, stdout, out)
+			}
+		})
+	}
+}
+
+// TestStackCoreSignalQEMU: qemu-user cores of a single-threaded program
+// killed by a fault, on AArch64 and s390x: stack --core's first line is
+// gdb-multiarch's ("Program terminated with signal SIGSEGV, ..."), with
+// no fault address (qemu writes no NT_SIGINFO), and JSON says the same.
+func TestStackCoreSignalQEMU(t *testing.T) {
+	for _, a := range []testprog.Arch{testprog.AArch64, testprog.S390X} {
+		t.Run(a.Name, func(t *testing.T) {
+			testprog.NeedTool(t, a.CC)
+			exe := filepath.Join(t.TempDir(), "die")
+			if out, err := exec.Command(a.CC, "-O1", "-static", "-o", exe, "testdata/die.c").CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", a.CC, err, out)
+			}
+			crash := testprog.CrashCore(t, a, exe)
+			gdb := testprog.GDBMultiarch(t, exe, crash.Core, "")
+			// gdb's AArch64 code looks for memory-tagging faults in
+			// the siginfo and, finding none in qemu's core, says so
+			// inside the line.
+			gdb = strings.ReplaceAll(gdb, "Unable to read siginfo\n", "")
+			gdbLine := ""
+			for _, l := range strings.Split(gdb, "\n") {
+				if strings.HasPrefix(l, "Program terminated with signal ") {
+					gdbLine = l
+				}
+			}
+			if gdbLine != "Program terminated with signal SIGSEGV, Segmentation fault." {
+				t.Fatalf("gdb-multiarch says %q of the core:\n%s", gdbLine, gdb)
+			}
+			out, errs, code := runCLI(t, "stack", "--core", crash.Core, "--exe", exe)
+			lines := strings.SplitN(out, "\n", 3)
+			if code != 0 || len(lines) < 3 || lines[0] != gdbLine || lines[1] != "" {
+				t.Errorf("exit %d %s, first lines %q, gdb-multiarch's %q", code, errs, lines[:min(2, len(lines))], gdbLine)
+			}
+			out, _, _ = runCLI(t, "stack", "--json", "--core", crash.Core, "--exe", exe)
+			var j struct{ Termination map[string]any }
+			if err := json.Unmarshal([]byte(out), &j); err != nil || j.Termination["name"] != "SIGSEGV" || j.Termination["address"] != nil {
+				t.Errorf("--json termination %v (%v)", j.Termination, err)
 			}
 		})
 	}
