@@ -10,11 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// stopSignals end a long command early, which then writes what it has:
+// interruptSignals end a long command early, which then writes what it has:
 // Ctrl-C, kill's default, a terminal closed under it, and Ctrl-\.
-var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
-// interrupt catches stopSignals for a command that writes what it has
+// interrupt catches interruptSignals for a command that writes what it has
 // when one arrives: the first is kept and onSignal called (on another
 // goroutine); a second one has its default action again, ending the
 // program at once.
@@ -25,10 +25,10 @@ type interrupt struct {
 	once sync.Once
 }
 
-// catchInterrupts starts catching stopSignals; Stop ends it.
+// catchInterrupts starts catching interruptSignals; Stop ends it.
 func catchInterrupts(onSignal func()) *interrupt {
 	in := &interrupt{ch: make(chan os.Signal, 1), done: make(chan struct{})}
-	signal.Notify(in.ch, stopSignals...)
+	signal.Notify(in.ch, interruptSignals...)
 	go func() {
 		select {
 		case s := <-in.ch:
