@@ -23,7 +23,7 @@ type cfiCache struct {
 	// the first addresses of the functions looked up, the first done of
 	// them compiled (or found not to compile), fns their indexes by
 	// address; fresh counts the frames of the others looked up since.
-	tab   *cfi.Table
+	tab   *unwind.CFITable
 	pcs   []uint64
 	done  int
 	fns   map[uint64]int
@@ -81,7 +81,7 @@ func (c *cfiCache) isFresh(pc uint64) bool {
 	if c.tab == nil {
 		return false
 	}
-	fde, err := c.tab.FindFDE(pc)
+	_, fde, err := c.tab.FindFDE(pc)
 	if err != nil {
 		return false
 	}
@@ -128,7 +128,7 @@ func (s *Session) cachedCFI(t unwind.CFI) *cfiCache {
 func (c *cfiCache) wantGen() {
 	if c.tab == nil && c.fns == nil {
 		if t, ok := c.t.(*unwind.CFITable); ok {
-			c.tab, c.fns = t.T, map[uint64]int{}
+			c.tab, c.fns = t, map[uint64]int{}
 		}
 	}
 }

@@ -12,6 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // File is an object file that a recording's mappings name: found on disk
@@ -78,18 +82,22 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 var errNoFile = errors.New("file not found")
 
 // fileKey identifies a file of the recording: its name and, when
-// recorded, its build ID (a path that held two builds during the
-// recording is two files).
+// recorded, its build ID, else its inode (a path that held two builds
+// during the recording is two files).
 type fileKey struct {
 	name, buildID string
+	ino           uint64
 }
 
 // openFile finds the file recorded as name with build ID id (nil when the
 // recording has none), as perf does: the path under symfs if its build
 // ID matches, else perf's build-ID cache. A file whose build ID differs
 // from the recorded one is refused: its tables and symbols would be
-// another program's.
-func (s *Session) openFile(name string, id []byte) *File {
+// another program's. Without build IDs, a file at the recorded path on
+// the recording's machine is refused when it is not the file recorded
+// with inode ino, or was modified after the recording (see
+// Options.SameMachine).
+func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 	f := &File{Name: name, BuildID: id, locs: map[uint64]*Loc{}}
 	var tried []string
 	// at names path in an error when it is not the recorded name, which
@@ -106,7 +114,9 @@ func (s *Session) openFile(name string, id []byte) *File {
 	}
 	try := func(path string) bool {
 		tried = append(tried, path)
-		osf, err := os.Open(path)
+		// Only a regular file: a FIFO or device named by the
+		// recording must not block or disturb the report.
+		osf, err := sysfile.OpenRegular(path)
 		if err != nil {
 			if f.Err == nil {
 				f.Err = at(path, err)
@@ -114,10 +124,10 @@ func (s *Session) openFile(name string, id []byte) *File {
 			return false
 		}
 		st, err := osf.Stat()
-		if err != nil || !st.Mode().IsRegular() {
+		if err != nil {
 			osf.Close()
 			if f.Err == nil {
-				f.Err = at(path, errors.New("not a regular file"))
+				f.Err = at(path, err)
 			}
 			return false
 		}
@@ -132,6 +142,13 @@ func (s *Session) openFile(name string, id []byte) *File {
 			f.Err = at(path, fmt.Errorf("build ID %x, recorded %x", own, id))
 			return false
 		}
+		if len(id) == 0 && len(own) == 0 && s.opts.SymFS == "" {
+			if err := s.notRecorded(st, ino); err != nil {
+				osf.Close()
+				f.Err = err
+				return false
+			}
+		}
 		f.Path, f.segs, f.r, f.close, f.key, f.size, f.Err = path, segs, osf, osf.Close, path, st.Size(), nil
 		if len(f.BuildID) == 0 {
 			f.BuildID = own
@@ -142,7 +159,7 @@ func (s *Session) openFile(name string, id []byte) *File {
 		if s.vdsoFile(f) {
 			return f
 		}
-	} else if filepath.IsAbs(name) && try(filepath.Join(s.opts.SymFS, name)) {
+	} else if filepath.IsAbs(name) && try(sysfile.Under(s.opts.SymFS, name)) {
 		return f
 	}
 	if len(id) > 0 && s.buildIDDir != "" {
@@ -160,6 +177,29 @@ func (s *Session) openFile(name string, id []byte) *File {
 		f.Err = errNoFile
 	}
 	return f
+}
+
+// notRecorded says why the file at a recorded path, st, without a build
+// ID, is not the file the recording mapped with inode ino (0: not
+// recorded), or returns nil when nothing says so. On the recording's
+// machine, another inode is another file (a new build is written to a
+// new file and renamed, or the old one unlinked first), and a file
+// modified after the recording ended was rewritten in place. perf tells
+// such files apart by the same inode numbers. The device is not
+// compared: btrfs reports a subvolume's in stat, its superblock's in
+// MMAP2 records.
+func (s *Session) notRecorded(st os.FileInfo, ino uint64) error {
+	if !s.opts.SameMachine {
+		return nil
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && ino != 0 && sys.Ino != ino {
+		return fmt.Errorf("replaced since the recording (inode %d, recorded %d), and no build ID tells the builds apart", sys.Ino, ino)
+	}
+	if end := s.opts.RecordingEnd; !end.IsZero() && st.ModTime().After(end) {
+		return fmt.Errorf("modified at %s, after the recording ended (%s), and no build ID tells the builds apart",
+			st.ModTime().Format("2006-01-02 15:04:05"), end.Format("2006-01-02 15:04:05"))
+	}
+	return nil
 }
 
 // trimBuildID drops the zero padding perf adds to build IDs shorter than
@@ -194,7 +234,7 @@ func sameBuildID(recorded, own []byte) bool {
 // readELFInfo reads the PT_LOAD segments and the build ID of the ELF file
 // r of the given size, without reading its sections' contents.
 func readELFInfo(r io.ReaderAt, size int64) ([]loadSeg, []byte, error) {
-	ef, err := elf.NewFile(io.NewSectionReader(r, 0, size))
+	ef, err := elffile.NewFileAt(r, size)
 	if err != nil {
 		var fe *elf.FormatError
 		if errors.As(err, &fe) {
@@ -220,7 +260,7 @@ func readELFInfo(r io.ReaderAt, size int64) ([]loadSeg, []byte, error) {
 	if id == nil {
 		for _, sec := range ef.Sections {
 			if sec.Type == elf.SHT_NOTE && sec.Size <= 1<<20 {
-				if buf, err := sec.Data(); err == nil {
+				if buf, err := elffile.SectionData(ef.File, sec, elffile.Unrelocated); err == nil {
 					if id = noteBuildID(buf, ef.ByteOrder); id != nil {
 						break
 					}

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
+	"github.com/sframekit/sframekit/symbolize"
 	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
 )
@@ -44,6 +46,15 @@ type Options struct {
 	// vDSO then stands for the recorded one when no build ID says
 	// otherwise.
 	SameKernel bool
+	// SameMachine says the recording was made on this machine, so that
+	// the inode numbers of its MMAP2 records are those of this machine's
+	// files; RecordingEnd, when not zero, is when it ended (a perf.data
+	// file's modification time). A mapped file without a build ID is
+	// then refused when the file at its path now has another inode or
+	// was modified after the recording: another build may be there, and
+	// nothing else tells (see Session.Mmap).
+	SameMachine  bool
+	RecordingEnd time.Time
 	// SFrameFromCFI compiles SFrame from the CFI of the files that have
 	// none of their own, as unwind.CompileSFrame does, so that their
 	// frames take the unwinder's SFrame path: for the functions the walks
@@ -73,6 +84,10 @@ func OptionsFor(h *perfdata.Header) Options {
 	if home, err := os.UserHomeDir(); err == nil {
 		o.BuildIDDir = filepath.Join(home, ".debug")
 	}
+	// A recording that does not name its machine (cut before its
+	// features): as for the kernel, take it for this one's.
+	host, _ := os.Hostname()
+	o.SameMachine = h.Hostname == "" || h.Hostname == host
 	switch rel := osRelease(); {
 	case kernelID != nil:
 		own := kernelBuildID()
@@ -166,11 +181,23 @@ func NewSession(opts Options) (*Session, error) {
 		kmaps:      map[string]*Mapping{},
 		kernPCs:    map[uint64]*Mapping{},
 	}
+	s.cache.Options.DebugDirs = s.debugDirs()
 	s.Stats.StopWhere = map[StopPlace]uint64{}
 	if opts.Arch != 0 {
 		s.startKernel()
 	}
 	return s, nil
+}
+
+// debugDirs are the roots searched for the separate debug files of the
+// recorded files (their symbols and .debug_frame): the recording
+// machine's, under Options.SymFS, first.
+func (s *Session) debugDirs() []string {
+	dirs := []string{symbolize.DefaultDebugDir}
+	if s.opts.SymFS != "" {
+		dirs = append([]string{filepath.Join(s.opts.SymFS, symbolize.DefaultDebugDir)}, dirs...)
+	}
+	return dirs
 }
 
 // adopt completes options left zero from the recording's header h
@@ -206,6 +233,7 @@ func (s *Session) adopt(h *perfdata.Header) error {
 		s.opts.Kallsyms = o.Kallsyms
 	}
 	s.opts.SameKernel = s.opts.SameKernel || o.SameKernel
+	s.opts.SameMachine = s.opts.SameMachine || o.SameMachine
 	s.sameKernel = s.opts.SameKernel
 	s.startKernel()
 	return nil
@@ -237,12 +265,16 @@ func (s *Session) Files() []*File {
 	return out
 }
 
-// file returns the File of name with build ID id, finding it once.
-func (s *Session) file(name string, id []byte) *File {
+// file returns the File of name with build ID id, or without one with
+// inode ino (0: not recorded), finding it once.
+func (s *Session) file(name string, id []byte, ino uint64) *File {
 	if len(id) == 0 {
 		id = s.opts.BuildIDs[name]
 	}
-	k := fileKey{name, string(id)}
+	k := fileKey{name: name, buildID: string(id)}
+	if len(id) == 0 {
+		k.ino = ino
+	}
 	if f, ok := s.files[k]; ok {
 		return f
 	}
@@ -256,7 +288,7 @@ func (s *Session) file(name string, id []byte) *File {
 		// The file at the path now is not the one that was mapped.
 		f = &File{Name: name, Err: fmt.Errorf("deleted while mapped, and no build ID recorded"), locs: map[uint64]*Loc{}}
 	} else {
-		f = s.openFile(lookup, id)
+		f = s.openFile(lookup, id, k.ino)
 		f.Name = name
 	}
 	s.files[k] = f
@@ -453,6 +485,13 @@ func (m *procMemory) ReadAt(b []byte, addr int64) (int, error) {
 // mappings it overlaps. Kernel mappings (pid -1) are ignored: kernel
 // frames are named from kallsyms.
 func (s *Session) Mmap(pid, tid uint32, start, length, pgoff uint64, name string, exec bool, buildID []byte) {
+	s.mmap(pid, tid, start, length, pgoff, name, exec, buildID, 0)
+}
+
+// mmap is Mmap with the inode an MMAP2 record gives (0: none), which
+// tells, for a file without a build ID, whether the file at the path is
+// still the one mapped (see Options.SameMachine).
+func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string, exec bool, buildID []byte, ino uint64) {
 	if pid == ^uint32(0) || length == 0 || start+length < start {
 		return
 	}
@@ -463,7 +502,7 @@ func (s *Session) Mmap(pid, tid uint32, start, length, pgoff uint64, name string
 	if exec {
 		// Only code needs its file: data mappings are named, not read.
 		if !m.anon {
-			m.File = s.file(name, buildID)
+			m.File = s.file(name, buildID, ino)
 			if m.File.Path != "" {
 				m.Bias = m.File.bias(start, pgoff)
 			}
@@ -486,8 +525,8 @@ func (s *Session) module(m *Mapping) *unwind.Module {
 		if ef, err := elf.NewFile(bytesReaderAt(f.image)); err == nil {
 			t := unwind.LoadTables(ef)
 			mod := &unwind.Module{Name: m.Name, File: f.key, Start: m.Start, End: m.End, Bias: m.Bias, SFrame: t.SFrame}
-			if t.CFI != nil {
-				mod.CFI = &unwind.CFITable{T: t.CFI}
+			if c := t.CFITable(); c != nil {
+				mod.CFI = c
 			}
 			return mod
 		}
@@ -581,7 +620,7 @@ func (s *Session) Record(rec *perfdata.Record) bool {
 			if m.HasBuildID {
 				id = m.BuildID
 			}
-			s.Mmap(m.Pid, m.Tid, m.Addr, m.Len, m.Pgoff, string(m.Filename), m.Executable, id)
+			s.mmap(m.Pid, m.Tid, m.Addr, m.Len, m.Pgoff, string(m.Filename), m.Executable, id, m.Ino)
 		}
 	case perfdata.RecordComm:
 		if c := rec.Comm(); c != nil {

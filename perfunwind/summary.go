@@ -7,12 +7,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/unwind"
 )
 
 // WriteSummary prints what s's samples gave, for a person: samples read
 // and unwound, with which rules, why and where walks ended, lost samples,
-// and the files that could not be used.
+// and the files that could not be used. Names from the recording are
+// printed through textfmt.Printable: a control character in a recorded
+// path does not reach the terminal.
 func WriteSummary(w io.Writer, s *Session) error {
 	st := &s.Stats
 	var b strings.Builder
@@ -73,7 +76,7 @@ func WriteSummary(w io.Writer, s *Session) error {
 		if where == "" {
 			where = "no mapping"
 		}
-		fmt.Fprintf(&b, "  %d: %s, in %s\n", p.n, p.p.Stop, where)
+		fmt.Fprintf(&b, "  %d: %s, in %s\n", p.n, p.p.Stop, textfmt.Printable(where))
 	}
 	if st.KernelFrames > 0 {
 		how := "named from " + s.opts.Kallsyms
@@ -81,7 +84,7 @@ func WriteSummary(w io.Writer, s *Session) error {
 		case s.opts.Kallsyms == "":
 			how = "not named: recorded on another kernel (--kallsyms FILE names them)"
 		case s.KernelErr() != nil:
-			how = "not named: " + s.KernelErr().Error()
+			how = "not named: " + textfmt.Printable(s.KernelErr().Error())
 		}
 		fmt.Fprintf(&b, "kernel frames: %d (%s)\n", st.KernelFrames, how)
 	}
@@ -98,7 +101,7 @@ func WriteSummary(w io.Writer, s *Session) error {
 				fmt.Fprintf(&b, "  ... %d more\n", len(missing)-i)
 				break
 			}
-			fmt.Fprintf(&b, "  %s: %v\n", f.Name, f.Err)
+			fmt.Fprintf(&b, "  %s: %s\n", textfmt.Printable(f.Name), textfmt.Printable(fmt.Sprint(f.Err)))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

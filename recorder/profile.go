@@ -24,6 +24,10 @@ type Profile struct {
 	// Warnings are what the recording had to give up, one line each
 	// (smaller ring buffers than asked for).
 	Warnings []string
+	// UserOnly says why time in the kernel was not sampled, when
+	// kernel.perf_event_paranoid and the profiler's capabilities forbade
+	// it; "" when it was.
+	UserOnly string
 
 	opts    Options
 	event   perfevent.Event
@@ -43,7 +47,32 @@ type Profile struct {
 	// Time spent writing: the profiler's CPU time and the addresses named.
 	writeCPU time.Duration
 	wrote    bool
+
+	// part says the Profile is one period of a recording (Options.Period),
+	// sharing the recording's session and Resolver.
+	part bool
 }
+
+// cutPeriod hands the stacks of one period to Options.OnPeriod as a
+// Profile of their own.
+func (p *Profile) cutPeriod(stacks []*stack, start, end time.Time) {
+	q := &Profile{opts: p.opts, event: p.event, start: start, sess: p.sess, res: p.res, attrs: p.attrs, csEvent: p.csEvent,
+		stacks: stacks, part: true}
+	q.Stats.Wall = end.Sub(start)
+	q.Stats.Stacks = len(stacks)
+	for _, s := range stacks {
+		q.Stats.Samples += uint64(s.n)
+	}
+	p.opts.OnPeriod(q)
+}
+
+// Period reports whether p is one period of a recording cut by
+// Options.Period; its Close does nothing (the recording's files stay
+// open until the Profile Record returned is closed).
+func (p *Profile) Period() bool { return p.part }
+
+// Start returns when the recording, or the period, began.
+func (p *Profile) Start() time.Time { return p.start }
 
 // Unwinding returns the statistics of how the samples were unwound.
 func (p *Profile) Unwinding() *perfunwind.Stats { return &p.sess.Stats }
@@ -58,7 +87,12 @@ func (p *Profile) Resolver() *perfunwind.Resolver { return p.res }
 
 // Close releases the files of the recording.
 func (p *Profile) Close() error {
-	p.res.Close()
+	if p.part {
+		return nil
+	}
+	if p.res != nil {
+		p.res.Close()
+	}
 	return p.sess.Close()
 }
 
@@ -93,6 +127,24 @@ func (p *Profile) Exited() bool {
 	return p.cmdDone
 }
 
+// Each calls fn with each merged stack that has samples, as a
+// perfunwind.Stack with their number and summed periods (st.Period); st
+// is reused between calls. With NewPerfBuilder, it lets a caller make
+// profiles of its own choosing of the stacks (one per service, periods
+// merged).
+func (p *Profile) Each(fn func(st *perfunwind.Stack, n int64) error) error { return p.each(fn) }
+
+// NewPerfBuilder returns a stackprof.PerfBuilder for the stacks of p (and
+// of the recording's other periods), naming frames with its Resolver,
+// its sample types as WritePprof's.
+func (p *Profile) NewPerfBuilder() *stackprof.PerfBuilder {
+	b := stackprof.NewPerfBuilder(p.res, &perfdata.Header{Attrs: p.attrs})
+	if p.csEvent >= 0 {
+		b.SetEventType(p.csEvent, "off-cpu", "nanoseconds")
+	}
+	return b
+}
+
 // each calls fn with each merged stack that has samples, as a
 // perfunwind.Stack with their number and summed periods (st.Period).
 func (p *Profile) each(fn func(st *perfunwind.Stack, n int64) error) error {
@@ -125,10 +177,7 @@ func (p *Profile) measure(fn func() error) error {
 // thread_name; the recording's start time and duration.
 func (p *Profile) WritePprof(w io.Writer) error {
 	return p.measure(func() error {
-		b := stackprof.NewPerfBuilder(p.res, &perfdata.Header{Attrs: p.attrs})
-		if p.csEvent >= 0 {
-			b.SetEventType(p.csEvent, "off-cpu", "nanoseconds")
-		}
+		b := p.NewPerfBuilder()
 		if err := p.each(b.AddSamples); err != nil {
 			return err
 		}
@@ -188,6 +237,9 @@ func (p *Profile) WriteSummary(w io.Writer) error {
 	what := fmt.Sprintf("%s at %d Hz", p.event.Name, p.opts.freq())
 	if p.csEvent >= 0 {
 		what += " and every switch off the CPU"
+	}
+	if p.UserOnly != "" {
+		what += " in user space only (" + p.UserOnly + ": the time in system calls and page faults is missing)"
 	}
 	fmt.Fprintf(&b, "recorded %s for %.2f s: %s, %s, %s; %d KiB of stack per sample, rings of %d KiB per CPU\n",
 		what, st.Wall.Seconds(), plural(st.Processes, "process", "processes"), plural(st.Threads, "thread", "threads"),

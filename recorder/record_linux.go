@@ -34,7 +34,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	}
 	ev := opts.event()
 	po, cs := opts.perfOptions(host)
-	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SFrameFromCFI: true}
+	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SameMachine: true, SFrameFromCFI: true}
 	if opts.Kernel {
 		sopts.Kallsyms = "/proc/kallsyms"
 	}
@@ -87,12 +87,17 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	for _, a := range s.Attrs() {
 		p.attrs = append(p.attrs, a.Attr)
 	}
-	p.Warnings = s.Warnings()
+	p.Warnings, p.UserOnly = s.Warnings(), s.UserOnly()
 	p.Stats.RingBytes = s.RingPages() * os.Getpagesize()
 	// Samples wait for the records before them at most two passes over
 	// the rings: about two rings' worth per CPU.
 	r := newRecorder(sess, host, p.attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
 	r.poll = s.SetPollInterval
+	if opts.OnPeriod != nil {
+		// Periods name their frames as they are cut.
+		p.res = perfunwind.NewResolver(sess)
+		r.onCut, r.period, r.periodStart = p.cutPeriod, opts.Period, p.start
+	}
 	if opts.Command != nil {
 		r.waitFirst, r.fast = true, true
 		s.SetPollInterval(fastPoll)
@@ -132,14 +137,19 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 		return nil, err
 	}
 	r.finish(end)
+	if r.onCut != nil {
+		r.cut(time.Now())
+	}
 	p.cmdErr, p.cmdDone = cmdErr, cmdDone
 	st := s.Stats()
 	r.stats.Lost = st.Lost
 	r.stats.Wall, r.stats.RingBytes = p.Stats.Wall, p.Stats.RingBytes
 	p.Stats = r.stats
 	sess.Stats.Read = r.stats.Samples
-	p.stacks = r.order
-	p.res = perfunwind.NewResolver(sess)
+	if r.onCut == nil {
+		p.stacks = r.order
+		p.res = perfunwind.NewResolver(sess)
+	}
 	p.Stats.CPU = cpuTime() - cpu0
 	ok = true
 	return p, nil

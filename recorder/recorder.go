@@ -102,7 +102,11 @@ type Options struct {
 	// DefaultStackSize.
 	StackSize uint32
 	// Kernel adds the kernel's frames of samples taken in the kernel
-	// (its callchain), named from /proc/kallsyms.
+	// (its callchain), named from /proc/kallsyms, and fails where
+	// kernel.perf_event_paranoid forbids samples in the kernel. Without
+	// it, time in the kernel (system calls, page faults) is sampled still
+	// wherever that is allowed, each sample with the user stack of the
+	// thread that entered the kernel (Profile.UserOnly says when not).
 	Kernel bool
 	// OffCPU also records where threads wait: see the package comment.
 	OffCPU bool
@@ -120,6 +124,19 @@ type Options struct {
 	// are enabled and the processes' earlier mappings read (or the
 	// command started).
 	Started func()
+	// Period, with OnPeriod, cuts the recording into periods, as a
+	// continuous profiler does: about every Period (at the first pass
+	// over the rings after it ends, at most a second later), OnPeriod is
+	// given a Profile of the stacks sampled since the last cut, and the
+	// recorder forgets them, so that its memory does not grow with the
+	// recording's length. The last period is cut when recording stops;
+	// the Profile that Record then returns has the whole recording's
+	// Stats and no stacks. OnPeriod runs on the goroutine that reads the
+	// rings, which is what lets it name frames without locks: it may name
+	// and encode, but must not wait (for a network, say), or samples are
+	// lost.
+	Period   time.Duration
+	OnPeriod func(*Profile)
 }
 
 // check validates o.
@@ -143,6 +160,10 @@ func (o *Options) check() error {
 		return fmt.Errorf("recorder: stack size %d: must be a multiple of 8 up to %d", o.StackSize, perfevent.MaxStackUser)
 	case o.Duration < 0:
 		return errors.New("recorder: negative duration")
+	case (o.Period > 0) != (o.OnPeriod != nil):
+		return errors.New("recorder: Period and OnPeriod go together")
+	case o.Period < 0:
+		return errors.New("recorder: negative period")
 	}
 	if o.Event.Type == perfdata.TypeSoftware && o.Event.Config == perfevent.ContextSwitches.Config && o.Event.Name != "" {
 		return errors.New("recorder: context-switches is the off-CPU event: use OffCPU")
@@ -204,7 +225,7 @@ func (o *Options) perfOptions(a arch.Arch) (po perfevent.Options, cs int) {
 		cs = len(events)
 		events = append(events, perfevent.ContextSwitches)
 	}
-	return perfevent.Options{Events: events, Freq: o.freq(), Kernel: o.Kernel, Callchain: o.Kernel,
+	return perfevent.Options{Events: events, Freq: o.freq(), Kernel: o.Kernel, KernelIfPermitted: true, Callchain: o.Kernel,
 		RegsUser: perfevent.UserRegsMask(a), StackUser: o.stackSize(),
 		Mmap: true, Comm: true, Task: true, ContextSwitch: o.OffCPU, SampleIDAll: true,
 		// The clock of clock_gettime: the end of recording is a time of

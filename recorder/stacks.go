@@ -103,6 +103,12 @@ type recorder struct {
 	rounds    int
 	fast      bool
 	waitFirst bool
+
+	// onCut, if not nil, takes the stacks of each period (Options.Period)
+	// since periodStart; see cut.
+	onCut       func(stacks []*stack, start, end time.Time)
+	period      time.Duration
+	periodStart time.Time
 }
 
 // Waits between passes over the rings. A sample read before the records
@@ -299,6 +305,11 @@ func (r *recorder) round() {
 	r.flush(r.prevMax)
 	r.prevMax = r.roundMax
 	r.rounds++
+	if r.onCut != nil {
+		if now := time.Now(); now.Sub(r.periodStart) >= r.period {
+			r.cut(now)
+		}
+	}
 	if r.poll == nil {
 		return
 	}
@@ -311,6 +322,46 @@ func (r *recorder) round() {
 			r.poll(0)
 		}
 	}
+}
+
+// cut hands the stacks sampled since the last cut to onCut, as copies
+// with their counts, and starts a new table: the stacks' map and the
+// numbering of mappings are dropped, so that neither grows with a long
+// recording (nor keeps the mappings of processes long gone). A switch-out
+// still waiting for its thread's switch-in keeps its stack, which joins
+// the new table with its counts zeroed: its off-CPU time counts in the
+// period its thread runs again.
+func (r *recorder) cut(end time.Time) {
+	out := make([]*stack, 0, len(r.order))
+	for _, s := range r.order {
+		if s.n > 0 {
+			c := *s
+			out = append(out, &c)
+			s.n, s.period = 0, 0
+		}
+	}
+	r.stacks = map[string]*stack{}
+	r.order = nil
+	r.mapIDs = map[*perfunwind.Mapping]uint32{}
+	r.lastMap, r.lastID = nil, 0
+	kept := map[*stack]bool{}
+	keep := func(s *stack) {
+		if s != nil && !kept[s] {
+			kept[s] = true
+			r.order = append(r.order, s)
+		}
+	}
+	for _, p := range r.pending {
+		keep(p.st)
+	}
+	for i := range r.queue {
+		if r.queue[i].kind == evOut {
+			keep(r.queue[i].st)
+		}
+	}
+	start := r.periodStart
+	r.periodStart = end
+	r.onCut(out, start, end)
 }
 
 // copyOf returns a copy of a sample that must wait, in a buffer of one

@@ -20,7 +20,9 @@ type Options struct {
 	Version sframe.Version
 	// Section is the CFI section to read: ".eh_frame", ".debug_frame", or
 	// "" for .eh_frame when the file has one with data and .debug_frame
-	// otherwise.
+	// otherwise; in a linked file with both, FromCFI then reads both, the
+	// .debug_frame for the functions .eh_frame does not cover (see
+	// FromCFITables).
 	Section string
 }
 
@@ -97,15 +99,11 @@ func FromCFI(f *elf.File, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, err := cfiSection(f, opts.Section)
+	tabs, _, err := cfiTables(f, opts.Section)
 	if err != nil {
 		return nil, err
 	}
-	t, err := cfi.FromELF(f, name)
-	if err != nil {
-		return nil, err
-	}
-	r, err := FromCFITable(t, abi, opts)
+	r, err := FromCFITables(tabs, abi, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -132,28 +130,87 @@ func FromCFI(f *elf.File, opts Options) (*Result, error) {
 // v2 has no such bound) are only counted, the function being left out:
 // a long CFI program costs time in proportion to its length, not memory.
 func FromCFITable(t *cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
+	return FromCFITables([]*cfi.Table{t}, abi, opts)
+}
+
+// FromCFITables converts the FDEs of tabs, one file's CFI sections in
+// the order an unwinder consults them (.eh_frame, then .debug_frame), as
+// FromCFITable converts one: every FDE of the first table, and of each
+// later one the FDEs whose start no earlier table covers. A program
+// built with -fno-asynchronous-unwind-tables has .eh_frame rows for the
+// C runtime only and its own in .debug_frame. FDEOffsets and
+// Skip.FDEOffset are offsets in the section the FDE is from. Limits: as
+// FromCFITable's, per table.
+func FromCFITables(tabs []*cfi.Table, abi sframe.ABI, opts Options) (*Result, error) {
+	if len(tabs) == 0 {
+		return nil, errors.New("no CFI table to convert")
+	}
 	c, r, err := start(abi, opts)
 	if err != nil {
 		return nil, err
 	}
-	it := t.Entries()
-	for it.Next() {
-		e := it.Entry()
-		if e.Kind != cfi.KindFDE {
-			continue
-		}
-		if e.Err != nil || e.FDE == nil {
-			r.Stats.BadEntries++
-			continue
-		}
-		c.add(r, t, *e.FDE)
-	}
-	if err := it.Err(); err != nil {
+	eachFDE(tabs, func(t *cfi.Table, fde *cfi.FDE) { c.add(r, t, *fde) }, func(err error) {
 		r.Stats.BadEntries++
-		r.Stats.WalkError = err.Error()
-	}
+		if err != nil && r.Stats.WalkError == "" {
+			r.Stats.WalkError = err.Error()
+		}
+	})
 	r.computeStats()
 	return r, nil
+}
+
+// eachFDE calls fn for each FDE of tabs, a file's CFI sections in the
+// order an unwinder consults them, that an unwinder takes rows from:
+// every FDE of the first table, and of each later one those whose start
+// no earlier table covers. It calls bad for each entry that does not
+// decode (err nil) and for a walk of a table that ended early (its
+// error).
+func eachFDE(tabs []*cfi.Table, fn func(t *cfi.Table, fde *cfi.FDE), bad func(err error)) {
+	for i, t := range tabs {
+		it := t.Entries()
+		for it.Next() {
+			e := it.Entry()
+			if e.Kind != cfi.KindFDE {
+				continue
+			}
+			if e.Err != nil || e.FDE == nil {
+				bad(nil)
+				continue
+			}
+			if !coveredBy(tabs[:i], e.FDE.PCBegin) {
+				fn(t, e.FDE)
+			}
+		}
+		if err := it.Err(); err != nil {
+			bad(err)
+		}
+	}
+}
+
+// coveredBy reports whether an FDE of one of tabs covers pc.
+func coveredBy(tabs []*cfi.Table, pc uint64) bool {
+	for _, t := range tabs {
+		if _, err := t.FindFDE(pc); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Append adds the functions, skips and counts of o, a conversion of
+// another CFI table of the same file with the same options (FromFDEs on
+// .debug_frame, say), to r.
+func (r *Result) Append(o *Result) {
+	r.Funcs = append(r.Funcs, o.Funcs...)
+	r.FDEOffsets = append(r.FDEOffsets, o.FDEOffsets...)
+	r.Skipped = append(r.Skipped, o.Skipped...)
+	r.Stats.CFIFuncs += o.Stats.CFIFuncs
+	r.Stats.CFIBytes += o.Stats.CFIBytes
+	r.Stats.BadEntries += o.Stats.BadEntries
+	if r.Stats.WalkError == "" {
+		r.Stats.WalkError = o.Stats.WalkError
+	}
+	r.computeStats()
 }
 
 // FromFDEs converts the FDEs fdes of t (found with t.FindFDE, say), as

@@ -264,6 +264,15 @@ type VerifyOptions struct {
 // boundaries, and at most 64 disagreements are listed per function (see
 // Report.MoreDisagreements).
 func Verify(t *cfi.Table, s *sframe.Section, opts VerifyOptions) (*Report, error) {
+	return VerifyTables([]*cfi.Table{t}, s, opts)
+}
+
+// VerifyTables is Verify against a file's CFI sections in the order an
+// unwinder consults them (.eh_frame, then .debug_frame), as
+// FromCFITables converts them: every FDE of the first table, and of each
+// later one the FDEs whose start no earlier table covers. Limits: as
+// Verify's.
+func VerifyTables(tabs []*cfi.Table, s *sframe.Section, opts VerifyOptions) (*Report, error) {
 	if s.ABI < sframe.ABIAArch64BE || s.ABI > sframe.ABIS390XBE {
 		return nil, fmt.Errorf("unknown %s", s.ABI)
 	}
@@ -281,25 +290,11 @@ func Verify(t *cfi.Table, s *sframe.Section, opts VerifyOptions) (*Report, error
 	if v.names == nil {
 		v.names = func(*cfi.FDE) string { return "" }
 	}
-	it := t.Entries()
-	for it.Next() {
-		e := it.Entry()
-		if e.Kind != cfi.KindFDE {
-			continue
+	eachFDE(tabs, func(t *cfi.Table, e *cfi.FDE) {
+		if fde := *e; fde.PCEnd > fde.PCBegin {
+			v.verifyFDE(t.NewUnwindTable(&fde), &fde)
 		}
-		if e.Err != nil || e.FDE == nil {
-			v.report.CFIErrors++
-			continue
-		}
-		fde := *e.FDE
-		if fde.PCEnd <= fde.PCBegin {
-			continue
-		}
-		v.verifyFDE(t.NewUnwindTable(&fde), &fde)
-	}
-	if it.Err() != nil {
-		v.report.CFIErrors++
-	}
+	}, func(error) { v.report.CFIErrors++ })
 	sort.SliceStable(v.report.Disagreements, func(i, j int) bool {
 		return v.report.Disagreements[i].PC < v.report.Disagreements[j].PC
 	})
@@ -542,7 +537,9 @@ type VerifyELFOptions struct {
 	// section of type SHT_GNU_SFRAME.
 	SFrameSection string
 	// CFISection is ".eh_frame" or ".debug_frame"; "" means .eh_frame when
-	// the file has one with data, .debug_frame otherwise.
+	// the file has one with data, .debug_frame otherwise, and in a linked
+	// file with both, .debug_frame too for the functions .eh_frame does
+	// not cover (see VerifyTables).
 	CFISection string
 }
 
@@ -565,15 +562,11 @@ func VerifyELF(f *elf.File, opts VerifyELFOptions) (*Report, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
-	cfiName, err := cfiSection(f, opts.CFISection)
+	tabs, cfiName, err := cfiTables(f, opts.CFISection)
 	if err != nil {
 		return nil, err
 	}
-	t, err := cfi.FromELF(f, cfiName)
-	if err != nil {
-		return nil, err
-	}
-	rep, err := Verify(t, s, VerifyOptions{Relocatable: f.Type == elf.ET_REL, Names: fdeNames(f, cfiName)})
+	rep, err := VerifyTables(tabs, s, VerifyOptions{Relocatable: f.Type == elf.ET_REL, Names: fdeNames(f, cfiName)})
 	if err != nil {
 		return nil, err
 	}
@@ -660,7 +653,7 @@ func fdeNames(f *elf.File, cfiName string) func(*cfi.FDE) string {
 		names := symbolNames(f)
 		return func(fde *cfi.FDE) string { return names(fde.PCBegin) }
 	}
-	syms, err := f.Symbols()
+	syms, err := elffile.Symbols(f)
 	if err != nil {
 		return func(*cfi.FDE) string { return "" }
 	}
@@ -712,6 +705,35 @@ func relocTargets(f *elf.File, sec *elf.Section, syms []elf.Symbol) map[uint64]e
 		}
 	}
 	return out
+}
+
+// cfiTables reads the CFI sections of f to convert or verify against:
+// section when given (cfiSection), else .eh_frame and, in a linked file
+// that has both, .debug_frame after it. Code built without unwind
+// tables has its rows in .debug_frame only, as an unwinder reads them
+// (see FromCFITables); in an object every text section starts at 0, so
+// which FDEs of the two describe the same code cannot be told. It
+// returns the tables and the name of the first.
+func cfiTables(f *elf.File, section string) ([]*cfi.Table, string, error) {
+	name, err := cfiSection(f, section)
+	if err != nil {
+		return nil, "", err
+	}
+	t, err := cfi.FromELF(f, name)
+	if err != nil {
+		return nil, "", err
+	}
+	tabs := []*cfi.Table{t}
+	if section == "" && name == ".eh_frame" && f.Type != elf.ET_REL {
+		if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+			d, err := cfi.FromELF(f, ".debug_frame")
+			if err != nil {
+				return nil, "", err
+			}
+			tabs = append(tabs, d)
+		}
+	}
+	return tabs, name, nil
 }
 
 // cfiSection resolves the CFI section to read: name when given, else

@@ -27,6 +27,10 @@ type LoadOptions struct {
 	// libc.so.6), and a few MB per file: it pays when many stacks go
 	// through the file (a profiler's samples), not for one stack.
 	SFrameFromCFI bool
+	// DebugDirs are the roots searched for separate debug files
+	// (LoadFileTables), as symbolize.Symbolizer.DebugDirs; nil means
+	// symbolize.DefaultDebugDir.
+	DebugDirs []string
 }
 
 // GenStats describe SFrame compiled from CFI (LoadOptions.SFrameFromCFI).
@@ -40,29 +44,36 @@ type GenStats struct {
 // does, then applies opts.
 func LoadTablesWith(f *elf.File, opts LoadOptions) *Tables {
 	t := LoadTables(f)
-	if opts.SFrameFromCFI && t.SFrame == nil && t.CFI != nil && f.Type != elf.ET_REL {
-		switch s, g, err := CompileSFrame(t.CFI, nil); {
+	t.compile(f, opts)
+	return t
+}
+
+// compile applies opts.SFrameFromCFI to t, the tables of f.
+func (t *Tables) compile(f *elf.File, opts LoadOptions) {
+	if opts.SFrameFromCFI && t.SFrame == nil && t.cfi != nil && f.Type != elf.ET_REL {
+		switch s, g, err := CompileSFrame(t.cfi, nil); {
 		case err == errNoABI:
 			// An architecture SFrame does not describe: CFI only.
 		case err != nil:
 			t.Errs = append(t.Errs, err)
 		default:
-			t.SFrame, t.sfx, t.Gen = s, buildSFIndex(s), g
+			t.SFrame, t.sfx, t.Gen = s, buildSFIndex(s, t.outer), g
 		}
 	}
-	return t
 }
 
 var errNoABI = errors.New("SFrame does not describe this architecture")
 
-// CompileSFrame compiles an SFrame section from the CFI table t, as
+// CompileSFrame compiles an SFrame section from the CFI c, as
 // LoadOptions.SFrameFromCFI does for a whole file: for the functions
 // (FDEs) covering the addresses pcs (ELF addresses), or for every one
-// when pcs is nil. It is version 3 (sframegen.FromFDEs or FromCFITable),
-// laid out at t's address, parsed back and validated. A Module takes it
-// as its SFrame, with the stats as its SFrameGen and t as its CFI, for
-// the functions left out and those pcs did not name.
-func CompileSFrame(t *cfi.Table, pcs []uint64) (*sframe.Section, *GenStats, error) {
+// when pcs is nil, each from the table that covers it (.eh_frame, then
+// .debug_frame: see CFITable). It is version 3 (sframegen.FromFDEs or
+// FromCFITables), laid out at c.T's address, parsed back and validated.
+// A Module takes it as its SFrame, with the stats as its SFrameGen and c
+// as its CFI, for the functions left out and those pcs did not name.
+func CompileSFrame(c *CFITable, pcs []uint64) (*sframe.Section, *GenStats, error) {
+	t := c.T
 	abi, ok := sframe.ABIFor(t.Arch(), t.ByteOrder() == binary.BigEndian)
 	if !ok {
 		return nil, nil, errNoABI
@@ -70,17 +81,30 @@ func CompileSFrame(t *cfi.Table, pcs []uint64) (*sframe.Section, *GenStats, erro
 	var r *sframegen.Result
 	var err error
 	if pcs == nil {
-		r, err = sframegen.FromCFITable(t, abi, sframegen.Options{})
+		r, err = sframegen.FromCFITables(c.tables(), abi, sframegen.Options{})
 	} else {
-		fdes := make([]cfi.FDE, 0, len(pcs))
+		tabs := c.tables()
+		byTab := make([][]cfi.FDE, len(tabs))
 		for _, pc := range pcs {
-			if f, err := t.FindFDE(pc); err == nil {
-				fdes = append(fdes, f)
+			if ft, f, err := c.FindFDE(pc); err == nil {
+				i := slices.Index(tabs, ft)
+				byTab[i] = append(byTab[i], f)
 			}
 		}
-		slices.SortFunc(fdes, func(a, b cfi.FDE) int { return cmp.Compare(a.PCBegin, b.PCBegin) })
-		fdes = slices.CompactFunc(fdes, func(a, b cfi.FDE) bool { return a.PCBegin == b.PCBegin })
-		r, err = sframegen.FromFDEs(t, abi, fdes, sframegen.Options{})
+		for i, tab := range tabs {
+			fdes := byTab[i]
+			slices.SortFunc(fdes, func(a, b cfi.FDE) int { return cmp.Compare(a.PCBegin, b.PCBegin) })
+			fdes = slices.CompactFunc(fdes, func(a, b cfi.FDE) bool { return a.PCBegin == b.PCBegin })
+			more, err := sframegen.FromFDEs(tab, abi, fdes, sframegen.Options{})
+			if err != nil {
+				return nil, nil, err
+			}
+			if r == nil {
+				r = more
+			} else {
+				r.Append(more)
+			}
+		}
 	}
 	if err != nil {
 		return nil, nil, err

@@ -33,7 +33,7 @@ func genFrames(trace *Trace) map[string]int {
 
 // TestLiveSFrameFromCFI compares with gdb, as TestLiveSFrameOmitFP does,
 // with SFrame compiled from the CFI of the files that have none: libc,
-// and in the second build the program itself. Those frames must take
+// and in the other builds the program itself. Those frames must take
 // the compiled SFrame, and give gdb's frames.
 func TestLiveSFrameFromCFI(t *testing.T) {
 	testprog.NeedTool(t, "gdb")
@@ -44,6 +44,9 @@ func TestLiveSFrameFromCFI(t *testing.T) {
 	}{
 		{"sframe", cfgSFrameO2, false},
 		{"cfi", []string{"-O2", "-fomit-frame-pointer"}, true},
+		// The program's rows in .debug_frame, its .eh_frame covering the
+		// C runtime's start files: both are compiled.
+		{"debug_frame", []string{"-O2", "-g", "-fno-asynchronous-unwind-tables"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			exe := buildProg(t, c.flags)

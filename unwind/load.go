@@ -3,40 +3,78 @@ package unwind
 import (
 	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"syscall"
 
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/elffile"
-	"github.com/sframekit/sframekit/internal/sysfile"
 	"github.com/sframekit/sframekit/sframe"
+	"github.com/sframekit/sframekit/symbolize"
 	"github.com/sframekit/sframekit/targets"
 )
 
-// CFITable adapts a *cfi.Table to the CFI interface. A cfi.Table is
-// immutable once parsed, and each walk brings its own lookup context, so
-// walks in parallel use one CFITable without locks.
+// CFITable adapts a file's CFI to the CFI interface: T, and for the
+// addresses no FDE of T covers, Debug. A cfi.Table is immutable once
+// parsed, and each walk brings its own lookup context, so walks in
+// parallel use one CFITable without locks.
 type CFITable struct {
 	T *cfi.Table
+	// Debug is the file's .debug_frame (or its separate debug file's)
+	// when T is its .eh_frame, else nil. A program built with
+	// -fno-asynchronous-unwind-tables has .eh_frame rows for the C
+	// runtime only and its own in .debug_frame: each address takes its
+	// rows from the section that covers it, .eh_frame first, as gdb and
+	// libdw do.
+	Debug *cfi.Table
 }
 
 // Lookup implements CFI.
 func (c *CFITable) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
 	f, err := c.T.RowForPC(ctx, pc, row)
-	switch {
-	case err == nil: // first: errors.Is is a call
+	if err == nil { // first: errors.Is is a call
 		return f.CIE, true, nil
-	case errors.Is(err, cfi.ErrNoFDE):
+	}
+	if c.Debug != nil && errors.Is(err, cfi.ErrNoFDE) {
+		f, err = c.Debug.RowForPC(ctx, pc, row)
+		if err == nil {
+			return f.CIE, true, nil
+		}
+	}
+	if errors.Is(err, cfi.ErrNoFDE) {
 		return nil, false, nil
 	}
 	return nil, false, err
+}
+
+// FindFDE returns the FDE covering pc (an ELF address) and the table it
+// is from, T's first.
+func (c *CFITable) FindFDE(pc uint64) (*cfi.Table, cfi.FDE, error) {
+	f, err := c.T.FindFDE(pc)
+	if err == nil || c.Debug == nil || !errors.Is(err, cfi.ErrNoFDE) {
+		return c.T, f, err
+	}
+	f, err = c.Debug.FindFDE(pc)
+	return c.Debug, f, err
+}
+
+// tables returns c's tables in the order lookups consult them.
+func (c *CFITable) tables() []*cfi.Table {
+	if c.Debug == nil {
+		return []*cfi.Table{c.T}
+	}
+	return []*cfi.Table{c.T, c.Debug}
 }
 
 // Tables are the unwind tables of one ELF file, in its own address space.
 type Tables struct {
 	SFrame *sframe.Section // nil when the file has none (or a corrupt one)
 	CFI    *cfi.Table      // .eh_frame, else .debug_frame; nil when none
+	// DebugFrame is the .debug_frame, the file's own or its separate
+	// debug file's (LoadFileTables), when CFI is the .eh_frame: for the
+	// addresses .eh_frame does not cover (see CFITable). nil when none.
+	DebugFrame *cfi.Table
 	// Errs records why a table present in the file could not be used.
 	Errs []error
 	// Gen describes SFrame compiled from the CFI
@@ -44,22 +82,27 @@ type Tables struct {
 	// there is none.
 	Gen *GenStats
 
-	sfx *sfIndex  // SFrame decoded for fast lookups
-	cfi *CFITable // CFI for the modules, one per table
+	sfx   *sfIndex  // SFrame decoded for fast lookups
+	cfi   *CFITable // CFI for the modules, one per table
+	outer outermost // where walks end (outermost.go)
 }
 
-// LoadTables reads the SFrame and CFI tables of f. A missing table is not
-// an error; a corrupt one is recorded in Errs and left out.
+// CFITable returns the file's CFI as the unwinder consults it, shared
+// by the modules made from t (Cache.Modules); nil when it has none.
+func (t *Tables) CFITable() *CFITable { return t.cfi }
+
+// LoadTables reads the SFrame and CFI tables of f: .sframe, .eh_frame
+// and .debug_frame. A missing table is not an error; a corrupt one is
+// recorded in Errs and left out.
 func LoadTables(f *elf.File) *Tables {
 	t := &Tables{}
 	if sec := elffile.FindSFrame(f, ""); sec != nil {
-		data, err := elffile.Data(f, sec)
+		data, err := elffile.SectionData(f, sec, elffile.Relocated)
 		if err == nil {
 			var s *sframe.Section
 			if s, err = sframe.Parse(data, sec.Addr); err == nil {
 				if err = s.Validate(); err == nil {
 					t.SFrame = s
-					t.sfx = buildSFIndex(s)
 				}
 			}
 		}
@@ -68,7 +111,7 @@ func LoadTables(f *elf.File) *Tables {
 		}
 	}
 	for _, name := range []string{".eh_frame", ".debug_frame"} {
-		if f.Section(name) == nil {
+		if sec := f.Section(name); sec == nil || sec.Type == elf.SHT_NOBITS {
 			continue
 		}
 		c, err := cfi.FromELF(f, name)
@@ -76,10 +119,51 @@ func LoadTables(f *elf.File) *Tables {
 			t.Errs = append(t.Errs, err)
 			continue
 		}
+		t.addCFI(c)
+	}
+	t.outer = outermostOf(f, t.CFI)
+	if t.SFrame != nil {
+		t.sfx = buildSFIndex(t.SFrame, t.outer)
+	}
+	return t
+}
+
+// addCFI adds c, the next CFI table in the order lookups consult them.
+func (t *Tables) addCFI(c *cfi.Table) {
+	switch {
+	case t.CFI == nil:
 		t.CFI = c
 		t.cfi = &CFITable{T: c}
-		break
+	case t.DebugFrame == nil && t.CFI.Kind() == cfi.EHFrame && c.Kind() == cfi.DebugFrame:
+		t.DebugFrame = c
+		t.cfi = &CFITable{T: t.CFI, Debug: c}
 	}
+}
+
+// LoadFileTables reads the tables of f, the ELF file at path, as
+// LoadTablesWith does, with the .debug_frame of its separate debug file
+// (found by build ID or .gnu_debuglink under opts.DebugDirs, as
+// symbolize.FindDebugFile finds it) when f has none of its own: a
+// stripped program built without unwind tables keeps its rows there.
+func LoadFileTables(f *elf.File, path string, opts LoadOptions) *Tables {
+	t := LoadTables(f)
+	if t.DebugFrame == nil && (t.CFI == nil || t.CFI.Kind() != cfi.DebugFrame) {
+		dirs := opts.DebugDirs
+		if dirs == nil {
+			dirs = []string{symbolize.DefaultDebugDir}
+		}
+		if dp, d := symbolize.FindDebugFile(f, path, dirs); d != nil {
+			if sec := d.Section(".debug_frame"); sec != nil && sec.Type != elf.SHT_NOBITS {
+				if c, err := cfi.FromELF(d.File, ".debug_frame"); err == nil {
+					t.addCFI(c)
+				} else {
+					t.Errs = append(t.Errs, fmt.Errorf("%s: %w", dp, err))
+				}
+			}
+			d.Close()
+		}
+	}
+	t.compile(f, opts)
 	return t
 }
 
@@ -153,18 +237,13 @@ func (c *Cache) Load(paths []string) {
 		e := c.entry(keyOf(p))
 		e.once.Do(func() {
 			e.t = &Tables{}
-			osf, err := sysfile.Open(p)
+			f, err := elffile.Open(p)
 			if err != nil {
 				e.t.Errs = append(e.t.Errs, err)
 				return
 			}
-			defer osf.Close()
-			f, err := elf.NewFile(osf)
-			if err != nil {
-				e.t.Errs = append(e.t.Errs, err)
-				return
-			}
-			e.t = LoadTablesWith(f, c.Options)
+			defer f.Close()
+			e.t = LoadFileTables(f.File, p, c.Options)
 		})
 	}
 }
@@ -186,7 +265,11 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 		load := func(opts LoadOptions) *Tables {
 			t := &Tables{}
 			if f, err := targets.OpenELF(mem, tm); err == nil {
-				t = LoadTablesWith(f, opts)
+				if tm.IsVDSO() {
+					t = LoadTablesWith(f.File, opts)
+				} else {
+					t = LoadFileTables(f.File, file, opts)
+				}
 				f.Close()
 			} else {
 				t.Errs = append(t.Errs, err)
@@ -202,7 +285,7 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 			t = e.t
 		}
 		m := &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias, SFrame: t.SFrame, sfx: t.sfx,
-			SFrameGen: t.Gen}
+			SFrameGen: t.Gen, outer: t.outer}
 		if t.cfi != nil {
 			m.CFI = t.cfi
 		}

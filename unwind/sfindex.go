@@ -112,8 +112,9 @@ func compileFast(row *sframe.Row, abi sframe.ABI) fastRule {
 // maxIndexRows bounds the memory an index takes (~120 bytes a row).
 const maxIndexRows = 1 << 21
 
-// buildSFIndex decodes s, or returns nil.
-func buildSFIndex(s *sframe.Section) *sfIndex {
+// buildSFIndex decodes s, or returns nil. The rows of functions that
+// meet outer take the general path, which ends walks there.
+func buildSFIndex(s *sframe.Section, outer outermost) *sfIndex {
 	if s == nil || s.NumFREs > maxIndexRows || s.NumFDEs > maxIndexRows {
 		return nil
 	}
@@ -127,6 +128,7 @@ func buildSFIndex(s *sframe.Section) *sfIndex {
 			return nil
 		}
 		f := sfFunc{end: fn.End(), first: uint32(len(x.rows)), signal: fn.Signal()}
+		general := f.signal || outer.overlaps(fn.Start, f.end)
 		if fn.PCType() == sframe.PCMask {
 			f.repSize = uint32(fn.RepSize)
 			if f.repSize == 0 {
@@ -138,8 +140,9 @@ func buildSFIndex(s *sframe.Section) *sfIndex {
 			e := it.FRE()
 			r, err := s.Rules(&fn, e)
 			var fr fastRule
-			// Signal trampolines always take the general path.
-			if err == nil && !f.signal {
+			// Signal trampolines, and the functions where walks end,
+			// always take the general path.
+			if err == nil && !general {
 				fr = compileFast(&r, s.ABI)
 			}
 			x.rowStart = append(x.rowStart, e.StartOff)

@@ -121,8 +121,15 @@ func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *target
 	switch r.FP.Kind {
 	case sframe.RuleUnspecified, sframe.RuleNotSaved:
 	default:
-		// An FP saved where the stack cannot be read (below SP after the
-		// epilogue's pop) is unknown in the caller, not an error.
+		if r.FP.Kind == sframe.RuleDeref {
+			slot := r.FP
+			slot.Kind = sframe.RuleValue
+			if a, err := w.ruleValue(slot, abi, cur, cfa, top); err == nil && w.popped(top, cur, a) {
+				break // popped already: fp is the caller's
+			}
+		}
+		// An FP saved where the stack cannot be read is unknown in the
+		// caller, not an error.
 		v, err := w.ruleValue(r.FP, abi, cur, cfa, top)
 		fp, fpOK = v, err == nil
 	}
@@ -133,6 +140,21 @@ func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *target
 		set(next, fpReg, fp)
 	}
 	return nil
+}
+
+// popped reports whether addr, where the rules say a register is saved,
+// lies below the stack pointer of the innermost frame (top): the
+// epilogue popped the register there already (between pop %rbp and ret,
+// where compilers' CFI, and SFrame after it, still give the save slot),
+// so that the register holds the caller's value again, and the slot,
+// outside a sample's stack copy, need not be read. Frames further up
+// have no live registers of their own to take instead.
+func (w *Context) popped(top bool, cur *targets.Regs, addr uint64) bool {
+	if !top {
+		return false
+	}
+	sp, ok := get(cur, w.spReg)
+	return ok && addr < sp
 }
 
 // ruleValue evaluates an SFrame rule. cfa is the base of CFA-relative
@@ -271,7 +293,11 @@ func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top boo
 		case cfi.RuleSameValue, cfi.RuleUnspecified:
 			continue
 		case cfi.RuleOffset:
-			v, err = w.mem.word(cfa + uint64(rr.Offset))
+			if a := cfa + uint64(rr.Offset); col != raCol && w.popped(top, cur, a) {
+				v, known = cur.Get(col)
+			} else {
+				v, err = w.mem.word(a)
+			}
 		case cfi.RuleValOffset:
 			v = cfa + uint64(rr.Offset)
 		case cfi.RuleRegister:
@@ -279,7 +305,11 @@ func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top boo
 		case cfi.RuleExpression:
 			var addr uint64
 			if addr, err = cfi.EvalExpression(rr.Expr, &opts); err == nil {
-				v, err = w.mem.word(addr)
+				if col != raCol && w.popped(top, cur, addr) {
+					v, known = cur.Get(col)
+				} else {
+					v, err = w.mem.word(addr)
+				}
 			}
 		case cfi.RuleValExpression:
 			v, err = cfi.EvalExpression(rr.Expr, &opts)

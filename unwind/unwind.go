@@ -13,7 +13,12 @@
 // the frame-pointer fallback reads AArch64 frame records (sized by the
 // prologue) and the s390x back chain, and rules
 // based on registers other than SP and FP are trusted only in the topmost
-// frame, where those registers are still live.
+// frame, where those registers are still live (and a register that frame's
+// epilogue has popped already, below SP, still holds its caller's value).
+// Walks also end at a file's outermost code, whatever its tables say: in
+// Go programs the runtime's functions where Go's own traceback stops
+// (goexit, mstart, systemstack, morestack, ...), and the code at a
+// file's entry point that no CFI describes (ld.so's _start).
 //
 // An Unwinder holds the modules of one address space, and nothing else:
 // every walk of that process, of any thread or sample, in parallel if need
@@ -71,7 +76,7 @@ type Stop uint8
 
 // Reasons a walk ends. StopEnd is the normal end of a complete stack.
 const (
-	StopEnd        Stop = iota // outermost frame reached (RA undefined, PC 0)
+	StopEnd        Stop = iota // outermost frame reached (RA undefined, PC 0, outermost code)
 	StopNoModule               // the PC is in no known module
 	StopNoRule                 // no SFrame, CFI or frame-pointer rule applies
 	StopNoProgress             // the caller's stack pointer is not above the callee's
@@ -127,7 +132,8 @@ type Module struct {
 	// redone without them.
 	SFrameGen *GenStats
 
-	sfx *sfIndex // SFrame decoded by Cache.Modules, if it was
+	sfx   *sfIndex  // SFrame decoded by Cache.Modules, if it was
+	outer outermost // where walks end, from Cache.Modules (outermost.go)
 }
 
 // Frame is one frame of a stack.
@@ -247,7 +253,7 @@ func sfIndexOf(m *Module) *sfIndex {
 	case m.sfx != nil && m.sfx.sec == m.SFrame:
 		return m.sfx
 	}
-	return buildSFIndex(m.SFrame)
+	return buildSFIndex(m.SFrame, m.outer)
 }
 
 // AddModule adds m, a module newly mapped (from a process's mmap, say).
@@ -503,6 +509,14 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 		lookup := pc
 		if !top {
 			lookup--
+		}
+		if m != nil && len(m.outer) > 0 && m.outer.has(lookup-m.Bias) {
+			// The first function of a thread or goroutine, or one
+			// past which the stack is another's: the end, whatever
+			// the tables say (their rows are not fast: fastWalk
+			// stops here).
+			frames = append(frames, Frame{PC: pc, SP: sp, Module: m, Exact: top})
+			return frames, StopEnd, nil
 		}
 		if !inRegs {
 			// Only these are known after fast steps.

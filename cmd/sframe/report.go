@@ -31,10 +31,12 @@ Reads FILE (default perf.data; - for standard input, which must be in
 perf's pipe format: perf record -o -; -i FILE names it as perf report
 does), a recording made with
 perf record --call-graph dwarf, and unwinds each sample's user stack
-from its registers and stack copy: SFrame, then CFI, then frame
-pointers, per frame, over the files the recording mapped (found at
-their paths, or under --symfs, or in perf's build-ID cache ~/.debug;
-a file whose build ID is not the recorded one is not used). The walk
+from its registers and stack copy: SFrame, then CFI (.eh_frame, else
+.debug_frame, a separate debug file's too), then frame pointers, per
+frame, over the files the recording mapped (found at their paths, or
+under --symfs, or in perf's build-ID cache ~/.debug; a file whose build
+ID is not the recorded one is not used, nor one without a build ID
+replaced or modified since the recording). The walk
 ends cleanly where the stack copy ends. Kernel frames come from the
 sample's callchain, named from perf's copy of the recorded kernel's
 kallsyms (~/.debug/[kernel.kallsyms]/BUILDID/kallsyms), or from
@@ -168,6 +170,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	}
 	var r *perfdata.Reader
 	var size int64
+	var end time.Time
 	switch {
 	case p != nil:
 		r, err = perfdata.NewReader(p.f)
@@ -175,13 +178,16 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		r, err = perfdata.NewReader(stdin)
 	default:
 		if st, serr := os.Stat(input); serr == nil && st.Mode().IsRegular() {
-			size = st.Size()
+			// perf record writes the header last: the file's time is
+			// the recording's end, after which a mapped file without a
+			// build ID must not have changed.
+			size, end = st.Size(), st.ModTime()
 		}
 		r, err = perfdata.Open(input)
 	}
 	if sig := in.Signal(); err != nil && sig != 0 {
 		fmt.Fprintf(stderr, "sframe report: interrupted by %s before the recording's header: nothing written\n", signalName(sig))
-		return signalStatus(sig)
+		return exitSignaled(sig)
 	}
 	if err != nil {
 		fs.fileError(input, err)
@@ -190,7 +196,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	defer r.Close()
 	// The rest of the options come from the recording's header, which a
 	// pipe delivers with its first records.
-	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms, SFrameFromCFI: true}
+	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms, SFrameFromCFI: true, RecordingEnd: end}
 	sess, err := perfunwind.NewSession(opts)
 	if err != nil {
 		fs.fileError(input, err)
@@ -262,7 +268,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	}
 	if sig != 0 {
 		fmt.Fprintf(stderr, "sframe report: interrupted by %s: the output has the %d samples read before\n", signalName(sig), sess.Stats.Read)
-		return signalStatus(sig)
+		return exitSignaled(sig)
 	}
 	if perr != nil {
 		fs.fileError(input, perr)

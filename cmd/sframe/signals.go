@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // interruptSignals end a long command early, which then writes what it has:
@@ -55,16 +53,4 @@ func (in *interrupt) Stop() {
 		signal.Stop(in.ch)
 		close(in.done)
 	})
-}
-
-// signalStatus is the exit status of a command ended by sig, as a shell
-// reports a program killed by it: 128 + its number.
-func signalStatus(sig syscall.Signal) int { return 128 + int(sig) }
-
-// signalName is sig's name, "SIGINT".
-func signalName(sig syscall.Signal) string {
-	if n := unix.SignalName(sig); n != "" {
-		return n
-	}
-	return sig.String()
 }

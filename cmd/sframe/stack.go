@@ -130,7 +130,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		if path == "" {
 			continue
 		}
-		f, err := elffile.Open(path)
+		f, err := elffile.OpenArg(path)
 		if err != nil {
 			fs.fileError(path, err)
 			return 1
@@ -279,9 +279,9 @@ captures:
 	if sig != 0 {
 		if n == 0 {
 			fmt.Fprintf(stderr, "sframe stack: interrupted by %s before the first capture: nothing written\n", signalName(sig))
-			return signalStatus(sig)
+			return exitSignaled(sig)
 		}
-		code = signalStatus(sig)
+		code = exitSignaled(sig)
 	}
 	p, err := b.Profile()
 	var buf bytes.Buffer

@@ -23,7 +23,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify", "FILE...", stdout, stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object per file (addresses as \"0x...\" strings; see README)")
 	section := fs.String("section", "", "verify the SFrame section `NAME` (default .sframe or the SHT_GNU_SFRAME section)")
-	cfiSec := fs.String("cfi", "", "compare with CFI `SECTION` (.eh_frame or .debug_frame; default .eh_frame if present)")
+	cfiSec := fs.String("cfi", "", "compare with CFI `SECTION` (.eh_frame or .debug_frame; default .eh_frame, and .debug_frame for the functions it does not cover)")
 	strict := fs.Bool("strict", false, "also fail on known toolchain deviations")
 	fs.epilogue = verifyExit
 	files, code, ok := fs.parse(args)

@@ -107,7 +107,16 @@ func Build(t testing.TB, src string, flags ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := abs + "\x00" + strings.Join(flags, "\x00")
+	return buildOnce(t, abs+"\x00"+strings.Join(flags, "\x00"), strings.TrimSuffix(filepath.Base(abs), ext), func(exe string) []string {
+		return append([]string{cc}, append(append([]string{}, flags...), "-pthread", "-o", exe, abs)...)
+	})
+}
+
+// buildOnce returns the executable built for key, or builds it: named
+// name, in a directory of its own under Dir, by the command that
+// command(exe) returns.
+func buildOnce(t testing.TB, key, name string, command func(exe string) []string) string {
+	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
 	if exe, ok := builds[key]; ok {
@@ -118,10 +127,10 @@ func Build(t testing.TB, src string, flags ...string) string {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(sub, strings.TrimSuffix(filepath.Base(abs), ext))
-	args := append(append([]string{}, flags...), "-pthread", "-o", exe, abs)
-	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, out)
+	exe := filepath.Join(sub, name)
+	args := command(exe)
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	builds[key] = exe
 	return exe

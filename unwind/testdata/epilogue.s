@@ -33,4 +33,25 @@ fp_epilogue_ret:
 	ret
 	.cfi_endproc
 	.size	fp_epilogue, .-fp_epilogue
+
+# fp_caller keeps its CFA in the frame pointer (CFA = rbp + 16), as code
+# built -fno-omit-frame-pointer does: a walk from fp_epilogue_ret needs
+# the rbp that fp_epilogue has just popped.
+	.globl	fp_caller
+	.type	fp_caller, @function
+fp_caller:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset 6, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register 6
+	call	fp_epilogue
+	.globl	fp_caller_ret
+fp_caller_ret:
+	popq	%rbp
+	.cfi_def_cfa 7, 8
+	ret
+	.cfi_endproc
+	.size	fp_caller, .-fp_caller
 	.section	.note.GNU-stack,"",@progbits

@@ -1,0 +1,193 @@
+package agent
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/sframekit/sframekit/perfunwind"
+)
+
+// procInfo is what the agent knows of a process: its service and labels,
+// read from /proc once, at its first sample, and kept while it has
+// samples (see Agent.cutPeriod).
+type procInfo struct {
+	service   string
+	container string
+	cgroup    string
+	keep      bool   // in Options.Cgroup, when one is given
+	period    uint64 // the last period with a sample
+}
+
+// proc returns what is known of process pid, reading it the first time.
+func (a *Agent) proc(pid uint32, sess *perfunwind.Session) *procInfo {
+	if pi := a.procs[pid]; pi != nil {
+		return pi
+	}
+	pi := &procInfo{keep: true, period: a.periodNum}
+	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10)
+	exe := ""
+	if target, err := os.Readlink(dir + "/exe"); err == nil {
+		exe = filepath.Base(strings.TrimSuffix(target, " (deleted)"))
+	}
+	if exe == "" || exe == "." || exe == "/" {
+		// Gone already, or a kernel thread: the process's name as the
+		// recording knows it.
+		exe = sess.ThreadName(pid)
+	}
+	var all []string
+	if cg, err := readSmall(dir + "/cgroup"); err == nil {
+		pi.cgroup = cgroupPath(cg)
+		all = cgroupPaths(cg)
+		for _, p := range all {
+			if pi.container = containerID(p); pi.container != "" {
+				break
+			}
+		}
+	}
+	if a.opts.Cgroup != "" {
+		pi.keep = false
+		for _, p := range all {
+			pi.keep = pi.keep || inCgroup(p, a.opts.Cgroup)
+		}
+	}
+	pi.service = exe
+	switch a.opts.ServiceLabel {
+	case "container_id":
+		if pi.container != "" {
+			pi.service = pi.container
+		}
+	case "cgroup":
+		if pi.cgroup != "" {
+			pi.service = pi.cgroup
+		}
+	}
+	pi.service = sanitize(pi.service)
+	if pi.service == "" {
+		pi.service = "unknown"
+	}
+	a.procs[pid] = pi
+	return pi
+}
+
+// maxProcFile bounds what is read of a /proc file: a process's cgroup
+// file is one line per hierarchy, 4 KiB holds every real one.
+const maxProcFile = 4 << 10
+
+// readSmall reads at most maxProcFile bytes of a /proc file; a FIFO or
+// device is not opened for long (O_NONBLOCK), and not read.
+func readSmall(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxProcFile))
+}
+
+// cgroupPath returns the cgroup v2 path of a /proc/PID/cgroup file (the
+// "0::PATH" line), else the first hierarchy's path.
+func cgroupPath(b []byte) string {
+	first := ""
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		f := bytes.SplitN(line, []byte(":"), 3)
+		if len(f) != 3 {
+			continue
+		}
+		if string(f[0]) == "0" && len(f[1]) == 0 {
+			return string(f[2])
+		}
+		if first == "" {
+			first = string(f[2])
+		}
+	}
+	return first
+}
+
+// cgroupPaths returns the path of every hierarchy of a /proc/PID/cgroup
+// file: a process belongs to one cgroup in each.
+func cgroupPaths(b []byte) []string {
+	var paths []string
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if f := bytes.SplitN(line, []byte(":"), 3); len(f) == 3 {
+			paths = append(paths, string(f[2]))
+		}
+	}
+	return paths
+}
+
+// containerID returns the container id in a cgroup path: the last path
+// element holding 64 hexadecimal digits (docker-ID.scope,
+// cri-containerd-ID.scope, /docker/ID, kubepods/.../ID), or "".
+func containerID(path string) string {
+	for path != "" && path != "/" {
+		elem := filepath.Base(path)
+		path = filepath.Dir(path)
+		for i := 0; i+64 <= len(elem); i++ {
+			if isHex64(elem[i:i+64]) && (i == 0 || !isHexDigit(elem[i-1])) && (i+64 == len(elem) || !isHexDigit(elem[i+64])) {
+				return elem[i : i+64]
+			}
+		}
+	}
+	return ""
+}
+
+func isHex64(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isHexDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHexDigit(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+// cgroupOf returns the cgroup path (as /proc/PID/cgroup writes it) of
+// the --cgroup argument: such a path, or a directory under
+// /sys/fs/cgroup, where either the unified hierarchy is mounted (cgroup
+// v2) or each hierarchy has a directory of its own (v1 and hybrid: cpu,
+// memory, ..., unified), whose name is not part of the cgroup's path.
+func cgroupOf(want string) string {
+	want = filepath.Clean(want)
+	rest, ok := strings.CutPrefix(want, "/sys/fs/cgroup")
+	if !ok {
+		return want
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.procs"); err != nil {
+		// One directory per hierarchy: drop its name.
+		rest = strings.TrimPrefix(rest, "/")
+		_, rest, _ = strings.Cut(rest, "/")
+		rest = "/" + rest
+	}
+	return filepath.Clean("/" + rest)
+}
+
+// inCgroup reports whether a process in cgroup path (of one hierarchy)
+// is in the cgroup want (see cgroupOf) or below it.
+func inCgroup(path, want string) bool {
+	path = filepath.Clean(path)
+	return want == "/" || path == want || strings.HasPrefix(path, want+"/")
+}
+
+// sanitize makes s fit as a label value and a Pyroscope application
+// name: printable ASCII without the characters of its key syntax
+// ({}=,") and spaces, at most 128 bytes. Names come from the profiled
+// programs; nothing they choose reaches a log or a URL raw.
+func sanitize(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && b.Len() < 128; i++ {
+		c := s[i]
+		switch {
+		case c <= ' ' || c >= 0x7f, strings.IndexByte("{}=,\"'\\", c) >= 0:
+			b.WriteByte('_')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}

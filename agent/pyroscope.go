@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// pyroscope pushes profiles to a Grafana Pyroscope server through its
+// HTTP ingest API: POST /ingest?name=SERVICE{labels}&from=&until=
+// &format=pprof with the gzipped pprof as the body. Pyroscope names the
+// series process_cpu (its cpu/nanoseconds sample type) with the labels
+// of the name (service_name from SERVICE) and of the samples (pid,
+// thread_name, container_id).
+type pyroscope struct {
+	ingest *url.URL
+	client *http.Client
+}
+
+func newPyroscope(base, hostname string) (*pyroscope, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("sframe agent: --pyroscope %q: want http://HOST:PORT", base)
+	}
+	u = u.JoinPath("ingest")
+	return &pyroscope{ingest: u, client: &http.Client{}}, nil
+}
+
+// key returns Pyroscope's series key of s: the service and its labels,
+// name{k=v,...}, sorted.
+func (p *pyroscope) key(s *shipment) string {
+	var b strings.Builder
+	b.WriteString(s.service)
+	b.WriteByte('{')
+	keys := make([]string, 0, len(s.labels))
+	for k := range s.labels {
+		if k != "service_name" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(sanitize(s.labels[k]))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// send implements sender. A 4xx answer but 429 refuses the profile for
+// good; anything else is retried.
+func (p *pyroscope) send(ctx context.Context, s *shipment) error {
+	u := *p.ingest
+	q := url.Values{}
+	q.Set("name", p.key(s))
+	q.Set("from", strconv.FormatInt(s.start.Unix(), 10))
+	q.Set("until", strconv.FormatInt(max(s.end.Unix(), s.start.Unix()+1), 10))
+	q.Set("format", "pprof")
+	q.Set("spyName", "sframe")
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(s.pprof))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	switch {
+	case resp.StatusCode/100 == 2:
+		return nil
+	case resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusTooManyRequests:
+		return fmt.Errorf("%w: %s: %s", errRefused, resp.Status, oneLine(body))
+	}
+	return fmt.Errorf("%s: %s", resp.Status, oneLine(body))
+}
+
+// oneLine makes a server's answer fit in one line of the log.
+func oneLine(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}

@@ -1,0 +1,361 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sframekit/sframekit/recorder"
+)
+
+// pyroscopeVersion is the Pyroscope server the tests start: the one
+// tools/pyroscope pins, which .ci/run builds.
+const pyroscopeVersion = "v1.9.0"
+
+// pyroscopeBinary returns the Pyroscope server to start:
+// $SFRAMEKIT_PYROSCOPE, or what .ci/run builds into the user's cache
+// directory. Without one the test skips, except under CI.
+func pyroscopeBinary(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("SFRAMEKIT_PYROSCOPE")
+	if bin == "" {
+		if dir, err := os.UserCacheDir(); err == nil {
+			bin = filepath.Join(dir, "sframekit", "pyroscope-"+pyroscopeVersion)
+		}
+	}
+	if _, err := os.Stat(bin); err != nil {
+		msg := fmt.Sprintf("no Pyroscope server at %q: build it with (cd tools/pyroscope && go build -o %s github.com/grafana/pyroscope/cmd/pyroscope), as .ci/run does", bin, bin)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return bin
+}
+
+// freePort returns a TCP port of 127.0.0.1 free now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// pyroServer is a real Pyroscope server (single binary, all targets),
+// every listener and ring address on 127.0.0.1.
+type pyroServer struct {
+	bin, dir string
+	http     int
+	args     []string
+	cmd      *exec.Cmd
+	log      *os.File
+}
+
+func newPyroServer(t *testing.T) *pyroServer {
+	t.Helper()
+	s := &pyroServer{bin: pyroscopeBinary(t), dir: t.TempDir(), http: freePort(t)}
+	lo := "127.0.0.1"
+	s.args = []string{
+		"-server.http-listen-address=" + lo, "-server.http-listen-port=" + strconv.Itoa(s.http),
+		"-server.grpc-listen-address=" + lo, "-server.grpc-listen-port=" + strconv.Itoa(freePort(t)),
+		"-memberlist.bind-addr=" + lo, "-memberlist.advertise-addr=" + lo, "-memberlist.bind-port=" + strconv.Itoa(freePort(t)),
+		"-pyroscopedb.data-path=" + filepath.Join(s.dir, "data"),
+		"-self-profiling.disable-push=true",
+	}
+	s.args = append(s.args, instanceAddrFlags(t, s.bin, lo)...)
+	t.Cleanup(s.stop)
+	return s
+}
+
+// instanceAddrFlags returns -FLAG=lo for every flag of the server that
+// names the address it advertises to its own rings (*.instance-addr,
+// -ingester.lifecycler.addr), as `pyroscope -help-all` lists them:
+// otherwise it advertises the machine's interface address and dials it.
+func instanceAddrFlags(t *testing.T, bin, lo string) []string {
+	t.Helper()
+	out, _ := exec.Command(bin, "-help-all").CombinedOutput()
+	var flags []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "-") {
+			continue
+		}
+		name := strings.TrimPrefix(f[0], "-")
+		if strings.HasSuffix(name, ".instance-addr") || name == "ingester.lifecycler.addr" {
+			flags = append(flags, "-"+name+"="+lo)
+		}
+	}
+	if len(flags) == 0 {
+		t.Fatalf("%s -help-all lists no instance-addr flags:\n%.2000s", bin, out)
+	}
+	return flags
+}
+
+// start starts the server and waits until /ready answers "ready".
+func (s *pyroServer) start(t *testing.T) {
+	t.Helper()
+	log, err := os.OpenFile(filepath.Join(s.dir, "pyroscope.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.log = log
+	s.cmd = exec.Command(s.bin, s.args...)
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	s.cmd.Dir = s.dir
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.url() + "/ready")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.TrimSpace(string(body)) == "ready" {
+				return
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(log.Name())
+	t.Fatalf("Pyroscope not ready in 2 minutes; its log ends:\n%s", tail(b, 3000))
+}
+
+// stop stops the server (SIGTERM, then kill after 20 s).
+func (s *pyroServer) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+	s.log.Close()
+}
+
+func (s *pyroServer) url() string { return "http://127.0.0.1:" + strconv.Itoa(s.http) }
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// flamegraph is what /pyroscope/render?format=json answers: its
+// "single" flamebearer, levels delta-encoded in fours (x, total, self,
+// name index).
+type flamegraph struct {
+	Flamebearer struct {
+		Names    []string  `json:"names"`
+		Levels   [][]int64 `json:"levels"`
+		NumTicks int64     `json:"numTicks"`
+	} `json:"flamebearer"`
+}
+
+// render asks the server for the flame graph of query over [from, until].
+func (s *pyroServer) render(t *testing.T, query string, from, until time.Time) *flamegraph {
+	t.Helper()
+	v := url.Values{}
+	v.Set("query", query)
+	v.Set("from", strconv.FormatInt(from.Unix(), 10))
+	v.Set("until", strconv.FormatInt(until.Unix(), 10))
+	v.Set("format", "json")
+	resp, err := http.Get(s.url() + "/pyroscope/render?" + v.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("render %s: %s: %s", query, resp.Status, body)
+	}
+	var fg flamegraph
+	if err := json.Unmarshal(body, &fg); err != nil {
+		t.Fatalf("render %s: %v: %.500s", query, err, body)
+	}
+	return &fg
+}
+
+// chainTicks returns the ticks of fg whose stack is exactly chain
+// (innermost first): the self ticks of the nodes named chain[0] whose
+// path from the root ends with the chain.
+func (fg *flamegraph) chainTicks(chain []string) int64 {
+	type node struct{ x, total, self, name int64 }
+	levels := make([][]node, len(fg.Flamebearer.Levels))
+	for i, l := range fg.Flamebearer.Levels {
+		prev := int64(0)
+		for j := 0; j+3 < len(l); j += 4 {
+			n := node{x: l[j] + prev, total: l[j+1], self: l[j+2], name: l[j+3]}
+			prev = n.x + n.total
+			levels[i] = append(levels[i], n)
+		}
+	}
+	name := func(n node) string {
+		if n.name < 0 || int(n.name) >= len(fg.Flamebearer.Names) {
+			return ""
+		}
+		return fg.Flamebearer.Names[n.name]
+	}
+	var ticks int64
+	for i, lv := range levels {
+		for _, n := range lv {
+			if name(n) != chain[0] || i < len(chain) {
+				continue
+			}
+			// Walk up: the parent at each level contains the node.
+			ok, x := true, n.x
+			for k := 1; k < len(chain) && ok; k++ {
+				ok = false
+				for _, p := range levels[i-k] {
+					if p.x <= x && x < p.x+p.total {
+						ok, x = name(p) == chain[k], p.x
+						break
+					}
+				}
+			}
+			if ok {
+				ticks += n.self
+			}
+		}
+	}
+	return ticks
+}
+
+const cpuQuery = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+
+// TestPyroscope runs the agent on the chains program, pushing to a real
+// Pyroscope server, for three periods: Pyroscope's flame graph of each
+// thread shows its exact chain in as large a share of its samples as
+// the agent's own profile of the same run does (within 5 points), and
+// the labels service_name and pid select the program.
+func TestPyroscope(t *testing.T) {
+	srv := newPyroServer(t)
+	srv.start(t)
+	cmd := startSpin(t)
+	pid := cmd.Process.Pid
+	from := time.Now().Add(-time.Minute)
+	a := runAgent(t, Options{Record: recorder.Options{PIDs: []int{pid}, Freq: 999}, Period: 2 * time.Second,
+		Pyroscope: srv.url(), Listen: "127.0.0.1:0", Log: testLog{t}})
+	// The agent's own profile over the same seconds, to compare.
+	local := fetchProfile(t, "http://"+a.Addr().String(), 6)
+	total, exact := shares(local, pid)
+	waitSent(t, a, 3)
+	until := time.Now().Add(time.Minute)
+	for name, chain := range chains {
+		fg := srv.render(t, fmt.Sprintf(`%s{service_name="recprog",thread_name=%q}`, cpuQuery, name), from, until)
+		got := fg.chainTicks(chain)
+		if fg.Flamebearer.NumTicks == 0 {
+			t.Errorf("thread %s: Pyroscope has no samples", name)
+			continue
+		}
+		pyro := 100 * float64(got) / float64(fg.Flamebearer.NumTicks)
+		mine := 100 * float64(exact[name]) / float64(max(total[name], 1))
+		t.Logf("thread %s: exact chain in %.1f%% of Pyroscope's ticks, %.1f%% of the agent's own profile", name, pyro, mine)
+		if total[name] < 50 {
+			t.Errorf("thread %s: %d samples in the agent's own profile, want 50 to judge", name, total[name])
+		}
+		if pyro < mine-5 || pyro > mine+5 {
+			t.Errorf("thread %s: exact chain in %.1f%% of Pyroscope's ticks, %.1f%% of the agent's profile: want within 5 points", name, pyro, mine)
+		}
+	}
+	fg := srv.render(t, fmt.Sprintf(`%s{service_name="recprog",pid="%d"}`, cpuQuery, pid), from, until)
+	if fg.Flamebearer.NumTicks == 0 {
+		t.Errorf("no samples for pid=%d", pid)
+	}
+	fg = srv.render(t, fmt.Sprintf(`%s{service_name="recprog",pid="%d"}`, cpuQuery, pid+1000000), from, until)
+	if fg.Flamebearer.NumTicks != 0 {
+		t.Errorf("samples for a pid that is not the program's: the label selects nothing")
+	}
+}
+
+// TestPyroscopeDown stops the server for two periods and starts it
+// again: no profile is lost (they waited in the queue). Then a queue of
+// two overflows while the server is down: the oldest are dropped and
+// counted, and sampling goes on.
+func TestPyroscopeDown(t *testing.T) {
+	srv := newPyroServer(t)
+	srv.start(t)
+	cmd := startSpin(t)
+	pid := cmd.Process.Pid
+	a := runAgent(t, Options{Record: recorder.Options{PIDs: []int{pid}}, Period: 2 * time.Second, Pyroscope: srv.url(),
+		QueueLen: 64, Log: testLog{t}})
+	waitSent(t, a, 1)
+	srv.stop()
+	downFrom := time.Now()
+	down := a.Stats().Periods
+	for a.Stats().Periods < down+2 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	downUntil := time.Now()
+	if st := a.Stats().Sinks["pyroscope"]; st.Queued == 0 || st.LastError == "" {
+		t.Errorf("server down for two periods: %+v, want profiles queued and an error", st)
+	}
+	srv.start(t)
+	// Everything cut so far arrives.
+	want := a.Stats().Profiles
+	waitSent(t, a, want)
+	st := a.Stats().Sinks["pyroscope"]
+	if st.Dropped != 0 {
+		t.Errorf("%d profiles dropped with room in the queue: %+v", st.Dropped, st)
+	}
+	// What was cut while the server was down is in it now, at its time.
+	fg := srv.render(t, fmt.Sprintf(`%s{service_name="recprog"}`, cpuQuery), downFrom.Add(time.Second), downUntil)
+	if fg.Flamebearer.NumTicks == 0 {
+		t.Errorf("Pyroscope has nothing of %s to %s, while it was down", downFrom.Format(time.TimeOnly), downUntil.Format(time.TimeOnly))
+	}
+
+	// Now a small queue: the server goes away for longer than it holds.
+	srv.stop()
+	b := runAgent(t, Options{Record: recorder.Options{PIDs: []int{pid}}, Period: time.Second, Pyroscope: srv.url(),
+		QueueLen: 2, Log: testLog{t}})
+	for b.Stats().Periods < 5 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	st = b.Stats().Sinks["pyroscope"]
+	if st.Dropped == 0 || st.Queued > 2 {
+		t.Errorf("queue of 2, server down for 5 periods: %+v, want drops counted and at most 2 queued", st)
+	}
+	if b.Stats().Samples == 0 {
+		t.Error("the agent stopped sampling while its sink was down")
+	}
+}
+
+// waitSent waits until the agent's Pyroscope sink has sent n profiles.
+func waitSent(t *testing.T, a *Agent, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for a.Stats().Sinks["pyroscope"].Sent < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d profiles sent in 2 minutes, want %d: %+v", a.Stats().Sinks["pyroscope"].Sent, n, a.Stats())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// testLog writes the agent's log lines to the test's.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}

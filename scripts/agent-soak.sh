@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Soak of sframe agent (run by hand; figures in docs/PERFORMANCE.md):
+# the agent profiles every process (-a, 99 Hz, 15 s periods, serving
+# pprof on 127.0.0.1) for MINUTES (default 20) while a workload starts a
+# new short process every second (a new PID, new mappings, new files'
+# tables each time), and a pprof scrape every 30 s. The agent's RSS is
+# sampled every 10 s; at the end the RSS after the first minute and at
+# the end are compared (the target: within 10%), with the agent's CPU.
+#
+#   bash scripts/agent-soak.sh [MINUTES] [PYROSCOPE_URL]
+set -euo pipefail
+minutes=${1:-20}
+pyro=${2:-}
+cd "$(dirname "$0")/.."
+work=$(mktemp -d /tmp/sframe-soak.XXXXXX)
+go build -o "$work/sframe" ./cmd/sframe
+gcc -O2 -pthread -o "$work/recprog" recorder/testdata/recprog.c
+args=(agent -a --listen 127.0.0.1:0 --period 15s)
+[ -n "$pyro" ] && args+=(--pyroscope "$pyro")
+"$work/sframe" "${args[@]}" 2>"$work/agent.log" &
+agent=$!
+sleep 1
+addr=$(grep -o 'http://[0-9.:]*' "$work/agent.log" | head -1)
+# The churn: a new process every second, each working ~0.1 s.
+( while kill -0 $agent 2>/dev/null; do "$work/recprog" work 300000000 >/dev/null 2>&1 & sleep 1; done ) &
+churn=$!
+trap 'kill $churn $agent 2>/dev/null || true' EXIT
+echo "seconds,rss_kib,cpu_ticks" >"$work/rss.csv"
+end=$((SECONDS + minutes * 60))
+t0=$SECONDS
+while [ $SECONDS -lt $end ]; do
+  rss=$(awk '/VmRSS/ {print $2}' /proc/$agent/status)
+  ticks=$(awk '{print $14 + $15}' /proc/$agent/stat)
+  echo "$((SECONDS - t0)),$rss,$ticks" >>"$work/rss.csv"
+  if [ $(((SECONDS - t0) % 30)) -lt 10 ] && [ -n "$addr" ]; then
+    curl -s -o /dev/null "$addr/debug/pprof/profile?seconds=2" || true
+  fi
+  sleep 10
+done
+kill -TERM $agent
+wait $agent || true
+hz=$(getconf CLK_TCK)
+awk -F, -v hz="$hz" -v min="$minutes" 'NR==1 {next}
+  $1 >= 60 && first == "" {first = $2}
+  {last = $2; ticks = $3; secs = $1}
+  END {
+    printf "RSS after the first minute %d KiB, at the end %d KiB: %+.1f%%\n", first, last, 100 * (last - first) / first
+    printf "agent CPU: %.2f s in %d s: %.2f%% of one core\n", ticks / hz, secs, 100 * ticks / hz / secs
+  }' "$work/rss.csv"
+echo "samples: $work/rss.csv; log: $work/agent.log"
+tail -3 "$work/agent.log"
