@@ -100,15 +100,12 @@ type fileKey struct {
 func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 	f := &File{Name: name, BuildID: id, locs: map[uint64]*Loc{}}
 	var tried []string
-	// at names path in an error when it is not the recorded name, which
-	// the summary prints before the error ("NAME: error").
+	// at names path in an error once ("PATH: what is wrong"), not as
+	// a file system error names it again.
 	at := func(path string, err error) error {
 		var pe *fs.PathError
 		if errors.As(err, &pe) && pe.Path == path {
 			err = pe.Err
-		}
-		if path == name {
-			return err
 		}
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -101,7 +101,12 @@ func WriteSummary(w io.Writer, s *Session) error {
 				fmt.Fprintf(&b, "  ... %d more\n", len(missing)-i)
 				break
 			}
-			fmt.Fprintf(&b, "  %s: %s\n", textfmt.Printable(f.Name), textfmt.Printable(fmt.Sprint(f.Err)))
+			if msg := fmt.Sprint(f.Err); strings.HasPrefix(msg, f.Name+": ") {
+				// The error names the file at the recorded path: once.
+				fmt.Fprintf(&b, "  %s\n", textfmt.Printable(msg))
+			} else {
+				fmt.Fprintf(&b, "  %s: %s\n", textfmt.Printable(f.Name), textfmt.Printable(msg))
+			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
