@@ -28,14 +28,14 @@ func FromELF(f *elf.File, section string) (*Table, error) {
 	case ".debug_frame", ".zdebug_frame":
 		kind = DebugFrame
 	default:
-		return nil, fmt.Errorf("cfi: %s is not a CFI section", section)
+		return nil, fmt.Errorf("%s is not a CFI section", section)
 	}
 	s := f.Section(section)
 	if s == nil {
-		return nil, fmt.Errorf("cfi: no %s section", section)
+		return nil, fmt.Errorf("no %s section", section)
 	}
 	if s.Type == elf.SHT_NOBITS {
-		return nil, fmt.Errorf("cfi: %s has no data (NOBITS)", section)
+		return nil, fmt.Errorf("%s has no data (NOBITS)", section)
 	}
 	// Relocations are applied as binutils readelf applies them to debug
 	// sections (so that FDE addresses of an object become section-relative

@@ -88,7 +88,7 @@ type Registers interface {
 
 // ErrExprTooLong is returned when an expression executes more operations
 // than EvalOptions.MaxSteps allows (a loop through DW_OP_bra or DW_OP_skip).
-var ErrExprTooLong = errors.New("cfi: expression executes too many operations")
+var ErrExprTooLong = errors.New("expression executes too many operations")
 
 // EvalOptions configures EvalExpression.
 type EvalOptions struct {
@@ -141,7 +141,7 @@ type OperationIter struct {
 }
 
 // errUnknownOp ends an expression walk at an operation of unknown size.
-var errUnknownOp = errors.New("cfi: unknown DWARF expression operation")
+var errUnknownOp = errors.New("unknown DWARF expression operation")
 
 // NewOperationIter returns an iterator over expr, whose DW_OP_addr and
 // fixed-size constants are in order (nil: little-endian) and whose
@@ -262,14 +262,14 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 	sp := 0
 	for _, v := range o.Initial {
 		if sp == exprStackSize {
-			return 0, errors.New("cfi: expression stack overflow")
+			return 0, errors.New("expression stack overflow")
 		}
 		stack[sp] = v
 		sp++
 	}
 	it := NewOperationIter(expr, order, addrSize)
 	fail := func(pos int, format string, args ...any) (uint64, error) {
-		return 0, fmt.Errorf("cfi: expression at byte %d: "+format, append([]any{pos}, args...)...)
+		return 0, fmt.Errorf("expression at byte %d: "+format, append([]any{pos}, args...)...)
 	}
 	push := func(v uint64) bool {
 		if sp == exprStackSize {
@@ -495,7 +495,7 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 		}
 	}
 	if sp == 0 {
-		return 0, errors.New("cfi: expression left an empty stack")
+		return 0, errors.New("expression left an empty stack")
 	}
 	return stack[sp-1] & mask, nil
 }

@@ -165,7 +165,7 @@ func (h *EHFrameHdr) Len() int { return h.n }
 // the FDE's address, both decoded.
 func (h *EHFrameHdr) Entry(i int) (pc, fdeAddr uint64, err error) {
 	if i < 0 || i >= h.Len() {
-		return 0, 0, fmt.Errorf("cfi: .eh_frame_hdr entry %d out of range", i)
+		return 0, 0, fmt.Errorf(".eh_frame_hdr entry %d out of range", i)
 	}
 	b := buf{data: h.data, pos: h.tableOff + i*h.entrySize, order: h.order}
 	ctx := ptrCtx{secAddr: h.addr, addrSize: h.addrSize, data: h.addr}

@@ -15,14 +15,15 @@ type Error struct {
 	Msg     string // what is wrong
 }
 
-// Error formats as "cfi: .eh_frame+0x1c: message".
+// Error formats as ".eh_frame+0x1c: message" (no package name: callers
+// name the file).
 func (e *Error) Error() string {
-	return fmt.Sprintf("cfi: %s+%#x: %s", e.Section, e.Offset, e.Msg)
+	return fmt.Sprintf("%s+%#x: %s", e.Section, e.Offset, e.Msg)
 }
 
 // ErrNoFDE is returned (wrapped in an *Error or directly) when no FDE
 // covers the requested address.
-var ErrNoFDE = errors.New("cfi: no FDE covers the address")
+var ErrNoFDE = errors.New("no FDE covers the address")
 
 // errTruncated is the internal marker for reads past the end of a buffer.
 var errTruncated = errors.New("truncated")

@@ -131,13 +131,13 @@ type indexEntry struct {
 // only itself.
 func New(data []byte, o Options) (*Table, error) {
 	if o.ByteOrder == nil {
-		return nil, errors.New("cfi: Options.ByteOrder is required")
+		return nil, errors.New("Options.ByteOrder is required")
 	}
 	if uint64(len(data)) >= 1<<32 {
-		return nil, errors.New("cfi: sections of 4 GiB or more are not supported")
+		return nil, errors.New("sections of 4 GiB or more are not supported")
 	}
 	if o.AddrSize != 4 && o.AddrSize != 8 {
-		return nil, fmt.Errorf("cfi: unsupported address size %d", o.AddrSize)
+		return nil, fmt.Errorf("unsupported address size %d", o.AddrSize)
 	}
 	t := &Table{
 		kind: o.Kind, name: o.Kind.String(), data: data, addr: o.Addr, order: o.ByteOrder, end: endianOf(o.ByteOrder),

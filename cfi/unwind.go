@@ -449,7 +449,7 @@ func (in *Interpreter) Start(prog InstructionIter, init *Row, loc uint64) {
 func (in *Interpreter) Continue(prog InstructionIter, init *Row, loc uint64) {
 	u := &in.u
 	if prog.t == nil {
-		*u = interp{stack: u.stack[:0], slab: u.slab[:0], err: errors.New("cfi: Interpreter started without a program")}
+		*u = interp{stack: u.stack[:0], slab: u.slab[:0], err: errors.New("Interpreter started without a program")}
 		return
 	}
 	u.t = prog.t

@@ -33,7 +33,7 @@ import (
 //	       "lsda": "0x...",            (only when present)
 //	       "rows": [ROW...]},
 //	      {"kind": "terminator", "offset": 153292},
-//	      {"kind": "FDE", "offset": 100, "error": "cfi: ..."}  (bad entry)
+//	      {"kind": "FDE", "offset": 100, "error": ".eh_frame+0x..: ..."}  (bad entry)
 //	    ]}]
 //	}
 //

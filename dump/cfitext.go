@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/sframekit/sframekit/arch"
@@ -35,6 +36,38 @@ import (
 // computed, so memory stays bounded by the section size whatever the row
 // count.
 func WriteCFIText(w io.Writer, f *elf.File, section string) error {
+	return WriteCFITextAs(w, f, section, Readelf247)
+}
+
+// ReadelfVersion is a binutils release whose `readelf
+// --debug-dump=frames-interp` text WriteCFITextAs reproduces.
+type ReadelfVersion string
+
+// The readelf releases whose text is reproduced byte for byte. They
+// differ, on every file of the reference corpus and on binaries built
+// with gcc 12, in one thing only: 2.47 prints the .eh_frame_hdr section
+// (its header fields and search table), 2.40 does not.
+const (
+	Readelf240 ReadelfVersion = "2.40"
+	Readelf247 ReadelfVersion = "2.47"
+)
+
+// ReadelfVersions lists the releases WriteCFITextAs knows, oldest first.
+var ReadelfVersions = []ReadelfVersion{Readelf240, Readelf247}
+
+// printsEHFrameHdr reports whether readelf v prints .eh_frame_hdr.
+func (v ReadelfVersion) printsEHFrameHdr() bool { return v != Readelf240 }
+
+// WriteCFITextAs is WriteCFIText in the text of readelf release v (one of
+// ReadelfVersions). With a release that does not print .eh_frame_hdr,
+// asking for that section alone is an error.
+func WriteCFITextAs(w io.Writer, f *elf.File, section string, v ReadelfVersion) error {
+	if !slices.Contains(ReadelfVersions, v) {
+		return fmt.Errorf("unknown readelf version %q", string(v))
+	}
+	if section == ".eh_frame_hdr" && !v.printsEHFrameHdr() {
+		return fmt.Errorf("readelf %s does not print .eh_frame_hdr", string(v))
+	}
 	found := false
 	var firstErr error
 	for _, s := range f.Sections {
@@ -44,6 +77,9 @@ func WriteCFIText(w io.Writer, f *elf.File, section string) error {
 			continue
 		}
 		if section != "" && s.Name != section && !(section == ".debug_frame" && s.Name == ".zdebug_frame") {
+			continue
+		}
+		if s.Name == ".eh_frame_hdr" && !v.printsEHFrameHdr() {
 			continue
 		}
 		found = true

@@ -36,11 +36,11 @@ func (a Addr) MarshalText() ([]byte, error) {
 func (a *Addr) UnmarshalText(b []byte) error {
 	s := string(b)
 	if len(s) < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
-		return fmt.Errorf("dump: address %q is not 0x-prefixed hexadecimal", s)
+		return fmt.Errorf("address %q is not 0x-prefixed hexadecimal", s)
 	}
 	v, err := strconv.ParseUint(s[2:], 16, 64)
 	if err != nil {
-		return fmt.Errorf("dump: address %q: %w", s, err)
+		return fmt.Errorf("address %q: %w", s, err)
 	}
 	*a = Addr(v)
 	return nil

@@ -37,12 +37,31 @@ func moduleName(m *unwind.Module) string {
 // REASON". Threads are separated by blank lines. Names from the target
 // (thread, function, file and module names) are printed through
 // textfmt.AppendPrintable: their control characters escaped.
+//
+// For a core that tells the signal the process died of, the first line
+// is gdb's: "Program terminated with signal SIGSEGV, Segmentation
+// fault."; for a fault the kernel signalled, "Fault address: 0xADDR."
+// follows (si_addr); then a blank line.
 func WriteTraceText(w io.Writer, t *unwind.Trace) error {
 	// Appends rather than fmt: a deep trace has thousands of lines. The
 	// buffer is flushed past 12 KB: sized for that at once, it is not
 	// copied as it grows, and small, it costs few new pages (each is a
 	// page fault, slow in virtual machines) for a few more writes.
 	b := make([]byte, 0, 16<<10)
+	if d := t.Termination; d != nil {
+		name, desc := signalName(d.Signal)
+		b = append(b, "Program terminated with signal "...)
+		b = append(b, name...)
+		b = append(b, ", "...)
+		b = append(b, desc...)
+		b = append(b, ".\n"...)
+		if d.HasAddr() {
+			b = append(b, "Fault address: 0x"...)
+			b = strconv.AppendUint(b, d.Addr, 16)
+			b = append(b, ".\n"...)
+		}
+		b = append(b, '\n')
+	}
 	for i := range t.Threads {
 		th := &t.Threads[i]
 		if i > 0 {
@@ -121,6 +140,38 @@ func WriteTraceText(w io.Writer, t *unwind.Trace) error {
 	return err
 }
 
+// signalNames are gdb's names and descriptions of Linux's signals
+// (gdb/signals.def), by number: those of the process a core was dumped
+// of, whatever the machine reading it.
+var signalNames = [...][2]string{
+	1: {"SIGHUP", "Hangup"}, 2: {"SIGINT", "Interrupt"}, 3: {"SIGQUIT", "Quit"},
+	4: {"SIGILL", "Illegal instruction"}, 5: {"SIGTRAP", "Trace/breakpoint trap"},
+	6: {"SIGABRT", "Aborted"}, 7: {"SIGBUS", "Bus error"}, 8: {"SIGFPE", "Arithmetic exception"},
+	9: {"SIGKILL", "Killed"}, 10: {"SIGUSR1", "User defined signal 1"},
+	11: {"SIGSEGV", "Segmentation fault"}, 12: {"SIGUSR2", "User defined signal 2"},
+	13: {"SIGPIPE", "Broken pipe"}, 14: {"SIGALRM", "Alarm clock"}, 15: {"SIGTERM", "Terminated"},
+	17: {"SIGCHLD", "Child status changed"}, 18: {"SIGCONT", "Continued"},
+	19: {"SIGSTOP", "Stopped (signal)"}, 20: {"SIGTSTP", "Stopped (user)"},
+	21: {"SIGTTIN", "Stopped (tty input)"}, 22: {"SIGTTOU", "Stopped (tty output)"},
+	23: {"SIGURG", "Urgent I/O condition"}, 24: {"SIGXCPU", "CPU time limit exceeded"},
+	25: {"SIGXFSZ", "File size limit exceeded"}, 26: {"SIGVTALRM", "Virtual timer expired"},
+	27: {"SIGPROF", "Profiling timer expired"}, 28: {"SIGWINCH", "Window size changed"},
+	29: {"SIGIO", "I/O possible"}, 30: {"SIGPWR", "Power fail/restart"}, 31: {"SIGSYS", "Bad system call"},
+}
+
+// signalName returns gdb's name and description of Linux signal n:
+// real-time signals as "SIG34", "Real-time event 34", others it does
+// not know as "?", "Unknown signal".
+func signalName(n int) (name, desc string) {
+	if n > 0 && n < len(signalNames) && signalNames[n][0] != "" {
+		return signalNames[n][0], signalNames[n][1]
+	}
+	if n >= 32 && n <= 64 {
+		return "SIG" + strconv.Itoa(n), "Real-time event " + strconv.Itoa(n)
+	}
+	return "?", "Unknown signal"
+}
+
 // appendFrameStart appends "#N  0xADDR in ".
 func appendFrameStart(b []byte, n int, pc uint64) []byte {
 	mark := len(b)
@@ -159,8 +210,17 @@ func appendModule(b []byte, m *unwind.Module) []byte {
 // meaning or be removed.
 type (
 	jsonTrace struct {
-		PID     int          `json:"pid"`
-		Threads []jsonThread `json:"threads"`
+		PID         int              `json:"pid"`
+		Termination *jsonTermination `json:"termination,omitempty"`
+		Threads     []jsonThread     `json:"threads"`
+	}
+	jsonTermination struct {
+		Signal      int    `json:"signal"`
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		TID         int    `json:"tid"`
+		Code        int    `json:"code"`
+		Address     string `json:"address,omitempty"`
 	}
 	jsonThread struct {
 		TID      int         `json:"tid"`
@@ -203,6 +263,15 @@ func hexString(v uint64) string { return fmt.Sprintf("0x%x", v) }
 //	    "method": "cfi", "signal": false}, ...],
 //	  "complete": true, "stop": "end of stack"}]}
 //
+// A core that tells the signal the process died of adds, after pid,
+//
+//	"termination": {"signal": 11, "name": "SIGSEGV",
+//	  "description": "Segmentation fault", "tid": 1234, "code": 1,
+//	  "address": "0x0"}
+//
+// with the names gdb gives, si_code as code, and address (si_addr) only
+// for a fault the kernel signalled (targets.Termination.HasAddr).
+//
 // pc, sp and cfa are hexadecimal strings ("cfa" is left out when not
 // computed); function (the symbol name) is left out when unknown, and
 // offset is then 0; demangled is its demangled form, for mangled names;
@@ -215,6 +284,13 @@ func hexString(v uint64) string { return fmt.Sprintf("0x%x", v) }
 // the reason in stop (see unwind.Stop) and, when known, the cause in error.
 func WriteTraceJSON(w io.Writer, t *unwind.Trace) error {
 	jt := jsonTrace{PID: t.PID, Threads: make([]jsonThread, 0, len(t.Threads))}
+	if d := t.Termination; d != nil {
+		name, desc := signalName(d.Signal)
+		jt.Termination = &jsonTermination{Signal: d.Signal, Name: name, Description: desc, TID: d.TID, Code: d.Code}
+		if d.HasAddr() {
+			jt.Termination.Address = hexString(d.Addr)
+		}
+	}
 	for i := range t.Threads {
 		th := &t.Threads[i]
 		j := jsonThread{TID: th.TID, Name: th.Name, Complete: th.Complete(), Stop: th.Stop.String(), Frames: make([]jsonFrame, 0, len(th.Frames))}

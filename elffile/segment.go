@@ -461,7 +461,7 @@ func (p *SegmentPlan) planMoves(src []byte) bool {
 func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error) {
 	l := plan.l
 	if l == nil {
-		return nil, errors.New("elffile: plan not made by PlanSFrameSegment")
+		return nil, errors.New("plan not made by PlanSFrameSegment")
 	}
 	o := l.o
 	// Program headers.
@@ -510,7 +510,7 @@ func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error
 		phdrs = append(phdrs, sf)
 	}
 	if len(phdrs) != plan.NumPHDRs {
-		return nil, errors.New("elffile: inconsistent plan")
+		return nil, errors.New("inconsistent plan")
 	}
 
 	// Section headers and, when a name must be added, the name table.
@@ -560,13 +560,13 @@ func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error
 		_, err = binary.Encode(out[plan.phOff:], o, phdrs)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("elffile: writing headers: %w", err)
+		return nil, fmt.Errorf("writing headers: %w", err)
 	}
 	h := *l.h
 	h.Phoff, h.Shoff = plan.phOff, shoff
 	h.Phnum, h.Shnum = uint16(min(len(phdrs), pnXNUM)), uint16(len(shdrs))
 	if err := h.encode(out); err != nil {
-		return nil, fmt.Errorf("elffile: writing headers: %w", err)
+		return nil, fmt.Errorf("writing headers: %w", err)
 	}
 	return out, nil
 }

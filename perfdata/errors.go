@@ -72,7 +72,7 @@ type Error struct {
 
 // Error formats the error with its offsets.
 func (e *Error) Error() string {
-	s := fmt.Sprintf("perfdata: offset %#x", e.Off)
+	s := fmt.Sprintf("offset %#x", e.Off)
 	if e.DecompOff >= 0 {
 		s += fmt.Sprintf(" (decompressed offset %#x)", e.DecompOff)
 	}

@@ -453,7 +453,7 @@ func (r *Reader) Close() error {
 		r.close = nil
 	}
 	if r.err == nil {
-		r.err = errors.New("perfdata: reader closed")
+		r.err = errors.New("reader closed")
 	}
 	return err
 }

@@ -67,7 +67,7 @@ func ParseEvent(name string) (Event, error) {
 	case "context-switches", "cs":
 		return ContextSwitches, nil
 	}
-	return Event{}, fmt.Errorf("perfevent: unknown event %q (want cpu-clock, task-clock, cycles, instructions or context-switches)", name)
+	return Event{}, fmt.Errorf("unknown event %q (want cpu-clock, task-clock, cycles, instructions or context-switches)", name)
 }
 
 // Perf register masks for REGS_USER. perf numbers registers per
@@ -265,21 +265,21 @@ func (o *Options) paranoidNeeded() (int, string) {
 // check validates o before anything is opened.
 func (o *Options) check(maxRate uint64) error {
 	if !o.SystemWide && len(o.PIDs) == 0 && len(o.TIDs) == 0 {
-		return fmt.Errorf("perfevent: nothing to profile: give PIDs, TIDs or SystemWide")
+		return fmt.Errorf("nothing to profile: give PIDs, TIDs or SystemWide")
 	}
 	if o.SystemWide && (len(o.PIDs) > 0 || len(o.TIDs) > 0) {
-		return fmt.Errorf("perfevent: SystemWide samples every process; do not give PIDs or TIDs with it")
+		return fmt.Errorf("SystemWide samples every process; do not give PIDs or TIDs with it")
 	}
 	if o.StackUser%8 != 0 || o.StackUser > MaxStackUser {
-		return fmt.Errorf("perfevent: user stack size %d: must be a multiple of 8 up to %d", o.StackUser, MaxStackUser)
+		return fmt.Errorf("user stack size %d: must be a multiple of 8 up to %d", o.StackUser, MaxStackUser)
 	}
 	if o.RingPages < 0 || o.RingPages&(o.RingPages-1) != 0 {
-		return fmt.Errorf("perfevent: %d ring pages: must be a power of two", o.RingPages)
+		return fmt.Errorf("%d ring pages: must be a power of two", o.RingPages)
 	}
 	for _, e := range o.events() {
 		freq, period := o.sampling(e)
 		if period == 0 && maxRate != 0 && freq > maxRate {
-			return fmt.Errorf("perfevent: %s at %d Hz exceeds kernel.perf_event_max_sample_rate (%d); lower the frequency or raise the sysctl", e.Name, freq, maxRate)
+			return fmt.Errorf("%s at %d Hz exceeds kernel.perf_event_max_sample_rate (%d); lower the frequency or raise the sysctl", e.Name, freq, maxRate)
 		}
 	}
 	return nil
@@ -432,7 +432,7 @@ func (o *Options) buildAttrs() ([]*Attr, error) {
 		raw := encodeAttr(&a)
 		pa, err := perfdata.ParseAttr(raw, ne)
 		if err != nil {
-			return nil, fmt.Errorf("perfevent: the attribute of %s: %w", e.Name, err)
+			return nil, fmt.Errorf("the attribute of %s: %w", e.Name, err)
 		}
 		pa.Name, pa.Index = e.Name, i
 		attrs = append(attrs, &Attr{Attr: pa, Event: e, raw: raw})

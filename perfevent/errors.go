@@ -29,9 +29,10 @@ type Error struct {
 	Hint string // the likely cause and remedy
 }
 
-// Error returns "perfevent: OP: ERR: HINT".
+// Error returns "OP: ERR: HINT" (no package name: the command names
+// itself).
 func (e *Error) Error() string {
-	s := "perfevent: " + e.Op + ": " + e.Err.Error()
+	s := e.Op + ": " + e.Err.Error()
 	if e.Hint != "" {
 		s += ": " + e.Hint
 	}

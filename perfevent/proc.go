@@ -100,7 +100,7 @@ func Tasks(pid int) ([]int, error) {
 		}
 	}
 	if len(tids) == 0 {
-		return nil, fmt.Errorf("perfevent: process %d: %w (no threads left)", pid, ErrNoProcess)
+		return nil, fmt.Errorf("process %d: %w (no threads left)", pid, ErrNoProcess)
 	}
 	sort.Ints(tids)
 	return tids, nil
@@ -109,9 +109,9 @@ func Tasks(pid int) ([]int, error) {
 // procError words a failure to read /proc/PID.
 func procError(pid int, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("perfevent: process %d: %w", pid, ErrNoProcess)
+		return fmt.Errorf("process %d: %w", pid, ErrNoProcess)
 	}
-	return fmt.Errorf("perfevent: process %d: %w", pid, err)
+	return fmt.Errorf("process %d: %w", pid, err)
 }
 
 // readComm returns the name of thread tid of pid, or "".

@@ -55,7 +55,7 @@ func (r *Record) Body() []byte { return r.Raw[headerSize:] }
 // event is a *perfdata.Error naming the offset in Raw.
 func (r *Record) Decode() (*perfdata.Record, error) {
 	if r.dec == nil {
-		return nil, errors.New("perfevent: Decode of a record not from a session")
+		return nil, errors.New("Decode of a record not from a session")
 	}
 	if err := r.dec.Decode(&r.rec, r.Raw); err != nil {
 		return nil, err

@@ -50,10 +50,10 @@ type ring struct {
 // describes lies in mem and has a power-of-two size.
 func newRing(mem []byte, pageSize int) (*ring, error) {
 	if pageSize < metaSize || len(mem) < 2*pageSize {
-		return nil, fmt.Errorf("perfevent: ring mapping of %d bytes, page size %d", len(mem), pageSize)
+		return nil, fmt.Errorf("ring mapping of %d bytes, page size %d", len(mem), pageSize)
 	}
 	if uintptr(unsafe.Pointer(&mem[0]))%8 != 0 {
-		return nil, fmt.Errorf("perfevent: ring mapping not 8-byte aligned")
+		return nil, fmt.Errorf("ring mapping not 8-byte aligned")
 	}
 	off, size := ne.Uint64(mem[offDataOffset:]), ne.Uint64(mem[offDataSize:])
 	if size == 0 {
@@ -61,7 +61,7 @@ func newRing(mem []byte, pageSize int) (*ring, error) {
 		off, size = uint64(pageSize), uint64(len(mem)-pageSize)
 	}
 	if off%8 != 0 || size < 8 || size&(size-1) != 0 || off > uint64(len(mem)) || size > uint64(len(mem))-off {
-		return nil, fmt.Errorf("perfevent: ring data area of %d bytes at %d in a %d-byte mapping", size, off, len(mem))
+		return nil, fmt.Errorf("ring data area of %d bytes at %d in a %d-byte mapping", size, off, len(mem))
 	}
 	r := &ring{
 		head: (*uint64)(unsafe.Pointer(&mem[offDataHead])),

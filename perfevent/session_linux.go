@@ -406,7 +406,7 @@ func (s *Session) ioctlAll(req uint, what string) error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closed {
-		return errors.New("perfevent: session closed")
+		return errors.New("session closed")
 	}
 	for _, ev := range s.events {
 		// An event whose thread has exited takes the request without error.
@@ -435,7 +435,7 @@ func (s *Session) Run(fn func(*Record) error) error {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	if s.isClosed() {
-		return errors.New("perfevent: session closed")
+		return errors.New("session closed")
 	}
 	evs := make([]unix.EpollEvent, 64)
 	for {
@@ -694,11 +694,11 @@ func readSysctl(name string) (int, bool) {
 func onlineCPUs() ([]int, error) {
 	b, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
-		return nil, fmt.Errorf("perfevent: listing CPUs: %w", err)
+		return nil, fmt.Errorf("listing CPUs: %w", err)
 	}
 	cpus, err := parseCPUList(strings.TrimSpace(string(b)))
 	if err != nil {
-		return nil, fmt.Errorf("perfevent: /sys/devices/system/cpu/online: %w", err)
+		return nil, fmt.Errorf("/sys/devices/system/cpu/online: %w", err)
 	}
 	return cpus, nil
 }

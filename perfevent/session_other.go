@@ -17,21 +17,21 @@ type Stats struct {
 
 // Open fails: perf events exist only on Linux.
 func Open(opts Options) (*Session, error) {
-	return nil, errors.New("perfevent: perf events need Linux")
+	return nil, errors.New("perf events need Linux")
 }
 
 // Attrs returns nil.
 func (s *Session) Attrs() []*Attr { return nil }
 
 // Enable fails.
-func (s *Session) Enable() error { return errors.New("perfevent: perf events need Linux") }
+func (s *Session) Enable() error { return errors.New("perf events need Linux") }
 
 // Disable fails.
-func (s *Session) Disable() error { return errors.New("perfevent: perf events need Linux") }
+func (s *Session) Disable() error { return errors.New("perf events need Linux") }
 
 // Run fails.
 func (s *Session) Run(fn func(*Record) error) error {
-	return errors.New("perfevent: perf events need Linux")
+	return errors.New("perf events need Linux")
 }
 
 // SetPollInterval does nothing.

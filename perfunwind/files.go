@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,6 +100,15 @@ type fileKey struct {
 func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 	f := &File{Name: name, BuildID: id, locs: map[uint64]*Loc{}}
 	var tried []string
+	// at names path in an error once ("PATH: what is wrong"), not as
+	// a file system error names it again.
+	at := func(path string, err error) error {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == path {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	try := func(path string) bool {
 		tried = append(tried, path)
 		// Only a regular file: a FIFO or device named by the
@@ -106,7 +116,7 @@ func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 		osf, err := sysfile.OpenRegular(path)
 		if err != nil {
 			if f.Err == nil {
-				f.Err = err
+				f.Err = at(path, err)
 			}
 			return false
 		}
@@ -114,19 +124,19 @@ func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 		if err != nil {
 			osf.Close()
 			if f.Err == nil {
-				f.Err = err
+				f.Err = at(path, err)
 			}
 			return false
 		}
 		segs, own, err := readELFInfo(osf, st.Size())
 		if err != nil {
 			osf.Close()
-			f.Err = fmt.Errorf("%s: %w", path, err)
+			f.Err = at(path, err)
 			return false
 		}
 		if len(id) > 0 && len(own) > 0 && !sameBuildID(id, own) {
 			osf.Close()
-			f.Err = fmt.Errorf("%s: build ID %x, recorded %x", path, own, id)
+			f.Err = at(path, fmt.Errorf("build ID %x, recorded %x", own, id))
 			return false
 		}
 		if len(id) == 0 && len(own) == 0 && s.opts.SymFS == "" {

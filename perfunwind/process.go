@@ -35,7 +35,14 @@ type ProcessOptions struct {
 	// stacks' Mappings and Files can be used, not Session's methods.
 	// Each stack is still valid only until fn returns.
 	Pipeline bool
+	// Stop, if not nil, ends Process when it is set (by a signal
+	// handler): Process returns ErrStopped before the next record, once
+	// fn has had the stacks unwound before.
+	Stop *atomic.Bool
 }
+
+// ErrStopped is Process's error when ProcessOptions.Stop ended it.
+var ErrStopped = errors.New("stopped")
 
 // Process reads the records of r (set to time order, as perf script
 // reads them, before its first record) to the end: it applies those that
@@ -57,6 +64,9 @@ func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *
 	r.SetTimeOrder(true)
 	var smp Sample
 	for n := 0; ; n++ {
+		if opts.Stop != nil && opts.Stop.Load() {
+			return ErrStopped
+		}
 		rec, err := r.Next()
 		if err == io.EOF {
 			return nil
@@ -86,6 +96,8 @@ func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *
 		}
 		smp.FromPerf(ps, s.opts.Arch)
 		smp.Event = rec.Attr.Index
+		smp.NoCallGraph = rec.Attr.SampleType&(perfdata.SampleCallchain|perfdata.SampleRegsUser|perfdata.SampleStackUser) == 0
+		smp.IPKernel = rec.Misc&perfdata.MiscCPUModeMask == perfdata.MiscKernel
 		st := next()
 		s.Unwind(&smp, st)
 		if err := emit(st); err != nil {

@@ -19,6 +19,11 @@ type Sample struct {
 	Time     uint64
 	Period   uint64
 	IP       uint64
+	// NoCallGraph says the sample's event records no call graph (no
+	// callchain, user registers or stack: perf record without -g), and
+	// IPKernel that the IP was sampled in kernel mode (the record's
+	// cpumode): Unwind then gives the IP's frame alone.
+	NoCallGraph, IPKernel bool
 	// Event is the index of the sample's event among the recording's
 	// (perfdata.Attr.Index).
 	Event int
@@ -152,6 +157,9 @@ type Stack struct {
 	Unwound bool
 	Stop    unwind.Stop
 	Err     error
+	// IPOnly says the sample had no call graph (recorded without -g):
+	// Frames is the sampled address's frame alone.
+	IPOnly bool
 	// SP and StackEnd bound the stack copy the walk read: [SP, StackEnd).
 	SP, StackEnd uint64
 }
@@ -174,7 +182,7 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 	st.Pid, st.Tid, st.Time, st.Period, st.Event = smp.Pid, smp.Tid, smp.Time, smp.Period, smp.Event
 	st.Comm = s.ThreadName(smp.Tid)
 	st.Frames = st.Frames[:0]
-	st.Kernel, st.Unwound, st.Stop, st.Err, st.SP, st.StackEnd = 0, false, unwind.StopEnd, nil, 0, 0
+	st.Kernel, st.Unwound, st.Stop, st.Err, st.SP, st.StackEnd, st.IPOnly = 0, false, unwind.StopEnd, nil, 0, 0, false
 	s.Stats.Samples++
 	maxDepth := s.opts.MaxDepth
 	if maxDepth <= 0 {
@@ -218,6 +226,20 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0:
 		// perf shows no user frames for a process it knows no mapping of.
 		s.Stats.NoMappings++
+	case smp.NoCallGraph && smp.IP != 0:
+		// No call graph was recorded: the sampled address's frame, as
+		// perf script shows it.
+		s.Stats.IPOnly++
+		st.IPOnly = true
+		f := Frame{PC: smp.IP, First: true, Exact: true}
+		if smp.IPKernel {
+			f.Kernel, f.Map = true, s.kernelFrameMap(smp.IP)
+			st.Kernel = 1
+			s.Stats.KernelFrames++
+		} else if p != nil {
+			f.Map = p.find(smp.IP)
+		}
+		st.Frames = append(st.Frames, f)
 	case len(userChain) > 0:
 		s.Stats.Callchain++
 		for i, pc := range userChain {
@@ -355,6 +377,10 @@ type Stats struct {
 	// whose mappings are unknown; Callchain those whose user frames come
 	// from the kernel's callchain; NoUser those without user frames.
 	NoMappings, Callchain, NoUser uint64
+	// IPOnly counts the samples without a call graph (perf record
+	// without -g or --call-graph): no callchain, registers or stack,
+	// only the sampled address (Stack.IPOnly).
+	IPOnly uint64
 	// Frames counts user frames by the method that found their caller
 	// (index: unwind.Method); GenFrames those of Frames[MethodSFrame]
 	// found by SFrame compiled from CFI (Options.SFrameFromCFI).

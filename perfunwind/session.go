@@ -177,7 +177,7 @@ func NewSession(opts Options) (*Session, error) {
 	switch opts.Arch {
 	case arch.Unknown, arch.AMD64, arch.ARM64:
 	default:
-		return nil, fmt.Errorf("perfunwind: unsupported architecture %v", opts.Arch)
+		return nil, fmt.Errorf("unsupported architecture %v", opts.Arch)
 	}
 	s := &Session{
 		opts:       opts,

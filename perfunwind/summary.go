@@ -30,9 +30,12 @@ func WriteSummary(w io.Writer, s *Session) error {
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "user stacks unwound: %d (%d by SFrame alone, %d with CFI for some frame, %d with frame pointers for some frame, %d not past the first frame)\n",
 		st.Unwound, st.OnlySFrame, st.WithCFI, st.WithFP, st.FirstOnly)
-	if n := st.NoMappings + st.Callchain + st.NoUser; n > 0 {
-		fmt.Fprintf(&b, "other samples: %d (%d of processes with no known mapping, %d from the kernel's callchain, %d without user registers or stack)\n",
-			n, st.NoMappings, st.Callchain, st.NoUser)
+	if n := st.NoMappings + st.Callchain + st.NoUser + st.IPOnly; n > 0 {
+		fmt.Fprintf(&b, "other samples: %d (%d of processes with no known mapping, %d from the kernel's callchain, %d without user registers or stack, %d without a call graph)\n",
+			n, st.NoMappings, st.Callchain, st.NoUser, st.IPOnly)
+	}
+	if st.IPOnly > 0 {
+		fmt.Fprintf(&b, "hint: %d samples were recorded without call graphs (perf record without -g): each shows the sampled function alone; record with perf record --call-graph dwarf for whole stacks\n", st.IPOnly)
 	}
 	fr := &st.Frames
 	gen := ""
@@ -131,7 +134,12 @@ func WriteSummary(w io.Writer, s *Session) error {
 				fmt.Fprintf(&b, "  ... %d more\n", len(missing)-i)
 				break
 			}
-			fmt.Fprintf(&b, "  %s: %s\n", textfmt.Printable(f.Name), textfmt.Printable(fmt.Sprint(f.Err)))
+			if msg := fmt.Sprint(f.Err); strings.HasPrefix(msg, f.Name+": ") {
+				// The error names the file at the recorded path: once.
+				fmt.Fprintf(&b, "  %s\n", textfmt.Printable(msg))
+			} else {
+				fmt.Fprintf(&b, "  %s: %s\n", textfmt.Printable(f.Name), textfmt.Printable(msg))
+			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())

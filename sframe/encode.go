@@ -121,7 +121,7 @@ type EncodeError struct {
 
 // Error formats the error with the function index, start and row.
 func (e *EncodeError) Error() string {
-	s := "sframe: encode: "
+	s := "encode: "
 	if e.Func >= 0 {
 		s += fmt.Sprintf("function %d (start %#x): ", e.Func, e.Start)
 	}

@@ -4,7 +4,7 @@ import "errors"
 
 // ErrNoRow is returned by lookups when no function or no FRE covers the
 // PC. It is a fixed value, so a miss does not allocate.
-var ErrNoRow = errors.New("sframe: no row covers the PC")
+var ErrNoRow = errors.New("no row covers the PC")
 
 // size reads the size field of function i; i must be in range.
 func (s *Section) size(i int) uint32 {

@@ -120,7 +120,7 @@ func (k ErrKind) String() string {
 
 // Error formats the error with the function index and offset.
 func (e *Error) Error() string {
-	s := "sframe: "
+	s := ""
 	if e.Func >= 0 {
 		s += fmt.Sprintf("function %d: ", e.Func)
 	}

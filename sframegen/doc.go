@@ -111,7 +111,11 @@
 // .sframe is rewritten with it, as gas would have written it; in a linked
 // file a section that grows no longer fits in its place and goes to a new
 // loadable segment (ToVersionResult.Segment). Version 1 can be read but
-// not written.
+// not written. A function keeps its FDE type where the target version
+// can write it; an s390x flexible FDE (v3) that saves the FP or RA in a
+// register becomes a default FDE in v2, whose s390x data words encode
+// register saves (an odd word), and back in v3 a flexible FDE again, so
+// that v3 -> v2 -> v3 gives the rows gas wrote.
 //
 // # Verification
 //

@@ -90,7 +90,7 @@ func ABIFor(f *elf.File) (sframe.ABI, error) {
 	if abi, ok := sframe.ABIFor(a, f.ByteOrder.Uint16([]byte{0, 1}) == 1); ok {
 		return abi, nil
 	}
-	return 0, fmt.Errorf("convert: SFrame has no ABI for %v %v", f.Class, f.Machine)
+	return 0, fmt.Errorf("SFrame has no ABI for %v %v", f.Class, f.Machine)
 }
 
 // FromCFI converts the CFI of an ELF file (see Options.Section).
@@ -236,10 +236,10 @@ func start(abi sframe.ABI, opts Options) (*converter, *Result, error) {
 		v = sframe.Version3
 	}
 	if v != sframe.Version2 && v != sframe.Version3 {
-		return nil, nil, fmt.Errorf("convert: cannot write %s (only versions 2 and 3)", v)
+		return nil, nil, fmt.Errorf("cannot write %s (only versions 2 and 3)", v)
 	}
 	if abi < sframe.ABIAArch64BE || abi > sframe.ABIS390XBE {
-		return nil, nil, fmt.Errorf("convert: unknown %s", abi)
+		return nil, nil, fmt.Errorf("unknown %s", abi)
 	}
 	return newConverter(abi, v), &Result{ABI: abi, Version: v}, nil
 }

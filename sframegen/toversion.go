@@ -101,12 +101,40 @@ func outputOptions(in sframe.EncodeOptions, v sframe.Version) sframe.EncodeOptio
 	return out
 }
 
+// retype gives a function the FDE type the target version needs for its
+// rows: a flexible FDE (v3) whose rows a default FDE of the target
+// version can say becomes a default one (s390x: v2 encodes an RA or FP
+// held in a register as an odd data word), and a default FDE the target
+// cannot write (a v2 s390x register save, going to v3) becomes a
+// flexible one, as gas writes such rows. A function that fits neither
+// way keeps its type, and Check says why.
+func retype(opts *sframe.EncodeOptions, f *sframe.EncFunc) {
+	var other sframe.FDEType
+	switch {
+	case f.Type == sframe.FDEFlex && opts.Version != sframe.Version3:
+		other = sframe.FDEDefault
+	case f.Type == sframe.FDEDefault && opts.Version == sframe.Version3:
+		if opts.Check(f) == nil {
+			return
+		}
+		other = sframe.FDEFlex
+	default:
+		return
+	}
+	g := *f
+	g.Type = other
+	if opts.Check(&g) == nil {
+		f.Type = other
+	}
+}
+
 // filter checks every function against opts, dropping or reporting.
 func filter(opts *sframe.EncodeOptions, funcs []sframe.EncFunc, index []int, name func(i int) string, drop bool) ([]sframe.EncFunc, []int, []DroppedFunc, error) {
 	var dropped []DroppedFunc
 	keptF := funcs[:0:0]
 	var keptI []int
 	for k := range funcs {
+		retype(opts, &funcs[k])
 		if err := opts.Check(&funcs[k]); err != nil {
 			d := DroppedFunc{Index: index[k], Start: funcs[k].Start, Err: err}
 			if name != nil {

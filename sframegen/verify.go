@@ -274,7 +274,7 @@ func Verify(t *cfi.Table, s *sframe.Section, opts VerifyOptions) (*Report, error
 // Verify's.
 func VerifyTables(tabs []*cfi.Table, s *sframe.Section, opts VerifyOptions) (*Report, error) {
 	if s.ABI < sframe.ABIAArch64BE || s.ABI > sframe.ABIS390XBE {
-		return nil, fmt.Errorf("convert: unknown %s", s.ABI)
+		return nil, fmt.Errorf("unknown %s", s.ABI)
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -551,9 +551,9 @@ func VerifyELF(f *elf.File, opts VerifyELFOptions) (*Report, error) {
 	sec := elffile.FindSFrame(f, opts.SFrameSection)
 	if sec == nil {
 		if opts.SFrameSection != "" {
-			return nil, fmt.Errorf("convert: no SFrame section %s", opts.SFrameSection)
+			return nil, fmt.Errorf("no SFrame section %s", opts.SFrameSection)
 		}
-		return nil, errors.New("convert: no SFrame section (neither .sframe nor a section of type SHT_GNU_SFRAME)")
+		return nil, errors.New("no SFrame section (neither .sframe nor a section of type SHT_GNU_SFRAME)")
 	}
 	s, err := parseSection(f, sec)
 	if err != nil {
@@ -748,5 +748,5 @@ func cfiSection(f *elf.File, name string) (string, error) {
 			return n, nil
 		}
 	}
-	return "", errors.New("convert: no CFI (neither .eh_frame nor .debug_frame)")
+	return "", errors.New("no CFI (neither .eh_frame nor .debug_frame)")
 }

@@ -22,7 +22,7 @@ func (a hexAddr) MarshalText() ([]byte, error) {
 func (a *hexAddr) UnmarshalText(b []byte) error {
 	s := string(b)
 	if len(s) < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
-		return fmt.Errorf("convert: address %q is not 0x-prefixed hexadecimal", s)
+		return fmt.Errorf("address %q is not 0x-prefixed hexadecimal", s)
 	}
 	v, err := strconv.ParseUint(s[2:], 16, 64)
 	*a = hexAddr(v)

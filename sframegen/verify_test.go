@@ -401,7 +401,7 @@ func TestNoCFI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	const want = "convert: no CFI (neither .eh_frame nor .debug_frame)"
+	const want = "no CFI (neither .eh_frame nor .debug_frame)"
 	if _, err := FromCFI(f, Options{}); err == nil || err.Error() != want {
 		t.Errorf("FromCFI: %v, want %q", err, want)
 	}

@@ -355,7 +355,7 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 		m.ID = uint64(i + 1)
 	}
 	if err := p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("stackprof: %w", err)
+		return nil, fmt.Errorf("invalid profile: %w", err)
 	}
 	return p, nil
 }

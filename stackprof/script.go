@@ -33,8 +33,14 @@ func NewScriptWriter(w io.Writer, r *perfunwind.Resolver) *ScriptWriter {
 	return &ScriptWriter{w: bufio.NewWriterSize(w, 256<<10), r: r}
 }
 
-// Write writes one sample.
+// Write writes one sample. A sample without a call graph
+// (perfunwind.Stack.IPOnly) is one line, as perf script prints those:
+// "COMM TID TIME:  ADDR SYM (DSO)", COMM right-aligned in 16 columns and
+// ADDR the sampled address itself.
 func (sw *ScriptWriter) Write(st *perfunwind.Stack) error {
+	if st.IPOnly && len(st.Frames) == 1 {
+		return sw.writeIPOnly(st)
+	}
 	b := sw.buf[:0]
 	b = textfmt.AppendPrintable(b, st.Comm)
 	b = append(b, ' ')
@@ -55,6 +61,36 @@ func (sw *ScriptWriter) Write(st *perfunwind.Stack) error {
 		s.set(f.Map, pc, false, string(b[at:]))
 	}
 	b = append(b, '\n')
+	sw.buf = b
+	_, err := sw.w.Write(b)
+	return err
+}
+
+// writeIPOnly writes the one line of a sample without a call graph.
+func (sw *ScriptWriter) writeIPOnly(st *perfunwind.Stack) error {
+	b := appendPad(sw.buf[:0], []byte(st.Comm), 16)
+	b = append(b, ' ')
+	b = appendPadUint(b, uint64(st.Tid), 5)
+	b = append(b, ' ')
+	b = appendTime(b, st.Time)
+	b = append(b, ": "...)
+	f := &st.Frames[0]
+	loc := sw.r.Resolve(f.Map, f.PC)
+	b = append(b, ' ')
+	b = appendHex16(b, f.PC)
+	b = append(b, ' ')
+	if loc.Short != "" {
+		b = append(b, loc.Short...)
+	} else {
+		b = append(b, "[unknown]"...)
+	}
+	b = append(b, " ("...)
+	if f.Map != nil {
+		b = append(b, f.Map.Name...)
+	} else {
+		b = append(b, "[unknown]"...)
+	}
+	b = append(b, ")\n"...)
 	sw.buf = b
 	_, err := sw.w.Write(b)
 	return err
@@ -96,10 +132,14 @@ func (sw *ScriptWriter) Flush() error { return sw.w.Flush() }
 // columns, and a space.
 func appendAddr(b []byte, addr uint64) []byte {
 	b = append(b, '\t')
+	return append(appendHex16(b, addr), ' ')
+}
+
+// appendHex16 appends addr in hexadecimal right-aligned in 16 columns.
+func appendHex16(b []byte, addr uint64) []byte {
 	digits := max((bits.Len64(addr)+3)/4, 1)
 	b = append(b, spaces[:max(16-digits, 0)]...)
-	b = strconv.AppendUint(b, addr, 16)
-	return append(b, ' ')
+	return strconv.AppendUint(b, addr, 16)
 }
 
 const spaces = "                "

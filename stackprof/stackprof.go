@@ -90,7 +90,7 @@ func (b *Builder) Profile() (*profile.Profile, error) {
 		m.ID = uint64(i + 1)
 	}
 	if err := b.p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("stackprof: %w", err)
+		return nil, fmt.Errorf("invalid profile: %w", err)
 	}
 	return b.p, nil
 }

@@ -61,7 +61,7 @@ const (
 )
 
 // errLazy makes lookupLazy give up: the whole table is read instead.
-var errLazy = errors.New("symbolize: lazy lookup not possible")
+var errLazy = errors.New("lazy lookup not possible")
 
 // lazyCand is a function symbol seen by a lazy pass; name is read only
 // when needed (nameOK).

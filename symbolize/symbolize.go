@@ -354,7 +354,7 @@ func (m *module) lookupLine(addr uint64) (string, int, bool) {
 func (m *module) load(name string, debugDirs []string, lazy, perf bool) error {
 	f, err := m.src()
 	if err != nil {
-		return fmt.Errorf("symbolize: %s: %w", name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	for _, s := range f.Sections {
 		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Size > 0 {
@@ -404,7 +404,7 @@ func (m *module) closeFiles() {
 func (m *module) readSyms(name string) error {
 	f, dbg := m.f, m.dbg
 	if f == nil {
-		return fmt.Errorf("symbolize: %s: closed", name)
+		return fmt.Errorf("%s: closed", name)
 	}
 	// Symbols: the debug file's .symtab, else ours, else .dynsym.
 	var cs []cand
@@ -432,7 +432,7 @@ func (m *module) readSyms(name string) error {
 	}
 	m.closeFiles()
 	if len(m.syms) == 0 && m.dwFile == nil {
-		return fmt.Errorf("symbolize: %s: no symbols and no DWARF", name)
+		return fmt.Errorf("%s: no symbols and no DWARF", name)
 	}
 	return nil
 }
@@ -720,7 +720,7 @@ func (m *module) buildLines() {
 	m.dwFile.Close()
 	m.dwFile = nil
 	if err != nil {
-		m.linesErr = fmt.Errorf("symbolize: reading DWARF: %w", err)
+		m.linesErr = fmt.Errorf("reading DWARF: %w", err)
 		return
 	}
 	m.dw = dw
@@ -730,7 +730,7 @@ func (m *module) buildLines() {
 	for {
 		e, err := r.Next()
 		if err != nil {
-			m.linesErr = fmt.Errorf("symbolize: reading DWARF units: %w", err)
+			m.linesErr = fmt.Errorf("reading DWARF units: %w", err)
 			break
 		}
 		if e == nil {
@@ -743,7 +743,7 @@ func (m *module) buildLines() {
 		r.SkipChildren()
 		lr, err := dw.LineReader(e)
 		if err != nil {
-			m.linesErr = fmt.Errorf("symbolize: line table: %w", err)
+			m.linesErr = fmt.Errorf("line table: %w", err)
 			continue
 		}
 		if lr == nil {
@@ -754,7 +754,7 @@ func (m *module) buildLines() {
 		for {
 			if err := lr.Next(&le); err != nil {
 				if err != io.EOF {
-					m.linesErr = fmt.Errorf("symbolize: line table: %w", err)
+					m.linesErr = fmt.Errorf("line table: %w", err)
 				}
 				break
 			}

@@ -23,6 +23,7 @@ const (
 	ntPRPSINFO = 3
 	ntAUXV     = 6
 	ntFILE     = 0x46494c45 // "FILE"
+	ntSIGINFO  = 0x53494749 // "SIGI"
 )
 
 // Auxiliary vector keys used here.
@@ -42,8 +43,15 @@ const (
 	prpsinfoFname  = 40
 	prpsinfoArgs   = 56
 	prpsinfoSize   = 136
-	amd64NumUser   = 27
-	arm64NumUser   = 34
+	// siginfo_t of a 64-bit process (NT_SIGINFO): si_signo, si_errno,
+	// si_code, then, after padding, the union whose first member for a
+	// fault is si_addr.
+	siginfoSigno = 0
+	siginfoErrno = 4
+	siginfoCode  = 8
+	siginfoAddr  = 16
+	amd64NumUser = 27
+	arm64NumUser = 34
 )
 
 // maxNoteSegment bounds the size of one PT_NOTE segment read into memory.
@@ -59,10 +67,11 @@ const maxFileEntries = 1 << 17
 // maxWarnings bounds the warnings a core collects; the rest are counted.
 const maxWarnings = 100
 
-// coreThread is one NT_PRSTATUS note.
+// coreThread is one NT_PRSTATUS note, and the NT_SIGINFO note after it.
 type coreThread struct {
 	tid, sig int
 	regs     Regs
+	info     *Termination // from NT_SIGINFO: Signal, Code, Errno, Addr
 }
 
 // ntFileEntry is one mapping listed in NT_FILE; off is in bytes.
@@ -134,6 +143,21 @@ func (n *coreNotes) parseNote(typ uint32, desc []byte, a arch.Arch, bo binary.By
 		if a == arch.S390X && len(n.threads) > 0 {
 			return addS390XFPRs(&n.threads[len(n.threads)-1].regs, desc, bo)
 		}
+	case ntSIGINFO:
+		// The siginfo of the thread of the last NT_PRSTATUS (the kernel
+		// writes one, for the thread that took the fatal signal; gdb's
+		// gcore one per thread).
+		if len(desc) < siginfoAddr+8 || len(n.threads) == 0 {
+			return nil // nothing to tell the signal by: pr_cursig does
+		}
+		t := &n.threads[len(n.threads)-1]
+		t.info = &Termination{
+			TID:    t.tid,
+			Signal: int(int32(bo.Uint32(desc[siginfoSigno:]))),
+			Errno:  int(int32(bo.Uint32(desc[siginfoErrno:]))),
+			Code:   int(int32(bo.Uint32(desc[siginfoCode:]))),
+			Addr:   bo.Uint64(desc[siginfoAddr:]),
+		}
 	case ntPRPSINFO:
 		if len(desc) < prpsinfoSize {
 			return fmt.Errorf("NT_PRPSINFO: %d bytes, want %d", len(desc), prpsinfoSize)
@@ -201,6 +225,20 @@ func (n *coreNotes) parseNote(typ uint32, desc []byte, a arch.Arch, bo binary.By
 	return nil
 }
 
+// termination is the signal the process died of (see Core.Termination).
+func (n *coreNotes) termination() *Termination {
+	for _, t := range n.threads {
+		if t.sig == 0 {
+			continue
+		}
+		if t.info != nil && t.info.Signal == t.sig {
+			return t.info
+		}
+		return &Termination{TID: t.tid, Signal: t.sig}
+	}
+	return nil
+}
+
 // cString returns b up to its first NUL.
 func cString(b []byte) string {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
@@ -229,6 +267,7 @@ type Core struct {
 	exe      string
 	args     string
 	threads  []Thread
+	term     *Termination
 	modules  []Module
 	warnings []error
 	dropped  int // warnings past maxWarnings
@@ -282,12 +321,12 @@ func OpenCore(corePath, exePath string) (*Core, error) {
 func OpenCoreWith(corePath string, o CoreOptions) (*Core, error) {
 	f, err := sysfile.OpenRegular(corePath)
 	if err != nil {
-		return nil, fmt.Errorf("targets: opening core: %w", err)
+		return nil, fmt.Errorf("opening core: %w", err)
 	}
 	c, err := openCoreWith(f, corePath, o)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("targets: core %s: %w", corePath, err)
+		return nil, fmt.Errorf("core %s: %w", corePath, err)
 	}
 	c.f = f
 	return c, nil
@@ -403,6 +442,7 @@ func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err e
 		c.pid = notes.threads[0].tid
 	}
 	c.args = notes.psArgs
+	c.term = notes.termination()
 	for _, t := range notes.threads {
 		th := Thread{TID: t.tid, Regs: t.regs, Signal: t.sig}
 		if notes.hasPS && t.tid == c.pid {
@@ -493,7 +533,7 @@ func (d dumpedMem) ReadAt(p []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	s := d.m.segAt(a)
 	if s == nil || a-s.vaddr >= s.filesz || uint64(len(p)) > s.filesz-(a-s.vaddr) {
-		return 0, fmt.Errorf("targets: core memory at %#x: not dumped: %w", a, ErrUnmapped)
+		return 0, fmt.Errorf("core memory at %#x: not dumped: %w", a, ErrUnmapped)
 	}
 	return d.m.r.ReadAt(p, int64(s.off+(a-s.vaddr)))
 }
@@ -626,7 +666,7 @@ func (c *Core) readFileProgs(path string) *fileProgs {
 	}
 	if err != nil {
 		if !errors.Is(err, errNotELF) {
-			err = fmt.Errorf("targets: load bias of %s: from file: %w", path, err)
+			err = fmt.Errorf("load bias of %s: from file: %w", path, err)
 		}
 		fp.err = err
 	}
@@ -643,7 +683,7 @@ func (fp *fileProgs) bias(m *Module, pageSize uint64) (isELF bool, err error) {
 		m.Bias, m.HasBias = b, true
 		return true, nil
 	}
-	return true, fmt.Errorf("targets: load bias of %s: no mapping matches a PT_LOAD segment", fp.path)
+	return true, fmt.Errorf("load bias of %s: no mapping matches a PT_LOAD segment", fp.path)
 }
 
 // vdsoModule describes the vDSO whose ELF header is at addr.
@@ -693,6 +733,53 @@ func (c *Core) Threads() []Thread { return c.threads }
 
 // Modules returns the ELF modules, sorted by Start.
 func (c *Core) Modules() []Module { return c.modules }
+
+// Termination is how the process of a core ended: the signal that made
+// it dump core, and for a fault what the kernel told of it.
+type Termination struct {
+	// TID is the thread that took the signal.
+	TID int
+	// Signal is the signal's number, as Linux numbers them on every
+	// architecture a core is read for (11 is SIGSEGV).
+	Signal int
+	// Code is si_code (positive when the kernel sent the signal for a
+	// fault, as SEGV_MAPERR; 0 or negative when a process did, by kill
+	// or tgkill), Errno si_errno; both 0 without an NT_SIGINFO note.
+	Code, Errno int
+	// Addr is si_addr, the faulting address of SIGSEGV and SIGBUS and
+	// the faulting instruction's of SIGILL, SIGFPE and SIGTRAP;
+	// meaningful only when HasAddr says so.
+	Addr uint64
+}
+
+// HasAddr reports whether Addr is a fault address: a SIGSEGV, SIGBUS,
+// SIGILL, SIGFPE or SIGTRAP the kernel sent for a fault (0 < Code <
+// SI_KERNEL, 0x80), not one a process sent or the kernel sent without
+// fault information, with an NT_SIGINFO note.
+func (t *Termination) HasAddr() bool {
+	switch t.Signal {
+	case 4, 5, 7, 8, 11: // SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV
+		return t.Code > 0 && t.Code < 0x80
+	}
+	return false
+}
+
+// Termination returns the signal the process died of, or nil when the
+// core does not say (a core that gdb's gcore wrote of a live process).
+// The signal is the first non-zero pr_cursig of the NT_PRSTATUS notes:
+// the kernel writes it in every thread's, qemu-user in the crashing
+// thread's only (gdb reads the last thread's, and so says nothing of a
+// multithreaded program's qemu core). The NT_SIGINFO note of that
+// thread, when it is of the same signal, adds si_code and si_addr.
+// (gcore writes an NT_SIGINFO of the SIGSTOP that stopped each thread,
+// with pr_cursig 0: not a death.)
+func (c *Core) Termination() *Termination {
+	if c.term == nil {
+		return nil
+	}
+	t := *c.term
+	return &t
+}
 
 // Memory returns the core's memory.
 func (c *Core) Memory() Memory { return c.mem }
@@ -786,7 +873,7 @@ func (m *coreMem) ReadAt(p []byte, addr int64) (int, error) {
 			got, err := m.r.ReadAt(p[n:n+int(k)], int64(s.off+(a-s.vaddr)))
 			n += got
 			if err != nil && got < int(k) {
-				return n, fmt.Errorf("targets: reading core at %#x: %w", a, err)
+				return n, fmt.Errorf("reading core at %#x: %w", a, err)
 			}
 			continue
 		}
@@ -811,19 +898,19 @@ func (m *coreMem) readFile(p []byte, a uint64) (int, error) {
 		}
 	}
 	if fm == nil {
-		return 0, fmt.Errorf("targets: core memory at %#x: %w", a, ErrUnmapped)
+		return 0, fmt.Errorf("core memory at %#x: %w", a, ErrUnmapped)
 	}
 	k := min(uint64(len(p)), fm.end-a, m.nextSegStart(a)-a)
 	f, err := m.file(fm.path)
 	if err != nil {
-		return 0, fmt.Errorf("targets: core memory at %#x (not dumped, mapped from %s): %w", a, fm.path, err)
+		return 0, fmt.Errorf("core memory at %#x (not dumped, mapped from %s): %w", a, fm.path, err)
 	}
 	got, err := f.ReadAt(p[:k], int64(fm.off+(a-fm.start)))
 	if got < int(k) {
 		if err == nil || err == io.EOF {
 			err = ErrUnmapped
 		}
-		return got, fmt.Errorf("targets: core memory at %#x from %s: %w", a+uint64(got), fm.path, err)
+		return got, fmt.Errorf("core memory at %#x from %s: %w", a+uint64(got), fm.path, err)
 	}
 	return got, nil
 }

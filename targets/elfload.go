@@ -264,5 +264,5 @@ func resolveBias(m *Module, mem Memory, openFile func() (io.ReaderAt, io.Closer,
 		}
 		errs = append(errs, fmt.Errorf("from file: %w", err))
 	}
-	return isELF, fmt.Errorf("targets: load bias of %s: %w", m.Path, errors.Join(errs...))
+	return isELF, fmt.Errorf("load bias of %s: %w", m.Path, errors.Join(errs...))
 }

@@ -172,10 +172,10 @@ func AttachProcess(pid int) (*Process, error) {
 // AttachProcessWith is AttachProcess with options.
 func AttachProcessWith(pid int, o AttachOptions) (*Process, error) {
 	if pid <= 0 {
-		return nil, fmt.Errorf("targets: attach: bad pid %d", pid)
+		return nil, fmt.Errorf("attach: bad process ID %d", pid)
 	}
 	if pid == os.Getpid() {
-		return nil, fmt.Errorf("targets: attach %d: cannot trace the calling process", pid)
+		return nil, fmt.Errorf("attach to process %d: cannot trace the calling process", pid)
 	}
 	exe, via, err := exeLink(pid)
 	if err != nil {
@@ -186,9 +186,9 @@ func AttachProcessWith(pid int, o AttachOptions) (*Process, error) {
 			return nil, gone // exited meanwhile
 		}
 		if exiting(pid) {
-			return nil, &goneError{fmt.Sprintf("targets: attach %d: process %d is exiting", pid, pid)}
+			return nil, &goneError{fmt.Sprintf("attach to process %d: the process is exiting", pid)}
 		}
-		return nil, fmt.Errorf("targets: attach %d: %w", pid, err)
+		return nil, fmt.Errorf("attach to process %d: %w", pid, err)
 	}
 
 	p := &Process{pid: pid, arch: hostArch, exe: exe, done: make(chan struct{})}
@@ -263,22 +263,22 @@ func readStat(pid, tid int) (procStat, error) {
 func exeLink(pid int) (string, int, error) {
 	st, serr := readStat(pid, 0)
 	if serr != nil {
-		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: no such process", pid)}
+		return "", 0, &goneError{fmt.Sprintf("attach to process %d: no such process", pid)}
 	}
 	if st.flags&pfKthread != 0 {
-		return "", 0, fmt.Errorf("targets: attach %d: %d is a kernel thread (%s), which has no user-space stack", pid, pid, st.comm)
+		return "", 0, fmt.Errorf("attach to process %d: it is a kernel thread (%s), which has no user-space stack", pid, st.comm)
 	}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err == nil {
 		return exe, pid, nil
 	}
 	if errors.Is(err, os.ErrPermission) {
-		return "", 0, fmt.Errorf("targets: attach %d: permission denied: %s", pid, permissionHint(pid, pid, 0))
+		return "", 0, fmt.Errorf("attach to process %d: permission denied: %s", pid, permissionHint(pid, pid, 0))
 	}
 	// Gone in the meantime, or a zombie (exited, not yet reaped: its
 	// executable link is gone with its memory).
 	if st, serr = readStat(pid, 0); serr != nil {
-		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: no such process (it exited)", pid)}
+		return "", 0, &goneError{fmt.Sprintf("attach to process %d: no such process (it exited)", pid)}
 	}
 	switch st.state {
 	case 'Z', 'X':
@@ -290,12 +290,12 @@ func exeLink(pid int) (string, int, error) {
 				}
 			}
 		}
-		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: process %d has exited: it is a zombie that its parent (PID %d) has not reaped", pid, pid, st.ppid)}
+		return "", 0, &goneError{fmt.Sprintf("attach to process %d: the process has exited: it is a zombie that its parent (PID %d) has not reaped", pid, st.ppid)}
 	}
 	if exiting(pid) {
-		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: process %d is exiting", pid, pid)}
+		return "", 0, &goneError{fmt.Sprintf("attach to process %d: the process is exiting", pid)}
 	}
-	return "", 0, fmt.Errorf("targets: attach %d: reading its executable link: %w", pid, err)
+	return "", 0, fmt.Errorf("attach to process %d: reading its executable link: %w", pid, err)
 }
 
 // readSmall reads the start of a small file (of /proc) into buf with
@@ -414,15 +414,15 @@ func (p *Process) attachAll() error {
 	seen := map[int]bool{}
 	for round := 0; ; round++ {
 		if round == maxAttachRounds {
-			return fmt.Errorf("targets: attach %d: threads still appearing after %d rounds", p.pid, round)
+			return fmt.Errorf("attach to process %d: threads still appearing after %d rounds", p.pid, round)
 		}
 		tids, err := listTasks(p.pid)
 		if err != nil {
 			if len(p.attached) > 0 || os.IsNotExist(err) {
 				p.reapDead()
-				return &goneError{fmt.Sprintf("targets: attach %d: the process exited during the attach", p.pid)}
+				return &goneError{fmt.Sprintf("attach to process %d: the process exited during the attach", p.pid)}
 			}
-			return fmt.Errorf("targets: attach %d: listing threads: %w", p.pid, err)
+			return fmt.Errorf("attach to process %d: listing threads: %w", p.pid, err)
 		}
 		var fresh []int
 		checked := round == 0
@@ -450,7 +450,7 @@ func (p *Process) attachAll() error {
 			}
 			p.attached = append(p.attached, stopped{tid: tid})
 			if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
-				return fmt.Errorf("targets: attach %d: PTRACE_INTERRUPT thread %d: %w", p.pid, tid, err)
+				return fmt.Errorf("attach to process %d: PTRACE_INTERRUPT thread %d: %w", p.pid, tid, err)
 			}
 			fresh = append(fresh, tid)
 		}
@@ -469,9 +469,9 @@ func (p *Process) attachAll() error {
 		if len(fresh) == 0 {
 			if len(p.attached) == 0 {
 				if p.exited() {
-					return &goneError{fmt.Sprintf("targets: attach %d: the process exited during the attach", p.pid)}
+					return &goneError{fmt.Sprintf("attach to process %d: the process exited during the attach", p.pid)}
 				}
-				return fmt.Errorf("targets: attach %d: no thread could be attached", p.pid)
+				return fmt.Errorf("attach to process %d: no thread could be attached", p.pid)
 			}
 			return nil
 		}
@@ -501,14 +501,14 @@ func (p *Process) seize(tid int) error {
 			return errGone
 		}
 		if err != unix.EPERM {
-			return fmt.Errorf("targets: attach %d: PTRACE_SEIZE thread %d: %w", p.pid, tid, err)
+			return fmt.Errorf("attach to process %d: PTRACE_SEIZE thread %d: %w", p.pid, tid, err)
 		}
 		switch taskState(p.pid, tid) {
 		case 'Z', 'X', 0:
 			return errGone
 		}
 		if try == 3 || tid == p.pid {
-			return fmt.Errorf("targets: attach %d: PTRACE_SEIZE thread %d: %w (%s)", p.pid, tid, err, permissionHint(p.pid, tid, p.tr.tid))
+			return fmt.Errorf("attach to process %d: PTRACE_SEIZE thread %d: %w (%s)", p.pid, tid, err, permissionHint(p.pid, tid, p.tr.tid))
 		}
 		time.Sleep(time.Millisecond) // an exiting thread may be between states
 	}
@@ -549,7 +549,7 @@ func (p *Process) waitStops(tids []int) error {
 				p.forget(tid)
 				died = true
 			case err != nil:
-				return fmt.Errorf("targets: attach %d: wait for thread %d: %w", p.pid, tid, err)
+				return fmt.Errorf("attach to process %d: wait for thread %d: %w", p.pid, tid, err)
 			case wpid == 0:
 				rest = append(rest, tid)
 			case ws.Exited() || ws.Signaled():
@@ -588,11 +588,11 @@ func (p *Process) waitStops(tids []int) error {
 		if died || (!progress && delay >= pollMax) {
 			if p.exited() {
 				p.reapDead()
-				return &goneError{fmt.Sprintf("targets: attach %d: the process exited during the attach", p.pid)}
+				return &goneError{fmt.Sprintf("attach to process %d: the process exited during the attach", p.pid)}
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("targets: attach %d: thread %d did not stop within %v (state %q)", p.pid, pending[0], StopTimeout, taskState(p.pid, pending[0]))
+			return fmt.Errorf("attach to process %d: thread %d did not stop within %v (state %q)", p.pid, pending[0], StopTimeout, taskState(p.pid, pending[0]))
 		}
 		if progress {
 			delay = pollFirst
@@ -632,7 +632,7 @@ func (p *Process) heldThreadGone(pending []int) bool {
 
 // execError is the error of an attach that met an execve.
 func (p *Process) execError() error {
-	return fmt.Errorf("targets: attach %d: the process ran execve (a new program) during the attach; nothing was read, it runs on: try again", p.pid)
+	return fmt.Errorf("attach to process %d: the process ran execve (a new program) during the attach; nothing was read, it runs on: try again", p.pid)
 }
 
 // detachExeced detaches the thread that reported PTRACE_EVENT_EXEC (its
@@ -754,10 +754,10 @@ func (p *Process) readRegs() error {
 		r, err := getRegs(s.tid)
 		if err == unix.ESRCH && p.exited() {
 			p.reapDead()
-			return &goneError{fmt.Sprintf("targets: attach %d: the process exited during the attach", p.pid)}
+			return &goneError{fmt.Sprintf("attach to process %d: the process exited during the attach", p.pid)}
 		}
 		if err != nil {
-			return fmt.Errorf("targets: attach %d: registers of thread %d: %w", p.pid, s.tid, err)
+			return fmt.Errorf("attach to process %d: registers of thread %d: %w", p.pid, s.tid, err)
 		}
 		p.threads = append(p.threads, Thread{TID: s.tid, Regs: r, Signal: s.sig})
 	}
@@ -790,11 +790,11 @@ func (p *Process) loadState() error {
 	p.mem = &procMem{pid: mm, fd: -1}
 	maps, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/maps", mm))
 	if err != nil {
-		return fmt.Errorf("targets: attach %d: reading maps: %w", p.pid, err)
+		return fmt.Errorf("attach to process %d: reading maps: %w", p.pid, err)
 	}
 	p.modules, p.warnings, err = liveModules(mm, maps, p.mem)
 	if err != nil {
-		return fmt.Errorf("targets: attach %d: %w", p.pid, err)
+		return fmt.Errorf("attach to process %d: %w", p.pid, err)
 	}
 	return nil
 }
@@ -910,7 +910,7 @@ func (p *Process) Close() error {
 		select {
 		case <-p.done:
 		case <-time.After(ForeignCloseTimeout):
-			return fmt.Errorf("targets: detach %d: Close called off the attaching thread, whose Close did not come within %v", p.pid, ForeignCloseTimeout)
+			return fmt.Errorf("detach from process %d: Close called off the attaching thread, whose Close did not come within %v", p.pid, ForeignCloseTimeout)
 		}
 		p.mu.Lock()
 	}
@@ -944,7 +944,7 @@ func (p *Process) Close() error {
 		p.mem.close()
 	}
 	if len(errs) > 0 {
-		p.closeErr = fmt.Errorf("targets: detach %d: %w", p.pid, errors.Join(errs...))
+		p.closeErr = fmt.Errorf("detach from process %d: %w", p.pid, errors.Join(errs...))
 	}
 	return p.closeErr
 }
@@ -967,7 +967,7 @@ func (m *procMem) ReadAt(b []byte, addr int64) (int, error) {
 	closed := m.closed
 	m.mu.Unlock()
 	if closed {
-		return 0, fmt.Errorf("targets: memory of %d read after Close", m.pid)
+		return 0, fmt.Errorf("memory of %d read after Close", m.pid)
 	}
 	n := 0
 	for n < len(b) {
@@ -989,7 +989,7 @@ func (m *procMem) ReadAt(b []byte, addr int64) (int, error) {
 	k, err := m.pread(b[n:], uint64(addr)+uint64(n))
 	n += k
 	if err != nil {
-		return n, fmt.Errorf("targets: reading %d bytes at %#x of %d: %w", len(b)-n, uint64(addr)+uint64(n), m.pid, err)
+		return n, fmt.Errorf("reading %d bytes at %#x of %d: %w", len(b)-n, uint64(addr)+uint64(n), m.pid, err)
 	}
 	return n, nil
 }

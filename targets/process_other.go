@@ -13,7 +13,7 @@ type Process struct{}
 
 // AttachProcess is only supported on Linux.
 func AttachProcess(pid int) (*Process, error) {
-	return nil, errors.New("targets: attaching to a process is only supported on Linux")
+	return nil, errors.New("attaching to a process is only supported on Linux")
 }
 
 // Arch returns arch.Unknown.

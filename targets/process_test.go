@@ -649,7 +649,7 @@ func TestAttachWhatItIs(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	_, err := AttachProcess(pid)
-	want := fmt.Sprintf("process %d has exited: it is a zombie that its parent (PID %d) has not reaped", pid, os.Getpid())
+	want := fmt.Sprintf("attach to process %d: the process has exited: it is a zombie that its parent (PID %d) has not reaped", pid, os.Getpid())
 	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrGone) {
 		t.Errorf("zombie: %v\nwant %q (ErrGone)", err, want)
 	}

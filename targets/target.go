@@ -134,11 +134,11 @@ func FindModule(mods []Module, addr uint64) *Module {
 func ReadImage(mem Memory, m *Module) ([]byte, error) {
 	size := m.End - m.Start
 	if m.End <= m.Start || size > 64<<20 {
-		return nil, fmt.Errorf("targets: module %s: bad image size %#x", m.Path, size)
+		return nil, fmt.Errorf("module %s: bad image size %#x", m.Path, size)
 	}
 	b := make([]byte, size)
 	if _, err := mem.ReadAt(b, int64(m.Start)); err != nil {
-		return nil, fmt.Errorf("targets: reading image of %s at %#x: %w", m.Path, m.Start, err)
+		return nil, fmt.Errorf("reading image of %s at %#x: %w", m.Path, m.Start, err)
 	}
 	return b, nil
 }
@@ -148,7 +148,7 @@ func ReadImage(mem Memory, m *Module) ([]byte, error) {
 func OpenELF(mem Memory, m *Module) (*elffile.File, error) {
 	if m.IsVDSO() || m.File == "" {
 		if !m.IsVDSO() {
-			return nil, fmt.Errorf("targets: module %s: no file available", m.Path)
+			return nil, fmt.Errorf("module %s: no file available", m.Path)
 		}
 		img, err := ReadImage(mem, m)
 		if err != nil {
@@ -156,13 +156,13 @@ func OpenELF(mem Memory, m *Module) (*elffile.File, error) {
 		}
 		f, err := elffile.NewFile(img)
 		if err != nil {
-			return nil, fmt.Errorf("targets: parsing vdso image: %w", err)
+			return nil, fmt.Errorf("parsing vdso image: %w", err)
 		}
 		return f, nil
 	}
 	f, err := elffile.Open(m.File)
 	if err != nil {
-		return nil, fmt.Errorf("targets: module %s: %w", m.Path, err)
+		return nil, fmt.Errorf("module %s: %w", m.Path, err)
 	}
 	return f, nil
 }

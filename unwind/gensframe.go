@@ -62,7 +62,7 @@ func (t *Tables) compile(f *elf.File, opts LoadOptions) {
 	}
 }
 
-var errNoABI = errors.New("unwind: SFrame does not describe this architecture")
+var errNoABI = errors.New("SFrame does not describe this architecture")
 
 // CompileSFrame compiles an SFrame section from the CFI c, as
 // LoadOptions.SFrameFromCFI does for a whole file: for the functions

@@ -62,7 +62,7 @@ func (r *wordReader) ReadUint64(addr uint64) (uint64, error) { return r.word(add
 type noMemory struct{}
 
 func (noMemory) ReadAt(p []byte, addr int64) (int, error) {
-	return 0, fmt.Errorf("unwind: reading %d bytes at %#x: no memory: %w", len(p), uint64(addr), targets.ErrUnmapped)
+	return 0, fmt.Errorf("reading %d bytes at %#x: no memory: %w", len(p), uint64(addr), targets.ErrUnmapped)
 }
 
 // FlatMemory is a Memory over a copy of one range of a target's memory,
@@ -97,7 +97,7 @@ func (f *FlatMemory) ReadAt(p []byte, addr int64) (int, error) {
 	if f.Next != nil {
 		return f.Next.ReadAt(p, addr)
 	}
-	return 0, fmt.Errorf("unwind: reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
+	return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
 }
 
 // ErrOutsideStackCopy is wrapped by the errors of StackMemory reads of
@@ -138,12 +138,12 @@ func (s *StackMemory) ReadAt(p []byte, addr int64) (int, error) {
 	top = max(top, s.End)
 	// [a, a+n) overlaps [SP, top): written so that neither end overflows.
 	if a < top && (a >= s.SP || s.SP-a < n) {
-		return 0, fmt.Errorf("unwind: reading %d bytes at %#x: %w (%d bytes from SP %#x)", len(p), a, ErrOutsideStackCopy, size, s.SP)
+		return 0, fmt.Errorf("reading %d bytes at %#x: %w (%d bytes from SP %#x)", len(p), a, ErrOutsideStackCopy, size, s.SP)
 	}
 	if s.Fallback != nil {
 		return s.Fallback.ReadAt(p, addr)
 	}
-	return 0, fmt.Errorf("unwind: reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
+	return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
 }
 
 // PageCache is a Memory that keeps the pages it has read, so that

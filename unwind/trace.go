@@ -61,6 +61,9 @@ func (tr *Tracer) Prefetch(paths []string) {
 type Trace struct {
 	PID     int
 	Threads []ThreadTrace
+	// Termination is the signal the process died of, for a core that
+	// says (targets.Core.Termination); nil otherwise.
+	Termination *targets.Termination
 }
 
 // ThreadTrace is the stack of one thread.
@@ -137,6 +140,9 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 	u.MaxDepth = tr.MaxDepth
 	threads := t.Threads()
 	trace := &Trace{PID: t.PID(), Threads: make([]ThreadTrace, 0, len(threads))}
+	if c, ok := t.(interface{ Termination() *targets.Termination }); ok {
+		trace.Termination = c.Termination()
+	}
 	var frames []Frame
 	ctx := new(Context)
 	for i := range threads {

@@ -222,7 +222,7 @@ func New(a arch.Arch, mods []*Module) (*Unwinder, error) {
 	case arch.S390X:
 		u.cfg.be = true
 	default:
-		return nil, fmt.Errorf("unwind: unsupported architecture %s", a)
+		return nil, fmt.Errorf("unsupported architecture %s", a)
 	}
 	u.cfg.spOff = uint64(a.SPOffset())
 	u.cfg.pcReg, u.cfg.spReg, u.cfg.fpReg, u.cfg.raReg = a.PC(), a.SP(), a.FP(), noReg
@@ -450,7 +450,7 @@ func (w *Context) begin(u *Unwinder, mem Memory) {
 // walk is Unwind, once begin has set w up.
 func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, Stop, error) {
 	if regs.Arch != w.arch {
-		return frames, StopNoRule, fmt.Errorf("unwind: registers of %s, unwinder for %s", regs.Arch, w.arch)
+		return frames, StopNoRule, fmt.Errorf("registers of %s, unwinder for %s", regs.Arch, w.arch)
 	}
 	// Two register sets, swapped at each step: no copies, no allocation.
 	w.regs[0] = *regs

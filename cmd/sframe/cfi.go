@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 
 	"github.com/sframekit/sframekit/dump"
 )
@@ -21,6 +22,12 @@ func runCFI(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("cfi", "FILE...", stdout, stderr)
 	section := fs.String("section", "", "print only `SECTION`: .eh_frame, .debug_frame or .eh_frame_hdr (default: all, in file order)")
 	asJSON := fs.Bool("json", false, "print the tables as JSON (addresses as \"0x...\" strings; see README and package dump, WriteCFIJSON)")
+	readelf := fs.String("readelf-version", string(dump.Readelf247), "print the text of readelf `VERSION`: 2.47, or 2.40, which prints no .eh_frame_hdr block")
+	fs.epilogue = `The text is that of GNU readelf 2.47's --debug-dump=frames-interp (-wF),
+byte for byte; --readelf-version 2.40 gives readelf 2.40's, which differs
+only in printing no .eh_frame_hdr section. Compare with your readelf as
+  diff <(readelf -wF FILE) <(sframe cfi --readelf-version "$(readelf --version | sed -n '1s/.* //p')" FILE)
+`
 	files, code, ok := fs.parse(args)
 	if !ok {
 		return code
@@ -33,6 +40,15 @@ func runCFI(args []string, stdout, stderr io.Writer) int {
 	default:
 		return fs.fail("unknown section %q (want .eh_frame, .debug_frame or .eh_frame_hdr)", *section)
 	}
+	version := dump.ReadelfVersion(*readelf)
+	switch {
+	case !slices.Contains(dump.ReadelfVersions, version):
+		return fs.fail("--readelf-version %s: the text of readelf 2.40 or 2.47 only", *readelf)
+	case *asJSON && fs.isSet("readelf-version"):
+		return fs.fail("--readelf-version is for the text, not --json")
+	case *section == ".eh_frame_hdr" && version == dump.Readelf240:
+		return fs.fail("--section .eh_frame_hdr: readelf 2.40 does not print it")
+	}
 	// The work is a burst of short-lived garbage bounded by the input
 	// sizes; collecting less often makes large files print faster.
 	defer debug.SetGCPercent(debug.SetGCPercent(800))
@@ -41,7 +57,7 @@ func runCFI(args []string, stdout, stderr io.Writer) int {
 	status := 0
 	for _, name := range files {
 		header := len(files) > 1 && !*asJSON
-		if err := cfiFile(w, name, *section, *asJSON, header); err != nil {
+		if err := cfiFile(w, name, *section, *asJSON, header, version); err != nil {
 			w.Flush()
 			fs.fileError(name, err)
 			status = 1
@@ -50,7 +66,7 @@ func runCFI(args []string, stdout, stderr io.Writer) int {
 	return status
 }
 
-func cfiFile(w io.Writer, name, section string, asJSON, header bool) error {
+func cfiFile(w io.Writer, name, section string, asJSON, header bool, version dump.ReadelfVersion) error {
 	f, err := openELF(name)
 	if err != nil {
 		return err
@@ -64,5 +80,5 @@ func cfiFile(w io.Writer, name, section string, asJSON, header bool) error {
 	if asJSON {
 		return dump.WriteCFIJSON(w, f.File, name, section)
 	}
-	return dump.WriteCFIText(w, f.File, section)
+	return dump.WriteCFITextAs(w, f.File, section, version)
 }

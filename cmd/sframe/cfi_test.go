@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sframekit/sframekit/dump"
 	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/internal/testprog"
 )
 
 func runCFICLI(args ...string) (string, string, int) {
@@ -130,4 +134,66 @@ func TestCFIJSON(t *testing.T) {
 		return
 	}
 	t.Error("entry 0x104 not found")
+}
+
+// localReadelf returns the version of this machine's readelf ("2.40"),
+// skipping the test without one (failing under CI).
+func localReadelf(t *testing.T) string {
+	t.Helper()
+	testprog.NeedTool(t, "readelf")
+	out, err := exec.Command("readelf", "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return first[strings.LastIndexByte(first, ' ')+1:]
+}
+
+// TestCFIReadelfVersion compares `cfi --readelf-version V`, V this
+// machine's readelf, with that readelf's -wF byte for byte on every
+// corpus file with CFI and on programs built here (C with .eh_frame, C++
+// with exceptions, C with .debug_frame only, an object), and checks the
+// flag's errors and that -h names the dialect.
+func TestCFIReadelfVersion(t *testing.T) {
+	v := localReadelf(t)
+	if !slices.Contains(dump.ReadelfVersions, dump.ReadelfVersion(v)) {
+		t.Skipf("readelf %s is not a dialect the printer knows (%v)", v, dump.ReadelfVersions)
+	}
+	files := corpus.Frames(t)
+	dir := t.TempDir()
+	obj := filepath.Join(dir, "die.o")
+	if out, err := exec.Command("gcc", "-O2", "-g", "-c", "-o", obj, "testdata/die.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc -c: %v\n%s", err, out)
+	}
+	files = append(files, obj,
+		testprog.Build(t, "testdata/die.c", "-O2"),
+		testprog.Build(t, "testdata/cxxthrow.cc", "-O2", "-g"),
+		testprog.Build(t, "testdata/die.c", "-O2", "-g", "-fno-asynchronous-unwind-tables"))
+	for _, f := range files {
+		cmd := exec.Command("readelf", "-wF", filepath.Base(f))
+		cmd.Dir = filepath.Dir(f)
+		want, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("readelf -wF %s: %v", f, err)
+		}
+		out, errs, code := runCFICLI("--readelf-version", v, f)
+		if code != 0 || out != string(want) {
+			t.Errorf("%s: exit %d %s, equal to readelf %s -wF: %v\n%s", f, code, errs, v, out == string(want), corpus.FirstDiff(out, string(want)))
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--readelf-version", "2.44", sample}, "sframe cfi: --readelf-version 2.44: the text of readelf 2.40 or 2.47 only (see 'sframe cfi -h')\n"},
+		{[]string{"--readelf-version", "2.40", "--section", ".eh_frame_hdr", sample}, "sframe cfi: --section .eh_frame_hdr: readelf 2.40 does not print it (see 'sframe cfi -h')\n"},
+		{[]string{"--readelf-version", "2.40", "--json", sample}, "sframe cfi: --readelf-version is for the text, not --json (see 'sframe cfi -h')\n"},
+	} {
+		if _, errs, code := runCFICLI(c.args...); code != 2 || errs != c.want {
+			t.Errorf("%q: exit %d, %q; want 2, %q", c.args, code, errs, c.want)
+		}
+	}
+	if out, _, _ := runCFICLI("-h"); !strings.Contains(out, "GNU readelf 2.47") || !strings.Contains(out, "--readelf-version") {
+		t.Errorf("-h does not name the readelf dialect:\n%s", out)
+	}
 }

@@ -37,8 +37,10 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("one input file, not %d", len(files))
 	case *output == "":
 		return fs.fail("--output OUT is required")
-	case *toVersion != 2 && *toVersion != 3:
+	case !fs.isSet("to-version"):
 		return fs.fail("--to-version 2 or 3 is required")
+	case *toVersion != 2 && *toVersion != 3:
+		return fs.fail("--to-version %d: only versions 2 and 3 can be written", *toVersion)
 	case fs.isSet("base") && !*raw:
 		return fs.fail("--base needs --raw")
 	}

@@ -174,9 +174,15 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // "sframe NAME: FILE: what is wrong", without the path a file system
 // error repeats.
 func (f *flagSet) fileError(path string, err error) {
+	fmt.Fprintf(f.stderr, "sframe %s: %s: %v\n", f.name, displayName(path), withoutPath(path, err))
+}
+
+// withoutPath is err without the path a file system error repeats, for
+// messages that name path already.
+func withoutPath(path string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) && pe.Path == path {
-		err = pe.Err
+		return pe.Err
 	}
-	fmt.Fprintf(f.stderr, "sframe %s: %s: %v\n", f.name, displayName(path), err)
+	return err
 }

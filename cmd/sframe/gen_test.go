@@ -459,11 +459,11 @@ func TestGenNoCFI(t *testing.T) {
 		t.Fatalf("objcopy: exit %d: %s", rc, errs)
 	}
 	_, errs, rc := runCLI(t, "gen", "-o", p+".out", p)
-	if want := "sframe gen: " + p + ": convert: no CFI (neither .eh_frame nor .debug_frame); nothing written\n"; rc != 1 || errs != want {
+	if want := "sframe gen: " + p + ": no CFI (neither .eh_frame nor .debug_frame); nothing written\n"; rc != 1 || errs != want {
 		t.Errorf("gen: exit %d, %q; want exit 1, %q", rc, errs, want)
 	}
 	_, errs, rc = runCLI(t, "verify", p)
-	if want := "sframe verify: " + p + ": convert: no CFI (neither .eh_frame nor .debug_frame)\n"; rc != 1 || errs != want {
+	if want := "sframe verify: " + p + ": no CFI (neither .eh_frame nor .debug_frame)\n"; rc != 1 || errs != want {
 		t.Errorf("verify: exit %d, %q; want exit 1, %q", rc, errs, want)
 	}
 }

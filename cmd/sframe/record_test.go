@@ -269,10 +269,7 @@ func TestRecordSignals(t *testing.T) {
 	needPerf(t)
 	exe := recprog(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sframe")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cliBinary(t)
 	for _, c := range []struct {
 		sig   syscall.Signal
 		group bool

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,10 +25,11 @@ func init() {
 	register("report", "unwind a perf record --call-graph dwarf recording into a profile", runReport)
 }
 
-const reportUsage = `[FILE]
+const reportUsage = `[FILE | -i FILE]
 
 Reads FILE (default perf.data; - for standard input, which must be in
-perf's pipe format: perf record -o -), a recording made with
+perf's pipe format: perf record -o -; -i FILE names it as perf report
+does), a recording made with
 perf record --call-graph dwarf, and unwinds each sample's user stack
 from its registers and stack copy: SFrame, then CFI (.eh_frame, else
 .debug_frame, a separate debug file's too), then frame pointers, per
@@ -51,21 +53,29 @@ Formats (--format):
           sample types samples/count and, per event, cpu/nanoseconds for
           time-based events (cpu-clock, task-clock; from the period) or
           EVENT/count; mappings with file names and build IDs; functions
-          (C++ and Rust demangled), with -s lines and with -i inlined
-          calls as pprof's inline lines; labels pid, thread (the thread
+          (C++ and Rust demangled), with --source lines and with
+          --inlines inlined calls as pprof's inline lines; labels pid, thread (the thread
           id) and thread_name. Open it with go tool pprof.
   folded  one line per distinct stack, "comm;outer;...;inner count", as
           flamegraph.pl, inferno and speedscope read (names as perf
-          script shows them; with -i inlined calls as frames of their own)
+          script shows them; with --inlines inlined calls as frames of
+          their own)
   text    each sample as perf script -F comm,tid,time,ip,sym,dso
           --no-inline prints it, so that the two can be compared with diff
-          (with -i, inlined calls as perf shows them without --no-inline)
+          (with --inlines, inlined calls as perf shows them without
+          --no-inline)
 
 folded and text go to standard output unless -o is given. A summary
 goes to standard error: samples read, how their stacks were unwound
 (SFrame only, some CFI, some frame pointers), why walks stopped and
 where, lost samples. On a terminal, a file that takes more than a
-second to read shows a progress bar there.`
+second to read shows a progress bar there.
+
+A signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) ends the reading, also of a
+pipe waiting for perf: the output has the samples read before, a line
+on standard error says how many, and the exit status is that of a
+program the signal killed (130 for Ctrl-C). A second signal ends sframe
+at once.`
 
 func runReport(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("report", reportUsage, stdout, stderr)
@@ -76,10 +86,14 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	tids := fs.String("tid", "", "only the samples of the threads `TIDS` (comma-separated)")
 	comms := fs.String("comm", "", "only the samples of the threads named `NAMES` (comma-separated)")
 	maxDepth := fs.Int("max-depth", unwind.DefaultMaxDepth, "unwind at most `N` user frames (and show at most N kernel frames)")
+	inputFlag := fs.String("input", "", "read the recording `FILE` (as perf report -i; the same as the operand)")
+	fs.alias("i", "input")
+	// -s is perf report's --sort, which this command has no use for: a
+	// flag of its own only to say so, not an unknown one.
+	perfSort := fs.String("sort", "", "perf report's sort `KEYS`: not supported (the profile is sorted by the viewer)")
+	fs.alias("s", "sort")
 	source := fs.Bool("source", false, "add each frame's source file and line, from DWARF")
-	fs.alias("s", "source")
-	inlines := fs.Bool("inlines", false, "add the calls inlined at each frame, from DWARF (implies -s)")
-	fs.alias("i", "inlines")
+	inlines := fs.Bool("inlines", false, "add the calls inlined at each frame, from DWARF (implies --source)")
 	noDemangle := fs.Bool("no-demangle", false, "keep C++ and Rust symbol names as they are in the symbol table")
 	symfs := fs.String("symfs", "", "look for the recorded files under `DIR` (a copy of the recording machine's files)")
 	kallsyms := fs.String("kallsyms", "", "name kernel frames from this kallsyms `FILE` (default: perf's copy of the recorded kernel's, or /proc/kallsyms of the same kernel)")
@@ -90,8 +104,10 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	switch {
-	case len(operands) > 1:
+	case len(operands) > 1 || len(operands) == 1 && *inputFlag != "":
 		return fs.fail("one recording at a time")
+	case fs.isSet("sort") || fs.isSet("s"):
+		return fs.fail("--sort %q: not supported; pprof and flame graph viewers sort the profile (--source and --inlines add lines and inlined calls)", *perfSort)
 	case *format != "pprof" && *format != "folded" && *format != "text":
 		return fs.fail("unknown format %q (pprof, folded or text)", *format)
 	case *maxDepth <= 0:
@@ -111,7 +127,10 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 			filter.Comms[c] = true
 		}
 	}
-	input := "perf.data"
+	input := *inputFlag
+	if input == "" {
+		input = "perf.data"
+	}
 	if len(operands) == 1 {
 		input = operands[0]
 	}
@@ -125,12 +144,44 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	// the run.
 	hugeheap.Reserve(32 << 20)
 
+	// A signal (Ctrl-C, a closed terminal) ends the reading, and what
+	// was read is written out: at the next record, or at once when the
+	// reading waits on a pipe.
+	var stop atomic.Bool
+	var pipe *os.File // a pipe or FIFO read through the poller, or nil
+	var pipeMu sync.Mutex
+	in := catchInterrupts(func() {
+		stop.Store(true)
+		pipeMu.Lock()
+		if pipe != nil {
+			pipe.SetReadDeadline(time.Unix(1, 0))
+		}
+		pipeMu.Unlock()
+	})
+	defer in.Stop()
+	p, err := openPipe(input)
+	if err != nil {
+		fs.fileError(input, err)
+		return 1
+	}
+	if p != nil {
+		defer p.close()
+		pipeMu.Lock()
+		pipe = p.f
+		if stop.Load() {
+			pipe.SetReadDeadline(time.Unix(1, 0))
+		}
+		pipeMu.Unlock()
+	}
 	var r *perfdata.Reader
 	var size int64
 	var end time.Time
-	if input == "-" {
+	switch {
+	case p != nil:
+		r, err = perfdata.NewReader(p.f)
+	case input == "-":
 		r, err = perfdata.NewReader(stdin)
-	} else {
+	default:
 		if st, serr := os.Stat(input); serr == nil && st.Mode().IsRegular() {
 			// perf record writes the header last: the file's time is
 			// the recording's end, after which a mapped file without a
@@ -138,6 +189,10 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 			size, end = st.Size(), st.ModTime()
 		}
 		r, err = perfdata.Open(input)
+	}
+	if sig := in.Signal(); err != nil && sig != 0 {
+		fmt.Fprintf(stderr, "sframe report: interrupted by %s before the recording's header: nothing written\n", signalName(sig))
+		return exitSignaled(sig)
 	}
 	if err != nil {
 		fs.fileError(input, err)
@@ -188,8 +243,14 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	stopBar := startProgress(stderr, size, &progress)
 	// The writer takes the other processor while the samples after are
 	// unwound; it uses the Resolver, never the Session.
-	perr := sess.Process(r, perfunwind.ProcessOptions{Filter: filter, Progress: func(off int64) { progress.Store(off) }, Pipeline: true}, sink)
+	perr := sess.Process(r, perfunwind.ProcessOptions{Filter: filter, Progress: func(off int64) { progress.Store(off) }, Pipeline: true, Stop: &stop}, sink)
 	stopBar()
+	sig := in.Signal()
+	if sig != 0 {
+		// The error is the interruption's (ErrStopped, or the read
+		// of a pipe cut short): what came before is the output.
+		perr = nil
+	}
 	var werr *writeError
 	if errors.As(perr, &werr) {
 		w.Abort()
@@ -210,11 +271,68 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		perfunwind.WriteSummary(stderr, sess)
 	}
+	if sig != 0 {
+		fmt.Fprintf(stderr, "sframe report: interrupted by %s: the output has the %d samples read before\n", signalName(sig), sess.Stats.Read)
+		return exitSignaled(sig)
+	}
 	if perr != nil {
 		fs.fileError(input, perr)
 		return 1
 	}
 	return 0
+}
+
+// pollable is an input read through Go's poller, whose reads a deadline
+// can cut short: a pipe or FIFO.
+type pollable struct {
+	f     *os.File
+	close func()
+}
+
+// openPipe opens the input path ("-" standard input) when it is a pipe
+// or FIFO, to be read through the poller, so that a signal can end a
+// read that waits for a writer; nil when it is not one (or is a reader a
+// test gave as stdin).
+func openPipe(path string) (*pollable, error) {
+	if path == "-" {
+		if f, ok := stdin.(*os.File); ok && f == os.Stdin {
+			return pollStdin(), nil
+		}
+		return nil, nil
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Type() != os.ModeNamedPipe {
+		return nil, nil // perfdata.Open says what is wrong
+	}
+	// os.Open reads a FIFO through the poller.
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &pollable{f: f, close: func() { f.Close() }}, nil
+}
+
+// pollStdin returns standard input, when it is a pipe or FIFO, as a file
+// read through the poller (a duplicate of descriptor 0 made
+// non-blocking; close restores blocking reads), or nil.
+func pollStdin() *pollable {
+	var st unix.Stat_t
+	if unix.Fstat(0, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return nil
+	}
+	fd, err := unix.Dup(0)
+	if err != nil {
+		return nil
+	}
+	unix.CloseOnExec(fd)
+	if unix.SetNonblock(fd, true) != nil {
+		unix.Close(fd)
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "<stdin>")
+	return &pollable{f: f, close: func() {
+		f.Close()
+		unix.SetNonblock(0, false) // the same open file as descriptor 0
+	}}
 }
 
 // parseIDs parses a comma-separated list of process or thread ids.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/sframekit/sframekit/internal/corpus"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -134,6 +135,62 @@ func TestReportText(t *testing.T) {
 	}
 }
 
+// TestReportNoCallGraph reads a recording made without -g: each sample
+// has its sampled address's frame (it had none), the text is perf
+// script's (one line per sample; 99% of them byte for byte), folded stacks have a
+// function under each command, and the summary names --call-graph dwarf.
+func TestReportNoCallGraph(t *testing.T) {
+	exe, _, _ := reportRecording(t)
+	rec := filepath.Join(t.TempDir(), "nog.data")
+	if out, err := exec.Command("perf", "record", "-q", "-N", "-o", rec, "-e", "cpu-clock", "-c", "250000", "--", exe, "300").CombinedOutput(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, out)
+	}
+	out, errs, code := runCLI(t, "report", "--format", "text", rec)
+	perf, err := exec.Command("perf", "script", "-i", rec, "-F", "comm,tid,time,ip,sym,dso").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One line per sample, perf script's: the same samples in the same
+	// order, and (as TestReportText allows for perf's choices among
+	// aliases) at least 99% of the lines identical.
+	ours, theirs := strings.Split(out, "\n"), strings.Split(string(perf), "\n")
+	if code != 0 || len(ours) != len(theirs) || len(ours) < 10 {
+		t.Fatalf("exit %d, %d lines, perf script %d\n%s", code, len(ours), len(theirs), corpus.FirstDiff(out, string(perf)))
+	}
+	same := 0
+	for i := range ours {
+		h, _, _ := strings.Cut(ours[i], ": ")
+		ph, _, _ := strings.Cut(theirs[i], ": ")
+		if h != ph {
+			t.Fatalf("line %d: %q, perf script %q", i+1, ours[i], theirs[i])
+		}
+		if ours[i] == theirs[i] {
+			same++
+		} else {
+			t.Logf("line %d: %q, perf script %q", i+1, ours[i], theirs[i])
+		}
+	}
+	if same < len(ours)*99/100 {
+		t.Errorf("%d of %d lines as perf script prints them", same, len(ours))
+	}
+	if !strings.Contains(errs, "hint: ") || !strings.Contains(errs, "perf record --call-graph dwarf") {
+		t.Errorf("no hint naming --call-graph dwarf in the summary:\n%s", errs)
+	}
+	folded, _, _ := runCLI(t, "report", "-q", "--format", "folded", rec)
+	lines := strings.Split(strings.TrimSpace(folded), "\n")
+	spin := false
+	for _, l := range lines {
+		stack, _, _ := strings.Cut(l, " ")
+		if !strings.Contains(stack, ";") {
+			t.Errorf("folded line without a frame: %q", l)
+		}
+		spin = spin || strings.HasSuffix(stack, ";spin")
+	}
+	if !spin {
+		t.Errorf("no sample in spin:\n%s", folded)
+	}
+}
+
 // buildID reads the GNU build ID of the ELF file at path.
 func buildID(t *testing.T, path string) string {
 	t.Helper()
@@ -155,8 +212,8 @@ func buildID(t *testing.T, path string) string {
 
 // TestReportPprof reads the profile back with pprof's parser: sample
 // types, one sample per sample of the text format, labels, the program's
-// mapping with its build ID, functions, and with -s and -i lines and
-// inline frames. go tool pprof must open it.
+// mapping with its build ID, functions, and with --source and --inlines
+// lines and inline frames. go tool pprof must open it.
 func TestReportPprof(t *testing.T) {
 	exe, file, _ := reportRecording(t)
 	text, _, _ := runCLI(t, "report", "-q", "--format", "text", file)
@@ -168,8 +225,8 @@ func TestReportPprof(t *testing.T) {
 		defaultName bool
 	}{
 		{nil, false, false, true},
-		{[]string{"-s"}, true, false, false},
-		{[]string{"-i"}, true, true, false},
+		{[]string{"--source"}, true, false, false},
+		{[]string{"--inlines"}, true, true, false},
 	} {
 		out := filepath.Join(dir, "profile.pb.gz")
 		args := append([]string{"report", "-q"}, c.flags...)
@@ -376,6 +433,35 @@ func TestReportPipe(t *testing.T) {
 	}
 }
 
+// TestReportPerfFlags: -i FILE names the recording as in perf report
+// (it turned on inline expansion and took FILE as the operand), and -s,
+// perf report's --sort, is refused with a line that says so.
+func TestReportPerfFlags(t *testing.T) {
+	_, file, _ := reportRecording(t)
+	want, _, code := runCLI(t, "report", "-q", "--format", "folded", file)
+	if code != 0 || want == "" {
+		t.Fatalf("report FILE: exit %d", code)
+	}
+	for _, args := range [][]string{{"-i", file}, {"--input", file}, {"--input=" + file}} {
+		got, errs, code := runCLI(t, append([]string{"report", "-q", "--format", "folded"}, args...)...)
+		if code != 0 || got != want {
+			t.Errorf("%q: exit %d, %q, output equal to the operand's: %v", args, code, errs, got == want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-i", file, file}, "sframe report: one recording at a time"},
+		{[]string{"-s", "comm,dso", file}, "sframe report: --sort \"comm,dso\": not supported"},
+	} {
+		_, errs, code := runCLI(t, append([]string{"report", "-q", "--format", "folded"}, c.args...)...)
+		if code != 2 || !strings.HasPrefix(errs, c.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: exit %d, %q; want exit 2 and one line starting %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
 // TestReportBadInput checks the errors of inputs that are not whole
 // recordings: one line naming the file after the samples that could be
 // read, exit status 1, never a panic.
@@ -530,5 +616,18 @@ func TestReportSymfs(t *testing.T) {
 	out, errs, _ := runCLI(t, "report", "--format", "folded", "--symfs", symfs, rec)
 	if strings.Contains(out, ";work;") || !regexp.MustCompile(`build ID [0-9a-f]+, recorded [0-9a-f]+`).MatchString(errs) {
 		t.Errorf("another build: frames named, or no build-ID mismatch in the summary:\n%s", errs)
+	}
+	// The other build at the recorded path itself: the summary names the
+	// path once ("  PATH: build ID ..."), not before and in the error.
+	os.WriteFile(prog, other, 0o755)
+	_, errs, _ = runCLI(t, "report", "--format", "folded", rec)
+	line := ""
+	for _, l := range strings.Split(errs, "\n") {
+		if strings.Contains(l, prog) {
+			line = l
+		}
+	}
+	if !regexp.MustCompile(`^  \S+: build ID [0-9a-f]+, recorded [0-9a-f]+$`).MatchString(line) || strings.Count(line, prog) != 1 {
+		t.Errorf("another build at the recorded path: summary line %q, want the path once and the build IDs", line)
 	}
 }

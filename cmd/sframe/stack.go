@@ -23,7 +23,10 @@ func init() {
 const stackUsage = `PID | --core CORE [--exe FILE] [--sysroot DIR]
 
 Prints one block per thread: "Thread TID (name):", then one line per
-frame, innermost first, as gdb's backtrace prints them:
+frame, innermost first, as gdb's backtrace prints them. For a core of a
+process that died of a signal, gdb's line comes first ("Program
+terminated with signal SIGSEGV, Segmentation fault."), then for a fault
+"Fault address: 0xADDR." (si_addr), then a blank line.
 
   #N  0xADDR in func+0xOFF [at FILE:LINE] (module) [method]
 
@@ -41,7 +44,9 @@ walk ends before the outermost frame, a last line "Backtrace stopped:
 REASON" says why.
 
 --json prints one object instead (stable; fields may be added):
-  {"pid": N, "threads": [{"tid": N, "name": S, "frames": [
+  {"pid": N, "termination": {"signal": N, "name": "SIGSEGV",
+     "description": S, "tid": N, "code": N, "address": "0x.."},
+   "threads": [{"tid": N, "name": S, "frames": [
      {"index": N, "pc": "0x..", "sp": "0x..", "cfa": "0x..",
       "function": S, "demangled": S, "offset": N, "file": S, "line": N,
       "inlined": [{"function": S, "file": S, "line": N}], "module": PATH,
@@ -56,7 +61,9 @@ not in "function"; each inlined entry's "file" and "line" are its call
 site, in the next function out (inlined[k+1], or the frame's "function"
 for the last). "cfa", "function", "demangled", "file", "line",
 "inlined", "module", "signal" and "error" are left out when unknown or
-empty.
+empty; "termination" is there for a core that tells the signal, with
+"code" (si_code) and "address" (si_addr, for faults only) from its
+NT_SIGINFO note.
 
 --pprof FILE writes the stacks as a pprof profile instead (go tool pprof
 FILE): one sample per thread, labeled with the thread id ("thread") and
@@ -65,7 +72,9 @@ captures a live process N times, --interval apart (default 10ms), into
 one profile: a sampling profile of where the threads are, running or
 blocked. A process that exits before the last capture ends the
 sampling: the profile has the captures made, and a note on standard
-error says how many (exit status 0).
+error says how many (exit status 0). So does a signal (Ctrl-C, SIGTERM,
+SIGHUP, SIGQUIT), after the capture under way, with the exit status of
+a program killed by it (130 for Ctrl-C).
 
 A live process is stopped with ptrace for each capture and detached
 afterwards, also on error or Ctrl-C. With --core, warnings on standard
@@ -99,7 +108,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case len(operands) == 0 && *core == "":
-		return fs.noInput()
+		return fs.fail("no process given: a PID, or --core CORE")
 	case *maxDepth <= 0:
 		return fs.fail("--max-depth must be positive")
 	case *exe != "" && *core == "":
@@ -180,8 +189,10 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 			// Ctrl-C detaches: the kernel does it when this program
 			// dies, as Close would, except that it drops a signal held
 			// since the attach (which Close delivers again). Only then
-			// is a handler worth its goroutine and OS thread.
-			if holdsSignal(p) {
+			// is a handler worth its goroutine and OS thread. (With
+			// --pprof, stackProfile's handler lets the capture end and
+			// Close detach.)
+			if holdsSignal(p) && *pprofOut == "" {
 				stop := targets.CloseOnSignal(p)
 				defer stop()
 			}
@@ -229,12 +240,21 @@ func holdsSignal(p *targets.Process) bool {
 // stacks as one pprof profile to path. A process that exits ends the
 // captures early; the profile then has those made.
 func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), count int, interval time.Duration, path string, stderr io.Writer) int {
+	// A signal (Ctrl-C, a closed terminal) ends the captures after the
+	// one under way; the profile has those made.
+	wake := make(chan struct{})
+	in := catchInterrupts(func() { close(wake) })
+	defer in.Stop()
 	b := stackprof.NewBuilder()
 	code, n := 0, 0
 captures:
-	for ; n < count; n++ {
+	for ; n < count && in.Signal() == 0; n++ {
 		if n > 0 {
-			time.Sleep(interval)
+			select {
+			case <-time.After(interval):
+			case <-wake:
+				break captures
+			}
 		}
 		trace, err := capture()
 		if err != nil {
@@ -255,6 +275,14 @@ captures:
 		tr.Symbolize(trace)
 		b.Add(trace)
 	}
+	sig := in.Signal()
+	if sig != 0 {
+		if n == 0 {
+			fmt.Fprintf(stderr, "sframe stack: interrupted by %s before the first capture: nothing written\n", signalName(sig))
+			return exitSignaled(sig)
+		}
+		code = exitSignaled(sig)
+	}
 	p, err := b.Profile()
 	var buf bytes.Buffer
 	if err == nil {
@@ -266,6 +294,9 @@ captures:
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
 		return 1
+	}
+	if sig != 0 {
+		fmt.Fprintf(stderr, "sframe stack: interrupted by %s after %d of %d captures; the profile has those %d\n", signalName(sig), n, count, n)
 	}
 	return code
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/google/pprof/profile"
 
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/symbolize"
@@ -54,6 +53,8 @@ func parseStackText(t *testing.T, text string) (map[int][]string, map[int][]stri
 			tid, _ = strconv.Atoi(stackThreadRe.FindStringSubmatch(l)[1])
 		case strings.HasPrefix(l, "Backtrace stopped: ") && tid >= 0:
 			stops[tid] = strings.TrimPrefix(l, "Backtrace stopped: ")
+		case tid < 0 && (strings.HasPrefix(l, "Program terminated with signal ") || strings.HasPrefix(l, "Fault address: ")):
+			// How the process of a core died, before the threads.
 		default:
 			m := stackFrameRe.FindStringSubmatch(l)
 			if m == nil || tid < 0 {
@@ -310,6 +311,111 @@ func TestStackCore(t *testing.T) {
 	}
 }
 
+// gdbTermination returns gdb's "Program terminated with signal ..." line
+// for core (or "" when gdb prints none) and, when gdb knows it, the
+// si_addr of the core's siginfo.
+func gdbTermination(t *testing.T, exe, core string) (line, addr string) {
+	t.Helper()
+	testprog.NeedTool(t, "gdb")
+	out, err := exec.Command("gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-c", core, exe,
+		"-ex", "p/x $_siginfo._sifields._sigfault.si_addr").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gdb: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "Program terminated with signal ") {
+			line = l
+		}
+		if a, ok := strings.CutPrefix(l, "$1 = "); ok {
+			addr = a
+		}
+	}
+	return line, addr
+}
+
+// TestStackCoreSignal makes the kernel write cores of a program dying of
+// each signal whose default action is a core dump, faults and signals
+// sent alike, and checks that stack --core says what gdb says of each
+// ("Program terminated with signal SIGSEGV, Segmentation fault."), then
+// for faults the address gdb reads from the core's siginfo; JSON says the
+// same. A gcore of a live process tells no death: neither gdb nor stack
+// print one.
+func TestStackCoreSignal(t *testing.T) {
+	pattern, err := os.ReadFile("/proc/sys/kernel/core_pattern")
+	if err != nil || strings.TrimSpace(string(pattern)) != "core" {
+		t.Skipf("core_pattern is %q, not \"core\"; not changing it", strings.TrimSpace(string(pattern)))
+	}
+	exe := testprog.Build(t, "testdata/die.c", "-O1", "-g")
+	for _, sig := range []syscall.Signal{syscall.SIGSEGV, syscall.SIGFPE, syscall.SIGILL, syscall.SIGABRT, syscall.SIGQUIT,
+		syscall.SIGTRAP, syscall.SIGBUS, syscall.SIGSYS, syscall.SIGXCPU, syscall.SIGXFSZ} {
+		dir := t.TempDir()
+		cmd := exec.Command("sh", "-c", "ulimit -c unlimited && exec \"$0\" \"$1\"", exe, strconv.Itoa(int(sig)))
+		cmd.Dir = dir
+		if err := cmd.Run(); err == nil {
+			t.Fatalf("%v: the program did not die", sig)
+		}
+		ents, _ := os.ReadDir(dir)
+		core := ""
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "core") {
+				core = filepath.Join(dir, e.Name())
+			}
+		}
+		if core == "" {
+			t.Fatalf("%v: the kernel wrote no core", sig)
+		}
+		line, addr := gdbTermination(t, exe, core)
+		if line == "" {
+			t.Fatalf("%v: gdb says nothing of the signal", sig)
+		}
+		out, errs, code := runCLI(t, "stack", "--core", core)
+		lines := strings.SplitN(out, "\n", 3)
+		fault := sig == syscall.SIGSEGV || sig == syscall.SIGFPE || sig == syscall.SIGILL
+		if code != 0 || lines[0] != line {
+			t.Errorf("%v: exit %d %s, first line %q, gdb's %q", sig, code, errs, lines[0], line)
+		}
+		if want := "Fault address: " + addr + "."; fault && lines[1] != want {
+			t.Errorf("%v: second line %q, want %q", sig, lines[1], want)
+		} else if !fault && lines[1] != "" {
+			t.Errorf("%v: second line %q, want none (no fault)", sig, lines[1])
+		}
+		if sig == syscall.SIGSEGV && addr != "0x1234" {
+			t.Errorf("gdb reads si_addr %s, the program faulted at 0x1234", addr)
+		}
+		out, _, _ = runCLI(t, "stack", "--json", "--core", core)
+		var j struct {
+			PID         int
+			Termination struct {
+				Signal            int
+				Name, Description string
+				TID, Code         int
+				Address           *string
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &j); err != nil {
+			t.Fatalf("%v: --json: %v", sig, err)
+		}
+		tm := j.Termination
+		if got := "Program terminated with signal " + tm.Name + ", " + tm.Description + "."; tm.Signal != int(sig) || got != line ||
+			tm.TID != j.PID || fault != (tm.Address != nil) || fault && *tm.Address != addr || fault != (tm.Code > 0) {
+			t.Errorf("%v: --json termination %+v (address %v)", sig, tm, tm.Address)
+		}
+	}
+
+	testprog.NeedTool(t, "gcore")
+	p, exe2 := startStackProg(t)
+	base := filepath.Join(t.TempDir(), "core")
+	if b, err := exec.Command("gcore", "-o", base, strconv.Itoa(p.PID())).CombinedOutput(); err != nil {
+		t.Fatalf("gcore: %v\n%s", err, b)
+	}
+	core := fmt.Sprintf("%s.%d", base, p.PID())
+	line, _ := gdbTermination(t, exe2, core)
+	out, _, _ := runCLI(t, "stack", "--core", core)
+	if line != "" || !strings.HasPrefix(out, "Thread ") {
+		t.Errorf("gcore: gdb says %q, stack begins %.80q; want no signal from either", line, out)
+	}
+}
+
 // TestStackUsage checks argument errors and -h.
 func TestStackUsage(t *testing.T) {
 	for _, c := range []struct {
@@ -511,15 +617,7 @@ func TestStackPprof(t *testing.T) {
 	if _, stderr, code := runCLI(t, "stack", "--pprof", out, "--count", "3", "--interval", "1ms", pid); code != 0 {
 		t.Fatalf("--pprof: exit %d: %s", code, stderr)
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	prof, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof := readProfile(t, out)
 	if len(prof.Sample) != 3*len(funcs) {
 		t.Fatalf("%d samples, want 3 x %d threads", len(prof.Sample), len(funcs))
 	}
@@ -732,21 +830,6 @@ func TestStackInlines(t *testing.T) {
 	}
 }
 
-// readProfile parses the pprof profile in file.
-func readProfile(t *testing.T, file string) *profile.Profile {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	prof, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prof
-}
-
 // tracedNow reports whether a thread of pid has a tracer.
 func tracedNow(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -844,4 +927,52 @@ func TestStackNotPermitted(t *testing.T) {
 		t.Errorf("blames a kernel thread: %q", msg)
 	}
 	p.Ping(t, "still running")
+}
+
+// TestStackProfileInterrupted signals stack --pprof --count while it
+// captures a live process (once a capture has begun: the target shows a
+// tracer): it ends after the capture under way, writes the profile of
+// the captures made, says how many, exits with 128 + the signal's number,
+// leaves no temporary file and the process running, untraced; for each
+// of SIGINT, SIGTERM, SIGHUP and SIGQUIT.
+func TestStackProfileInterrupted(t *testing.T) {
+	bin := cliBinary(t)
+	p, _ := startStackProg(t)
+	pid := p.PID()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "stacks.pb.gz")
+		cmd := exec.Command(bin, "stack", "--pprof", out, "--count", "1000000", "--interval", "1ms", strconv.Itoa(pid))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(time.Minute); !tracedNow(pid); {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("%v: no capture began within a minute: %s", sig, stderr.String())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		cmd.Process.Signal(sig)
+		code := waitExit(t, cmd)
+		m := regexp.MustCompile(`^sframe stack: interrupted by ` + signalName(sig) + ` after (\d+) of 1000000 captures; the profile has those (\d+)\n$`).FindStringSubmatch(stderr.String())
+		if code != 128+int(sig) || m == nil || m[1] != m[2] {
+			t.Fatalf("%v: exit %d, stderr %q", sig, code, stderr.String())
+		}
+		n, _ := strconv.Atoi(m[1])
+		prof := readProfile(t, out)
+		// One sample per thread per capture.
+		if n == 0 || len(prof.Sample) == 0 || len(prof.Sample)%n != 0 {
+			t.Errorf("%v: %d captures, %d samples", sig, n, len(prof.Sample))
+		}
+		onlyFile(t, dir, "stacks.pb.gz")
+		if tracedNow(pid) {
+			t.Errorf("%v: the process is still traced", sig)
+		}
+		if err := syscall.Kill(pid, 0); err != nil {
+			t.Fatalf("%v: the process is gone: %v", sig, err)
+		}
+	}
 }

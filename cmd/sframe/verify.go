@@ -36,27 +36,32 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	status := 0
 	for _, path := range files {
 		f, err := openELF(path)
+		var rep *sframegen.Report
+		if err == nil {
+			rep, err = sframegen.VerifyELF(f.File, sframegen.VerifyELFOptions{SFrameSection: *section, CFISection: *cfiSec})
+			f.Close()
+		}
 		if err != nil {
 			fs.fileError(path, err)
 			status = 1
+			if *asJSON {
+				// One object per file, whatever happened to it: a
+				// reader of the stream knows of every file given.
+				encodeJSON(stdout, struct {
+					File  string `json:"file"`
+					OK    bool   `json:"ok"`
+					Error string `json:"error"`
+				}{displayName(path), false, withoutPath(path, err).Error()})
+			}
 			continue
 		}
 		path = displayName(path)
-		rep, err := sframegen.VerifyELF(f.File, sframegen.VerifyELFOptions{SFrameSection: *section, CFISection: *cfiSec})
-		f.Close()
-		if err != nil {
-			fmt.Fprintf(stderr, "sframe verify: %s: %v\n", path, err)
-			status = 1
-			continue
-		}
 		failed := rep.Failed() || (*strict && rep.Known() > 0)
 		if failed {
 			status = 1
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetEscapeHTML(false) // names as they are: <stdin>, C++ templates
-			enc.Encode(struct {
+			encodeJSON(stdout, struct {
 				File string `json:"file"`
 				OK   bool   `json:"ok"`
 				*sframegen.Report
@@ -88,4 +93,12 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return status
+}
+
+// encodeJSON writes v as one line of JSON, names as they are (<stdin>,
+// C++ templates), not HTML-escaped.
+func encodeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
 }

@@ -173,7 +173,7 @@ func TestVerifyCorruptSection(t *testing.T) {
 	}
 	for _, args := range [][]string{{"verify", p}, {"verify", "--strict", p}, {"verify", "--json", p}} {
 		out, errs, rc := runCLI(t, args...)
-		want := "sframe verify: " + p + ": section .sframe: sframe: function 0: offset 0x28: out of bounds: "
+		want := "sframe verify: " + p + ": section .sframe: function 0: offset 0x28: out of bounds: "
 		if rc != 1 || !strings.HasPrefix(errs, want) || strings.Contains(out, "OK") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", args, rc, out, errs, want)
 		}
@@ -232,7 +232,7 @@ func TestVerifyExitStatus(t *testing.T) {
 		{[]string{"verify", good}, 0, ""},
 		{[]string{"verify", missing, good}, 1, "sframe verify: " + missing + ": "},
 		{[]string{"verify", good, notELF}, 1, "sframe verify: " + notELF + ": "},
-		{[]string{"verify", self}, 1, "sframe verify: " + self + ": convert: no SFrame section"},
+		{[]string{"verify", self}, 1, "sframe verify: " + self + ": no SFrame section"},
 		{[]string{"verify"}, 2, "sframe verify: no input file given"},
 		{[]string{"verify", "--no-such-flag", good}, 2, "sframe verify: unknown flag --no-such-flag"},
 	}

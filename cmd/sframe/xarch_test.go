@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"debug/elf"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -123,6 +124,8 @@ func parseX(t *testing.T, text string) (tids []int, th map[int][]xframe, stops m
 			tids = append(tids, tid)
 		case strings.HasPrefix(l, "Backtrace stopped: ") && tid >= 0:
 			stops[tid] = l
+		case tid < 0 && (strings.HasPrefix(l, "Program terminated with signal ") || strings.HasPrefix(l, "Fault address: ")):
+			// How the process of a core died, before the threads.
 		default:
 			m := xFrameRe.FindStringSubmatch(l)
 			if m == nil || tid < 0 {
@@ -301,6 +304,20 @@ func sameAsGDB(t *testing.T, c xcase, r *xrun) {
 	}
 	if len(gdb) != len(r.tids) {
 		t.Fatalf("gdb shows %d threads, we %d:\n%s", len(gdb), len(r.tids), out)
+	}
+	// How the process died (crossprog aborts). qemu writes pr_cursig in
+	// the crashing thread's NT_PRSTATUS only, and no NT_SIGINFO: the
+	// signal, no fault address. gdb takes the last NT_PRSTATUS's, so it
+	// says nothing of a core whose last thread is another; when it
+	// speaks, it says what we do.
+	gdbLine := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "Program terminated with signal ") {
+			gdbLine = l
+		}
+	}
+	if first, _, _ := strings.Cut(r.out, "\n"); first != cmp.Or(gdbLine, "Program terminated with signal SIGABRT, Aborted.") {
+		t.Errorf("first line %q, gdb-multiarch's %q", first, gdbLine)
 	}
 	for _, tid := range r.tids {
 		got, want := r.th[tid], gdb[tid]
@@ -481,6 +498,47 @@ func TestStackGcoreCross(t *testing.T) {
 			}
 			if g, w := strings.Join(pcs, " "), strings.Join(want, " "); g != w {
 				t.Errorf("frames:\n got %s\nwant %s (gdb-multiarch)\n%s\n%s", g, w, stdout, out)
+			}
+		})
+	}
+}
+
+// TestStackCoreSignalQEMU: qemu-user cores of a single-threaded program
+// killed by a fault, on AArch64 and s390x: stack --core's first line is
+// gdb-multiarch's ("Program terminated with signal SIGSEGV, ..."), with
+// no fault address (qemu writes no NT_SIGINFO), and JSON says the same.
+func TestStackCoreSignalQEMU(t *testing.T) {
+	for _, a := range []testprog.Arch{testprog.AArch64, testprog.S390X} {
+		t.Run(a.Name, func(t *testing.T) {
+			testprog.NeedTool(t, a.CC)
+			exe := filepath.Join(t.TempDir(), "die")
+			if out, err := exec.Command(a.CC, "-O1", "-static", "-o", exe, "testdata/die.c").CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", a.CC, err, out)
+			}
+			crash := testprog.CrashCore(t, a, exe)
+			gdb := testprog.GDBMultiarch(t, exe, crash.Core, "")
+			// gdb's AArch64 code looks for memory-tagging faults in
+			// the siginfo and, finding none in qemu's core, says so
+			// inside the line.
+			gdb = strings.ReplaceAll(gdb, "Unable to read siginfo\n", "")
+			gdbLine := ""
+			for _, l := range strings.Split(gdb, "\n") {
+				if strings.HasPrefix(l, "Program terminated with signal ") {
+					gdbLine = l
+				}
+			}
+			if gdbLine != "Program terminated with signal SIGSEGV, Segmentation fault." {
+				t.Fatalf("gdb-multiarch says %q of the core:\n%s", gdbLine, gdb)
+			}
+			out, errs, code := runCLI(t, "stack", "--core", crash.Core, "--exe", exe)
+			lines := strings.SplitN(out, "\n", 3)
+			if code != 0 || len(lines) < 3 || lines[0] != gdbLine || lines[1] != "" {
+				t.Errorf("exit %d %s, first lines %q, gdb-multiarch's %q", code, errs, lines[:min(2, len(lines))], gdbLine)
+			}
+			out, _, _ = runCLI(t, "stack", "--json", "--core", crash.Core, "--exe", exe)
+			var j struct{ Termination map[string]any }
+			if err := json.Unmarshal([]byte(out), &j); err != nil || j.Termination["name"] != "SIGSEGV" || j.Termination["address"] != nil {
+				t.Errorf("--json termination %v (%v)", j.Termination, err)
 			}
 		})
 	}

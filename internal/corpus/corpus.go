@@ -3,18 +3,67 @@
 // Tests find it through SFRAMEKIT_CORPUS, defaulting to ../shared/corpus
 // relative to the module root. When it is absent they skip, except under
 // CI (the CI variable set), where a missing corpus is a failure: a green
-// run that compared nothing would hide regressions.
+// run that compared nothing would hide regressions. The skips are
+// counted, and Main (or PrintSummary, from another TestMain) says at the
+// end of a test binary's run how many tests skipped and why.
 package corpus
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
+
+// skipped counts the tests Dir skipped in this test binary.
+var skipped atomic.Int64
+
+// Main runs the tests, prints the summary of PrintSummary and exits: the
+// TestMain of a package whose tests use the corpus.
+func Main(m *testing.M) {
+	code := m.Run()
+	PrintSummary()
+	os.Exit(code)
+}
+
+// Summary is the line that says how many tests of this binary skipped
+// for want of the corpus, and why; "" when none did.
+func Summary() string {
+	n := skipped.Load()
+	if n == 0 {
+		return ""
+	}
+	d, _ := Find()
+	tests := "tests"
+	if n == 1 {
+		tests = "test"
+	}
+	return fmt.Sprintf("corpus: %d %s skipped: no reference corpus at %s (set SFRAMEKIT_CORPUS; see README.md, Tests)", n, tests, d)
+}
+
+// PrintSummary prints Summary, when there is one, where the user sees it:
+// the terminal (/dev/tty) when there is one, since go test ./... shows
+// nothing that a passing package's test binary writes on its standard
+// output; else standard output (go test -v, go test in a package's
+// directory, go test -json).
+func PrintSummary() {
+	line := Summary()
+	if line == "" {
+		return
+	}
+	var w io.Writer = os.Stdout
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		w = tty
+	}
+	fmt.Fprintln(w, line)
+}
 
 // Find returns the corpus directory and whether it exists, for callers
 // such as fuzz seeders that use the corpus when present and do without it
@@ -39,6 +88,7 @@ func Dir(t testing.TB) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("reference corpus not found at %s (set SFRAMEKIT_CORPUS); required under CI", d)
 		}
+		skipped.Add(1)
 		t.Skipf("reference corpus not found at %s (set SFRAMEKIT_CORPUS to run this test)", d)
 	}
 	return d

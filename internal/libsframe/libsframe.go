@@ -51,7 +51,7 @@ func Decode(data []byte) (*Decoder, error) {
 	ctx := C.sframe_decode((*C.char)(buf), C.size_t(len(data)), &cerr)
 	if ctx == nil {
 		C.free(buf)
-		return nil, fmt.Errorf("libsframe: sframe_decode failed (%d)", int(cerr))
+		return nil, fmt.Errorf("sframe_decode failed (%d)", int(cerr))
 	}
 	return &Decoder{ctx: ctx, buf: buf}, nil
 }

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sframekit/sframekit/internal/corpus"
 )
 
 // Timeouts. They only matter on failure, so they are generous for loaded
@@ -53,9 +55,10 @@ var (
 
 // Main runs the tests and then removes Dir. Call it from TestMain: the
 // built programs are shared by all tests, so no test's cleanup may remove
-// them.
+// them. It prints corpus.PrintSummary's line too, as corpus.Main does.
 func Main(m *testing.M) {
 	code := m.Run()
+	corpus.PrintSummary()
 	mu.Lock()
 	if dir != "" {
 		os.RemoveAll(dir)
