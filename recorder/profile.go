@@ -197,7 +197,7 @@ func (p *Profile) WritePprof(w io.Writer) error {
 // ErrFoldedOffCPU is the error of WriteFolded for an off-CPU recording of
 // an event whose periods are not times: its samples and the off-CPU
 // nanoseconds have no common unit.
-var ErrFoldedOffCPU = errors.New("recorder: folded stacks of off-CPU time need a time-based event (cpu-clock or task-clock)")
+var ErrFoldedOffCPU = errors.New("folded stacks of off-CPU time need a time-based event (cpu-clock or task-clock)")
 
 // WriteFolded writes folded stacks, as sframe report --format folded does:
 // "comm;outer;...;inner count" lines, the count being the number of

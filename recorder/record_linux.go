@@ -30,7 +30,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	}
 	host := arch.Host()
 	if perfevent.UserRegsMask(host) == 0 {
-		return nil, fmt.Errorf("recorder: no unwinder for %s", runtime.GOARCH)
+		return nil, fmt.Errorf("no unwinder for %s", runtime.GOARCH)
 	}
 	ev := opts.event()
 	po, cs := opts.perfOptions(host)

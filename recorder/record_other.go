@@ -13,7 +13,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	return nil, errors.New("recorder: perf events need Linux")
+	return nil, errors.New("perf events need Linux")
 }
 
 // cpuTime returns 0.

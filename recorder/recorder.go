@@ -153,20 +153,20 @@ func (o *Options) check() error {
 	}
 	switch {
 	case n == 0:
-		return errors.New("recorder: nothing to profile: give PIDs, SystemWide or a Command")
+		return errors.New("nothing to profile: give PIDs, SystemWide or a Command")
 	case n > 1:
-		return errors.New("recorder: give one of PIDs, SystemWide and Command")
+		return errors.New("give one of PIDs, SystemWide and Command")
 	case o.StackSize%8 != 0 || o.StackSize > perfevent.MaxStackUser:
-		return fmt.Errorf("recorder: stack size %d: must be a multiple of 8 up to %d", o.StackSize, perfevent.MaxStackUser)
+		return fmt.Errorf("stack size %d: must be a multiple of 8 up to %d", o.StackSize, perfevent.MaxStackUser)
 	case o.Duration < 0:
-		return errors.New("recorder: negative duration")
+		return errors.New("negative duration")
 	case (o.Period > 0) != (o.OnPeriod != nil):
-		return errors.New("recorder: Period and OnPeriod go together")
+		return errors.New("Period and OnPeriod go together")
 	case o.Period < 0:
-		return errors.New("recorder: negative period")
+		return errors.New("negative period")
 	}
 	if o.Event.Type == perfdata.TypeSoftware && o.Event.Config == perfevent.ContextSwitches.Config && o.Event.Name != "" {
-		return errors.New("recorder: context-switches is the off-CPU event: use OffCPU")
+		return errors.New("context-switches is the off-CPU event: use OffCPU")
 	}
 	return nil
 }

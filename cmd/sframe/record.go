@@ -341,9 +341,8 @@ func outName(path string) string {
 	return path
 }
 
-// recordError words an error of recorder.Record in one line: perfevent's
-// errors without their package prefix, a command that cannot be started
-// by its name.
+// recordError words an error of recorder.Record in one line: a command
+// that cannot be started by its name.
 func recordError(err error, command []string) string {
 	var pe *fs.PathError
 	switch {
@@ -352,9 +351,7 @@ func recordError(err error, command []string) string {
 	case len(command) > 0 && errors.As(err, &pe) && pe.Op != "open":
 		return command[0] + ": " + pe.Err.Error()
 	}
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "perfevent: ")
-	return strings.TrimPrefix(msg, "recorder: ")
+	return err.Error()
 }
 
 // durationValue is a flag of a duration: Go's form (10s, 1m30s) or a
