@@ -138,7 +138,7 @@ func (p *Profile) WritePprof(w io.Writer) error {
 		}
 		prof.TimeNanos = p.start.UnixNano()
 		prof.DurationNanos = int64(p.Stats.Wall)
-		return prof.Write(w)
+		return stackprof.WritePprof(w, prof)
 	})
 }
 

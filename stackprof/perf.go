@@ -2,8 +2,10 @@ package stackprof
 
 import (
 	"cmp"
+	"compress/gzip"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -354,3 +356,18 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 
 // isKernel reports whether m is a kernel pseudo-mapping.
 func (b *PerfBuilder) isKernel(m *profile.Mapping) bool { return b.kern[m] }
+
+// WritePprof writes p in pprof's format, gzipped protocol buffers, as
+// p.Write does but at gzip's fastest level: on the 12,000 distinct
+// stacks of a C++ compilation (sframe record of cc1plus), Write's default
+// level took a sixth of the profiler's CPU time, for a file 10-20% smaller.
+func WritePprof(w io.Writer, p *profile.Profile) error {
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	if err := p.WriteUncompressed(zw); err != nil {
+		return err
+	}
+	return zw.Close()
+}
