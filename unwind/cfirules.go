@@ -17,7 +17,7 @@ import (
 // SFrame compiled from the CFI (LoadOptions.SFrameFromCFI, CompileSFrame)
 // covers only after a while.
 //
-// Entries are keyed by the CFI table and the ELF address looked up, so
+// Entries are kept per CFI table, by the ELF address looked up, so
 // that every process mapping a file shares them; only rows of the fast
 // path's shape are kept (x86-64: CFA = SP or FP + offset, RA saved at
 // CFA + offset, FP saved or unchanged, no rule for SP, no signal frame).
@@ -26,14 +26,35 @@ import (
 // SFrame (usedGen), and is redone without either if a CFI rule further up
 // needs another register. At most maxCFIRules entries (about 3 MB) are
 // kept; past it the cache starts over.
-type cfiRules map[cfiRuleKey]fastRule
-
-type cfiRuleKey struct {
-	t  CFI
-	pc uint64 // ELF address looked up (the call, for return addresses)
+type cfiRules struct {
+	tabs map[CFI]map[uint64]fastRule // per table, by ELF address looked up
+	n    int                         // entries in all tables
+	// The table of the last lookup: frames come in runs of one file.
+	lastT CFI
+	last  map[uint64]fastRule
 }
 
 const maxCFIRules = 1 << 16
+
+// table returns the rules of CFI table t, nil if none (and make is false).
+func (c *cfiRules) table(t CFI, make_ bool) map[uint64]fastRule {
+	if t == c.lastT && c.last != nil {
+		return c.last
+	}
+	m := c.tabs[t]
+	if m == nil {
+		if !make_ {
+			return nil
+		}
+		if c.tabs == nil {
+			c.tabs = map[CFI]map[uint64]fastRule{}
+		}
+		m = map[uint64]fastRule{}
+		c.tabs[t] = m
+	}
+	c.lastT, c.last = t, m
+	return m
+}
 
 // cfiFast reports whether the frames of module m may take cached CFI
 // rows: it has CFI and no SFrame of its own, on x86-64.
@@ -44,10 +65,10 @@ func cfiFast(m *Module, a arch.Arch) bool {
 // cachedCFIRule returns the cached fast rule of the return address pc
 // in the module of in.
 func (w *Context) cachedCFIRule(in *modInfo, pc uint64) (fastRule, bool) {
-	if !in.cfiFast || w.noGen || w.cfiRules == nil {
+	if !in.cfiFast || w.noGen || w.cfiRules.n == 0 {
 		return fastRule{}, false
 	}
-	r, ok := w.cfiRules[cfiRuleKey{in.m.CFI, pc - 1 - in.m.Bias}]
+	r, ok := w.cfiRules.table(in.m.CFI, false)[pc-1-in.m.Bias]
 	return r, ok
 }
 
@@ -63,10 +84,15 @@ func (w *Context) keepCFIRule(mi int, elfPC uint64) {
 	if !ok {
 		return
 	}
-	if w.cfiRules == nil || len(w.cfiRules) >= maxCFIRules {
-		w.cfiRules = cfiRules{}
+	c := &w.cfiRules
+	if c.n >= maxCFIRules {
+		*c = cfiRules{}
 	}
-	w.cfiRules[cfiRuleKey{in.m.CFI, elfPC}] = r
+	t := c.table(in.m.CFI, true)
+	if _, ok := t[elfPC]; !ok {
+		c.n++
+	}
+	t[elfPC] = r
 }
 
 // fastFromCFI returns the fast form of the CFI row, or false when the
