@@ -62,3 +62,24 @@ func TestStackCopyEnds(t *testing.T) {
 		t.Errorf("with the advised copy of %d bytes: %d walks complete, %d ended where the copy ends; want none cut", size, st2.Stops[unwind.StopEnd], st2.CopyEnd)
 	}
 }
+
+// TestCFIFramesNotCompiled records a program whose code has CFI only:
+// record must unwind it with the CFI rows its walks cache, without
+// compiling SFrame from the CFI (which cost more than it saved on a C++
+// compiler's stacks), and find nearly every frame's caller by CFI.
+func TestCFIFramesNotCompiled(t *testing.T) {
+	needPerf(t)
+	exe := testprog.Build(t, "testdata/deep.c", "-O2", "-pthread")
+	p, _ := recordDeep(t, exe, 0)
+	st := p.Unwinding()
+	if st.GenFiles != 0 || st.GenFrames != 0 {
+		t.Errorf("SFrame compiled from CFI for %d files, %d frames; want none", st.GenFiles, st.GenFrames)
+	}
+	var all uint64
+	for _, n := range st.Frames {
+		all += n
+	}
+	if got := st.Frames[unwind.MethodCFI]; float64(got) < 0.9*float64(all) {
+		t.Errorf("%d of %d frames' callers found by CFI, want 90%%: %+v", got, all, st.Frames)
+	}
+}
