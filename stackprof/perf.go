@@ -2,7 +2,6 @@ package stackprof
 
 import (
 	"cmp"
-	"compress/gzip"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
@@ -358,9 +358,11 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 func (b *PerfBuilder) isKernel(m *profile.Mapping) bool { return b.kern[m] }
 
 // WritePprof writes p in pprof's format, gzipped protocol buffers, as
-// p.Write does but at gzip's fastest level: on the 12,000 distinct
-// stacks of a C++ compilation (sframe record of cc1plus), Write's default
-// level took a sixth of the profiler's CPU time, for a file 10-20% smaller.
+// p.Write does but at the fastest level of github.com/klauspost/compress's
+// gzip: on the 11,000 distinct stacks of a C++ compilation (sframe record
+// of cc1plus, 1.8 MB of protocol buffers), Write's default level took a
+// sixth of the profiler's CPU time; the standard library's fastest level
+// took 20 ms, this one 7 ms, for a file 6% larger (0.50 MB against 0.48).
 func WritePprof(w io.Writer, p *profile.Profile) error {
 	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	if err != nil {
