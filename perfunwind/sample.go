@@ -120,6 +120,25 @@ type Frame struct {
 	unwound bool // found by unwinding, not from the callchain
 }
 
+// Flags returns the frame's flags (Kernel, First, Exact, Signal, and
+// whether it was found by unwinding) in a byte, which SetFlags restores:
+// for a profiler that keeps many frames as plain bytes, without the
+// pointers a garbage collector scans. Method and CFA are not in it.
+func (f *Frame) Flags() uint8 {
+	var b uint8
+	for i, v := range [...]bool{f.Kernel, f.First, f.Exact, f.Signal, f.unwound} {
+		if v {
+			b |= 1 << i
+		}
+	}
+	return b
+}
+
+// SetFlags sets the flags that Flags returned.
+func (f *Frame) SetFlags(b uint8) {
+	f.Kernel, f.First, f.Exact, f.Signal, f.unwound = b&1 != 0, b&2 != 0, b&4 != 0, b&8 != 0, b&16 != 0
+}
+
 // LookupPC returns the address at which the frame's function and line
 // are looked up: PC for exact frames, else PC-1, inside the call.
 func (f *Frame) LookupPC() uint64 {

@@ -33,6 +33,7 @@ type Profile struct {
 	attrs   []*perfdata.Attr
 	csEvent int
 	stacks  []*stack
+	maps    []*perfunwind.Mapping // the stacks' mappings, by ID - 1
 
 	// The command's end: its Wait error, once it has exited.
 	cmd     *os.Process
@@ -97,11 +98,13 @@ func (p *Profile) Exited() bool {
 // perfunwind.Stack with their number and summed periods (st.Period).
 func (p *Profile) each(fn func(st *perfunwind.Stack, n int64) error) error {
 	var st perfunwind.Stack
+	var frames []perfunwind.Frame
 	for _, s := range p.stacks {
 		if s.n == 0 {
 			continue
 		}
-		st = perfunwind.Stack{Pid: s.pid, Tid: s.tid, Period: s.period, Event: s.event, Comm: s.comm, Frames: s.frames, Kernel: s.kernel}
+		frames = s.appendFrames(frames[:0], p.maps)
+		st = perfunwind.Stack{Pid: s.pid, Tid: s.tid, Period: s.period, Event: s.event, Comm: s.comm, Frames: frames, Kernel: s.kernel}
 		if err := fn(&st, s.n); err != nil {
 			return err
 		}

@@ -145,7 +145,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	r.stats.Wall, r.stats.RingBytes = p.Stats.Wall, p.Stats.RingBytes
 	p.Stats = r.stats
 	sess.Stats.Read = r.stats.Samples
-	p.stacks = r.order
+	p.stacks, p.maps = r.order, r.maps
 	p.res = perfunwind.NewResolver(sess)
 	p.Stats.CPU = cpuTime() - cpu0
 	ok = true
