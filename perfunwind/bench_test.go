@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
 	"github.com/sframekit/sframekit/stackprof"
@@ -157,4 +158,42 @@ func BenchmarkProcess(b *testing.B) {
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(samples), "cpu-ns/sample")
 		})
 	}
+}
+
+// BenchmarkCutWalks measures walks that end where their stack copy does
+// against complete ones, per frame: a perf recording, with copies of 4
+// KiB, of recorder/testdata/deep.c, whose thread is 13 KB deep half of
+// the time (made at benchmark time; CFI only). Each iteration unwinds
+// every sample; ns/frame-cut and ns/frame-whole are the wall time per
+// frame of each kind of walk.
+//
+//	go test ./perfunwind -run '^$' -bench CutWalks -benchtime 20x
+func BenchmarkCutWalks(b *testing.B) {
+	exe := testprog.Build(b, "../recorder/testdata/deep.c", "-O2", "-pthread")
+	path := record(b, recording{name: "deep-4k", prog: func(testing.TB) []string { return []string{exe, "1"} },
+		opts: []string{"--call-graph", "dwarf,4096"}})
+	s, samples := loadSamples(b, path, false)
+	defer s.Close()
+	var st perfunwind.Stack
+	var dur [2]time.Duration
+	var frames [2]int
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range samples {
+			t0 := time.Now()
+			s.Unwind(&samples[i], &st)
+			d := time.Since(t0)
+			k := 0
+			if st.CopyEnd() {
+				k = 1
+			}
+			dur[k] += d
+			frames[k] += len(st.Frames)
+		}
+	}
+	if frames[0] == 0 || frames[1] == 0 {
+		b.Fatalf("%d frames of complete walks, %d of cut ones: want both", frames[0], frames[1])
+	}
+	b.ReportMetric(float64(dur[1].Nanoseconds())/float64(frames[1]), "ns/frame-cut")
+	b.ReportMetric(float64(dur[0].Nanoseconds())/float64(frames[0]), "ns/frame-whole")
 }
