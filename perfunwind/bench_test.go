@@ -4,6 +4,7 @@ package perfunwind_test
 
 import (
 	"io"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,4 +197,52 @@ func BenchmarkCutWalks(b *testing.B) {
 	}
 	b.ReportMetric(float64(dur[1].Nanoseconds())/float64(frames[1]), "ns/frame-cut")
 	b.ReportMetric(float64(dur[0].Nanoseconds())/float64(frames[0]), "ns/frame-whole")
+}
+
+// BenchmarkColdCXX measures what unwinding costs a profiler on a C++
+// compiler's stacks from its first sample: a perf recording (made at
+// benchmark time, 16 KiB stack copies) of g++ -O2 compiling
+// scripts/bench-cc1plus.cc with NUM=1 (cc1plus: no SFrame, thousands of
+// functions, stacks of 30-40 frames); each iteration unwinds every sample
+// once in a new Session, so that every CFI lookup, row cached and SFrame
+// compiled (the "+gen" variant, Options.SFrameFromCFI) is counted.
+// cpu-us/sample is the process's CPU time per sample.
+//
+//	go test ./perfunwind -run '^$' -bench ColdCXX -benchtime 3x
+func BenchmarkColdCXX(b *testing.B) {
+	testprog.NeedTool(b, "g++")
+	src, err := filepath.Abs("../scripts/bench-cc1plus.cc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	obj := filepath.Join(b.TempDir(), "tu.o")
+	path := record(b, recording{name: "cc1plus", prog: func(testing.TB) []string {
+		return []string{"g++", "-std=c++17", "-O2", "-DNUM=1", "-c", src, "-o", obj}
+	}, opts: []string{"--call-graph", "dwarf,16384"}})
+	for _, gen := range []bool{false, true} {
+		name := "cached"
+		if gen {
+			name = "cached+gen"
+		}
+		b.Run(name, func(b *testing.B) {
+			var cpu time.Duration
+			n := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				s, samples := loadSamples(b, path, gen)
+				var st perfunwind.Stack
+				b.StartTimer()
+				cpu0 := cpuTime()
+				for j := range samples {
+					s.Unwind(&samples[j], &st)
+				}
+				cpu += cpuTime() - cpu0
+				n += len(samples)
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-us/sample")
+		})
+	}
 }
