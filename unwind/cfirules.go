@@ -77,8 +77,8 @@ func (w *Context) cachedCFIRule(in *modInfo, pc uint64) (fastRule, bool) {
 // The step was a caller's (not the top frame's) and not a signal frame's.
 func (w *Context) keepCFIRule(mi int, elfPC uint64) {
 	in := &w.mods.info[mi]
-	if !in.cfiFast || w.noGen {
-		return
+	if !in.cfiFast || w.noGen || w.cfi.raCol != w.pcReg {
+		return // the fast path reads the RA of the PC's column
 	}
 	r, ok := fastFromCFI(&w.cfi.row, w.spReg, w.fpReg, w.pcReg)
 	if !ok {

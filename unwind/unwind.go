@@ -376,6 +376,7 @@ type cfiScratch struct {
 	found   bool // the last lookup found the row
 	ctx     cfi.UnwindContext
 	row     cfi.Row
+	raCol   arch.Reg  // the row's return-address column (its CIE's)
 	initial [1]uint64 // the CFA, pushed for register expressions
 }
 
