@@ -4,11 +4,13 @@ package perfunwind_test
 
 import (
 	"io"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
 	"github.com/sframekit/sframekit/stackprof"
@@ -155,6 +157,92 @@ func BenchmarkProcess(b *testing.B) {
 			cpu := cpuTime() - cpu0
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(samples), "ns/sample")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(samples), "cpu-ns/sample")
+		})
+	}
+}
+
+// BenchmarkCutWalks measures walks that end where their stack copy does
+// against complete ones, per frame: a perf recording, with copies of 4
+// KiB, of recorder/testdata/deep.c, whose thread is 13 KB deep half of
+// the time (made at benchmark time; CFI only). Each iteration unwinds
+// every sample; ns/frame-cut and ns/frame-whole are the wall time per
+// frame of each kind of walk.
+//
+//	go test ./perfunwind -run '^$' -bench CutWalks -benchtime 20x
+func BenchmarkCutWalks(b *testing.B) {
+	exe := testprog.Build(b, "../recorder/testdata/deep.c", "-O2", "-pthread")
+	path := record(b, recording{name: "deep-4k", prog: func(testing.TB) []string { return []string{exe, "1"} },
+		opts: []string{"--call-graph", "dwarf,4096"}})
+	s, samples := loadSamples(b, path, false)
+	defer s.Close()
+	var st perfunwind.Stack
+	var dur [2]time.Duration
+	var frames [2]int
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range samples {
+			t0 := time.Now()
+			s.Unwind(&samples[i], &st)
+			d := time.Since(t0)
+			k := 0
+			if st.CopyEnd() {
+				k = 1
+			}
+			dur[k] += d
+			frames[k] += len(st.Frames)
+		}
+	}
+	if frames[0] == 0 || frames[1] == 0 {
+		b.Fatalf("%d frames of complete walks, %d of cut ones: want both", frames[0], frames[1])
+	}
+	b.ReportMetric(float64(dur[1].Nanoseconds())/float64(frames[1]), "ns/frame-cut")
+	b.ReportMetric(float64(dur[0].Nanoseconds())/float64(frames[0]), "ns/frame-whole")
+}
+
+// BenchmarkColdCXX measures what unwinding costs a profiler on a C++
+// compiler's stacks from its first sample: a perf recording (made at
+// benchmark time, 16 KiB stack copies) of g++ -O2 compiling
+// scripts/bench-cc1plus.cc with NUM=1 (cc1plus: no SFrame, thousands of
+// functions, stacks of 30-40 frames); each iteration unwinds every sample
+// once in a new Session, so that every CFI lookup, row cached and SFrame
+// compiled (the "+gen" variant, Options.SFrameFromCFI) is counted.
+// cpu-us/sample is the process's CPU time per sample.
+//
+//	go test ./perfunwind -run '^$' -bench ColdCXX -benchtime 3x
+func BenchmarkColdCXX(b *testing.B) {
+	testprog.NeedTool(b, "g++")
+	src, err := filepath.Abs("../scripts/bench-cc1plus.cc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	obj := filepath.Join(b.TempDir(), "tu.o")
+	path := record(b, recording{name: "cc1plus", prog: func(testing.TB) []string {
+		return []string{"g++", "-std=c++17", "-O2", "-DNUM=1", "-c", src, "-o", obj}
+	}, opts: []string{"--call-graph", "dwarf,16384"}})
+	for _, gen := range []bool{false, true} {
+		name := "cached"
+		if gen {
+			name = "cached+gen"
+		}
+		b.Run(name, func(b *testing.B) {
+			var cpu time.Duration
+			n := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				s, samples := loadSamples(b, path, gen)
+				var st perfunwind.Stack
+				b.StartTimer()
+				cpu0 := cpuTime()
+				for j := range samples {
+					s.Unwind(&samples[j], &st)
+				}
+				cpu += cpuTime() - cpu0
+				n += len(samples)
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-us/sample")
 		})
 	}
 }

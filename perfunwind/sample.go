@@ -36,6 +36,11 @@ type Sample struct {
 	Regs targets.Regs
 	// Stack is the copy of the user stack from the stack pointer up.
 	Stack []byte
+	// StackSize is the number of bytes the kernel was asked to copy
+	// (perfdata.Sample.StackUserSize), 0 when not known. A copy that
+	// fills it was cut short: the stack goes on above it. A shorter one
+	// ends where the stack's memory does.
+	StackSize uint64
 
 	regs regMap // FromPerf's, for the last register mask
 }
@@ -72,7 +77,7 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 		s.Callchain = append(s.Callchain, ps.Callchain.At(i))
 	}
 	s.Regs = targets.Regs{}
-	s.Stack = nil
+	s.Stack, s.StackSize = nil, 0
 	if r := &ps.RegsUser; r.ABI != perfdata.RegsABINone && r.Mask != 0 {
 		// As r.DWARFRegs(a, s.Regs.Set), without a call per register.
 		s.Regs.Arch = a
@@ -85,7 +90,7 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 				s.Regs.Valid |= 1 << uint(d)
 			}
 		}
-		s.Stack = ps.StackUser
+		s.Stack, s.StackSize = ps.StackUser, ps.StackUserSize
 	}
 }
 
@@ -118,6 +123,25 @@ type Frame struct {
 	Signal bool
 
 	unwound bool // found by unwinding, not from the callchain
+}
+
+// Flags returns the frame's flags (Kernel, First, Exact, Signal, and
+// whether it was found by unwinding) in a byte, which SetFlags restores:
+// for a profiler that keeps many frames as plain bytes, without the
+// pointers a garbage collector scans. Method and CFA are not in it.
+func (f *Frame) Flags() uint8 {
+	var b uint8
+	for i, v := range [...]bool{f.Kernel, f.First, f.Exact, f.Signal, f.unwound} {
+		if v {
+			b |= 1 << i
+		}
+	}
+	return b
+}
+
+// SetFlags sets the flags that Flags returned.
+func (f *Frame) SetFlags(b uint8) {
+	f.Kernel, f.First, f.Exact, f.Signal, f.unwound = b&1 != 0, b&2 != 0, b&4 != 0, b&8 != 0, b&16 != 0
 }
 
 // LookupPC returns the address at which the frame's function and line
@@ -271,7 +295,7 @@ func indexContext(c []uint64) int {
 func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	sp := smp.Regs.SP()
 	s.touched += prefetch(smp.Stack)
-	s.mem = unwind.StackMemory{SP: sp, Stack: smp.Stack, End: p.stackEnd(sp), Fallback: &p.mem}
+	s.mem = unwind.StackMemory{SP: sp, Stack: smp.Stack, End: p.stackEnd(sp, smp), Fallback: &p.mem}
 	frames, stop, err := p.u.Unwind(&s.ctx, &smp.Regs, &s.mem, s.frames[:0])
 	s.frames = frames
 	s.mem = unwind.StackMemory{} // keep no reference to the record
@@ -279,8 +303,10 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	st.SP, st.StackEnd = sp, sp+uint64(len(smp.Stack))
 	s.Stats.Unwound++
 	var used uint8
+	var top uint64 // the highest CFA: the walk read the stack up to it
 	for i := range frames {
 		uf := &frames[i]
+		top = max(top, uf.CFA)
 		f := Frame{PC: uf.PC, CFA: uf.CFA, Method: uf.Method, Signal: uf.Signal, Exact: uf.Exact, First: i == 0, unwound: true}
 		f.Map = p.find(uf.PC)
 		st.Frames = append(st.Frames, f)
@@ -304,6 +330,12 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	}
 	if int(stop) < len(s.Stats.Stops) {
 		s.Stats.Stops[stop]++
+	}
+	switch {
+	case stop == unwind.StopEnd && top > sp:
+		s.depth.complete(smp.Tid, top)
+	case st.CopyEnd():
+		s.depth.cut(smp.Tid, sp, uint64(len(smp.Stack)))
 	}
 	if st.CopyEnd() {
 		s.Stats.CopyEnd++

@@ -155,6 +155,10 @@ type Session struct {
 
 	genDue bool // a cfiCache has SFrame to compile (compileDue)
 
+	// depth is what the summary needs to say which stack copy would
+	// have held the walks that ended where theirs did.
+	depth stackDepths
+
 	// Scratch reused by every sample.
 	ctx     unwind.Context
 	mem     unwind.StackMemory
@@ -462,12 +466,29 @@ func (s *Session) clone(p *process, pid uint32) *process {
 	return c
 }
 
-// stackEnd returns the end of the mapping holding sp (the stack's), or 0.
-func (p *process) stackEnd(sp uint64) uint64 {
-	if m := p.find(sp); m != nil && !m.Exec {
+// stackEnd returns the end of the stack that smp's copy, from sp up, was
+// taken from: the end of the mapping holding sp when the recording named
+// it (perf record -d), or else, when the copy was cut short (it fills
+// the size asked for), the start of the next mapping above sp, as the
+// stack goes on up to there. A walk that reads that part of the stack
+// then ends where the copy does, at once (StackMemory), rather than
+// asking the mapped files for it and trying every other method in turn.
+// 0 when neither is known: reads past the copy fail as unmapped.
+func (p *process) stackEnd(sp uint64, smp *Sample) uint64 {
+	m := p.find(sp)
+	switch {
+	case m != nil && !m.Exec:
 		return m.End
+	case m != nil || smp.StackSize == 0 || uint64(len(smp.Stack)) < smp.StackSize:
+		return 0
 	}
-	return 0
+	// Stacks are anonymous memory, which a recording names only with
+	// data mappings: up to the next mapping it knows is the stack's.
+	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].Start > sp })
+	if i < len(p.maps) {
+		return p.maps[i].Start
+	}
+	return ^uint64(0)
 }
 
 // procMemory reads a process's memory outside the stack copy, for the

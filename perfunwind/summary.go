@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sframekit/sframekit/internal/textfmt"
+	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/unwind"
 )
 
@@ -51,6 +52,7 @@ func WriteSummary(w io.Writer, s *Session) error {
 	early := st.Unwound - st.Stops[unwind.StopEnd] - st.CopyEnd
 	fmt.Fprintf(&b, "walks ended: %d at the outermost frame, %d where the stack copy ends, %d elsewhere\n",
 		st.Stops[unwind.StopEnd], st.CopyEnd, early)
+	writeCopyAdvice(&b, &s.depth, st.CopyEnd)
 	type place struct {
 		p StopPlace
 		n uint64
@@ -144,4 +146,85 @@ func WriteSummary(w io.Writer, s *Session) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// stackDepths finds the stack copy that would have held the walks that
+// ended where their copy did: a thread's outermost frame stays where its
+// stack starts (_start, start_thread), so a complete walk of the thread
+// gives the top of its stack, and a cut walk needed the copy to reach
+// from its SP up to there. It keeps two words per thread, for at most
+// maxDepthThreads threads (those seen later are not measured).
+type stackDepths struct {
+	top     map[uint32]uint64 // per thread, the highest CFA of a complete walk
+	low     map[uint32]uint64 // per thread, the lowest SP of a cut walk
+	n       map[uint32]uint64 // per thread, its cut walks
+	cutCopy uint64            // the largest copy that was cut short
+}
+
+const maxDepthThreads = 1 << 16
+
+// complete notes a complete walk of thread tid that read up to top.
+func (d *stackDepths) complete(tid uint32, top uint64) {
+	if d.top == nil {
+		d.top = map[uint32]uint64{}
+	}
+	if t, ok := d.top[tid]; ok || len(d.top) < maxDepthThreads {
+		d.top[tid] = max(t, top)
+	}
+}
+
+// cut notes a walk of thread tid cut short by its copy of size bytes
+// from sp.
+func (d *stackDepths) cut(tid uint32, sp, size uint64) {
+	if d.low == nil {
+		d.low, d.n = map[uint32]uint64{}, map[uint32]uint64{}
+	}
+	d.cutCopy = max(d.cutCopy, size)
+	l, ok := d.low[tid]
+	if !ok && len(d.low) >= maxDepthThreads {
+		return
+	}
+	if !ok || sp < l {
+		d.low[tid] = sp
+	}
+	d.n[tid]++
+}
+
+// need returns the copy, in bytes, that would have held the cut walks of
+// the threads that also had a complete walk, and how many cut walks that
+// is.
+func (d *stackDepths) need() (bytes, known uint64) {
+	for tid, sp := range d.low {
+		if top, ok := d.top[tid]; ok && top > sp && top-sp > d.cutCopy {
+			bytes = max(bytes, top-sp)
+			known += d.n[tid]
+		}
+	}
+	return bytes, known
+}
+
+// writeCopyAdvice says which stack copy would have held the walks that
+// ended where their copy did: the deepest of them, rounded up to a KiB.
+func writeCopyAdvice(b *strings.Builder, d *stackDepths, cut uint64) {
+	need, known := d.need()
+	if cut == 0 {
+		return
+	}
+	fmt.Fprintf(b, "  %d walks needed more stack than the %d bytes copied", cut, d.cutCopy)
+	switch {
+	case known == 0:
+		b.WriteString("; none of their threads had a complete walk to measure its stack by")
+	case need > perfevent.MaxStackUser:
+		fmt.Fprintf(b, "; %d of them needed %d bytes, more than the kernel copies (%d)", known, need, perfevent.MaxStackUser)
+	default:
+		size := min((need+1023)&^1023, perfevent.MaxStackUser)
+		fmt.Fprintf(b, ": a copy of %d (the deepest needed %d) would have held ", size, need)
+		if known == cut {
+			b.WriteString("them all")
+		} else {
+			fmt.Fprintf(b, "the %d whose threads had a complete walk to measure their stack by", known)
+		}
+		fmt.Fprintf(b, " (sframe record --stack-size %d, perf record --call-graph dwarf,%d)", size, size)
+	}
+	b.WriteString("\n")
 }

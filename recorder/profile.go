@@ -37,6 +37,7 @@ type Profile struct {
 	attrs   []*perfdata.Attr
 	csEvent int
 	stacks  []*stack
+	maps    []*perfunwind.Mapping // the stacks' mappings, by ID - 1
 
 	// The command's end: its Wait error, once it has exited.
 	cmd     *os.Process
@@ -55,9 +56,9 @@ type Profile struct {
 
 // cutPeriod hands the stacks of one period to Options.OnPeriod as a
 // Profile of their own.
-func (p *Profile) cutPeriod(stacks []*stack, start, end time.Time) {
+func (p *Profile) cutPeriod(stacks []*stack, maps []*perfunwind.Mapping, start, end time.Time) {
 	q := &Profile{opts: p.opts, event: p.event, start: start, sess: p.sess, res: p.res, attrs: p.attrs, csEvent: p.csEvent,
-		stacks: stacks, part: true}
+		stacks: stacks, maps: maps, part: true}
 	q.Stats.Wall = end.Sub(start)
 	q.Stats.Stacks = len(stacks)
 	for _, s := range stacks {
@@ -152,11 +153,13 @@ func (p *Profile) NewPerfBuilder() *stackprof.PerfBuilder {
 // perfunwind.Stack with their number and summed periods (st.Period).
 func (p *Profile) each(fn func(st *perfunwind.Stack, n int64) error) error {
 	var st perfunwind.Stack
+	var frames []perfunwind.Frame
 	for _, s := range p.stacks {
 		if s.n == 0 {
 			continue
 		}
-		st = perfunwind.Stack{Pid: s.pid, Tid: s.tid, Period: s.period, Event: s.event, Comm: s.comm, Frames: s.frames, Kernel: s.kernel}
+		frames = s.appendFrames(frames[:0], p.maps)
+		st = perfunwind.Stack{Pid: s.pid, Tid: s.tid, Period: s.period, Event: s.event, Comm: s.comm, Frames: frames, Kernel: s.kernel}
 		if err := fn(&st, s.n); err != nil {
 			return err
 		}
@@ -190,7 +193,7 @@ func (p *Profile) WritePprof(w io.Writer) error {
 		}
 		prof.TimeNanos = p.start.UnixNano()
 		prof.DurationNanos = int64(p.Stats.Wall)
-		return prof.Write(w)
+		return stackprof.WritePprof(w, prof)
 	})
 }
 

@@ -287,8 +287,8 @@ func TestChains(t *testing.T) {
 			// and the last: 85 of 88 in the three chains.
 			got := st.Frames[b.method]
 			if b.method == unwind.MethodCFI {
-				// SFrame compiled from the program's CFI (on for
-				// record) recovers what the CFI says.
+				// SFrame compiled from the program's CFI, were
+				// record to compile it, recovers what the CFI says.
 				got += st.GenFrames
 			}
 			if float64(got) < 0.9*float64(all) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
@@ -20,10 +21,37 @@ type stack struct {
 	pid, tid uint32
 	event    int
 	comm     string
-	frames   []perfunwind.Frame
-	kernel   int
-	n        int64
-	period   uint64
+	// key is the stack's key in recorder.stacks, whose bytes from
+	// frames on are its frames (see intern): kept once, as bytes that
+	// the garbage collector does not scan, where a copy of the
+	// perfunwind.Frames took four times the memory, with pointers.
+	key    string
+	frames int
+	kernel int
+	n      int64
+	period uint64
+}
+
+// appendFrames appends the frames of s, decoded from its key, whose
+// mappings are numbered in maps (ID i is maps[i-1]), to fs.
+func (s *stack) appendFrames(fs []perfunwind.Frame, maps []*perfunwind.Mapping) []perfunwind.Frame {
+	// The key's bytes, read in place (a conversion would copy them).
+	k := unsafe.Slice(unsafe.StringData(s.key), len(s.key))[s.frames:]
+	for len(k) >= 8 {
+		f := perfunwind.Frame{PC: binary.LittleEndian.Uint64(k)}
+		k = k[8:]
+		id, n := binary.Uvarint(k)
+		if n <= 0 || n >= len(k) {
+			break
+		}
+		if id > 0 && id <= uint64(len(maps)) {
+			f.Map = maps[id-1]
+		}
+		f.SetFlags(k[n])
+		k = k[n+1:]
+		fs = append(fs, f)
+	}
+	return fs
 }
 
 // event is an event of the timeline, applied in time order once every
@@ -77,6 +105,7 @@ type recorder struct {
 	stacks  map[string]*stack
 	order   []*stack
 	mapIDs  map[*perfunwind.Mapping]uint32
+	maps    []*perfunwind.Mapping // by ID - 1
 	lastMap *perfunwind.Mapping
 	lastID  uint32
 
@@ -106,7 +135,7 @@ type recorder struct {
 
 	// onCut, if not nil, takes the stacks of each period (Options.Period)
 	// since periodStart; see cut.
-	onCut       func(stacks []*stack, start, end time.Time)
+	onCut       func(stacks []*stack, maps []*perfunwind.Mapping, start, end time.Time)
 	period      time.Duration
 	periodStart time.Time
 }
@@ -253,28 +282,20 @@ func (r *recorder) intern(st *perfunwind.Stack) *stack {
 	k = binary.AppendUvarint(k, uint64(st.Kernel))
 	k = append(k, st.Comm...)
 	k = append(k, 0)
+	frames := len(k)
 	for i := range st.Frames {
 		f := &st.Frames[i]
 		k = binary.LittleEndian.AppendUint64(k, f.PC)
 		k = binary.AppendUvarint(k, uint64(r.mapID(f.Map)))
-		var kind byte
-		if f.Exact {
-			kind |= 1
-		}
-		if f.Signal {
-			kind |= 2
-		}
-		if f.Kernel {
-			kind |= 4
-		}
-		k = append(k, kind)
+		k = append(k, f.Flags())
 	}
 	r.key = k
 	if s := r.stacks[string(k)]; s != nil {
 		return s
 	}
-	s := &stack{pid: st.Pid, tid: st.Tid, event: st.Event, comm: st.Comm, frames: slices.Clone(st.Frames), kernel: st.Kernel}
-	r.stacks[string(k)] = s
+	key := string(k)
+	s := &stack{pid: st.Pid, tid: st.Tid, event: st.Event, comm: st.Comm, key: key, frames: frames, kernel: st.Kernel}
+	r.stacks[key] = s
 	r.order = append(r.order, s)
 	return s
 }
@@ -292,6 +313,7 @@ func (r *recorder) mapID(m *perfunwind.Mapping) uint32 {
 	if !ok {
 		id = uint32(len(r.mapIDs) + 1)
 		r.mapIDs[m] = id
+		r.maps = append(r.maps, m)
 	}
 	r.lastMap, r.lastID = m, id
 	return id
@@ -325,12 +347,13 @@ func (r *recorder) round() {
 }
 
 // cut hands the stacks sampled since the last cut to onCut, as copies
-// with their counts, and starts a new table: the stacks' map and the
-// numbering of mappings are dropped, so that neither grows with a long
-// recording (nor keeps the mappings of processes long gone). A switch-out
-// still waiting for its thread's switch-in keeps its stack, which joins
-// the new table with its counts zeroed: its off-CPU time counts in the
-// period its thread runs again.
+// with their counts and the mappings their frames are numbered by, and
+// starts a new table: the stacks' map and the numbering of mappings are
+// dropped, so that neither grows with a long recording (nor keeps the
+// mappings of processes long gone). A switch-out still waiting for its
+// thread's switch-in keeps its stack, which joins the new table (keyed
+// by the new numbering) with its counts zeroed: its off-CPU time counts
+// in the period its thread runs again.
 func (r *recorder) cut(end time.Time) {
 	out := make([]*stack, 0, len(r.order))
 	for _, s := range r.order {
@@ -340,28 +363,39 @@ func (r *recorder) cut(end time.Time) {
 			s.n, s.period = 0, 0
 		}
 	}
+	maps := r.maps
 	r.stacks = map[string]*stack{}
 	r.order = nil
 	r.mapIDs = map[*perfunwind.Mapping]uint32{}
+	r.maps = nil
 	r.lastMap, r.lastID = nil, 0
-	kept := map[*stack]bool{}
-	keep := func(s *stack) {
-		if s != nil && !kept[s] {
-			kept[s] = true
-			r.order = append(r.order, s)
+	moved := map[*stack]*stack{}
+	var frames []perfunwind.Frame
+	rekey := func(s *stack) *stack {
+		if s == nil {
+			return nil
 		}
+		if t, ok := moved[s]; ok {
+			return t
+		}
+		frames = s.appendFrames(frames[:0], maps)
+		st := perfunwind.Stack{Pid: s.pid, Tid: s.tid, Event: s.event, Comm: s.comm, Frames: frames, Kernel: s.kernel}
+		t := r.intern(&st)
+		moved[s] = t
+		return t
 	}
-	for _, p := range r.pending {
-		keep(p.st)
+	for tid, p := range r.pending {
+		p.st = rekey(p.st)
+		r.pending[tid] = p
 	}
 	for i := range r.queue {
 		if r.queue[i].kind == evOut {
-			keep(r.queue[i].st)
+			r.queue[i].st = rekey(r.queue[i].st)
 		}
 	}
 	start := r.periodStart
 	r.periodStart = end
-	r.onCut(out, start, end)
+	r.onCut(out, maps, start, end)
 }
 
 // copyOf returns a copy of a sample that must wait, in a buffer of one

@@ -1,5 +1,7 @@
 package unwind
 
+import "github.com/sframekit/sframekit/arch"
+
 // walkState is the part of a walk the fast path reads and advances.
 type walkState struct {
 	pc, sp, fp uint64
@@ -26,12 +28,13 @@ type modInfo struct {
 	x            *sfIndex // decoded SFrame, nil if none
 	m            *Module
 	gen          bool // x was compiled from CFI (Module.SFrameGen)
+	cfiFast      bool // frames may take cached CFI rows (cfiRules)
 }
 
-// newModInfo gathers what the fast path needs of m, whose decoded SFrame
-// is x (nil if none).
-func newModInfo(m *Module, x *sfIndex) modInfo {
-	in := modInfo{lo: m.Start, size: m.End - m.Start, m: m, x: x, gen: m.SFrameGen != nil}
+// newModInfo gathers what the fast path needs of m, of architecture a,
+// whose decoded SFrame is x (nil if none).
+func newModInfo(m *Module, a arch.Arch, x *sfIndex) modInfo {
+	in := modInfo{lo: m.Start, size: m.End - m.Start, m: m, x: x, gen: m.SFrameGen != nil, cfiFast: cfiFast(m, a)}
 	if x != nil {
 		in.rel0, in.relEnd = m.Bias+x.flatBase+1, x.flatEnd
 		in.keys, in.rules = x.flatKeys, x.flatRules
@@ -112,14 +115,19 @@ func (w *Context) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 				w.usedGen = true
 			}
 		}
+		method := MethodSFrame
 		r := in.rule(pc)
-		if r == nil {
-			break
+		if r == nil || r.flags&fastOK == 0 {
+			// A function without SFrame (yet): the CFI row applied
+			// there before, if any (cfiRules).
+			cr, ok := w.cachedCFIRule(in, pc)
+			if !ok {
+				break
+			}
+			r, method = &cr, MethodCFI
+			w.usedGen = true
 		}
 		fl := r.flags
-		if fl&fastOK == 0 {
-			break
-		}
 		cfa := sp
 		if fl&fastCFAFP != 0 {
 			if !fpOK {
@@ -153,7 +161,7 @@ func (w *Context) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 		fr := &buf[n]
 		n++
 		fr.PC, fr.SP, fr.CFA, fr.Module = pc, sp, cfa, in.m
-		fr.Method, fr.Signal, fr.Exact = MethodSFrame, false, false
+		fr.Method, fr.Signal, fr.Exact = method, false, false
 		nsp := cfa + w.spOff
 		if nsp <= sp {
 			st.noProgress = true

@@ -9,19 +9,29 @@ import (
 	"github.com/sframekit/sframekit/targets"
 )
 
-// unwindBothWays unwinds regs over mem with u as it is and with the fast
-// path off, fails t if the two walks differ in any frame, in how they
-// stop, or in whether they fail, and returns the first walk.
+// unwindBothWays unwinds regs over mem with u as it is (twice with one
+// Context: the second walk takes the CFI rows the first cached) and with
+// the fast path off, fails t if the walks differ in any frame, in how
+// they stop, or in whether they fail, and returns the first walk.
 func unwindBothWays(t testing.TB, u *Unwinder, regs *targets.Regs, mem Memory) ([]Frame, Stop, error) {
 	t.Helper()
-	fs, stop, err := u.Unwind(nil, regs, mem, nil)
+	ctx := new(Context)
+	fs, stop, err := u.Unwind(ctx, regs, mem, nil)
 	gs, gstop, gerr := u.Unwind(&Context{noFast: true}, regs, mem, nil)
-	if stop != gstop || (err == nil) != (gerr == nil) || len(fs) != len(gs) {
-		t.Fatalf("fast path: %d frames, %v %v; general path: %d frames, %v %v", len(fs), stop, err, len(gs), gstop, gerr)
-	}
-	for i := range fs {
-		if fs[i] != gs[i] {
-			t.Fatalf("frame %d: fast path %+v, general path %+v", i, fs[i], gs[i])
+	cs, cstop, cerr := u.Unwind(ctx, regs, mem, nil)
+	for _, w := range []struct {
+		name string
+		fs   []Frame
+		stop Stop
+		err  error
+	}{{"fast path", fs, stop, err}, {"fast path, rows cached", cs, cstop, cerr}} {
+		if w.stop != gstop || (w.err == nil) != (gerr == nil) || len(w.fs) != len(gs) {
+			t.Fatalf("%s: %d frames, %v %v; general path: %d frames, %v %v", w.name, len(w.fs), w.stop, w.err, len(gs), gstop, gerr)
+		}
+		for i := range w.fs {
+			if w.fs[i] != gs[i] {
+				t.Fatalf("frame %d: %s %+v, general path %+v", i, w.name, w.fs[i], gs[i])
+			}
 		}
 	}
 	return fs, stop, err
@@ -60,7 +70,7 @@ func TestFlatTableMatchesIndex(t *testing.T) {
 		flat++
 		// A bias, so that runtime and ELF addresses differ.
 		const bias = 0x7f0000000000
-		in := newModInfo(&Module{Start: bias, End: bias + 1<<40, Bias: bias}, x)
+		in := newModInfo(&Module{Start: bias, End: bias + 1<<40, Bias: bias}, x.sec.ABI.Arch(), x)
 		check := func(a uint64) {
 			probes++
 			var want fastRule

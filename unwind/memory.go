@@ -105,6 +105,21 @@ func (f *FlatMemory) ReadAt(p []byte, addr int64) (int, error) {
 // there, with StopMemory and the frames found so far.
 var ErrOutsideStackCopy = errors.New("stack not in the copy")
 
+// outsideCopyError is the error of a StackMemory read of the stack past
+// its copy. A sampled walk that goes past its copy ends with it (a tenth
+// of a deep program's samples): it is formatted only when printed.
+type outsideCopyError struct {
+	addr     uint64
+	n        int
+	size, sp uint64
+}
+
+func (e *outsideCopyError) Error() string {
+	return fmt.Sprintf("unwind: reading %d bytes at %#x: %v (%d bytes from SP %#x)", e.n, e.addr, ErrOutsideStackCopy, e.size, e.sp)
+}
+
+func (e *outsideCopyError) Unwrap() error { return ErrOutsideStackCopy }
+
 // StackMemory is the memory of a sampled thread as a profiler has it: a
 // copy of its stack from the stack pointer up (what perf_event_open's
 // PERF_SAMPLE_STACK_USER gives, with the sample's registers), and a
@@ -138,7 +153,7 @@ func (s *StackMemory) ReadAt(p []byte, addr int64) (int, error) {
 	top = max(top, s.End)
 	// [a, a+n) overlaps [SP, top): written so that neither end overflows.
 	if a < top && (a >= s.SP || s.SP-a < n) {
-		return 0, fmt.Errorf("reading %d bytes at %#x: %w (%d bytes from SP %#x)", len(p), a, ErrOutsideStackCopy, size, s.SP)
+		return 0, &outsideCopyError{addr: a, n: len(p), size: size, sp: s.SP}
 	}
 	if s.Fallback != nil {
 		return s.Fallback.ReadAt(p, addr)

@@ -3,6 +3,7 @@ package unwind
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sframekit/sframekit/targets"
@@ -139,5 +140,22 @@ func checkStackCopies(t *testing.T, u *Unwinder, regs *targets.Regs, lo uint64, 
 	m := &StackMemory{SP: sp, Stack: stack[:(top-sp)/2&^7], Fallback: fallback}
 	if got, gstop, _ := u.Unwind(nil, regs, m, nil); gstop != stop || len(got) != len(full) {
 		t.Errorf("half copy with a fallback: %d frames, %v; want %d, %v", len(got), gstop, len(full), stop)
+	}
+}
+
+// TestOutsideCopyCheap reads past a StackMemory's copy, as a sampled walk
+// that needs more stack than was copied does at its end: the error must
+// wrap ErrOutsideStackCopy and say where, and cost one small allocation,
+// not a formatted message (formatting it took as long as a third of the
+// walk's frames).
+func TestOutsideCopyCheap(t *testing.T) {
+	m := &StackMemory{SP: 0x7000, Stack: make([]byte, 64), End: 0x9000}
+	var buf [8]byte
+	_, err := m.ReadAt(buf[:], 0x7040)
+	if !errors.Is(err, ErrOutsideStackCopy) || !strings.Contains(err.Error(), "0x7040") {
+		t.Fatalf("read past the copy: %v, want ErrOutsideStackCopy at 0x7040", err)
+	}
+	if n := testing.AllocsPerRun(100, func() { m.ReadAt(buf[:], 0x7040) }); n > 1 {
+		t.Errorf("a read past the copy made %v allocations, want at most 1", n)
 	}
 }

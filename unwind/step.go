@@ -271,6 +271,7 @@ func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top boo
 		w.sig = true
 	}
 	raCol := cie.RA
+	w.cfi.raCol = raCol
 	// Registers without a rule keep their values (callee-saved in
 	// practice); those with one are recomputed.
 	*next = *cur

@@ -238,7 +238,7 @@ func New(a arch.Arch, mods []*Module) (*Unwinder, error) {
 	sort.SliceStable(ms.modules, func(i, j int) bool { return ms.modules[i].Start < ms.modules[j].Start })
 	ms.info = make([]modInfo, len(ms.modules))
 	for i, m := range ms.modules {
-		ms.info[i] = newModInfo(m, sfIndexOf(m))
+		ms.info[i] = newModInfo(m, a, sfIndexOf(m))
 	}
 	u.mods.Store(ms)
 	return u, nil
@@ -266,7 +266,7 @@ func (u *Unwinder) AddModule(m *Module) {
 	if m == nil {
 		return
 	}
-	in := newModInfo(m, sfIndexOf(m)) // outside the lock: it may decode
+	in := newModInfo(m, u.cfg.arch, sfIndexOf(m)) // outside the lock: it may decode
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	old := u.mods.Load()
@@ -371,6 +371,9 @@ type Context struct {
 	// usedGen says a step of this walk used it, gen that the walk must
 	// be redone without it (see Unwind).
 	noGen, usedGen, gen bool
+	// cfiRules caches the CFI rows applied to return addresses, in the
+	// fast path's form (see cfiRules).
+	cfiRules cfiRules
 }
 
 // cfiScratch is what a CFI step writes: cfi's lookup context, the row
@@ -379,6 +382,7 @@ type cfiScratch struct {
 	found   bool // the last lookup found the row
 	ctx     cfi.UnwindContext
 	row     cfi.Row
+	raCol   arch.Reg  // the row's return-address column (its CIE's)
 	initial [1]uint64 // the CFA, pushed for register expressions
 }
 
@@ -530,6 +534,9 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 		method, err := w.step(mi, pc, lookup, cur, next, top)
 		if w.gen {
 			return frames, StopNoRule, nil // Unwind walks again
+		}
+		if method == MethodCFI && err == nil && !top && !w.sig {
+			w.keepCFIRule(mi, lookup-m.Bias)
 		}
 		frames = append(frames, Frame{PC: pc, SP: sp, CFA: w.cfa, Module: m, Method: method, Signal: w.sig, Exact: top || w.sig})
 		if err != nil {

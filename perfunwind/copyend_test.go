@@ -1,0 +1,43 @@
+//go:build linux
+
+package perfunwind_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sframekit/sframekit/internal/testprog"
+	"github.com/sframekit/sframekit/perfunwind"
+	"github.com/sframekit/sframekit/unwind"
+)
+
+// TestCopyEndCounted unwinds a perf recording, with stack copies of 4
+// KiB, of a thread whose stack is 13 KB deep half of the time: those
+// walks end where the copy does, and the summary must count them so (not
+// as "stack not readable") and name a copy that would have held them.
+func TestCopyEndCounted(t *testing.T) {
+	exe := testprog.Build(t, "../recorder/testdata/deep.c", "-O2", "-pthread")
+	path := record(t, recording{name: "deep-4k", prog: func(testing.TB) []string { return []string{exe, "1"} },
+		opts: []string{"--call-graph", "dwarf,4096"}})
+	_, st := walks(t, path, perfunwind.Options{})
+	if st.CopyEnd < 20 {
+		t.Fatalf("%d walks ended where the stack copy ends, want 20 or more: %+v", st.CopyEnd, st)
+	}
+	for w, n := range st.StopWhere {
+		if w.Stop == unwind.StopMemory {
+			t.Errorf("%d walks ended with %q in %s: the copy's end, counted elsewhere", n, w.Stop, w.Module)
+		}
+	}
+	r, s := openSession(t, path, perfunwind.Options{})
+	if err := s.Process(r, perfunwind.ProcessOptions{}, func(*perfunwind.Stack) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var sum strings.Builder
+	if err := perfunwind.WriteSummary(&sum, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("summary:\n%s", sum.String())
+	if !strings.Contains(sum.String(), "walks needed more stack than the 4096 bytes copied: a copy of ") || !strings.Contains(sum.String(), "would have held them all") {
+		t.Errorf("the summary does not name a copy that would have held every cut walk")
+	}
+}

@@ -1,0 +1,142 @@
+package unwind
+
+import (
+	"math"
+
+	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/cfi"
+)
+
+// cfiRules is a Context's cache of the CFI rows its walks applied to
+// return addresses, in the fast path's form: a frame whose caller the
+// CFI finds, in a file without SFrame of its own, costs a general step
+// the first time (the row found, its rules interpreted one by one: about
+// 300-500 ns) and a map lookup in the fast path after that. Profiles hit
+// the same return addresses over and over, and in C++ programs (cc1plus)
+// a third of their frames are such, in thousands of functions that
+// SFrame compiled from the CFI (LoadOptions.SFrameFromCFI, CompileSFrame)
+// covers only after a while.
+//
+// Entries are kept per CFI table, by the ELF address looked up, so
+// that every process mapping a file shares them; only rows of the fast
+// path's shape are kept (x86-64: CFA = SP or FP + offset, RA saved at
+// CFA + offset, FP saved or unchanged, no rule for SP, no signal frame).
+// Like SFrame compiled from CFI, the fast path keeps only the PC, SP and
+// FP: a walk that uses a cached row counts as one that used compiled
+// SFrame (usedGen), and is redone without either if a CFI rule further up
+// needs another register. At most maxCFIRules entries (about 3 MB) are
+// kept; past it the cache starts over.
+type cfiRules struct {
+	tabs map[CFI]map[uint64]fastRule // per table, by ELF address looked up
+	n    int                         // entries in all tables
+	// The table of the last lookup: frames come in runs of one file.
+	lastT CFI
+	last  map[uint64]fastRule
+}
+
+const maxCFIRules = 1 << 16
+
+// table returns the rules of CFI table t, nil if none (and make is false).
+func (c *cfiRules) table(t CFI, make_ bool) map[uint64]fastRule {
+	if t == c.lastT && c.last != nil {
+		return c.last
+	}
+	m := c.tabs[t]
+	if m == nil {
+		if !make_ {
+			return nil
+		}
+		if c.tabs == nil {
+			c.tabs = map[CFI]map[uint64]fastRule{}
+		}
+		m = map[uint64]fastRule{}
+		c.tabs[t] = m
+	}
+	c.lastT, c.last = t, m
+	return m
+}
+
+// cfiFast reports whether the frames of module m may take cached CFI
+// rows: it has CFI and no SFrame of its own, on x86-64.
+func cfiFast(m *Module, a arch.Arch) bool {
+	return a == arch.AMD64 && m.CFI != nil && (m.SFrame == nil || m.SFrameGen != nil)
+}
+
+// cachedCFIRule returns the cached fast rule of the return address pc
+// in the module of in.
+func (w *Context) cachedCFIRule(in *modInfo, pc uint64) (fastRule, bool) {
+	if !in.cfiFast || w.noGen || w.cfiRules.n == 0 {
+		return fastRule{}, false
+	}
+	r, ok := w.cfiRules.table(in.m.CFI, false)[pc-1-in.m.Bias]
+	return r, ok
+}
+
+// keepCFIRule caches the CFI row the last step applied (w.cfi.row) at
+// the ELF address elfPC of module m, if it has the fast path's shape.
+// The step was a caller's (not the top frame's) and not a signal frame's.
+func (w *Context) keepCFIRule(mi int, elfPC uint64) {
+	in := &w.mods.info[mi]
+	if !in.cfiFast || w.noGen || w.cfi.raCol != w.pcReg {
+		return // the fast path reads the RA of the PC's column
+	}
+	r, ok := fastFromCFI(&w.cfi.row, w.spReg, w.fpReg, w.pcReg)
+	if !ok {
+		return
+	}
+	c := &w.cfiRules
+	if c.n >= maxCFIRules {
+		*c = cfiRules{}
+	}
+	t := c.table(in.m.CFI, true)
+	if _, ok := t[elfPC]; !ok {
+		c.n++
+	}
+	t[elfPC] = r
+}
+
+// fastFromCFI returns the fast form of the CFI row, or false when the
+// row has another shape. sp, fp and ra are the DWARF columns of the stack
+// pointer, frame pointer and return address.
+func fastFromCFI(row *cfi.Row, sp, fp, ra arch.Reg) (fastRule, bool) {
+	var r fastRule
+	fits := func(v int64) bool { return v >= math.MinInt32 && v <= math.MaxInt32 }
+	c := &row.CFA
+	if c.Kind != cfi.CFARegOffset || (c.Reg != sp && c.Reg != fp) || !fits(c.Offset) || row.RASigned {
+		return r, false
+	}
+	raOK := false
+	for i := range row.NumRules() {
+		rr := row.RuleAt(i)
+		switch rr.Column {
+		case ra:
+			if rr.Kind != cfi.RuleOffset || !fits(rr.Offset) {
+				return r, false
+			}
+			r.raOff, raOK = int32(rr.Offset), true
+		case fp:
+			switch rr.Kind {
+			case cfi.RuleOffset:
+				if !fits(rr.Offset) {
+					return r, false
+				}
+				r.flags |= fastFP
+				r.fpOff = int32(rr.Offset)
+			case cfi.RuleSameValue, cfi.RuleUnspecified:
+			default:
+				return r, false
+			}
+		case sp:
+			return r, false
+		}
+	}
+	if !raOK {
+		return r, false
+	}
+	r.flags |= fastOK
+	if c.Reg == fp {
+		r.flags |= fastCFAFP
+	}
+	r.cfaOff = int32(c.Offset)
+	return r, true
+}

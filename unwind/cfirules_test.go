@@ -1,0 +1,110 @@
+//go:build linux && amd64
+
+package unwind
+
+import (
+	"encoding/binary"
+	"slices"
+	"testing"
+
+	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/internal/cfibuild"
+	"github.com/sframekit/sframekit/targets"
+)
+
+// countedCFI counts the lookups of a real CFI table.
+type countedCFI struct {
+	CFI
+	n *int
+}
+
+func (c countedCFI) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
+	*c.n++
+	return c.CFI.Lookup(ctx, pc, row)
+}
+
+// TestCFIRowsCached walks the captured thread (a recursion a thousand
+// frames deep) with its files' CFI alone, twice with one Context: the
+// first walk must look up the CFI once per distinct address, the
+// recursion's repeated return addresses taking the row it left in the
+// Context (cfiRules), and the second must give the same frames without
+// looking the CFI up again, but for the top frame (never cached: its
+// registers are all live), the outermost one (RA undefined) and signal
+// frames. A third walk with the fast path off must give the
+// same frames, looking everything up.
+func TestCFIRowsCached(t *testing.T) {
+	s := takeSnapshot(t)
+	n := 0
+	var mods []*Module
+	for _, m := range s.cfi {
+		c := *m
+		if c.CFI != nil {
+			c.CFI = countedCFI{m.CFI, &n}
+		}
+		mods = append(mods, &c)
+	}
+	u := s.unwinder(t, mods)
+	ctx := new(Context)
+	first, stop, err := u.Unwind(ctx, &s.regs, s.stack, nil)
+	if stop != StopEnd {
+		t.Fatalf("first walk: %v %v", stop, err)
+	}
+	n1 := n
+	n = 0
+	second, stop, err := u.Unwind(ctx, &s.regs, s.stack, nil)
+	if stop != StopEnd || !slices.Equal(first, second) {
+		t.Fatalf("second walk: %d frames, %v %v; the first gave %d", len(second), stop, err, len(first))
+	}
+	uncached := 2
+	distinct := map[uint64]bool{}
+	for _, f := range first {
+		if f.Signal {
+			uncached++
+		}
+		distinct[f.PC] = true
+	}
+	t.Logf("%d frames at %d addresses: %d CFI lookups in the first walk, %d in the second", len(first), len(distinct), n1, n)
+	if n1 > len(distinct)+uncached || n > uncached {
+		t.Errorf("%d frames at %d addresses: %d CFI lookups in the first walk, %d in the second; want at most one per address, then %d", len(first), len(distinct), n1, n, uncached)
+	}
+	general, stop, err := u.Unwind(&Context{noFast: true}, &s.regs, s.stack, nil)
+	if stop != StopEnd || !slices.Equal(first, general) {
+		t.Fatalf("general path: %d frames, %v %v; the fast path gave %d", len(general), stop, err, len(first))
+	}
+}
+
+// TestCFIRowsCachedRAColumn walks a stack through CFI whose CIE names r15
+// as the return-address column, with a decoy rule for column 16 (x86-64's
+// usual one): the walk taking cached rows must find the callers the
+// general path finds, from r15's slot.
+func TestCFIRowsCachedRAColumn(t *testing.T) {
+	s := cfibuild.Section{Order: binary.LittleEndian}
+	// CFA = rsp + 8 at function entry.
+	cie := s.CIE(1, "", nil, 1, -8, 15, []byte{0x0c, 7, 8})
+	// h: r15 (the RA) at CFA-8.
+	s.AbsFDE(cie, 0x3000, 0x100, false, []byte{0x8f, 1})
+	// f: CFA = rsp + 24, r15 at CFA-8, column 16 at CFA-16.
+	s.AbsFDE(cie, 0x1000, 0x100, false, []byte{0x0e, 24, 0x8f, 1, 0x90, 2})
+	// g: the outermost frame (r15 undefined).
+	s.AbsFDE(cie, 0x2000, 0x100, false, []byte{0x07, 15})
+	tab, err := cfi.New(s.B, cfi.Options{Addr: 0x5000, ByteOrder: binary.LittleEndian, AddrSize: 8, Arch: arch.AMD64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := New(arch.AMD64, []*Module{{Name: "synth", Start: 0x1000, End: 0x4000, CFI: &CFITable{T: tab}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := make([]byte, 64)
+	binary.LittleEndian.PutUint64(stack[0:], 0x1050)  // h's RA: into f
+	binary.LittleEndian.PutUint64(stack[16:], 0x9999) // f's column 16: no code
+	binary.LittleEndian.PutUint64(stack[24:], 0x2050) // f's RA (r15): into g
+	regs := targets.Regs{Arch: arch.AMD64}
+	regs.Set(arch.AMD64RSP, 0x7000)
+	regs.Set(arch.AMD64RIP, 0x3010)
+	fs, stop, err := unwindBothWays(t, u, &regs, &FlatMemory{Addr: 0x7000, Data: stack})
+	if stop != StopEnd || len(fs) != 3 || fs[1].PC != 0x1050 || fs[2].PC != 0x2050 {
+		t.Fatalf("%d frames, %v %v; want h, f at 0x1050, g at 0x2050 and the end", len(fs), stop, err)
+	}
+}
