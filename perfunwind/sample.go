@@ -376,4 +376,7 @@ type Stats struct {
 	StopWhere map[StopPlace]uint64
 	// Lost counts the samples the kernel lost (LOST, LOST_SAMPLES).
 	Lost uint64
+	// Unordered counts the records Process read out of time order
+	// (perfdata.Reader.Unordered): its queue was full.
+	Unordered uint64
 }
