@@ -1,0 +1,233 @@
+// Package cowseq is a sorted sequence of values keyed by uint64 that
+// never changes once made: a change returns a new sequence sharing all
+// but the chunks it touched with the old one. It holds the mappings of
+// the processes a recording describes, and an unwinder's modules: walks
+// read a sequence without locks while changes make new ones, and a
+// forked process keeps its parent's until one of them maps something.
+//
+// The values are kept in chunks of about √n (at least 16), each with its
+// own sorted keys, under one sorted array of the chunks' first keys. A
+// lookup is two binary searches over keys; a change copies the chunks it
+// touches, one more if they got small, and the array of chunks: O(√n)
+// for a change of a few values, where one flat array costs O(n) a
+// change (and a quadratic time to build n values from their ends). When
+// chunks have become small on average (values removed, n grown since
+// they were made), the next change rebuilds them all: O(n), once every
+// O(n) changes at most.
+package cowseq
+
+import (
+	"iter"
+	"math"
+	"sort"
+)
+
+// Seq is a sequence of values sorted by key; values of equal keys are in
+// the order they were added. The nil *Seq is the empty sequence. A Seq
+// and the values in it must not be modified: Replace makes a new one.
+type Seq[T any] struct {
+	firsts []uint64 // the first key of each chunk
+	chunks []*chunk[T]
+	n      int
+}
+
+type chunk[T any] struct {
+	keys []uint64
+	vals []T
+}
+
+// minChunk is the smallest chunk size aimed at.
+const minChunk = 16
+
+// target returns the chunk size aimed at for n values: √n, at least
+// minChunk. Chunks hold from about half to twice that.
+func target(n int) int {
+	return max(minChunk, int(math.Sqrt(float64(n))))
+}
+
+// Len returns the number of values.
+func (s *Seq[T]) Len() int {
+	if s == nil {
+		return 0
+	}
+	return s.n
+}
+
+// Floor returns the last value whose key is at most key, or nil.
+func (s *Seq[T]) Floor(key uint64) *T {
+	if s == nil {
+		return nil
+	}
+	f := s.firsts
+	lo, hi := 0, len(f)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if f[h] <= key {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	if lo == 0 {
+		return nil
+	}
+	c := s.chunks[lo-1]
+	k := c.keys
+	lo, hi = 1, len(k) // k[0] <= key
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if k[h] <= key {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return &c.vals[lo-1]
+}
+
+// From returns the values whose keys are at least key, in order, with
+// their keys.
+func (s *Seq[T]) From(key uint64) iter.Seq2[uint64, *T] {
+	return func(yield func(uint64, *T) bool) {
+		if s == nil {
+			return
+		}
+		for c := s.firstChunk(key); c < len(s.chunks); c++ {
+			ch := s.chunks[c]
+			for i := sort.Search(len(ch.keys), func(i int) bool { return ch.keys[i] >= key }); i < len(ch.keys); i++ {
+				if !yield(ch.keys[i], &ch.vals[i]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// All returns every value, in order, with its key.
+func (s *Seq[T]) All() iter.Seq2[uint64, *T] { return s.From(0) }
+
+// firstChunk returns the first chunk that may hold key: the last one
+// whose first key is below key (earlier ones end at or before its
+// first key), or 0.
+func (s *Seq[T]) firstChunk(key uint64) int {
+	return max(0, sort.Search(len(s.firsts), func(i int) bool { return s.firsts[i] >= key })-1)
+}
+
+// Replace returns s with the values whose keys are in [lo, hi] removed,
+// those for which keep returns true excepted (keep nil keeps none; lo >
+// hi removes nothing), and vals added, whose keys (ascending) are keys:
+// each after the values of keys up to its own. s does not change.
+func (s *Seq[T]) Replace(lo, hi uint64, keep func(*T) bool, keys []uint64, vals []T) *Seq[T] {
+	var old Seq[T]
+	if s != nil {
+		old = *s
+	}
+	a, b := lo, hi
+	if lo > hi {
+		a, b = math.MaxUint64, 0
+	}
+	if len(keys) > 0 {
+		a, b = min(a, keys[0]), max(b, keys[len(keys)-1])
+	}
+	if a > b {
+		return s // nothing to remove or add
+	}
+	// The chunks that may hold keys in [a, b]: c0 to c1.
+	c0 := old.firstChunk(a)
+	c1 := sort.Search(len(old.firsts), func(i int) bool { return old.firsts[i] > b }) - 1
+	c1 = max(c1, min(c0, len(old.chunks)-1))
+	size := len(keys)
+	for c := c0; c <= c1; c++ {
+		size += len(old.chunks[c].keys)
+	}
+	if c1+1 < len(old.chunks) {
+		size += len(old.chunks[c1+1].keys) // in case it is taken in
+	}
+	nk := make([]uint64, 0, size)
+	nv := make([]T, 0, size)
+	removed := 0
+	j := 0
+	for c := c0; c <= c1; c++ {
+		ch := old.chunks[c]
+		for i, k := range ch.keys {
+			for j < len(keys) && keys[j] < k {
+				nk, nv = append(nk, keys[j]), append(nv, vals[j])
+				j++
+			}
+			if k >= lo && k <= hi && (keep == nil || !keep(&ch.vals[i])) {
+				removed++
+				continue
+			}
+			nk, nv = append(nk, k), append(nv, ch.vals[i])
+		}
+	}
+	nk, nv = append(nk, keys[j:]...), append(nv, vals[j:]...)
+	n := old.n - removed + len(keys)
+	t := target(n)
+	// Too few for a chunk: take a neighbour's values in.
+	if len(nk) < t/2 {
+		switch {
+		case c1+1 < len(old.chunks):
+			c1++
+			nk, nv = append(nk, old.chunks[c1].keys...), append(nv, old.chunks[c1].vals...)
+		case c0 > 0:
+			c0--
+			nk = append(old.chunks[c0].keys[:len(old.chunks[c0].keys):len(old.chunks[c0].keys)], nk...)
+			nv = append(old.chunks[c0].vals[:len(old.chunks[c0].vals):len(old.chunks[c0].vals)], nv...)
+		}
+	}
+	out := &Seq[T]{n: n}
+	nc := len(old.chunks) - (c1 - c0 + 1) + (len(nk)+2*t-1)/(2*t)
+	if nc > 3*n/t+4 {
+		// Chunks of values since removed, or made when n was smaller:
+		// rebuild them all at the size n calls for.
+		return out.rebuild(old, c0, c1, nk, nv, t)
+	}
+	out.firsts = make([]uint64, 0, nc)
+	out.chunks = make([]*chunk[T], 0, nc)
+	out.firsts = append(out.firsts, old.firsts[:c0]...)
+	out.chunks = append(out.chunks, old.chunks[:c0]...)
+	out.split(nk, nv, t)
+	if c1+1 < len(old.chunks) {
+		out.firsts = append(out.firsts, old.firsts[c1+1:]...)
+		out.chunks = append(out.chunks, old.chunks[c1+1:]...)
+	}
+	return out
+}
+
+// split appends keys and vals as chunks of at most 2t values, of equal
+// sizes.
+func (s *Seq[T]) split(keys []uint64, vals []T, t int) {
+	if len(keys) == 0 {
+		return
+	}
+	k := (len(keys) + 2*t - 1) / (2 * t)
+	for i := range k {
+		a, b := i*len(keys)/k, (i+1)*len(keys)/k
+		s.firsts = append(s.firsts, keys[a])
+		s.chunks = append(s.chunks, &chunk[T]{keys: keys[a:b:b], vals: vals[a:b:b]})
+	}
+}
+
+// rebuild makes s the chunks of old before c0, then keys and vals, then
+// old's chunks after c1, all in new chunks of about t values.
+func (s *Seq[T]) rebuild(old Seq[T], c0, c1 int, keys []uint64, vals []T, t int) *Seq[T] {
+	ak := make([]uint64, 0, s.n)
+	av := make([]T, 0, s.n)
+	for _, ch := range old.chunks[:c0] {
+		ak, av = append(ak, ch.keys...), append(av, ch.vals...)
+	}
+	ak, av = append(ak, keys...), append(av, vals...)
+	for _, ch := range old.chunks[c1+1:] {
+		ak, av = append(ak, ch.keys...), append(av, ch.vals...)
+	}
+	k := (len(ak) + t - 1) / t
+	s.firsts = make([]uint64, 0, k)
+	s.chunks = make([]*chunk[T], 0, k)
+	for i := range k {
+		a, b := i*len(ak)/k, (i+1)*len(ak)/k
+		s.firsts = append(s.firsts, ak[a])
+		s.chunks = append(s.chunks, &chunk[T]{keys: ak[a:b:b], vals: av[a:b:b]})
+	}
+	return s
+}
