@@ -36,7 +36,8 @@ type Limits struct {
 	// every 256 KiB of output, so that a small file cannot cost minutes
 	// of decompression and of work on the records it holds. Default: 1024
 	// (perf record -z's recordings compress about 10 to 1 with frame
-	// pointers, 35 to 1 with stack copies).
+	// pointers, 35 to 1 with stack copies, and 520 to 1 for a tight
+	// loop's identical stack copies).
 	MaxDecompressRatio int64
 	// MaxQueued bounds the memory of the time-ordering queue: the bytes
 	// of the records it holds, plus the 80 bytes of each one's entry.
