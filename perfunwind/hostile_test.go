@@ -61,7 +61,7 @@ func TestForkChainOfManyMappings(t *testing.T) {
 	own := func(pid uint32) uint64 { return 0x7f0000000000 + uint64(pid)<<12 }
 	if memtest.InChild(t) {
 		s := hostileSession(t)
-		b := newAllocBudget(t, 1<<30)
+		b := newAllocBudget(t, 256<<20)
 		for i := range uint64(1000) {
 			s.Mmap(1, 1, 0x10000000+i*0x10000, 0x1000, 0, fmt.Sprintf("/lib%d.so", i%8), true, nil)
 		}
@@ -91,7 +91,7 @@ func TestForkChainOfManyMappings(t *testing.T) {
 func TestManyExecutableMappings(t *testing.T) {
 	if memtest.InChild(t) {
 		s := hostileSession(t)
-		b := newAllocBudget(t, 4<<30)
+		b := newAllocBudget(t, 1<<30)
 		// A permutation of the slots, so that mappings land everywhere.
 		const n = 40000
 		for i := range uint64(n) {
@@ -119,7 +119,7 @@ func TestManyExecutableMappings(t *testing.T) {
 func TestDescendingMappings(t *testing.T) {
 	if memtest.InChild(t) {
 		s := hostileSession(t)
-		b := newAllocBudget(t, 8<<30)
+		b := newAllocBudget(t, 2<<30)
 		const n = 200000
 		for i := range uint64(n) {
 			s.Mmap(1, 1, 0x10000000+(n-i)*0x2000, 0x1000, 0, "//anon", false, nil)

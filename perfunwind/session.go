@@ -324,11 +324,14 @@ type process struct {
 // and not overlapping, and the unwinder over their modules. A forked
 // process shares its parent's until one of them changes it (copy on
 // write: own); so does the unwinder's module set after that, and the
-// mappings, a persistent sequence (cowseq), share all but O(√n) of
+// mappings, a persistent sequence (cowseq), share all but a few KiB of
 // their memory with the sequence they were changed from. A fork thus
-// costs O(1), and a mapping added or cut O(√n) in a process of n
-// mappings, whatever the processes forked before: a chain of forks of a
-// process with thousands of mappings costs no copy of them.
+// costs O(1), and a mapping added or cut O(64 + √(n/64)) in a process
+// of n mappings, whatever the processes forked before: a chain of forks
+// of a process with thousands of mappings costs no copy of them, and
+// 200,000 mappings, in any order, 0.8 GB of allocations in all (not the
+// 160 GB of moves of one array). A process that changes its
+// forked address space keeps those few KiB of its own.
 type space struct {
 	maps *cowseq.Seq[*Mapping]
 	u    *unwind.Unwinder

@@ -197,9 +197,10 @@ type config struct {
 // moduleSet is an Unwinder's modules, sorted by start address, as what
 // the fast path needs of each (modInfo.m is the module). It never changes
 // once published: AddModule and RemoveModule publish a new one, which
-// shares all but O(√n) of the old one's memory (cowseq), so that walks
-// read it without locks, n modules are added in O(n√n) rather than a
-// copy of them all each time, and Clone shares them.
+// shares all but a few KiB of the old one's memory (cowseq), so that
+// walks read it without locks, a module is added or removed in
+// O(64 + √(n/64)) rather than with a copy of all n, and Clone shares
+// them.
 type moduleSet = cowseq.Seq[*modInfo]
 
 // DefaultMaxDepth bounds walks when MaxDepth is 0.

@@ -1,19 +1,3 @@
-// Package cowseq is a sorted sequence of values keyed by uint64 that
-// never changes once made: a change returns a new sequence sharing all
-// but the chunks it touched with the old one. It holds the mappings of
-// the processes a recording describes, and an unwinder's modules: walks
-// read a sequence without locks while changes make new ones, and a
-// forked process keeps its parent's until one of them maps something.
-//
-// The values are kept in chunks of about √n (at least 16), each with its
-// own sorted keys, under one sorted array of the chunks' first keys. A
-// lookup is two binary searches over keys; a change copies the chunks it
-// touches, one more if they got small, and the array of chunks: O(√n)
-// for a change of a few values, where one flat array costs O(n) a
-// change (and a quadratic time to build n values from their ends). When
-// chunks have become small on average (values removed, n grown since
-// they were made), the next change rebuilds them all: O(n), once every
-// O(n) changes at most.
 package cowseq
 
 import (
@@ -22,10 +6,15 @@ import (
 	"sort"
 )
 
-// Seq is a sequence of values sorted by key; values of equal keys are in
-// the order they were added. The nil *Seq is the empty sequence. A Seq
-// and the values in it must not be modified: Replace makes a new one.
-type Seq[T any] struct {
+// seq2 is the two-level sequence that holds a Seq's leaves: chunks of
+// about √n values (at least 16), each with its own sorted keys, under one
+// sorted array of the chunks' first keys. A lookup is two binary
+// searches; a change copies the chunks it touches, one more if they got
+// small, and the array of chunks: O(√n). When chunks have become small
+// on average (n grown since they were made), the next change rebuilds
+// them all: O(n), once every O(n) changes at most. The nil *seq2 is
+// empty; a seq2 never changes once made.
+type seq2[T any] struct {
 	firsts []uint64 // the first key of each chunk
 	chunks []*chunk[T]
 	n      int
@@ -46,7 +35,7 @@ func target(n int) int {
 }
 
 // Len returns the number of values.
-func (s *Seq[T]) Len() int {
+func (s *seq2[T]) Len() int {
 	if s == nil {
 		return 0
 	}
@@ -54,7 +43,7 @@ func (s *Seq[T]) Len() int {
 }
 
 // Floor returns the last value whose key is at most key, or nil.
-func (s *Seq[T]) Floor(key uint64) *T {
+func (s *seq2[T]) Floor(key uint64) *T {
 	if s == nil {
 		return nil
 	}
@@ -87,7 +76,7 @@ func (s *Seq[T]) Floor(key uint64) *T {
 
 // From returns the values whose keys are at least key, in order, with
 // their keys.
-func (s *Seq[T]) From(key uint64) iter.Seq2[uint64, *T] {
+func (s *seq2[T]) From(key uint64) iter.Seq2[uint64, *T] {
 	return func(yield func(uint64, *T) bool) {
 		if s == nil {
 			return
@@ -104,21 +93,20 @@ func (s *Seq[T]) From(key uint64) iter.Seq2[uint64, *T] {
 }
 
 // All returns every value, in order, with its key.
-func (s *Seq[T]) All() iter.Seq2[uint64, *T] { return s.From(0) }
+func (s *seq2[T]) All() iter.Seq2[uint64, *T] { return s.From(0) }
 
 // firstChunk returns the first chunk that may hold key: the last one
 // whose first key is below key (earlier ones end at or before its
 // first key), or 0.
-func (s *Seq[T]) firstChunk(key uint64) int {
+func (s *seq2[T]) firstChunk(key uint64) int {
 	return max(0, sort.Search(len(s.firsts), func(i int) bool { return s.firsts[i] >= key })-1)
 }
 
-// Replace returns s with the values whose keys are in [lo, hi] removed,
-// those for which keep returns true excepted (keep nil keeps none; lo >
-// hi removes nothing), and vals added, whose keys (ascending) are keys:
-// each after the values of keys up to its own. s does not change.
-func (s *Seq[T]) Replace(lo, hi uint64, keep func(*T) bool, keys []uint64, vals []T) *Seq[T] {
-	var old Seq[T]
+// replace returns s with the values whose keys are in [lo, hi] removed
+// (lo > hi removes nothing), and vals added, whose keys (ascending) are
+// keys: each after the values of keys up to its own. s does not change.
+func (s *seq2[T]) replace(lo, hi uint64, keys []uint64, vals []T) *seq2[T] {
+	var old seq2[T]
 	if s != nil {
 		old = *s
 	}
@@ -154,7 +142,7 @@ func (s *Seq[T]) Replace(lo, hi uint64, keep func(*T) bool, keys []uint64, vals 
 				nk, nv = append(nk, keys[j]), append(nv, vals[j])
 				j++
 			}
-			if k >= lo && k <= hi && (keep == nil || !keep(&ch.vals[i])) {
+			if k >= lo && k <= hi {
 				removed++
 				continue
 			}
@@ -176,7 +164,7 @@ func (s *Seq[T]) Replace(lo, hi uint64, keep func(*T) bool, keys []uint64, vals 
 			nv = append(old.chunks[c0].vals[:len(old.chunks[c0].vals):len(old.chunks[c0].vals)], nv...)
 		}
 	}
-	out := &Seq[T]{n: n}
+	out := &seq2[T]{n: n}
 	nc := len(old.chunks) - (c1 - c0 + 1) + (len(nk)+2*t-1)/(2*t)
 	if nc > 3*n/t+4 {
 		// Chunks of values since removed, or made when n was smaller:
@@ -197,7 +185,7 @@ func (s *Seq[T]) Replace(lo, hi uint64, keep func(*T) bool, keys []uint64, vals 
 
 // split appends keys and vals as chunks of at most 2t values, of equal
 // sizes.
-func (s *Seq[T]) split(keys []uint64, vals []T, t int) {
+func (s *seq2[T]) split(keys []uint64, vals []T, t int) {
 	if len(keys) == 0 {
 		return
 	}
@@ -211,7 +199,7 @@ func (s *Seq[T]) split(keys []uint64, vals []T, t int) {
 
 // rebuild makes s the chunks of old before c0, then keys and vals, then
 // old's chunks after c1, all in new chunks of about t values.
-func (s *Seq[T]) rebuild(old Seq[T], c0, c1 int, keys []uint64, vals []T, t int) *Seq[T] {
+func (s *seq2[T]) rebuild(old seq2[T], c0, c1 int, keys []uint64, vals []T, t int) *seq2[T] {
 	ak := make([]uint64, 0, s.n)
 	av := make([]T, 0, s.n)
 	for _, ch := range old.chunks[:c0] {

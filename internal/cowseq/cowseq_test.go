@@ -71,9 +71,19 @@ func check(t *testing.T, s *Seq[int], r ref, rng *rand.Rand) {
 			t.Fatalf("From(%d): %d values, want %d", key, n, want)
 		}
 	}
-	for c, ch := range s.chunks {
-		if len(ch.keys) == 0 || s.firsts[c] != ch.keys[0] {
-			t.Fatalf("chunk %d: %d keys, first %d", c, len(ch.keys), s.firsts[c])
+	if s == nil {
+		return
+	}
+	nl := 0
+	for f, l := range s.leaves.All() {
+		if len((*l).keys) == 0 || f != (*l).keys[0] || len((*l).keys) > 2*leafSize {
+			t.Fatalf("leaf %d: %d keys, first %d", nl, len((*l).keys), f)
+		}
+		nl++
+	}
+	for c, ch := range s.leaves.chunks {
+		if len(ch.keys) == 0 || s.leaves.firsts[c] != ch.keys[0] {
+			t.Fatalf("chunk %d: %d keys, first %d", c, len(ch.keys), s.leaves.firsts[c])
 		}
 	}
 }
@@ -91,6 +101,14 @@ func lastAtMost(keys []uint64, key uint64) int {
 // checks that they hold the same values after each, and that every
 // version before still does.
 func TestAgainstFlat(t *testing.T) {
+	// Keys from a wide range, and from a narrow one: runs of equal keys
+	// longer than a leaf.
+	for _, keyRange := range []int{1000, 20} {
+		againstFlat(t, keyRange)
+	}
+}
+
+func againstFlat(t *testing.T, keyRange int) {
 	rng := rand.New(rand.NewSource(1))
 	var s *Seq[int]
 	var r ref
@@ -104,11 +122,11 @@ func TestAgainstFlat(t *testing.T) {
 		var keys []uint64
 		var vals []int
 		for range rng.Intn(4) {
-			keys = append(keys, uint64(rng.Intn(1000)))
+			keys = append(keys, uint64(rng.Intn(keyRange)))
 		}
 		if rng.Intn(3) == 0 {
 			for range rng.Intn(200) {
-				keys = append(keys, uint64(rng.Intn(1000)))
+				keys = append(keys, uint64(rng.Intn(keyRange)))
 			}
 		}
 		slices.Sort(keys)
@@ -116,12 +134,12 @@ func TestAgainstFlat(t *testing.T) {
 			val++
 			vals = append(vals, val)
 		}
-		lo, hi := uint64(rng.Intn(1000)), uint64(0)
+		lo, hi := uint64(rng.Intn(keyRange)), uint64(0)
 		switch rng.Intn(4) {
 		case 0:
 			hi = lo + uint64(rng.Intn(3))
 		case 1:
-			hi = lo + uint64(rng.Intn(100))
+			hi = lo + uint64(rng.Intn(keyRange/10+1))
 		case 2:
 			lo, hi = 1, 0 // nothing removed
 		}
@@ -142,7 +160,8 @@ func TestAgainstFlat(t *testing.T) {
 }
 
 // TestCostOfChanges counts what building n values one at a time copies,
-// at either end and in the middle: O(n√n) (a flat array: n²/2).
+// at either end and in the middle: O(n√(n/64)) chunk pointers (a flat
+// array: n²/2 values).
 func TestCostOfChanges(t *testing.T) {
 	const n = 100000
 	for _, order := range []string{"ascending", "descending", "random"} {
@@ -158,14 +177,15 @@ func TestCostOfChanges(t *testing.T) {
 				k = rng.Uint64()
 			}
 			s = s.Replace(1, 0, nil, []uint64{k}, []int{i})
-			copied += len(s.chunks)
+			copied += len(s.leaves.chunks)
 			if c := s.Floor(k); c == nil || *c != i {
 				t.Fatalf("%s: %d not found", order, k)
 			}
 		}
-		// Chunks of about √n: the chunk array is √n to 3√n long.
-		t.Logf("%s: %d chunks of %d values; %d chunk pointers copied", order, len(s.chunks), n, copied)
-		if copied > 4*n*316 {
+		// Chunks of about √(n/64) leaves: the chunk array is that to
+		// three times that long.
+		t.Logf("%s: %d leaves in %d chunks for %d values; %d chunk pointers copied", order, s.leaves.Len(), len(s.leaves.chunks), n, copied)
+		if copied > 4*n*40 {
 			t.Errorf("%s: %d chunk pointers copied for %d values", order, copied, n)
 		}
 	}
