@@ -16,8 +16,10 @@ import (
 // others are copied into an arena, compacted when released records leave.
 type queue struct {
 	ents      []qent
-	ready     int // ents[:ready] are sorted and due
-	next      int // next index of ents[:ready] to deliver
+	ready     int    // ents[:ready] are sorted and due
+	nsorted   int    // ents[:nsorted] are sorted (the rest came since)
+	merge     []qent // scratch of sort
+	next      int    // next index of ents[:ready] to deliver
 	arena     []byte
 	spare     []byte
 	bytes     int64
@@ -182,22 +184,53 @@ func (q *queue) flush(limit uint64) {
 }
 
 // sort orders the queue by time, records of equal times in arrival
-// order. After a flush the records left are sorted, and the sort finds
-// them so.
+// order. The records left after a flush are sorted: only those that came
+// since are sorted, then merged with them, so that a flush costs O(k log
+// k) for k new records and a pass over the queue, not a sort of it all.
 func (q *queue) sort() {
-	slices.SortFunc(q.ents, func(a, b qent) int {
-		switch {
-		case a.ts < b.ts:
-			return -1
-		case a.ts > b.ts:
-			return 1
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
+	n := q.nsorted
+	if n >= len(q.ents) {
+		return
+	}
+	tail := q.ents[n:]
+	slices.SortFunc(tail, cmpQent)
+	if n > 0 && cmpQent(q.ents[n-1], tail[0]) > 0 {
+		// The sorted records from the first one after tail[0] move
+		// to the scratch, and merge back with tail in place: the write
+		// position never passes the read position in tail.
+		i0, _ := slices.BinarySearchFunc(q.ents[:n], tail[0], cmpQent)
+		head := append(q.merge[:0], q.ents[i0:n]...)
+		i, j, k := 0, n, i0
+		for i < len(head) && j < len(q.ents) {
+			if cmpQent(q.ents[j], head[i]) < 0 {
+				q.ents[k] = q.ents[j]
+				j++
+			} else {
+				q.ents[k] = head[i]
+				i++
+			}
+			k++
 		}
-		return 0
-	})
+		copy(q.ents[k:], head[i:])
+		clear(head) // no chunk or arena is kept alive by the scratch
+		q.merge = head[:0]
+	}
+	q.nsorted = len(q.ents)
+}
+
+// cmpQent orders queued records by time, then arrival.
+func cmpQent(a, b qent) int {
+	switch {
+	case a.ts < b.ts:
+		return -1
+	case a.ts > b.ts:
+		return 1
+	case a.seq < b.seq:
+		return -1
+	case a.seq > b.seq:
+		return 1
+	}
+	return 0
 }
 
 // flushRound is perf's round flush: release up to the limit set at the
@@ -249,5 +282,6 @@ func (q *queue) compact() {
 	q.arena, q.spare = q.spare, q.arena
 	n := copy(q.ents, rest)
 	q.ents = q.ents[:n]
+	q.nsorted = max(0, min(q.nsorted-q.ready, n)) // the rest of a flush is sorted
 	q.ready, q.next = 0, 0
 }
