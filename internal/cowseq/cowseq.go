@@ -16,13 +16,45 @@ import (
 // empty; a seq2 never changes once made.
 type seq2[T any] struct {
 	firsts []uint64 // the first key of each chunk
-	chunks []*chunk[T]
+	chunks []*run[T]
 	n      int
 }
 
-type chunk[T any] struct {
+// run is values, with their ascending keys: a chunk of a seq2, or a
+// Seq's leaf.
+type run[T any] struct {
 	keys []uint64
 	vals []T
+}
+
+// floor returns the last value of r whose key is at most key, which is
+// at least r's first key.
+func (r *run[T]) floor(key uint64) *T { return &r.vals[upper(r.keys, key)-1] }
+
+// from yields r's values whose keys are at least key, and reports
+// whether yield asked for more.
+func (r *run[T]) from(key uint64, yield func(uint64, *T) bool) bool {
+	for i := sort.Search(len(r.keys), func(i int) bool { return r.keys[i] >= key }); i < len(r.keys); i++ {
+		if !yield(r.keys[i], &r.vals[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// upper returns the number of keys at most key: the index after the
+// last of them.
+func upper(keys []uint64, key uint64) int {
+	lo, hi := 0, len(keys)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if keys[h] <= key {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return lo
 }
 
 // minChunk is the smallest chunk size aimed at.
@@ -47,31 +79,11 @@ func (s *seq2[T]) Floor(key uint64) *T {
 	if s == nil {
 		return nil
 	}
-	f := s.firsts
-	lo, hi := 0, len(f)
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if f[h] <= key {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	if lo == 0 {
+	c := upper(s.firsts, key)
+	if c == 0 {
 		return nil
 	}
-	c := s.chunks[lo-1]
-	k := c.keys
-	lo, hi = 1, len(k) // k[0] <= key
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if k[h] <= key {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return &c.vals[lo-1]
+	return s.chunks[c-1].floor(key)
 }
 
 // From returns the values whose keys are at least key, in order, with
@@ -82,11 +94,8 @@ func (s *seq2[T]) From(key uint64) iter.Seq2[uint64, *T] {
 			return
 		}
 		for c := s.firstChunk(key); c < len(s.chunks); c++ {
-			ch := s.chunks[c]
-			for i := sort.Search(len(ch.keys), func(i int) bool { return ch.keys[i] >= key }); i < len(ch.keys); i++ {
-				if !yield(ch.keys[i], &ch.vals[i]) {
-					return
-				}
+			if !s.chunks[c].from(key, yield) {
+				return
 			}
 		}
 	}
@@ -172,7 +181,7 @@ func (s *seq2[T]) replace(lo, hi uint64, keys []uint64, vals []T) *seq2[T] {
 		return out.rebuild(old, c0, c1, nk, nv, t)
 	}
 	out.firsts = make([]uint64, 0, nc)
-	out.chunks = make([]*chunk[T], 0, nc)
+	out.chunks = make([]*run[T], 0, nc)
 	out.firsts = append(out.firsts, old.firsts[:c0]...)
 	out.chunks = append(out.chunks, old.chunks[:c0]...)
 	out.split(nk, nv, t)
@@ -193,7 +202,7 @@ func (s *seq2[T]) split(keys []uint64, vals []T, t int) {
 	for i := range k {
 		a, b := i*len(keys)/k, (i+1)*len(keys)/k
 		s.firsts = append(s.firsts, keys[a])
-		s.chunks = append(s.chunks, &chunk[T]{keys: keys[a:b:b], vals: vals[a:b:b]})
+		s.chunks = append(s.chunks, &run[T]{keys: keys[a:b:b], vals: vals[a:b:b]})
 	}
 }
 
@@ -211,11 +220,11 @@ func (s *seq2[T]) rebuild(old seq2[T], c0, c1 int, keys []uint64, vals []T, t in
 	}
 	k := (len(ak) + t - 1) / t
 	s.firsts = make([]uint64, 0, k)
-	s.chunks = make([]*chunk[T], 0, k)
+	s.chunks = make([]*run[T], 0, k)
 	for i := range k {
 		a, b := i*len(ak)/k, (i+1)*len(ak)/k
 		s.firsts = append(s.firsts, ak[a])
-		s.chunks = append(s.chunks, &chunk[T]{keys: ak[a:b:b], vals: av[a:b:b]})
+		s.chunks = append(s.chunks, &run[T]{keys: ak[a:b:b], vals: av[a:b:b]})
 	}
 	return s
 }

@@ -17,21 +17,14 @@ package cowseq
 import (
 	"iter"
 	"math"
-	"sort"
 )
 
 // Seq is a sequence of values sorted by key; values of equal keys are in
 // the order they were added. The nil *Seq is the empty sequence. A Seq
 // and the values in it must not be modified: Replace makes a new one.
 type Seq[T any] struct {
-	leaves *seq2[*leaf[T]] // keyed by their first key
+	leaves *seq2[*run[T]] // keyed by their first key
 	n      int
-}
-
-// leaf is a run of values, with their keys.
-type leaf[T any] struct {
-	keys []uint64
-	vals []T
 }
 
 // leafSize is the size of a leaf aimed at: leaves hold from half to
@@ -55,18 +48,7 @@ func (s *Seq[T]) Floor(key uint64) *T {
 	if lp == nil {
 		return nil
 	}
-	l := *lp
-	k := l.keys
-	lo, hi := 1, len(k) // k[0] <= key
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if k[h] <= key {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return &l.vals[lo-1]
+	return (*lp).floor(key)
 }
 
 // From returns the values whose keys are at least key, in order, with
@@ -77,11 +59,8 @@ func (s *Seq[T]) From(key uint64) iter.Seq2[uint64, *T] {
 			return
 		}
 		for _, lp := range s.leaves.From(s.startOf(key)) {
-			l := *lp
-			for i := sort.Search(len(l.keys), func(i int) bool { return l.keys[i] >= key }); i < len(l.keys); i++ {
-				if !yield(l.keys[i], &l.vals[i]) {
-					return
-				}
+			if !(*lp).from(key, yield) {
+				return
 			}
 		}
 	}
@@ -131,7 +110,7 @@ func (s *Seq[T]) Replace(lo, hi uint64, keep func(*T) bool, keys []uint64, vals 
 	// go where these were.
 	first := old.startOf(a)
 	last, end := first, first
-	var ls []*leaf[T]
+	var ls []*run[T]
 	for f, lp := range old.leaves.From(first) {
 		if len(ls) > 0 && f > b && f != last && f != end {
 			break
@@ -182,10 +161,10 @@ func (s *Seq[T]) Replace(lo, hi uint64, keep func(*T) bool, keys []uint64, vals 
 	// Leaves of leafSize to twice that, of equal sizes.
 	nl := (len(nk) + 2*leafSize - 1) / (2 * leafSize)
 	lk := make([]uint64, nl)
-	lv := make([]*leaf[T], nl)
+	lv := make([]*run[T], nl)
 	for i := range nl {
 		a, b := i*len(nk)/nl, (i+1)*len(nk)/nl
-		lk[i], lv[i] = nk[a], &leaf[T]{keys: nk[a:b:b], vals: nv[a:b:b]}
+		lk[i], lv[i] = nk[a], &run[T]{keys: nk[a:b:b], vals: nv[a:b:b]}
 	}
 	lo2, hi2 := first, last
 	if len(ls) == 0 {
