@@ -1,7 +1,6 @@
 package perfdata
 
 import (
-	"errors"
 	"io"
 	"runtime"
 
@@ -40,7 +39,10 @@ type zstream struct {
 	out   []byte // the goroutine's output buffer, read by the Reader between req and reply
 	inbuf []byte // copy of the current record's compressed bytes
 	busy  bool   // a request is outstanding (the decoder waits for input)
-	dead  error
+	// active: the record last fed may decompress to more than pull has
+	// handed out.
+	active bool
+	dead   error
 }
 
 // zsource is the decoder's input: the current record's bytes, then a
@@ -110,47 +112,52 @@ func zrun(src *zsource, req chan struct{}, reply chan zmsg, out []byte) {
 	}
 }
 
-// feed gives the decoder the compressed bytes of one record and appends
-// everything they decompress to onto dst, failing if that would exceed
-// limit bytes. The decoder keeps a reference to comp until it has consumed
-// it, which it has when feed returns.
-func (z *zstream) feed(comp []byte, dst []byte, limit int64) ([]byte, error) {
+// feed gives the decoder the compressed bytes of one record; pull then
+// hands out what they decompress to, a piece at a time. The decoder has
+// consumed the bytes of the record before (pull said so), and keeps a
+// reference to comp's copy until pull says it has consumed this one.
+func (z *zstream) feed(comp []byte) error {
 	if z.dead != nil {
-		return dst, z.dead
+		return z.dead
 	}
 	if len(comp) == 0 {
-		return dst, nil
+		return nil
 	}
-	// Copy: the record's bytes may be a view that the Reader reuses. The
-	// decoder has consumed the previous copy: it starved before the last
-	// feed returned.
+	// Copy: the record's bytes may be a view that the Reader reuses.
 	z.inbuf = append(z.inbuf[:0], comp...)
 	z.in <- z.inbuf
-	added := int64(0)
-	for {
-		if !z.busy {
-			z.req <- struct{}{}
-			z.busy = true
-		}
-		m := <-z.reply
-		if m.starved {
-			// The request stays outstanding: the decoder waits for input.
-			return dst, nil
-		}
-		z.busy = false
-		if m.n > 0 {
-			added += int64(m.n)
-			if added > limit {
-				z.dead = errors.New("decompressed size limit exceeded")
-				return dst, z.dead
-			}
-			dst = append(dst, z.out[:m.n]...)
-		}
-		if m.err != nil {
-			z.dead = m.err
-			return dst, m.err
-		}
+	z.active = true
+	return nil
+}
+
+// pull appends to dst the next piece (at most len(z.out) bytes, 256 KiB)
+// of what the record last fed decompresses to, and returns the bytes
+// appended: none when the record's data has all been handed out (then
+// active is false and the next record may be fed).
+func (z *zstream) pull(dst []byte) ([]byte, int, error) {
+	if z.dead != nil {
+		return dst, 0, z.dead
 	}
+	if !z.active {
+		return dst, 0, nil
+	}
+	if !z.busy {
+		z.req <- struct{}{}
+		z.busy = true
+	}
+	m := <-z.reply
+	if m.starved {
+		// The request stays outstanding: the decoder waits for input.
+		z.active = false
+		return dst, 0, nil
+	}
+	z.busy = false
+	dst = append(dst, z.out[:m.n]...)
+	if m.err != nil {
+		z.dead, z.active = m.err, false
+		return dst, m.n, m.err
+	}
+	return dst, m.n, nil
 }
 
 // close stops the decoder goroutine.

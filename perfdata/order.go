@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"unsafe"
 )
 
 // queue holds timed records until perf's ordering releases them.
@@ -15,8 +16,10 @@ import (
 // others are copied into an arena, compacted when released records leave.
 type queue struct {
 	ents      []qent
-	ready     int // ents[:ready] are sorted and due
-	next      int // next index of ents[:ready] to deliver
+	ready     int    // ents[:ready] are sorted and due
+	nsorted   int    // ents[:nsorted] are sorted (the rest came since)
+	merge     []qent // scratch of sort
+	next      int    // next index of ents[:ready] to deliver
 	arena     []byte
 	spare     []byte
 	bytes     int64
@@ -24,9 +27,11 @@ type queue struct {
 	lastTS    uint64 // time of the most recently queued record
 	nextFlush uint64 // perf's next_flush
 	seq       uint64
-	pinned    int   // chunks holding queued records
-	final     bool  // the input has ended: release everything
-	endErr    error // then return this: io.EOF, or the error that ended the input
+	flushed   uint64 // the newest time released before the end (perf's last_flush)
+	unordered uint64 // records queued older than flushed
+	pinned    int    // chunks holding queued records
+	final     bool   // the input has ended: release everything
+	endErr    error  // then return this: io.EOF, or the error that ended the input
 }
 
 type qent struct {
@@ -36,6 +41,9 @@ type qent struct {
 	a0, a1    int    // else the bytes are arena[a0:a1]
 	off, doff int64
 }
+
+// qentSize is what a queued record costs besides its bytes.
+const qentSize = int64(unsafe.Sizeof(qent{}))
 
 // maxPinned bounds the chunks that queued records keep (32 MiB): records
 // in others are copied into the arena.
@@ -133,6 +141,9 @@ func (r *Reader) nextOrdered() (*Record, error) {
 func (q *queue) push(raw []byte, off, doff int64, ts uint64, stable bool, ch *chunk) {
 	e := qent{ts: ts, seq: q.seq, off: off, doff: doff}
 	q.seq++
+	if ts < q.flushed {
+		q.unordered++
+	}
 	if stable {
 		e.raw, e.ch = raw, ch
 		if ch != nil {
@@ -151,7 +162,7 @@ func (q *queue) push(raw []byte, off, doff int64, ts uint64, stable bool, ch *ch
 	}
 	q.lastTS = ts
 	q.ents = append(q.ents, e)
-	q.bytes += int64(len(raw))
+	q.bytes += int64(len(raw)) + qentSize
 }
 
 // flush marks the records with time <= limit as due, in time order.
@@ -159,15 +170,7 @@ func (q *queue) flush(limit uint64) {
 	if limit == 0 || len(q.ents) == 0 {
 		return
 	}
-	slices.SortStableFunc(q.ents, func(a, b qent) int {
-		switch {
-		case a.ts < b.ts:
-			return -1
-		case a.ts > b.ts:
-			return 1
-		}
-		return 0
-	})
+	q.sort()
 	q.ready, _ = slices.BinarySearchFunc(q.ents, limit, func(e qent, l uint64) int {
 		if e.ts <= l {
 			return -1
@@ -175,6 +178,59 @@ func (q *queue) flush(limit uint64) {
 		return 1
 	})
 	q.next = 0
+	if !q.final {
+		q.flushed = max(q.flushed, limit)
+	}
+}
+
+// sort orders the queue by time, records of equal times in arrival
+// order. The records left after a flush are sorted: only those that came
+// since are sorted, then merged with them, so that a flush costs O(k log
+// k) for k new records and a pass over the queue, not a sort of it all.
+func (q *queue) sort() {
+	n := q.nsorted
+	if n >= len(q.ents) {
+		return
+	}
+	tail := q.ents[n:]
+	slices.SortFunc(tail, cmpQent)
+	if n > 0 && cmpQent(q.ents[n-1], tail[0]) > 0 {
+		// The sorted records from the first one after tail[0] move
+		// to the scratch, and merge back with tail in place: the write
+		// position never passes the read position in tail.
+		i0, _ := slices.BinarySearchFunc(q.ents[:n], tail[0], cmpQent)
+		head := append(q.merge[:0], q.ents[i0:n]...)
+		i, j, k := 0, n, i0
+		for i < len(head) && j < len(q.ents) {
+			if cmpQent(q.ents[j], head[i]) < 0 {
+				q.ents[k] = q.ents[j]
+				j++
+			} else {
+				q.ents[k] = head[i]
+				i++
+			}
+			k++
+		}
+		copy(q.ents[k:], head[i:])
+		clear(head) // no chunk or arena is kept alive by the scratch
+		q.merge = head[:0]
+	}
+	q.nsorted = len(q.ents)
+}
+
+// cmpQent orders queued records by time, then arrival.
+func cmpQent(a, b qent) int {
+	switch {
+	case a.ts < b.ts:
+		return -1
+	case a.ts > b.ts:
+		return 1
+	case a.seq < b.seq:
+		return -1
+	case a.seq > b.seq:
+		return 1
+	}
+	return 0
 }
 
 // flushRound is perf's round flush: release up to the limit set at the
@@ -187,14 +243,15 @@ func (q *queue) flushRound() {
 	q.nextFlush = q.maxTS
 }
 
-// flushHalf releases the older half of the queued time span, as perf does
-// when its queue is full.
+// flushHalf releases the older half of the queued records, when the
+// queue is full. perf releases the older half of the time span between
+// the oldest record and the newest arrival, which frees little when
+// times arrive scattered, and a full queue then sorts again at nearly
+// every record; half of the records makes each flush free half of the
+// queue, so that sorting costs O(log n) a record.
 func (q *queue) flushHalf() {
-	first := q.ents[0].ts
-	for _, e := range q.ents {
-		first = min(first, e.ts)
-	}
-	q.nextFlush = first + (q.lastTS-first)/2
+	q.sort()
+	q.nextFlush = q.ents[len(q.ents)/2].ts
 	q.flush(q.nextFlush)
 }
 
@@ -217,13 +274,14 @@ func (q *queue) compact() {
 			a0 := len(q.spare)
 			q.spare = append(q.spare, q.arena[e.a0:e.a1]...)
 			e.a0, e.a1 = a0, len(q.spare)
-			q.bytes += int64(e.a1 - e.a0)
+			q.bytes += int64(e.a1-e.a0) + qentSize
 		} else {
-			q.bytes += int64(len(e.raw))
+			q.bytes += int64(len(e.raw)) + qentSize
 		}
 	}
 	q.arena, q.spare = q.spare, q.arena
 	n := copy(q.ents, rest)
 	q.ents = q.ents[:n]
+	q.nsorted = max(0, min(q.nsorted-q.ready, n)) // the rest of a flush is sorted
 	q.ready, q.next = 0, 0
 }

@@ -20,32 +20,52 @@ const maxAttrs = 1 << 16
 // value of a field means its default.
 type Limits struct {
 	// MaxDecompressedRecord bounds what one COMPRESSED record may
-	// decompress to. Default: 64 MiB, or the recording's ring-buffer size
-	// (Compression.MmapLen) plus 64 KiB if larger, at most 1 GiB.
+	// decompress to. perf record compresses one read of a ring buffer at
+	// a time into a run of records, so a record's data is at most the
+	// ring's size (Compression.MmapLen); and a record holds less than
+	// 64 KiB of compressed bytes, which MaxDecompressRatio lets expand to
+	// at most 64 KiB times the ratio. Default: the ring's size plus
+	// 64 KiB, or 64 MiB when the recording does not say, and never more
+	// than that expansion (64 MiB with the default ratio): a larger
+	// MmapLen in the header is not believed. Memory does not grow with
+	// this limit: records are decompressed and handed out 256 KiB at a
+	// time.
 	MaxDecompressedRecord int64
 	// MaxDecompressRatio bounds the total decompressed size to this many
-	// times the compressed bytes read so far, plus 16 MiB, so that a small
-	// file cannot cost minutes of decompression. Default: 4096 (perf's own
-	// recordings of sampled stacks compress about 100 to 1).
+	// times the compressed bytes read so far, plus 16 MiB, checked at
+	// every 256 KiB of output, so that a small file cannot cost minutes
+	// of decompression and of work on the records it holds. Default: 1024
+	// (perf record -z's recordings compress about 10 to 1 with frame
+	// pointers, 35 to 1 with stack copies, and 520 to 1 for a tight
+	// loop's identical stack copies).
 	MaxDecompressRatio int64
-	// MaxQueued bounds the bytes of records the time-ordering queue holds;
-	// beyond it the older half is delivered early, as perf does when its
-	// queue is full. Default: 512 MiB.
+	// MaxQueued bounds the memory of the time-ordering queue: the bytes
+	// of the records it holds, plus the 80 bytes of each one's entry.
+	// When it is full, the records of the older half of the queued time
+	// span are delivered at once, as perf does when its queue is full;
+	// records that then arrive older than one already delivered go out of
+	// order, and are counted (Unordered). The arena the records are
+	// copied into may take up to about twice this. Default: 64 MiB.
 	MaxQueued int64
 }
 
+// zstdPiece bounds one record's compressed bytes: what a record's 16-bit
+// size leaves after its header.
+const zstdPiece = 64 << 10
+
 func (l Limits) withDefaults(h *Header) Limits {
+	if l.MaxDecompressRatio <= 0 {
+		l.MaxDecompressRatio = 1024
+	}
 	if l.MaxDecompressedRecord <= 0 {
 		l.MaxDecompressedRecord = 64 << 20
-		if m := int64(h.Compression.MmapLen) + 64<<10; m > l.MaxDecompressedRecord {
-			l.MaxDecompressedRecord = min(m, 1<<30)
+		if m := h.Compression.MmapLen; m != 0 {
+			l.MaxDecompressedRecord = int64(m) + 64<<10
 		}
-	}
-	if l.MaxDecompressRatio <= 0 {
-		l.MaxDecompressRatio = 4096
+		l.MaxDecompressedRecord = min(l.MaxDecompressedRecord, zstdPiece*l.MaxDecompressRatio)
 	}
 	if l.MaxQueued <= 0 {
-		l.MaxQueued = 512 << 20
+		l.MaxQueued = 64 << 20
 	}
 	return l
 }
@@ -97,7 +117,8 @@ type Reader struct {
 
 	// Compressed data: d[dpos:] are decompressed bytes not yet returned;
 	// dBase is the decompressed-stream offset of d[0] and dOff the offset
-	// of the COMPRESSED record that last fed d.
+	// of the COMPRESSED record that last fed d; recOut is what that
+	// record has decompressed to so far.
 	z       *zstream
 	d       []byte
 	dpos    int
@@ -105,6 +126,7 @@ type Reader struct {
 	dOff    int64
 	compIn  int64
 	compOut int64
+	recOut  int64
 
 	dec Decoder // of the events in hdr.Attrs
 
@@ -429,6 +451,12 @@ func (r *Reader) SetLimits(l Limits) {
 	}
 }
 
+// Unordered returns the number of records that arrived, in time order,
+// older than records already delivered: after the queue was full
+// (Limits.MaxQueued), or in a recording whose rounds do not keep perf's
+// promise. perf report warns of them as "out of order events".
+func (r *Reader) Unordered() uint64 { return r.q.unordered }
+
 // Close releases the mapping or closes the file Open opened, and stops
 // the decompressor. The last record Next returned is no longer valid.
 func (r *Reader) Close() error {
@@ -513,6 +541,12 @@ func (r *Reader) nextRaw() (raw []byte, off, doff int64, err error) {
 				r.dpos += size
 				return rest[:size], r.dOff, doff, nil
 			}
+		}
+		if r.z != nil && r.z.active {
+			if err := r.pull(); err != nil {
+				return nil, 0, 0, err
+			}
+			continue
 		}
 		raw, off, err := r.readInput()
 		if err == io.EOF && r.dpos < len(r.d) {
@@ -651,8 +685,8 @@ func (r *Reader) skipPayload(raw []byte, off int64) error {
 	return nil
 }
 
-// decompress feeds one COMPRESSED record to the decoder and appends its
-// data to d.
+// decompress feeds one COMPRESSED record to the decoder, whose data pull
+// then appends to d.
 func (r *Reader) decompress(raw []byte, off int64) error {
 	comp := raw[recordHeaderSize:]
 	if RecordType(r.o.Uint32(raw)) == RecordCompressed2 {
@@ -670,25 +704,40 @@ func (r *Reader) decompress(raw []byte, off int64) error {
 		r.z = newZstream()
 		attachZstream(r, r.z)
 	}
-	// Keep the unread rest (a record that this one completes) at the front.
+	r.compIn += int64(len(comp))
+	r.dOff, r.recOut = off, 0
+	if err := r.z.feed(comp); err != nil {
+		return &Error{Off: off, DecompOff: r.dBase + int64(len(r.d)), Kind: ErrCompressed, Err: err}
+	}
+	return nil
+}
+
+// pull appends the next piece of the current COMPRESSED record's data to
+// d (keeping only its unread part, the start of a record), and checks the
+// limits as the data comes, so that a bomb stops at the piece that
+// crosses one.
+func (r *Reader) pull() error {
 	if r.dpos > 0 {
 		n := copy(r.d, r.d[r.dpos:])
 		r.dBase += int64(r.dpos)
 		r.d = r.d[:n]
 		r.dpos = 0
 	}
-	before := len(r.d)
-	r.compIn += int64(len(comp))
-	d, err := r.z.feed(comp, r.d, r.lim.MaxDecompressedRecord)
+	d, n, err := r.z.pull(r.d)
 	r.d = d
-	r.dOff = off
-	r.compOut += int64(len(d) - before)
+	r.recOut += int64(n)
+	r.compOut += int64(n)
+	off := r.dOff
 	if err != nil {
 		return &Error{Off: off, DecompOff: r.dBase + int64(len(d)), Kind: ErrCompressed, Err: err}
 	}
+	if r.recOut > r.lim.MaxDecompressedRecord {
+		return &Error{Off: off, DecompOff: r.dBase + int64(len(d)), Kind: ErrCompressed,
+			Msg: fmt.Sprintf("COMPRESSED record decompresses to more than %d bytes (limit)", r.lim.MaxDecompressedRecord)}
+	}
 	if r.compOut > r.lim.MaxDecompressRatio*r.compIn+16<<20 {
 		return &Error{Off: off, DecompOff: r.dBase + int64(len(d)), Kind: ErrLimit,
-			Msg: fmt.Sprintf("%d compressed bytes decompress to %d (limit: ratio %d)", r.compIn, r.compOut, r.lim.MaxDecompressRatio)}
+			Msg: fmt.Sprintf("%d compressed bytes decompress to more than %d (limit: ratio %d)", r.compIn, r.compOut, r.lim.MaxDecompressRatio)}
 	}
 	return nil
 }

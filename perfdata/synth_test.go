@@ -503,7 +503,9 @@ func TestDecompressionLimits(t *testing.T) {
 	for p := 0; p < len(comp); p += 60000 {
 		out = append(out, record1(o, RecordCompressed, 0, comp[p:min(p+60000, len(comp))])...)
 	}
-	b := fileOf(o, synthAttrs()[:1], out, nil)
+	a := synthAttrs()[0]
+	a.Flags &^= AttrSampleIDAll // the COMM records have no sample_id
+	b := fileOf(o, []*Attr{a}, out, nil)
 	r, err := NewBytes(b)
 	if err != nil {
 		t.Fatal(err)

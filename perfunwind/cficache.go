@@ -164,13 +164,20 @@ func (s *Session) compileDue() {
 
 // useGen gives c's compiled SFrame to the modules of every process that
 // use c. A mapping is shared by the processes forked with it: each
-// process's unwinder swaps the module, then the mapping takes the new
-// one.
+// address space's unwinder (one for the processes that share it) swaps
+// the module, then the mapping takes the new one.
 func (s *Session) useGen(c *cfiCache) {
 	repl := map[*unwind.Module]*unwind.Module{}
+	seen := map[*space]bool{}
 	var maps []*Mapping
 	for _, p := range s.procs {
-		for _, m := range p.maps {
+		sp := p.sp
+		if seen[sp] {
+			continue
+		}
+		seen[sp] = true
+		for _, pm := range sp.maps.All() {
+			m := *pm
 			old := m.module
 			if old == nil || old.CFI != unwind.CFI(c) || old.SFrame != nil && old.SFrameGen == nil {
 				continue
@@ -182,8 +189,8 @@ func (s *Session) useGen(c *cfiCache) {
 				nm = &cp
 				repl[old] = nm
 			}
-			p.u.RemoveModule(old)
-			p.u.AddModule(nm)
+			sp.u.RemoveModule(old)
+			sp.u.AddModule(nm)
 			maps = append(maps, m)
 		}
 	}

@@ -20,14 +20,18 @@ import (
 // FuzzProcess runs recordings through the whole report path: the
 // session (mappings, forks, execs, unwinding over the stack copies and
 // the files the mappings name), the resolver and the three writers. Any
-// bytes may fail; none may panic. The seeds are the first 12 KiB of a
-// small recording made with perf (when it is installed), whole and cut.
+// bytes may fail; none may panic. The seeds are the first 3 KiB of a
+// small recording made with perf (when it is installed), whole and cut:
+// its header, attributes, first mappings and samples. The fuzzing
+// engine minimizes each input that finds new code, trying it without
+// each of its bytes in turn: with seeds of 12 KiB it did little else (5
+// inputs a minute).
 //
 //	go test ./perfunwind -run '^$' -fuzz FuzzProcess
 func FuzzProcess(f *testing.F) {
 	if data := smallRecording(f); data != nil {
-		f.Add(data)
-		f.Add(data[:len(data)/2])
+		f.Add(data[:min(len(data), fuzzSeedSize)])
+		f.Add(data[:min(len(data), fuzzSeedSize/2)])
 	}
 	f.Add([]byte("PERFILE2"))
 	// The files the recordings name are looked for in an empty directory:
@@ -35,6 +39,9 @@ func FuzzProcess(f *testing.F) {
 	// libraries (which costs a second an input).
 	empty := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Bytes past fuzzMaxInput only make an input slower, and its
+		// minimization longer: the engine grows inputs up to 1 MB.
+		data = data[:min(len(data), fuzzMaxInput)]
 		r, err := perfdata.NewBytes(data)
 		if err != nil {
 			return
@@ -64,6 +71,13 @@ func FuzzProcess(f *testing.F) {
 		}
 	})
 }
+
+// fuzzSeedSize is the size of FuzzProcess's seeds, and fuzzMaxInput the
+// part of an input it reads.
+const (
+	fuzzSeedSize = 3 << 10
+	fuzzMaxInput = 8 << 10
+)
 
 // smallRecording returns the first 12 KiB of a recording of the test
 // program with 256-byte stack copies, or nil without perf.

@@ -62,6 +62,7 @@ func (s *Session) Process(r *perfdata.Reader, opts ProcessOptions, fn func(*Stac
 // returns, then given to emit.
 func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *Stack, emit func(*Stack) error) error {
 	r.SetTimeOrder(true)
+	defer func() { s.Stats.Unordered = r.Unordered() }()
 	var smp Sample
 	for n := 0; ; n++ {
 		if opts.Stop != nil && opts.Stop.Load() {

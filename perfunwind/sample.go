@@ -245,7 +245,7 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 	}
 	p := s.procs[smp.Pid]
 	switch {
-	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0 && p != nil && len(p.maps) > 0:
+	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0 && p != nil && p.sp.maps.Len() > 0:
 		s.unwindUser(p, smp, st)
 	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0:
 		// perf shows no user frames for a process it knows no mapping of.
@@ -296,7 +296,7 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	sp := smp.Regs.SP()
 	s.touched += prefetch(smp.Stack)
 	s.mem = unwind.StackMemory{SP: sp, Stack: smp.Stack, End: p.stackEnd(sp, smp), Fallback: &p.mem}
-	frames, stop, err := p.u.Unwind(&s.ctx, &smp.Regs, &s.mem, s.frames[:0])
+	frames, stop, err := p.sp.u.Unwind(&s.ctx, &smp.Regs, &s.mem, s.frames[:0])
 	s.frames = frames
 	s.mem = unwind.StackMemory{} // keep no reference to the record
 	st.Unwound, st.Stop, st.Err = true, stop, err
@@ -434,4 +434,7 @@ type Stats struct {
 	StopWhere map[StopPlace]uint64
 	// Lost counts the samples the kernel lost (LOST, LOST_SAMPLES).
 	Lost uint64
+	// Unordered counts the records Process read out of time order
+	// (perfdata.Reader.Unordered): its queue was full.
+	Unordered uint64
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/cowseq"
 	"github.com/sframekit/sframekit/jitmap"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/symbolize"
@@ -362,14 +362,31 @@ func (m *Mapping) BuildID() []byte {
 // BuildIDString returns BuildID in hexadecimal, or "".
 func (m *Mapping) BuildIDString() string { return hex.EncodeToString(m.BuildID()) }
 
-// process is one address space: its mappings and its unwinder.
+// process is a process: its threads and its address space.
 type process struct {
 	pid     uint32
-	maps    []*Mapping // sorted by Start, not overlapping
-	last    *Mapping   // found last by find: frames come in runs of one file
-	u       *unwind.Unwinder
+	sp      *space
+	last    *Mapping // found last by find: frames come in runs of one file
 	mem     procMemory
 	threads map[uint32]struct{}
+}
+
+// space is an address space: the mappings of a process, sorted by Start
+// and not overlapping, and the unwinder over their modules. A forked
+// process shares its parent's until one of them changes it (copy on
+// write: own); so does the unwinder's module set after that, and the
+// mappings, a persistent sequence (cowseq), share all but a few KiB of
+// their memory with the sequence they were changed from. A fork thus
+// costs O(1), and a mapping added or cut O(64 + √(n/64)) in a process
+// of n mappings, whatever the processes forked before: a chain of forks
+// of a process with thousands of mappings costs no copy of them, and
+// 200,000 mappings, in any order, 0.8 GB of allocations in all (not the
+// 160 GB of moves of one array). A process that changes its
+// forked address space keeps those few KiB of its own.
+type space struct {
+	maps *cowseq.Seq[*Mapping]
+	u    *unwind.Unwinder
+	refs int // processes using it; more than needed costs an O(1) copy, never fewer
 }
 
 func (s *Session) newProcess(pid uint32) *process {
@@ -380,9 +397,17 @@ func (s *Session) newProcess(pid uint32) *process {
 	}
 	u, _ := unwind.New(s.opts.Arch, nil) // the architecture was checked
 	u.MaxDepth = s.opts.MaxDepth
-	p := &process{pid: pid, u: u, threads: map[uint32]struct{}{}}
+	p := &process{pid: pid, sp: &space{u: u, refs: 1}, threads: map[uint32]struct{}{}}
 	p.mem.p = p
 	return p
+}
+
+// setProc makes p the process pid, forgetting the one before.
+func (s *Session) setProc(pid uint32, p *process) {
+	if old := s.procs[pid]; old != nil && old != p {
+		old.sp.refs--
+	}
+	s.procs[pid] = p
 }
 
 // proc returns the process pid, creating it.
@@ -395,49 +420,69 @@ func (s *Session) proc(pid uint32) *process {
 	return p
 }
 
+// own returns p's address space, copied first if p shares it.
+func (p *process) own() *space {
+	if sp := p.sp; sp.refs > 1 {
+		sp.refs--
+		p.sp = &space{maps: sp.maps, u: sp.u.Clone(), refs: 1}
+	}
+	return p.sp
+}
+
 // find returns the mapping containing addr, or nil.
 func (p *process) find(addr uint64) *Mapping {
 	if m := p.last; m != nil && addr-m.Start < m.End-m.Start {
 		return m
 	}
-	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].Start > addr }) - 1
-	if i >= 0 && addr < p.maps[i].End {
-		p.last = p.maps[i]
-		return p.maps[i]
+	if m := p.sp.maps.Floor(addr); m != nil && addr < (*m).End {
+		p.last = *m
+		return *m
 	}
 	return nil
 }
 
 // insert adds m, cutting the mappings it overlaps as the kernel does.
 func (p *process) insert(m *Mapping) {
-	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].End > m.Start })
-	j := i
-	var keep []*Mapping
-	for ; j < len(p.maps) && p.maps[j].Start < m.End; j++ {
-		o := p.maps[j]
+	sp := p.own()
+	// The mappings m overlaps: those starting in it, and the one before
+	// if it reaches into it.
+	lo := m.Start
+	if f := sp.maps.Floor(m.Start); f != nil && (*f).End > m.Start {
+		lo = (*f).Start
+	}
+	var head, tail *Mapping
+	for _, po := range sp.maps.From(lo) {
+		o := *po
+		if o.Start >= m.End {
+			break
+		}
 		if o.module != nil {
-			p.u.RemoveModule(o.module)
+			sp.u.RemoveModule(o.module)
 		}
 		if o.Start < m.Start {
-			keep = append(keep, p.cut(o, o.Start, m.Start))
+			head = cut(sp, o, o.Start, m.Start)
 		}
 		if o.End > m.End {
-			keep = append(keep, p.cut(o, m.End, o.End))
+			tail = cut(sp, o, m.End, o.End)
 		}
 	}
-	ins := make([]*Mapping, 0, len(keep)+1)
-	ins = append(ins, keep...)
-	ins = append(ins, m)
-	sort.Slice(ins, func(a, b int) bool { return ins[a].Start < ins[b].Start })
-	p.maps = slices.Replace(p.maps, i, j, ins...)
+	keys := make([]uint64, 0, 3)
+	ins := make([]*Mapping, 0, 3)
+	for _, n := range []*Mapping{head, m, tail} {
+		if n != nil {
+			keys, ins = append(keys, n.Start), append(ins, n)
+		}
+	}
+	sp.maps = sp.maps.Replace(lo, m.End-1, nil, keys, ins)
 	p.last = nil
 	if m.module != nil {
-		p.u.AddModule(m.module)
+		sp.u.AddModule(m.module)
 	}
 }
 
-// cut returns the part [start, end) of o, with its own module.
-func (p *process) cut(o *Mapping, start, end uint64) *Mapping {
+// cut returns the part [start, end) of o, with its own module, added to
+// sp's unwinder.
+func cut(sp *space, o *Mapping, start, end uint64) *Mapping {
 	n := *o
 	n.Start, n.End = start, end
 	n.Pgoff = o.Pgoff + (start - o.Start)
@@ -445,24 +490,17 @@ func (p *process) cut(o *Mapping, start, end uint64) *Mapping {
 		nm := *o.module // shares the tables
 		nm.Start, nm.End = start, end
 		n.module = &nm
-		p.u.AddModule(n.module)
+		sp.u.AddModule(n.module)
 	}
 	return &n
 }
 
-// clone returns a copy of p for a child process: the same mappings (and
-// modules, which do not change) in a new unwinder.
+// clone returns p's child pid, which shares p's address space (see
+// space).
 func (s *Session) clone(p *process, pid uint32) *process {
-	c := s.newProcess(pid)
-	c.maps = slices.Clone(p.maps)
-	mods := make([]*unwind.Module, 0, len(c.maps))
-	for _, m := range c.maps {
-		if m.module != nil {
-			mods = append(mods, m.module)
-		}
-	}
-	c.u, _ = unwind.New(s.opts.Arch, mods)
-	c.u.MaxDepth = s.opts.MaxDepth
+	c := &process{pid: pid, sp: p.sp, threads: map[uint32]struct{}{}}
+	c.mem.p = c
+	p.sp.refs++
 	return c
 }
 
@@ -484,9 +522,8 @@ func (p *process) stackEnd(sp uint64, smp *Sample) uint64 {
 	}
 	// Stacks are anonymous memory, which a recording names only with
 	// data mappings: up to the next mapping it knows is the stack's.
-	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].Start > sp })
-	if i < len(p.maps) {
-		return p.maps[i].Start
+	for start := range p.sp.maps.From(sp + 1) {
+		return start
 	}
 	return ^uint64(0)
 }
@@ -617,7 +654,7 @@ func (s *Session) Comm(pid, tid uint32, comm string, exec bool) {
 	if exec {
 		q := s.newProcess(pid)
 		q.threads = p.threads
-		s.procs[pid] = q
+		s.setProc(pid, q)
 	}
 }
 
@@ -632,9 +669,9 @@ func (s *Session) Fork(pid, ppid, tid, ptid uint32) {
 	s.threads[tid] = &thread{comm: name, pid: pid}
 	if pid != ppid {
 		if parent := s.procs[ppid]; parent != nil {
-			s.procs[pid] = s.clone(parent, pid)
+			s.setProc(pid, s.clone(parent, pid))
 		} else {
-			s.procs[pid] = s.newProcess(pid)
+			s.setProc(pid, s.newProcess(pid))
 		}
 	}
 	s.proc(pid).threads[tid] = struct{}{}
@@ -651,6 +688,7 @@ func (s *Session) Exit(pid, tid uint32) {
 	}
 	delete(p.threads, tid)
 	if len(p.threads) == 0 {
+		p.sp.refs--
 		delete(s.procs, pid)
 	}
 }

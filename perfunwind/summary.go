@@ -28,6 +28,9 @@ func WriteSummary(w io.Writer, s *Session) error {
 	if st.Lost > 0 {
 		fmt.Fprintf(&b, ", %d lost by the kernel", st.Lost)
 	}
+	if st.Unordered > 0 {
+		fmt.Fprintf(&b, ", %d records out of time order", st.Unordered)
+	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "user stacks unwound: %d (%d by SFrame alone, %d with CFI for some frame, %d with frame pointers for some frame, %d not past the first frame)\n",
 		st.Unwound, st.OnlySFrame, st.WithCFI, st.WithFP, st.FirstOnly)

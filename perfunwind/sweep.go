@@ -21,7 +21,8 @@ func (s *Session) Sweep(r *Resolver) int {
 	live := map[*File]bool{}
 	liveCFI := map[unwind.CFI]bool{}
 	for _, p := range s.procs {
-		for _, m := range p.maps {
+		for _, mp := range p.sp.maps.All() {
+			m := *mp
 			if m.File != nil {
 				live[m.File] = true
 			}

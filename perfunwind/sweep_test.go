@@ -23,7 +23,11 @@ func TestSweep(t *testing.T) {
 	use := func(pid uint32) *File {
 		s.Comm(pid, pid, "test", true)
 		s.Mmap(pid, pid, 0x400000, 0x100000, 0, exe, true, nil)
-		m := s.procs[pid].maps[0]
+		var m *Mapping
+		for _, mp := range s.procs[pid].sp.maps.All() {
+			m = *mp
+			break
+		}
 		m.module = s.module(m)
 		r.Resolve(m, 0x400100)
 		if m.File == nil || m.File.Path == "" {

@@ -75,8 +75,7 @@ func (w *Context) cachedCFIRule(in *modInfo, pc uint64) (fastRule, bool) {
 // keepCFIRule caches the CFI row the last step applied (w.cfi.row) at
 // the ELF address elfPC of module m, if it has the fast path's shape.
 // The step was a caller's (not the top frame's) and not a signal frame's.
-func (w *Context) keepCFIRule(mi int, elfPC uint64) {
-	in := &w.mods.info[mi]
+func (w *Context) keepCFIRule(in *modInfo, elfPC uint64) {
 	if !in.cfiFast || w.noGen || w.cfi.raCol != w.pcReg {
 		return // the fast path reads the RA of the PC's column
 	}

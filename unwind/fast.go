@@ -33,8 +33,8 @@ type modInfo struct {
 
 // newModInfo gathers what the fast path needs of m, of architecture a,
 // whose decoded SFrame is x (nil if none).
-func newModInfo(m *Module, a arch.Arch, x *sfIndex) modInfo {
-	in := modInfo{lo: m.Start, size: m.End - m.Start, m: m, x: x, gen: m.SFrameGen != nil, cfiFast: cfiFast(m, a)}
+func newModInfo(m *Module, a arch.Arch, x *sfIndex) *modInfo {
+	in := &modInfo{lo: m.Start, size: m.End - m.Start, m: m, x: x, gen: m.SFrameGen != nil, cfiFast: cfiFast(m, a)}
 	if x != nil {
 		in.rel0, in.relEnd = m.Bias+x.flatBase+1, x.flatEnd
 		in.keys, in.rules = x.flatKeys, x.flatRules
@@ -103,11 +103,9 @@ func (w *Context) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 	}
 	for n < len(buf) && pc != 0 {
 		if pc-in.lo >= in.size {
-			mi := w.moduleIndex(pc)
-			if mi < 0 {
+			if in = w.moduleInfo(pc); in == nil {
 				break
 			}
-			in = &w.mods.info[mi]
 			if in.gen {
 				if w.noGen {
 					break

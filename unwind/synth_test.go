@@ -666,7 +666,11 @@ func TestAddRemoveModule(t *testing.T) {
 	u.AddModule(edge)
 	walk("edge only") // frame 0 is in exe
 	u.AddModule(exe)
-	if mods := u.mods.Load().modules; len(mods) != 2 || mods[0] != exe || mods[1] != edge {
+	var mods []*Module
+	for _, in := range u.mods.Load().All() {
+		mods = append(mods, (*in).m)
+	}
+	if len(mods) != 2 || mods[0] != exe || mods[1] != edge {
 		t.Fatalf("Modules: %v", mods)
 	}
 	walk("both", exe, edge, edge)
@@ -691,9 +695,8 @@ func TestAddRemoveModule(t *testing.T) {
 
 // moduleAt returns u's module containing the runtime address pc, or nil.
 func moduleAt(u *Unwinder, pc uint64) *Module {
-	ms := u.mods.Load()
-	if i := ms.find(pc); i >= 0 {
-		return ms.modules[i]
+	if in := findModule(u.mods.Load(), pc); in != nil {
+		return in.m
 	}
 	return nil
 }

@@ -39,6 +39,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/internal/cowseq"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/targets"
 )
@@ -185,7 +186,7 @@ type Unwinder struct {
 	PACMask uint64
 
 	mu   sync.Mutex                // serializes AddModule and RemoveModule
-	mods atomic.Pointer[moduleSet] // never nil after New
+	mods atomic.Pointer[moduleSet] // nil: none
 }
 
 // config is what a walk needs of its Unwinder, copied into the Context
@@ -199,13 +200,14 @@ type config struct {
 	pacMask                    uint64 // Unwinder.PACMask
 }
 
-// moduleSet is an Unwinder's modules, sorted by start address, with what
-// the fast path needs of each. It never changes once published: AddModule
-// and RemoveModule publish a new one, so that walks read it without locks.
-type moduleSet struct {
-	modules []*Module
-	info    []modInfo // per module, what the fast path needs
-}
+// moduleSet is an Unwinder's modules, sorted by start address, as what
+// the fast path needs of each (modInfo.m is the module). It never changes
+// once published: AddModule and RemoveModule publish a new one, which
+// shares all but a few KiB of the old one's memory (cowseq), so that
+// walks read it without locks, a module is added or removed in
+// O(64 + √(n/64)) rather than with a copy of all n, and Clone shares
+// them.
+type moduleSet = cowseq.Seq[*modInfo]
 
 // DefaultMaxDepth bounds walks when MaxDepth is 0.
 const DefaultMaxDepth = 1024
@@ -229,19 +231,29 @@ func New(a arch.Arch, mods []*Module) (*Unwinder, error) {
 	if a.HasLinkReg() {
 		u.cfg.raReg = a.RA()
 	}
-	ms := &moduleSet{modules: make([]*Module, 0, len(mods))}
+	var sorted []*Module
 	for _, m := range mods {
 		if m != nil {
-			ms.modules = append(ms.modules, m)
+			sorted = append(sorted, m)
 		}
 	}
-	sort.SliceStable(ms.modules, func(i, j int) bool { return ms.modules[i].Start < ms.modules[j].Start })
-	ms.info = make([]modInfo, len(ms.modules))
-	for i, m := range ms.modules {
-		ms.info[i] = newModInfo(m, a, sfIndexOf(m))
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Start < sorted[j].Start })
+	keys := make([]uint64, len(sorted))
+	info := make([]*modInfo, len(sorted))
+	for i, m := range sorted {
+		keys[i], info[i] = m.Start, newModInfo(m, a, sfIndexOf(m))
 	}
-	u.mods.Store(ms)
+	u.mods.Store(u.mods.Load().Replace(1, 0, nil, keys, info))
 	return u, nil
+}
+
+// Clone returns an Unwinder with u's modules and settings, in O(1): the
+// two share the modules until one of them changes them (a forked
+// process's, until it maps or unmaps something).
+func (u *Unwinder) Clone() *Unwinder {
+	c := &Unwinder{cfg: u.cfg, MaxDepth: u.MaxDepth, PACMask: u.PACMask}
+	c.mods.Store(u.mods.Load())
+	return c
 }
 
 // sfIndexOf returns the decoded SFrame of m: the one Cache.Modules gave
@@ -269,65 +281,54 @@ func (u *Unwinder) AddModule(m *Module) {
 	in := newModInfo(m, u.cfg.arch, sfIndexOf(m)) // outside the lock: it may decode
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	old := u.mods.Load()
-	i := sort.Search(len(old.modules), func(i int) bool { return old.modules[i].Start > m.Start })
-	u.mods.Store(&moduleSet{
-		modules: slices.Insert(slices.Clip(old.modules), i, m),
-		info:    slices.Insert(slices.Clip(old.info), i, in),
-	})
+	u.mods.Store(u.mods.Load().Replace(1, 0, nil, []uint64{m.Start}, []*modInfo{in}))
 }
 
 // RemoveModule removes m (the same pointer that New or AddModule was
 // given) and reports whether it was there. Walks already running still
 // use it; frames keep pointing to it.
 func (u *Unwinder) RemoveModule(m *Module) bool {
+	if m == nil {
+		return false
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	old := u.mods.Load()
-	i := slices.Index(old.modules, m)
-	if i < 0 || m == nil {
-		return false
+	found := false
+	ms := old.Replace(m.Start, m.Start, func(in **modInfo) bool {
+		if !found && (*in).m == m {
+			found = true
+			return false
+		}
+		return true
+	}, nil, nil)
+	if found {
+		u.mods.Store(ms)
 	}
-	u.mods.Store(&moduleSet{
-		modules: slices.Delete(slices.Clone(old.modules), i, i+1),
-		info:    slices.Delete(slices.Clone(old.info), i, i+1),
-	})
-	return true
+	return found
 }
 
-// find returns the index of the module containing pc, or -1.
-func (s *moduleSet) find(pc uint64) int {
-	mods := s.modules
-	// The last module whose Start <= pc.
-	lo, hi := 0, len(mods)
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if mods[h].Start <= pc {
-			lo = h + 1
-		} else {
-			hi = h
-		}
+// findModule returns what the fast path needs of the module of s
+// containing pc, or nil: the module starting last at or before pc
+// (of those starting at the same address, the one added last).
+func findModule(s *moduleSet, pc uint64) *modInfo {
+	if in := s.Floor(pc); in != nil && pc-(*in).lo < (*in).size {
+		return *in
 	}
-	if lo > 0 && pc < mods[lo-1].End {
-		return lo - 1
-	}
-	return -1
+	return nil
 }
 
-// moduleIndex returns the index of the module containing pc, or -1,
-// trying first the module found last.
-func (w *Context) moduleIndex(pc uint64) int {
-	mods := w.mods.modules
-	if w.last < len(mods) {
-		if m := mods[w.last]; pc >= m.Start && pc < m.End {
-			return w.last
-		}
+// moduleInfo returns what the fast path needs of the module containing
+// pc, or nil, trying first the module found last.
+func (w *Context) moduleInfo(pc uint64) *modInfo {
+	if in := w.last; in != nil && pc-in.lo < in.size {
+		return in
 	}
-	i := w.mods.find(pc)
-	if i >= 0 {
-		w.last = i
+	in := findModule(w.mods, pc)
+	if in != nil {
+		w.last = in
 	}
-	return i
+	return in
 }
 
 // Memory is what a walk reads the target's memory through: a live process
@@ -358,7 +359,7 @@ type Context struct {
 	cfa uint64 // CFA of the last step
 	sig bool   // the last step went through a signal frame
 	// Scratch kept across walks.
-	last int // index of the module found last (lookup cache)
+	last *modInfo // the module found last, in mods (lookup cache)
 	regs [2]targets.Regs
 	srow sframe.Row // row decoded without an index
 	cfi  cfiScratch
@@ -446,7 +447,9 @@ func (u *Unwinder) Unwind(ctx *Context, regs *targets.Regs, mem Memory, frames [
 func (w *Context) begin(u *Unwinder, mem Memory) {
 	w.config = u.cfg
 	w.pacMask = u.PACMask
-	w.mods = u.mods.Load()
+	if ms := u.mods.Load(); ms != w.mods {
+		w.mods, w.last = ms, nil
+	}
 	w.mem.reset(mem, w.be)
 	w.usedGen, w.gen = false, false
 }
@@ -497,16 +500,16 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 		if st.depth >= limit {
 			return frames, StopDepth, nil
 		}
-		mi := w.moduleIndex(pc)
+		in := w.moduleInfo(pc)
 		// A signal trampoline may lie outside every module (qemu-user's
 		// page of them): step() recognizes it by its code.
-		if mi < 0 && !w.isSigreturn(pc) {
+		if in == nil && !w.isSigreturn(pc) {
 			frames = append(frames, Frame{PC: pc, SP: sp, Exact: top})
 			return frames, StopNoModule, nil
 		}
 		var m *Module
-		if mi >= 0 {
-			m = w.mods.modules[mi]
+		if in != nil {
+			m = in.m
 		}
 		// Caller frames hold return addresses, which may point past the
 		// end of the call's function (noreturn calls): look up PC-1.
@@ -531,12 +534,12 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 				set(cur, w.fpReg, st.fp)
 			}
 		}
-		method, err := w.step(mi, pc, lookup, cur, next, top)
+		method, err := w.step(in, pc, lookup, cur, next, top)
 		if w.gen {
 			return frames, StopNoRule, nil // Unwind walks again
 		}
 		if method == MethodCFI && err == nil && !top && !w.sig {
-			w.keepCFIRule(mi, lookup-m.Bias)
+			w.keepCFIRule(in, lookup-m.Bias)
 		}
 		frames = append(frames, Frame{PC: pc, SP: sp, CFA: w.cfa, Module: m, Method: method, Signal: w.sig, Exact: top || w.sig})
 		if err != nil {
@@ -562,18 +565,18 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 }
 
 // step computes the caller's registers into next, trying each method.
-func (w *Context) step(mi int, pc, lookup uint64, cur, next *targets.Regs, top bool) (Method, error) {
+func (w *Context) step(in *modInfo, pc, lookup uint64, cur, next *targets.Regs, top bool) (Method, error) {
 	w.cfa, w.sig = 0, false
-	if mi < 0 {
+	if in == nil {
 		// walk checked: a sigreturn trampoline in no module.
 		w.sig = true
 		return MethodSignal, w.stepSignal(cur, next)
 	}
-	m := w.mods.modules[mi]
+	m := in.m
 	elfPC := lookup - m.Bias
 	var firstErr error
 	if m.SFrame != nil && (m.SFrameGen == nil || !w.noGen) {
-		err := w.stepSFrame(m, w.mods.info[mi].x, elfPC, cur, next, top)
+		err := w.stepSFrame(m, in.x, elfPC, cur, next, top)
 		if err == nil || err == errEnd {
 			w.usedGen = w.usedGen || m.SFrameGen != nil
 			if w.sig {

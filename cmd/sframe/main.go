@@ -13,8 +13,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sort"
 	"strings"
 
@@ -87,13 +90,53 @@ func versionOf(bi *debug.BuildInfo) string {
 }
 
 func main() {
-	// Every command is short-lived and touches tens of MB at most: collect
-	// garbage only when the heap nears a limit, not every time it doubles
-	// from a few MB (which costs a stack capture a millisecond or more).
-	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(1 << 30)
+	delayGC()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// gcFirst is the heap size at which garbage is first collected, and
+// gcPercent Go's GOGC from then on.
+const (
+	gcFirst   = 128 << 20
+	gcPercent = 100
+)
+
+// delayGC leaves garbage uncollected until the heap reaches gcFirst, and
+// from then on has it collected as Go does by default (GOGC 100: the heap
+// at most twice what is live). Most commands touch tens of MB at most,
+// and collecting every time the heap doubles from a few MB costs them a
+// millisecond or more (a stack capture); but collecting only near a
+// high limit let garbage take what an input's work allocates, up to that
+// limit (1 GiB before, for a 600 KB recording), and a limit alone makes
+// the collector run without end once what is live nears it.
+func delayGC() {
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(gcFirst)
+	armGC()
+}
+
+// armGC has the next collection end the delay if the heap had reached
+// gcFirst, and otherwise (a collection forced early, as hugeheap's)
+// wait for the next one.
+func armGC() {
+	// The collection finds the sentinel unreachable and runs its
+	// finalizer.
+	runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) {
+		m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+		metrics.Read(m)
+		if m[0].Value.Uint64()-m[1].Value.Uint64() < gcFirst/2 {
+			armGC()
+			return
+		}
+		debug.SetGCPercent(gcPercent)
+		debug.SetMemoryLimit(math.MaxInt64)
+	})
+}
+
+// gcSentinel is an object that the first collection frees. It holds a
+// pointer so that it is not one of the tiny allocator's blocks, whose
+// finalizers wait for every object in the block.
+type gcSentinel struct{ _ *byte }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {

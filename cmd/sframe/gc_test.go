@@ -1,0 +1,50 @@
+package main
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/sframekit/sframekit/internal/memtest"
+)
+
+// sink keeps allocations from being optimized away.
+var sink []byte
+
+// TestGCDelayed: with the command's collector settings (delayGC), a
+// command that allocates less than gcFirst never collects, and one that
+// allocates gigabytes of garbage keeps its memory near gcFirst and twice
+// what is live, not near a high limit (1 GiB before).
+func TestGCDelayed(t *testing.T) {
+	if memtest.InChild(t) {
+		delayGC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		gc0 := ms.NumGC
+		for range 64 {
+			sink = touched(1 << 20)
+		}
+		runtime.ReadMemStats(&ms)
+		if ms.NumGC != gc0 {
+			t.Fatalf("%d collections for 64 MiB of garbage, want none", ms.NumGC-gc0)
+		}
+		// 3 GiB of garbage, 8 MiB live.
+		live := make([][]byte, 8)
+		for i := range 3 << 10 {
+			live[i%len(live)] = touched(1 << 20)
+		}
+		sink = live[0]
+		runtime.ReadMemStats(&ms)
+		t.Logf("%d collections", ms.NumGC-gc0)
+		return
+	}
+	memtest.AtMost(t, 300<<20, "for 3 GiB of garbage")
+}
+
+// touched returns n bytes whose every page was written, as work's are.
+func touched(n int) []byte {
+	b := make([]byte, n)
+	for i := 0; i < n; i += 4096 {
+		b[i] = 1
+	}
+	return b
+}
