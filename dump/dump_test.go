@@ -58,7 +58,7 @@ func TestCorpusValidates(t *testing.T) {
 			t.Errorf("%s: %v", path, err)
 			continue
 		}
-		if s.Flags&sframe.FlagFDESorted == 0 {
+		if s.Header().Flags&sframe.FlagFDESorted == 0 {
 			continue // relocatable objects: functions of different text sections overlap
 		}
 		for i := 0; i < s.NumFuncs(); i++ {

@@ -113,27 +113,28 @@ type JSONRule struct {
 // past the header's FRE count, returning what it built so far.
 func SFrameJSON(in *Input) (*JSONFile, error) {
 	s := in.SFrame
+	sh := s.Header()
 	out := &JSONFile{File: in.Path, Format: in.Format, Section: in.Section, Functions: []JSONFunction{}}
 	h := &out.Header
-	h.Version = int(s.Version)
+	h.Version = int(sh.Version)
 	h.Flags = []string{}
 	for _, b := range []sframe.Flags{sframe.FlagFDESorted, sframe.FlagFramePointer, sframe.FlagFuncStartPCRel, 8, 16, 32, 64, 128} {
-		if s.Flags&b != 0 {
+		if sh.Flags&b != 0 {
 			h.Flags = append(h.Flags, b.String())
 		}
 	}
-	h.ABI = s.ABI.String()
+	h.ABI = sh.ABI.String()
 	h.BigEndian = s.BigEndian()
-	if s.HasFixedFP() {
-		v := int(s.CFAFixedFPOffset)
+	if sh.HasFixedFP() {
+		v := int(sh.CFAFixedFPOffset)
 		h.CFAFixedFPOffset = &v
 	}
-	if s.HasFixedRA() {
-		v := int(s.CFAFixedRAOffset)
+	if sh.HasFixedRA() {
+		v := int(sh.CFAFixedRAOffset)
 		h.CFAFixedRAOffset = &v
 	}
-	h.AuxHeaderLen = int(s.AuxHdrLen)
-	h.NumFDEs, h.NumFREs, h.Address = s.NumFDEs, s.NumFREs, Addr(s.Addr())
+	h.AuxHeaderLen = int(sh.AuxHdrLen)
+	h.NumFDEs, h.NumFREs, h.Address = sh.NumFDEs, sh.NumFREs, Addr(s.Addr())
 	var rows uint64
 	for i := 0; i < s.NumFuncs(); i++ {
 		f, err := s.Func(i)
@@ -141,7 +142,7 @@ func SFrameJSON(in *Input) (*JSONFile, error) {
 			return out, err
 		}
 		jf := JSONFunction{Index: i, Start: Addr(f.Start), Size: f.Size, PCType: "inc", FDEType: "default",
-			RepSize: int(f.RepSize), Signal: f.Signal(), PAuthB: s.ABI.Arch() == arch.ARM64 && f.PAuthKeyB(), Rows: []JSONRow{}}
+			RepSize: int(f.RepSize), Signal: f.Signal(), PAuthB: sh.ABI.Arch() == arch.ARM64 && f.PAuthKeyB(), Rows: []JSONRow{}}
 		if f.PCType() == sframe.PCMask {
 			jf.PCType = "mask"
 		}
@@ -183,9 +184,9 @@ func jsonRule(s *sframe.Section, r sframe.Rule) *JSONRule {
 		j.Offset = 0
 	case r.Base == sframe.RegCFA:
 		j.Base = "cfa"
-	case r.Base == s.ABI.Arch().SP():
+	case r.Base == s.Header().ABI.Arch().SP():
 		j.Base = "sp"
-	case r.Base == s.ABI.Arch().FP():
+	case r.Base == s.Header().ABI.Arch().FP():
 		j.Base = "fp"
 	default:
 		j.Base = fmt.Sprintf("r%d", r.Base)

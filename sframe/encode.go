@@ -872,21 +872,21 @@ func (e *encoder) funcInfo(f *EncFunc) uint8 {
 // FREs than the header says make it fail with ErrCountMismatch.
 func Extract(s *Section) (EncodeOptions, []EncFunc, error) {
 	opts := EncodeOptions{
-		Version:          s.Version,
-		ABI:              s.ABI,
+		Version:          s.hdr.Version,
+		ABI:              s.hdr.ABI,
 		ByteOrder:        s.ByteOrder(),
 		Addr:             s.Addr(),
-		KeepOrder:        s.Flags&FlagFDESorted == 0,
+		KeepOrder:        s.hdr.Flags&FlagFDESorted == 0,
 		Start:            StartSectionRel,
-		FramePointer:     s.Flags&FlagFramePointer != 0 && s.Version != Version3,
+		FramePointer:     s.hdr.Flags&FlagFramePointer != 0 && s.hdr.Version != Version3,
 		ExplicitFixed:    true,
-		CFAFixedRAOffset: s.CFAFixedRAOffset,
-		CFAFixedFPOffset: s.CFAFixedFPOffset,
+		CFAFixedRAOffset: s.hdr.CFAFixedRAOffset,
+		CFAFixedFPOffset: s.hdr.CFAFixedFPOffset,
 	}
-	if s.Flags&FlagFuncStartPCRel != 0 && s.Version != Version1 {
+	if s.hdr.Flags&FlagFuncStartPCRel != 0 && s.hdr.Version != Version1 {
 		opts.Start = StartPCRel
 	}
-	if s.AuxHdrLen != 0 {
+	if s.hdr.AuxHdrLen != 0 {
 		opts.AuxHeader = append([]byte(nil), s.AuxHeader()...)
 	}
 	opts.Align = trailingAlign(s)
@@ -902,8 +902,8 @@ func Extract(s *Section) (EncodeOptions, []EncFunc, error) {
 	// Functions may share FREs: their counts, not the FRE sub-section
 	// size, bound the rows, and their total must not pass the header's
 	// (bounded by Parse) lest a small section make billions of rows.
-	if rowsTotal > uint64(s.NumFREs) {
-		return opts, nil, errorf(ErrCountMismatch, 12, -1, "functions hold %d FREs, header says %d", rowsTotal, s.NumFREs)
+	if rowsTotal > uint64(s.hdr.NumFREs) {
+		return opts, nil, errorf(ErrCountMismatch, 12, -1, "functions hold %d FREs, header says %d", rowsTotal, s.hdr.NumFREs)
 	}
 	if !opts.KeepOrder {
 		slices.SortStableFunc(fs, func(a, b Func) int {
@@ -949,9 +949,9 @@ func (s *Section) extractFunc(f *Func, ef *EncFunc, slab []EncRow) ([]EncRow, er
 	ef.PCType = f.PCType()
 	ef.PAuthKeyB = f.PAuthKeyB()
 	ef.MinFREType = f.FREType()
-	if s.Version != Version1 {
+	if s.hdr.Version != Version1 {
 		ef.RepSize = f.RepSize
-	} else if ef.PCType == PCMask && s.ABI == ABIAMD64LE {
+	} else if ef.PCType == PCMask && s.hdr.ABI == ABIAMD64LE {
 		// v1 has no repeat size; its only PC-mask functions are AMD64
 		// PLT entries, 16 bytes each (what ld writes in v2).
 		ef.RepSize = 16

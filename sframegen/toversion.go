@@ -179,7 +179,7 @@ func ToVersionRaw(data []byte, base uint64, opts ToVersionOptions) (*ToVersionRe
 	if err != nil {
 		return nil, err
 	}
-	return &ToVersionResult{Data: out, From: s.Version, Funcs: n, Dropped: dropped}, nil
+	return &ToVersionResult{Data: out, From: s.Header().Version, Funcs: n, Dropped: dropped}, nil
 }
 
 // ToVersion converts the SFrame section of the ELF image src and
@@ -237,10 +237,10 @@ func ToVersion(src []byte, opts ToVersionOptions) (*ToVersionResult, error) {
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
 	typ := elffile.SHT_GNU_SFRAME
-	if s.Version == opts.Version {
+	if s.Header().Version == opts.Version {
 		typ = 0 // unchanged
 	}
-	res := &ToVersionResult{From: s.Version, Funcs: n, Dropped: dropped}
+	res := &ToVersionResult{From: s.Header().Version, Funcs: n, Dropped: dropped}
 	if uint64(len(out)) <= sec.Size {
 		res.Data, err = elffile.RewriteSections(src, []elffile.SectionUpdate{{Index: secIdx, Data: out, Type: typ}})
 		if err != nil {
@@ -345,7 +345,7 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ToVe
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
 	oldWidth := 4
-	if s.Version == sframe.Version3 {
+	if s.Header().Version == sframe.Version3 {
 		oldWidth = 8
 	}
 	newWidth := 4
@@ -435,7 +435,7 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ToVe
 		order.PutUint64(e[16:], uint64(r.addend))
 	}
 	typ := elffile.SHT_GNU_SFRAME
-	if s.Version == opts.Version {
+	if s.Header().Version == opts.Version {
 		typ = 0 // unchanged
 	}
 	updates := []elffile.SectionUpdate{{Index: secIdx, Data: out, Type: typ}}
@@ -448,5 +448,5 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ToVe
 	if err != nil {
 		return nil, err
 	}
-	return &ToVersionResult{Data: img, From: s.Version, Funcs: len(funcs), Dropped: dropped}, nil
+	return &ToVersionResult{Data: img, From: s.Header().Version, Funcs: len(funcs), Dropped: dropped}, nil
 }

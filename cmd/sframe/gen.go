@@ -144,5 +144,5 @@ func sectionVersion(s *elf.Section) string {
 	if err != nil {
 		return ""
 	}
-	return ", " + sec.Version.String()
+	return ", " + sec.Header().Version.String()
 }
