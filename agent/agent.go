@@ -39,6 +39,9 @@
 // over, and processes at their exit.
 //
 // The profiled programs are never stopped, traced or signalled.
+//
+// Linux only, as package recorder: on other systems the agent fails at
+// start with an error saying so.
 package agent
 
 import (

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
@@ -19,6 +18,7 @@ import (
 	"github.com/sframekit/sframekit/internal/cfibuild"
 	"github.com/sframekit/sframekit/internal/cfiseed"
 	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/internal/cputime"
 	"github.com/sframekit/sframekit/internal/elftest"
 	"github.com/sframekit/sframekit/internal/memtest"
 	"github.com/sframekit/sframekit/internal/testprog"
@@ -373,20 +373,13 @@ func BenchmarkCFIText(b *testing.B) {
 	}
 	defer f.Close()
 	b.ReportAllocs()
-	start := cpuNow()
+	start := cputime.Now()
 	for b.Loop() {
 		if err := WriteCFIText(io.Discard, f, ".eh_frame"); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuNow returns the process's user+system CPU time in nanoseconds.
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	b.ReportMetric(float64(cputime.Now()-start)/float64(b.N), "cpu-ns/op")
 }
 
 // cfiFuzzSeeds are sections for FuzzCFIText: synthetic ones with every
