@@ -12,11 +12,21 @@ import (
 	"github.com/sframekit/sframekit/internal/textfmt"
 )
 
-// WriteCFIText writes the CFI sections of an ELF file in the text format
-// of `readelf --debug-dump=frames-interp` (binutils 2.47), byte for byte,
-// so that output can be diffed against binutils. section selects one of
-// ".eh_frame_hdr", ".eh_frame" or ".debug_frame"; "" prints every CFI
-// section in section-header order, as readelf does.
+// CFIInput is an ELF file whose CFI is to be printed, the argument of
+// WriteCFIText and WriteCFIJSON as Input is that of the SFrame printers.
+type CFIInput struct {
+	Path string    // the file's name, as the JSON form gives it
+	ELF  *elf.File // the file
+	// Section selects one of ".eh_frame_hdr" (text only), ".eh_frame" or
+	// ".debug_frame"; "" prints every CFI section in section-header order,
+	// as readelf does.
+	Section string
+}
+
+// WriteCFIText writes the CFI sections of in.ELF in the text format of
+// `readelf --debug-dump=frames-interp` (binutils 2.47), byte for byte, so
+// that output can be diffed against binutils; as readelf's for one file,
+// the text does not name the file.
 //
 // The output reproduces readelf's display conventions, including ones
 // that differ from the unwinding semantics of package cfi's tables: a row
@@ -32,7 +42,8 @@ import (
 // at most elffile.MaxDecompressed) and rows are printed as they are
 // computed, so memory stays bounded by the section size whatever the row
 // count.
-func WriteCFIText(w io.Writer, f *elf.File, section string) error {
+func WriteCFIText(w io.Writer, in *CFIInput) error {
+	f, section := in.ELF, in.Section
 	found := false
 	var firstErr error
 	for _, s := range f.Sections {

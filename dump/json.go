@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/hexaddr"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -24,27 +25,9 @@ import (
 //	     "base": "sp", "offset": 16}, "ra": {...}, "fp": {...}}]}]}
 
 // Addr is an address, written to JSON as a string "0x..." and read back
-// from one.
-type Addr uint64
-
-// MarshalText writes a as "0x" and lower-case hexadecimal digits.
-func (a Addr) MarshalText() ([]byte, error) {
-	return strconv.AppendUint([]byte("0x"), uint64(a), 16), nil
-}
-
-// UnmarshalText reads an address written by MarshalText.
-func (a *Addr) UnmarshalText(b []byte) error {
-	s := string(b)
-	if len(s) < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
-		return fmt.Errorf("dump: address %q is not 0x-prefixed hexadecimal", s)
-	}
-	v, err := strconv.ParseUint(s[2:], 16, 64)
-	if err != nil {
-		return fmt.Errorf("dump: address %q: %w", s, err)
-	}
-	*a = Addr(v)
-	return nil
-}
+// from one: the form of every address in sframekit's JSON (package
+// internal/hexaddr, which sframe verify --json shares).
+type Addr = hexaddr.Addr
 
 // JSONFile is the JSON form of one file's SFrame section.
 type JSONFile struct {

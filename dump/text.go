@@ -17,14 +17,15 @@ func WriteFileHeader(w io.Writer, name, format string) error {
 	return err
 }
 
-// WriteSFrameText writes the SFrame section s, named secName, as objdump --sframe
-// prints it. Rows that cannot be decoded stop the dump with an error after
-// what was printed so far, and so does a row past the header's FRE count
-// (bounded by the section size), so that functions sharing their rows
-// cannot make a small section print gigabytes.
-func WriteSFrameText(w io.Writer, s *sframe.Section, secName string) error {
+// WriteSFrameText writes the SFrame section of in as objdump --sframe
+// prints it (the line before, with the file name and format, is
+// WriteFileHeader's). Rows that cannot be decoded stop the dump with an
+// error after what was printed so far, and so does a row past the
+// header's FRE count (bounded by the section size), so that functions
+// sharing their rows cannot make a small section print gigabytes.
+func WriteSFrameText(w io.Writer, in *Input) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	err := text(bw, s, secName)
+	err := text(bw, in.SFrame, in.Section)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}

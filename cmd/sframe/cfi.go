@@ -62,7 +62,7 @@ func cfiFile(w io.Writer, name, section string, asJSON, header bool) error {
 		fmt.Fprintf(w, "\nFile: %s\n", name)
 	}
 	if asJSON {
-		return dump.WriteCFIJSON(w, f.File, name, section)
+		return dump.WriteCFIJSON(w, &dump.CFIInput{Path: name, ELF: f.File, Section: section})
 	}
-	return dump.WriteCFIText(w, f.File, section)
+	return dump.WriteCFIText(w, &dump.CFIInput{ELF: f.File, Section: section})
 }
