@@ -174,8 +174,8 @@ func (t *Table) ByteOrder() binary.ByteOrder { return t.order }
 // Hdr returns the parsed .eh_frame_hdr used for lookups, or nil.
 func (t *Table) Hdr() *EHFrameHdr { return t.hdr }
 
-func (t *Table) errAt(off uint64, format string, args ...any) *Error {
-	return &Error{Section: t.name, Offset: off, Msg: fmt.Sprintf(format, args...)}
+func (t *Table) errAt(kind ErrKind, off uint64, format string, args ...any) *Error {
+	return &Error{Section: t.name, Offset: off, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
 // ptrCtx is the context for decoding pointers from a buffer whose first
@@ -220,12 +220,12 @@ func (t *Table) readHeader(off uint64) (header, error) {
 	}
 	h := header{off: off}
 	if off >= uint64(len(t.data)) {
-		return h, t.errAt(off, "entry offset outside the section")
+		return h, t.errAt(ErrBounds, off, "entry offset outside the section")
 	}
 	b := buf{data: t.data, pos: int(off), order: t.end}
 	l := uint64(b.u32())
 	if b.err != nil {
-		return h, t.errAt(off, "truncated length field")
+		return h, t.errAt(ErrTruncated, off, "truncated length field")
 	}
 	if l == 0 {
 		h.zero = true
@@ -236,12 +236,12 @@ func (t *Table) readHeader(off uint64) (header, error) {
 	if l == 0xffffffff {
 		l = b.u64()
 		if b.err != nil {
-			return h, t.errAt(off, "truncated 64-bit length field")
+			return h, t.errAt(ErrTruncated, off, "truncated 64-bit length field")
 		}
 		h.is64 = true
 		h.idWidth = 8
 	} else if l >= 0xfffffff0 {
-		return h, t.errAt(off, "reserved length value %#x", l)
+		return h, t.errAt(ErrBadLength, off, "reserved length value %#x", l)
 	}
 	h.length = l
 	var err error
@@ -250,7 +250,7 @@ func (t *Table) readHeader(off uint64) (header, error) {
 		// the section end, and the caller decides.
 		h.trunc = true
 		h.end = len(t.data)
-		err = t.errAt(off, "length %#x runs past the end of the section", l)
+		err = t.errAt(ErrBounds, off, "length %#x runs past the end of the section", l)
 	} else {
 		h.end = b.pos + int(l)
 	}
@@ -258,7 +258,7 @@ func (t *Table) readHeader(off uint64) (header, error) {
 		h.idPos = b.pos
 		h.body = h.end
 		if err == nil {
-			err = t.errAt(off, "length %#x too short for an entry", l)
+			err = t.errAt(ErrBadLength, off, "length %#x too short for an entry", l)
 		}
 		return h, err
 	}
@@ -332,7 +332,7 @@ func (t *Table) EntryHeaderAt(off uint64) (EntryHeader, error) {
 // header converts h back, checking what a caller may have changed.
 func (t *Table) header(h *EntryHeader) (header, error) {
 	if h.Kind == KindTerminator || h.Body > h.End || h.End > uint64(len(t.data)) || h.IDOffset > h.Body || h.Offset > h.IDOffset {
-		return header{}, t.errAt(h.Offset, "not an entry header of this section")
+		return header{}, t.errAt(ErrBadEntry, h.Offset, "not an entry header of this section")
 	}
 	w := 4
 	if h.Format64 {
@@ -348,7 +348,7 @@ func (t *Table) header(h *EntryHeader) (header, error) {
 // initial instructions: every call decodes afresh.
 func (t *Table) DecodeCIE(h *EntryHeader) (*CIE, error) {
 	if h.Kind != KindCIE {
-		return nil, t.errAt(h.Offset, "not a CIE")
+		return nil, t.errAt(ErrBadEntry, h.Offset, "not a CIE")
 	}
 	ih, err := t.header(h)
 	if err != nil {
@@ -383,7 +383,7 @@ func (t *Table) CIEAt(off uint64) (*CIE, error) {
 		return nil, err
 	}
 	if h.zero || !h.isCIE {
-		return nil, t.errAt(off, "not a CIE")
+		return nil, t.errAt(ErrBadEntry, off, "not a CIE")
 	}
 	if c, err = t.parseCIE(&h); err != nil {
 		return nil, err
@@ -424,13 +424,13 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 	c.Version = b.u8()
 	aug := b.cstring()
 	if b.err != nil {
-		return nil, t.errAt(h.off, "truncated CIE augmentation string")
+		return nil, t.errAt(ErrTruncated, h.off, "truncated CIE augmentation string")
 	}
 	c.Augmentation = string(aug)
 	switch c.Version {
 	case 1, 3, 4:
 	default:
-		return nil, t.errAt(h.off, "unsupported CIE version %d", c.Version)
+		return nil, t.errAt(ErrUnsupported, h.off, "unsupported CIE version %d", c.Version)
 	}
 	if c.Augmentation == "eh" {
 		b.bytes(uint64(t.addrSize))
@@ -440,10 +440,10 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 		c.AddressSize = b.u8()
 		c.SegmentSize = b.u8()
 		if b.err == nil && (c.AddressSize < 1 || c.AddressSize > 8 || c.SegmentSize > 8 || int(c.AddressSize)+int(c.SegmentSize) > 8) {
-			return nil, t.errAt(h.off, "invalid address size %d / segment size %d", c.AddressSize, c.SegmentSize)
+			return nil, t.errAt(ErrUnsupported, h.off, "invalid address size %d / segment size %d", c.AddressSize, c.SegmentSize)
 		}
 		if b.err == nil && c.AddressSize != 2 && c.AddressSize != 4 && c.AddressSize != 8 {
-			return nil, t.errAt(h.off, "unsupported address size %d", c.AddressSize)
+			return nil, t.errAt(ErrUnsupported, h.off, "unsupported address size %d", c.AddressSize)
 		}
 	}
 	c.CodeAlign = b.uleb()
@@ -453,18 +453,18 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 	} else {
 		ra := b.uleb()
 		if ra > 0xffffffff {
-			return nil, t.errAt(h.off, "return address register %d too large", ra)
+			return nil, t.errAt(ErrUnsupported, h.off, "return address register %d too large", ra)
 		}
 		c.RA = arch.Reg(ra)
 	}
 	if b.err != nil {
-		return nil, t.errAt(h.off, "truncated CIE")
+		return nil, t.errAt(ErrTruncated, h.off, "truncated CIE")
 	}
 	if len(aug) > 0 && aug[0] == 'z' {
 		n := b.uleb()
 		c.AugData = b.bytes(n)
 		if b.err != nil {
-			return nil, t.errAt(h.off, "augmentation data length %d runs past the CIE", n)
+			return nil, t.errAt(ErrBounds, h.off, "augmentation data length %d runs past the CIE", n)
 		}
 		ab := buf{data: c.AugData, order: t.end}
 		augBase := uint64(b.pos - len(c.AugData))
@@ -513,11 +513,11 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 				break letters
 			}
 			if ab.err != nil {
-				return nil, t.errAt(h.off, "truncated augmentation data")
+				return nil, t.errAt(ErrTruncated, h.off, "truncated augmentation data")
 			}
 		}
 	} else if len(aug) > 0 && c.Augmentation != "eh" && t.kind == EHFrame {
-		return nil, t.errAt(h.off, "unsupported augmentation %q without 'z'", c.Augmentation)
+		return nil, t.errAt(ErrUnsupported, h.off, "unsupported augmentation %q without 'z'", c.Augmentation)
 	}
 	c.instrOff = uint64(b.pos)
 	c.Instructions = t.data[b.pos:h.end:h.end]
@@ -538,7 +538,7 @@ func (t *Table) fdeAt(off uint64, f *FDE, last **CIE) error {
 		return err
 	}
 	if h.zero || h.isCIE {
-		return t.errAt(off, "not an FDE")
+		return t.errAt(ErrBadEntry, off, "not an FDE")
 	}
 	return t.parseFDE(&h, f, last)
 }
@@ -546,14 +546,14 @@ func (t *Table) fdeAt(off uint64, f *FDE, last **CIE) error {
 func (t *Table) parseFDE(h *header, f *FDE, last **CIE) error {
 	co, ok := t.ciePointer(h)
 	if !ok {
-		return t.errAt(h.off, "CIE pointer %#x points before the section", h.id)
+		return t.errAt(ErrBadEntry, h.off, "CIE pointer %#x points before the section", h.id)
 	}
 	if co == h.off {
-		return t.errAt(h.off, "CIE pointer points to the FDE itself")
+		return t.errAt(ErrBadEntry, h.off, "CIE pointer points to the FDE itself")
 	}
 	cie, err := t.cachedCIE(co, last)
 	if err != nil {
-		return t.errAt(h.off, "CIE pointer %#x: %v", co, err)
+		return t.errAt(ErrBadEntry, h.off, "CIE pointer %#x: %v", co, err)
 	}
 	return t.parseFDEWith(h, cie, f)
 }
@@ -595,26 +595,26 @@ func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
 	if cie.SegmentSize > 0 {
 		f.Segment = b.uint(int(cie.SegmentSize))
 		if b.err != nil && cie.SegmentSize != 1 && cie.SegmentSize != 2 && cie.SegmentSize != 4 && cie.SegmentSize != 8 {
-			return t.errAt(h.off, "unsupported segment size %d", cie.SegmentSize)
+			return t.errAt(ErrUnsupported, h.off, "unsupported segment size %d", cie.SegmentSize)
 		}
 	}
 	if t.kind == EHFrame {
 		ctx := t.ptrCtx(0, cie)
 		begin, err := b.readEncoded(cie.FDEEncoding, &ctx)
 		if err != nil {
-			return t.errAt(h.off, "initial location: %v", err)
+			return t.errAt(ptrErrKind(err), h.off, "initial location: %v", err)
 		}
 		// The range has the same format but no base and no indirection.
 		rng, err := b.readEncoded(cie.FDEEncoding&0x0f, &ctx)
 		if err != nil {
-			return t.errAt(h.off, "address range: %v", err)
+			return t.errAt(ptrErrKind(err), h.off, "address range: %v", err)
 		}
 		f.PCBegin, f.PCEnd = begin, begin+rng
 		if len(cie.Augmentation) > 0 && cie.Augmentation[0] == 'z' {
 			n := b.uleb()
 			f.AugData = b.bytes(n)
 			if b.err != nil {
-				return t.errAt(h.off, "augmentation data length %d runs past the FDE", n)
+				return t.errAt(ErrBounds, h.off, "augmentation data length %d runs past the FDE", n)
 			}
 			if cie.LSDAEncoding != PEOmit && len(f.AugData) > 0 {
 				ab := buf{data: t.data[:b.pos], pos: b.pos - len(f.AugData), order: t.end}
@@ -631,7 +631,7 @@ func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
 		begin := b.uint(as)
 		rng := b.uint(as)
 		if b.err != nil {
-			return t.errAt(h.off, "truncated FDE")
+			return t.errAt(ErrTruncated, h.off, "truncated FDE")
 		}
 		f.PCBegin, f.PCEnd = begin, begin+rng
 		if as == 4 {
@@ -639,7 +639,7 @@ func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
 		}
 	}
 	if b.err != nil {
-		return t.errAt(h.off, "truncated FDE")
+		return t.errAt(ErrTruncated, h.off, "truncated FDE")
 	}
 	f.instrOff = uint64(b.pos)
 	f.Instructions = t.data[b.pos:h.end:h.end]
@@ -951,7 +951,7 @@ func (t *Table) fdeForPC(pc uint64, f *FDE, last **CIE) error {
 		}
 		off := fdeAddr - t.addr
 		if fdeAddr < t.addr || off >= uint64(len(t.data)) {
-			return &Error{Section: ".eh_frame_hdr", Offset: 0, Msg: fmt.Sprintf("FDE address %#x outside .eh_frame", fdeAddr)}
+			return &Error{Section: ".eh_frame_hdr", Offset: 0, Kind: ErrBounds, Msg: fmt.Sprintf("FDE address %#x outside .eh_frame", fdeAddr)}
 		}
 		if err := t.fdeAt(off, f, last); err != nil {
 			return err
@@ -1031,7 +1031,7 @@ func (t *Table) rowAt(ctx *UnwindContext, f *FDE, pc uint64, r *Row) error {
 		if op, reg, v, ok := shortAt(data, pos); ok {
 			if op == OpOffset {
 				if !u.state.set(slot{col: reg, kind: RuleOffset, val: int64(v) * da}) {
-					return t.errAt(it.off+uint64(pos), "too many register rules (more than %d)", maxRules)
+					return t.errAt(ErrTooManyRules, it.off+uint64(pos), "too many register rules (more than %d)", maxRules)
 				}
 			} else {
 				if u.state.CFA.Kind == CFAUndefined {

@@ -331,7 +331,7 @@ func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
 // count, returning an error when it passes it.
 func tooManyRows(s *sframe.Section, rows *uint64, fn int) error {
 	if *rows++; *rows > uint64(s.Header().NumFREs) {
-		return &sframe.Error{Off: 12, Func: fn, Kind: sframe.ErrCountMismatch,
+		return &sframe.Error{Offset: 12, Func: fn, Kind: sframe.ErrCountMismatch,
 			Msg: fmt.Sprintf("functions hold more than the header's %d FREs", s.Header().NumFREs)}
 	}
 	return nil

@@ -63,10 +63,10 @@ const FDEAttrSize = 5
 // Error is a decoding or validation failure. It names the byte offset in
 // the section and, where it applies, the function index.
 type Error struct {
-	Off  int64 // byte offset in the section
-	Func int   // function index, or -1
-	Kind ErrKind
-	Msg  string
+	Offset uint64 // byte offset in the section (the type of cfi.Error's)
+	Func   int    // function index, or -1
+	Kind   ErrKind
+	Msg    string
 }
 
 // ErrKind classifies errors so that callers and tests can tell them apart
@@ -124,7 +124,7 @@ func (e *Error) Error() string {
 	if e.Func >= 0 {
 		s += fmt.Sprintf("function %d: ", e.Func)
 	}
-	s += fmt.Sprintf("offset %#x: %s", e.Off, e.Kind)
+	s += fmt.Sprintf("offset %#x: %s", e.Offset, e.Kind)
 	if e.Msg != "" {
 		s += ": " + e.Msg
 	}
@@ -132,7 +132,7 @@ func (e *Error) Error() string {
 }
 
 func errorf(kind ErrKind, off int, fn int, format string, args ...any) *Error {
-	return &Error{Off: int64(off), Func: fn, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Offset: uint64(off), Func: fn, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Section is a decoded view over an SFrame section. It keeps a reference
