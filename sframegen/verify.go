@@ -119,15 +119,17 @@ type loc struct {
 }
 
 func (l loc) String() string {
-	base := "cfa"
-	if l.reg != regCFA {
-		base = fmt.Sprintf("r%d", l.reg)
-	}
 	switch l.kind {
-	case locValue:
-		return fmt.Sprintf("%s%+d", base, l.off)
-	case locDeref:
-		return fmt.Sprintf("(%s%+d)", base, l.off)
+	case locValue, locDeref:
+		// The notation of sframe.Rule (and cfi.Rule): r7+16, (cfa-8).
+		r := sframe.Rule{Kind: sframe.RuleValue, Base: sframe.RegCFA, Offset: l.off}
+		if l.kind == locDeref {
+			r.Kind = sframe.RuleDeref
+		}
+		if l.reg != regCFA {
+			r.Base = arch.Reg(l.reg)
+		}
+		return r.String()
 	case locUndef:
 		return "undefined"
 	case locNone:
