@@ -357,49 +357,7 @@ func (d *rustDemangler) typ() {
 		}
 		d.print(")")
 	case 'F': // function pointers
-		old := d.lifetime
-		d.binder()
-		if d.eat('U') {
-			d.print("unsafe ")
-		}
-		if d.eat('K') {
-			abi := "C"
-			if !d.eat('C') {
-				id := d.ident()
-				if id.ascii == "" || id.punycode != "" {
-					d.err = true
-					d.lifetime = old
-					return
-				}
-				abi = id.ascii
-			}
-			d.print(`extern "`)
-			// '-' in ABI names is mangled as '_'. (libiberty checks the
-			// first byte after each '_' only from the second on: kept.)
-			for i := 0; i < len(abi); i++ {
-				if abi[i] == '_' {
-					d.print(abi[:i])
-					d.print("-")
-					abi = abi[i+1:]
-					i = 0
-				}
-			}
-			d.print(abi)
-			d.print(`" `)
-		}
-		d.print("fn(")
-		for i := 0; !d.err && !d.eat('E'); i++ {
-			if i > 0 {
-				d.print(", ")
-			}
-			d.typ()
-		}
-		d.print(")")
-		if !d.eat('u') { // () as return type is not printed
-			d.print(" -> ")
-			d.typ()
-		}
-		d.lifetime = old
+		d.fnType()
 	case 'D': // trait objects
 		d.print("dyn ")
 		old := d.lifetime
@@ -430,6 +388,54 @@ func (d *rustDemangler) typ() {
 		d.next = start // a path, which reads the tag again
 		d.path(false)
 	}
+}
+
+// fnType demangles a function pointer type after its 'F' tag:
+// [for<'a>] [unsafe] [extern "ABI"] fn(args) [-> ret].
+func (d *rustDemangler) fnType() {
+	old := d.lifetime
+	d.binder()
+	if d.eat('U') {
+		d.print("unsafe ")
+	}
+	if d.eat('K') {
+		abi := "C"
+		if !d.eat('C') {
+			id := d.ident()
+			if id.ascii == "" || id.punycode != "" {
+				d.err = true
+				d.lifetime = old
+				return
+			}
+			abi = id.ascii
+		}
+		d.print(`extern "`)
+		// '-' in ABI names is mangled as '_'. (libiberty checks the
+		// first byte after each '_' only from the second on: kept.)
+		for i := 0; i < len(abi); i++ {
+			if abi[i] == '_' {
+				d.print(abi[:i])
+				d.print("-")
+				abi = abi[i+1:]
+				i = 0
+			}
+		}
+		d.print(abi)
+		d.print(`" `)
+	}
+	d.print("fn(")
+	for i := 0; !d.err && !d.eat('E'); i++ {
+		if i > 0 {
+			d.print(", ")
+		}
+		d.typ()
+	}
+	d.print(")")
+	if !d.eat('u') { // () as return type is not printed
+		d.print(" -> ")
+		d.typ()
+	}
+	d.lifetime = old
 }
 
 // dynTrait demangles one trait of a trait object, with its associated
