@@ -246,7 +246,9 @@ func (it *OperationIter) Next(op *Operation) bool {
 // deref, plus_uconst, skip and bra) and returns the value on top of the
 // stack. It is enough for the PLT and DRAP expressions of real binaries.
 func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
-	ev := exprEval{o: o, order: o.ByteOrder, addrSize: o.AddrSize, mask: ^uint64(0)}
+	// The options are copied, not pointed to: a pointer kept in ev would
+	// make every caller's EvalOptions escape to the heap.
+	ev := exprEval{regs: o.Regs, mem: o.Mem, order: o.ByteOrder, addrSize: o.AddrSize, mask: ^uint64(0)}
 	if ev.order == nil {
 		ev.order = binary.LittleEndian
 	}
@@ -285,7 +287,8 @@ func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
 // exprEval is the state of one EvalExpression: its options and its
 // stack, a fixed array so that evaluation does not allocate.
 type exprEval struct {
-	o        *EvalOptions
+	regs     Registers
+	mem      Memory
 	order    binary.ByteOrder
 	addrSize int
 	mask     uint64 // of an address: the low 32 bits with 4-byte addresses
@@ -308,7 +311,7 @@ func (ev *exprEval) push(v uint64) bool {
 
 // read reads size bytes at addr through the caller's memory.
 func (ev *exprEval) read(addr uint64, size int) (uint64, error) {
-	mem := ev.o.Mem
+	mem := ev.mem
 	if mem == nil {
 		return 0, errors.New("no memory reader")
 	}
@@ -366,10 +369,10 @@ func (ev *exprEval) step(it *OperationIter, op *Operation, ok bool) error {
 		return ev.pushAt(it, op.Value)
 	case c >= opBreg0 && c <= opBreg31, c == opBregx:
 		r := arch.Reg(op.Reg)
-		if ev.o.Regs == nil {
+		if ev.regs == nil {
 			return ev.fail(it.Pos(), "register r%d needed but no registers given", r)
 		}
-		v, ok := ev.o.Regs.Reg(r)
+		v, ok := ev.regs.Reg(r)
 		if !ok {
 			return ev.fail(it.Pos(), "register r%d unknown", r)
 		}

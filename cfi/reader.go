@@ -93,8 +93,16 @@ const (
 	big    endian = true
 )
 
-// endianOf converts a binary.ByteOrder.
+// endianOf converts a binary.ByteOrder. The standard orders are told
+// apart without a call: probing through the interface makes its 2-byte
+// argument escape, an allocation in every EvalExpression.
 func endianOf(o binary.ByteOrder) endian {
+	switch o {
+	case binary.ByteOrder(binary.LittleEndian):
+		return little
+	case binary.ByteOrder(binary.BigEndian):
+		return big
+	}
 	return o.Uint16([]byte{0, 1}) == 1
 }
 
