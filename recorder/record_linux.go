@@ -34,7 +34,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	}
 	ev := opts.event()
 	po, cs := opts.perfOptions(host)
-	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SameMachine: true, SFrameFromCFI: true}
+	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SameMachine: true, SFrameFromCFI: true, Live: true}
 	if opts.Kernel {
 		sopts.Kallsyms = "/proc/kallsyms"
 	}
@@ -87,7 +87,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	for _, a := range s.Attrs() {
 		p.attrs = append(p.attrs, a.Attr)
 	}
-	p.Warnings = s.Warnings()
+	p.Warnings, p.UserOnly = s.Warnings(), s.UserOnly()
 	p.Stats.RingBytes = s.RingPages() * os.Getpagesize()
 	// Samples wait for the records before them at most two passes over
 	// the rings: about two rings' worth per CPU.
