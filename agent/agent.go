@@ -41,6 +41,9 @@
 // symbols (perfunwind.Session.Sweep).
 //
 // The profiled programs are never stopped, traced or signalled.
+//
+// Linux only, as package recorder: on other systems the agent fails at
+// start with an error saying so.
 package agent
 
 import (

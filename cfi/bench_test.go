@@ -5,12 +5,12 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/internal/cputime"
 )
 
 // Benchmarks against github.com/go-delve/delve/pkg/dwarf/frame on the same
@@ -18,19 +18,11 @@ import (
 //
 //	go test -run XXX -bench . -benchmem ./cfi/
 
-// cpuNow returns the process's user+system CPU time in nanoseconds. On a
-// shared machine wall time per op swings with the load; CPU time does not.
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
 // cpuTimer reports cpu-ns/op for the timed loop of b.
 func cpuTimer(b *testing.B) func() {
-	start := cpuNow()
+	start := cputime.Now()
 	return func() {
-		b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(cputime.Now()-start)/float64(b.N), "cpu-ns/op")
 	}
 }
 

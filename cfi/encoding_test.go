@@ -234,6 +234,7 @@ func TestMalformed(t *testing.T) {
 
 	tab := s.table(0)
 	errs := map[uint64]string{}
+	kinds := map[uint64]ErrKind{}
 	var ok []uint64
 	it := tab.Entries()
 	for it.Next() {
@@ -242,6 +243,8 @@ func TestMalformed(t *testing.T) {
 			var ce *Error
 			if !errors.As(e.Err, &ce) || ce.Offset != e.Offset {
 				t.Errorf("entry %#x: error %v does not carry its offset", e.Offset, e.Err)
+			} else {
+				kinds[e.Offset] = ce.Kind
 			}
 			errs[e.Offset] = e.Err.Error()
 			continue
@@ -250,11 +253,20 @@ func TestMalformed(t *testing.T) {
 	}
 	if it.Err() == nil {
 		t.Error("bad length did not end the walk with an error")
+	} else if errs[uint64(bad)] == "" {
+		var ce *Error
+		if errors.As(it.Err(), &ce) {
+			kinds[uint64(bad)] = ce.Kind
+		}
+		errs[uint64(bad)] = it.Err().Error()
 	}
-	for off, want := range map[uint64]string{badPtr: "points before", toFDE: "not a CIE", viaBad: "unsupported CIE version",
-		badCIE: "unsupported CIE version", trunc: "truncated", uint64(bad): "runs past the end"} {
-		if !strings.Contains(errs[off], want) {
-			t.Errorf("entry %#x: error %q, want %q", off, errs[off], want)
+	for off, want := range map[uint64]struct {
+		msg  string
+		kind ErrKind
+	}{badPtr: {"points before", ErrBadEntry}, toFDE: {"not a CIE", ErrBadEntry}, viaBad: {"unsupported CIE version", ErrBadEntry},
+		badCIE: {"unsupported CIE version", ErrUnsupported}, trunc: {"truncated", ErrTruncated}, uint64(bad): {"runs past the end", ErrBounds}} {
+		if !strings.Contains(errs[off], want.msg) || kinds[off] != want.kind {
+			t.Errorf("entry %#x: error %q (%v), want %q (%v)", off, errs[off], kinds[off], want.msg, want.kind)
 		}
 	}
 	if !reflect.DeepEqual(ok, []uint64{c, good1, unk, good2}) {
@@ -266,8 +278,9 @@ func TestMalformed(t *testing.T) {
 			t.Errorf("RowForPC(%#x): %v", pc, err)
 		}
 	}
-	if _, err := lookup(tab, 0x6000); err == nil {
-		t.Error("unknown opcode not reported")
+	var ce *Error
+	if _, err := lookup(tab, 0x6000); !errors.As(err, &ce) || ce.Kind != ErrBadInstruction {
+		t.Errorf("unknown opcode: %v, want an *Error of kind %v", err, ErrBadInstruction)
 	}
 	if _, err := lookup(tab, 0x4000); !errors.Is(err, ErrNoFDE) {
 		t.Errorf("FDE with bad CIE is indexed: %v", err)

@@ -246,258 +246,289 @@ func (it *OperationIter) Next(op *Operation) bool {
 // deref, plus_uconst, skip and bra) and returns the value on top of the
 // stack. It is enough for the PLT and DRAP expressions of real binaries.
 func EvalExpression(expr []byte, o *EvalOptions) (uint64, error) {
-	order := o.ByteOrder
-	if order == nil {
-		order = binary.LittleEndian
+	// The options are copied, not pointed to: a pointer kept in ev would
+	// make every caller's EvalOptions escape to the heap.
+	ev := exprEval{regs: o.Regs, mem: o.Mem, order: o.ByteOrder, addrSize: o.AddrSize, mask: ^uint64(0)}
+	if ev.order == nil {
+		ev.order = binary.LittleEndian
 	}
-	addrSize := o.AddrSize
-	if addrSize == 0 {
-		addrSize = 8
+	if ev.addrSize == 0 {
+		ev.addrSize = 8
+	}
+	if ev.addrSize == 4 {
+		ev.mask = 0xffffffff
 	}
 	maxSteps := o.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = 10000
 	}
-	var stack [exprStackSize]uint64
-	sp := 0
 	for _, v := range o.Initial {
-		if sp == exprStackSize {
+		if !ev.push(v) {
 			return 0, errors.New("expression stack overflow")
 		}
-		stack[sp] = v
-		sp++
 	}
-	it := NewOperationIter(expr, order, addrSize)
-	fail := func(pos int, format string, args ...any) (uint64, error) {
-		return 0, fmt.Errorf("expression at byte %d: "+format, append([]any{pos}, args...)...)
-	}
-	push := func(v uint64) bool {
-		if sp == exprStackSize {
-			return false
-		}
-		stack[sp] = v
-		sp++
-		return true
-	}
-	read := func(addr uint64, size int) (uint64, error) {
-		if o.Mem == nil {
-			return 0, errors.New("no memory reader")
-		}
-		if sm, ok := o.Mem.(SizedMemory); ok {
-			return sm.ReadUint(addr, size)
-		}
-		if size != 8 {
-			v, err := o.Mem.ReadUint64(addr)
-			if err != nil {
-				return 0, err
-			}
-			if order == binary.BigEndian {
-				return v >> (64 - 8*uint(size)), nil
-			}
-			return v & (1<<(8*uint(size)) - 1), nil
-		}
-		return o.Mem.ReadUint64(addr)
-	}
-	mask := ^uint64(0)
-	if addrSize == 4 {
-		mask = 0xffffffff
-	}
+	it := NewOperationIter(expr, ev.order, ev.addrSize)
 	var op Operation
 	for steps := 0; it.More(); steps++ {
 		if steps >= maxSteps {
 			return 0, ErrExprTooLong
 		}
 		ok := it.Next(&op)
-		// Errors about the stack are reported after the opcode, before
-		// its operands: an operation that needs more than the stack holds
-		// fails so even when its operand is cut short.
-		after := op.Offset + 1
-		need := 0
-		switch op.Op {
-		case opDup, opDeref, opDerefSize, opNeg, opNot, opAbs, opPlusUconst, opPick, opDrop:
-			need = 1
-		case opOver, opSwap, opAnd, opDiv, opMinus, opMod, opMul, opOr, opPlus, opShl, opShr, opShra, opXor,
-			opEq, opGe, opGt, opLe, opLt, opNe:
-			need = 2
-		case opRot:
-			need = 3
-		}
-		c := op.Op
-		if !ok {
-			if c == opRegx {
-				return fail(after, "DW_OP_reg* names a location, not a value")
-			}
-			if need > 0 && sp < need {
-				return fail(after, "stack underflow")
-			}
-			return fail(it.Pos(), "truncated operand")
-		}
-		switch {
-		case c >= opLit0 && c <= opLit31:
-			if !push(op.Value) {
-				return fail(it.Pos(), "stack overflow")
-			}
-			continue
-		case c >= opBreg0 && c <= opBreg31, c == opBregx:
-			r := arch.Reg(op.Reg)
-			if o.Regs == nil {
-				return fail(it.Pos(), "register r%d needed but no registers given", r)
-			}
-			v, ok := o.Regs.Reg(r)
-			if !ok {
-				return fail(it.Pos(), "register r%d unknown", r)
-			}
-			if !push((v + op.Value) & mask) {
-				return fail(it.Pos(), "stack overflow")
-			}
-			continue
-		case c >= opReg0 && c <= opReg31, c == opRegx:
-			return fail(after, "DW_OP_reg* names a location, not a value")
-		}
-		switch c {
-		case opAddr, opConst1u, opConst1s, opConst2u, opConst2s, opConst4u, opConst4s, opConst8u, opConst8s, opConstu, opConsts:
-			if !push(op.Value) {
-				return fail(it.Pos(), "stack overflow")
-			}
-			continue
-		case opNop:
-			continue
-		case opSkip, opBra:
-			if c == opBra {
-				if sp < 1 {
-					return fail(it.Pos(), "stack underflow")
-				}
-				sp--
-				if stack[sp] == 0 {
-					continue
-				}
-			}
-			if !it.Jump(int(int64(op.Value))) {
-				return fail(it.Pos(), "branch target %d outside the expression", it.Pos()+int(int64(op.Value)))
-			}
-			continue
-		}
-		if need == 0 {
-			return fail(after, "unsupported operation %#x", c)
-		}
-		if sp < need {
-			return fail(after, "stack underflow")
-		}
-		top := &stack[sp-1]
-		switch c {
-		case opDup:
-			if !push(*top) {
-				return fail(it.Pos(), "stack overflow")
-			}
-		case opDrop:
-			sp--
-		case opPick:
-			i := int(op.Value)
-			if i >= sp {
-				return fail(it.Pos(), "DW_OP_pick %d beyond the stack", i)
-			}
-			if !push(stack[sp-1-i]) {
-				return fail(it.Pos(), "stack overflow")
-			}
-		case opOver:
-			if !push(stack[sp-2]) {
-				return fail(it.Pos(), "stack overflow")
-			}
-		case opSwap:
-			stack[sp-1], stack[sp-2] = stack[sp-2], stack[sp-1]
-		case opRot:
-			stack[sp-1], stack[sp-2], stack[sp-3] = stack[sp-2], stack[sp-3], stack[sp-1]
-		case opDeref, opDerefSize:
-			size := addrSize
-			if c == opDerefSize {
-				size = int(op.Value)
-				if size < 1 || size > 8 {
-					return fail(it.Pos(), "DW_OP_deref_size %d", size)
-				}
-			}
-			v, err := read(*top, size)
-			if err != nil {
-				return fail(it.Pos(), "reading %d bytes at %#x: %v", size, *top, err)
-			}
-			*top = v
-		case opNeg:
-			*top = -*top
-		case opNot:
-			*top = ^*top
-		case opAbs:
-			if int64(*top) < 0 {
-				*top = -*top
-			}
-		case opPlusUconst:
-			*top += op.Value
-		default:
-			x, y := stack[sp-2], stack[sp-1] // second, top
-			var r uint64
-			switch c {
-			case opAnd:
-				r = x & y
-			case opOr:
-				r = x | y
-			case opXor:
-				r = x ^ y
-			case opPlus:
-				r = x + y
-			case opMinus:
-				r = x - y
-			case opMul:
-				r = x * y
-			case opDiv:
-				if y == 0 {
-					return fail(it.Pos(), "division by zero")
-				}
-				if int64(y) == -1 && int64(x) == -1<<63 {
-					r = x
-				} else {
-					r = uint64(int64(x) / int64(y))
-				}
-			case opMod:
-				if y == 0 {
-					return fail(it.Pos(), "division by zero")
-				}
-				r = x % y
-			case opShl:
-				if y >= 64 {
-					r = 0
-				} else {
-					r = x << y
-				}
-			case opShr:
-				if y >= 64 {
-					r = 0
-				} else {
-					r = x >> y
-				}
-			case opShra:
-				if y >= 64 {
-					y = 63
-				}
-				r = uint64(int64(x) >> y)
-			case opEq:
-				r = b2u(x == y)
-			case opNe:
-				r = b2u(x != y)
-			case opGe:
-				r = b2u(int64(x) >= int64(y))
-			case opGt:
-				r = b2u(int64(x) > int64(y))
-			case opLe:
-				r = b2u(int64(x) <= int64(y))
-			case opLt:
-				r = b2u(int64(x) < int64(y))
-			}
-			sp--
-			stack[sp-1] = r
+		if err := ev.step(&it, &op, ok); err != nil {
+			return 0, err
 		}
 	}
-	if sp == 0 {
+	if ev.sp == 0 {
 		return 0, errors.New("expression left an empty stack")
 	}
-	return stack[sp-1] & mask, nil
+	return ev.stack[ev.sp-1] & ev.mask, nil
+}
+
+// exprEval is the state of one EvalExpression: its options and its
+// stack, a fixed array so that evaluation does not allocate.
+type exprEval struct {
+	regs     Registers
+	mem      Memory
+	order    binary.ByteOrder
+	addrSize int
+	mask     uint64 // of an address: the low 32 bits with 4-byte addresses
+	stack    [exprStackSize]uint64
+	sp       int
+}
+
+func (ev *exprEval) fail(pos int, format string, args ...any) error {
+	return fmt.Errorf("cfi: expression at byte %d: "+format, append([]any{pos}, args...)...)
+}
+
+func (ev *exprEval) push(v uint64) bool {
+	if ev.sp == exprStackSize {
+		return false
+	}
+	ev.stack[ev.sp] = v
+	ev.sp++
+	return true
+}
+
+// read reads size bytes at addr through the caller's memory.
+func (ev *exprEval) read(addr uint64, size int) (uint64, error) {
+	mem := ev.mem
+	if mem == nil {
+		return 0, errors.New("no memory reader")
+	}
+	if sm, ok := mem.(SizedMemory); ok {
+		return sm.ReadUint(addr, size)
+	}
+	if size != 8 {
+		v, err := mem.ReadUint64(addr)
+		if err != nil {
+			return 0, err
+		}
+		if ev.order == binary.BigEndian {
+			return v >> (64 - 8*uint(size)), nil
+		}
+		return v & (1<<(8*uint(size)) - 1), nil
+	}
+	return mem.ReadUint64(addr)
+}
+
+// stackNeed returns how many stack entries operation c consumes, or 0
+// for the operations that push only, jump, or are not supported.
+func stackNeed(c byte) int {
+	switch c {
+	case opDup, opDeref, opDerefSize, opNeg, opNot, opAbs, opPlusUconst, opPick, opDrop:
+		return 1
+	case opOver, opSwap, opAnd, opDiv, opMinus, opMod, opMul, opOr, opPlus, opShl, opShr, opShra, opXor,
+		opEq, opGe, opGt, opLe, opLt, opNe:
+		return 2
+	case opRot:
+		return 3
+	}
+	return 0
+}
+
+// step executes op, which it.Next decoded (ok false: its operands were
+// cut short).
+func (ev *exprEval) step(it *OperationIter, op *Operation, ok bool) error {
+	// Errors about the stack are reported after the opcode, before its
+	// operands: an operation that needs more than the stack holds fails
+	// so even when its operand is cut short.
+	after := op.Offset + 1
+	c := op.Op
+	need := stackNeed(c)
+	if !ok {
+		if c == opRegx {
+			return ev.fail(after, "DW_OP_reg* names a location, not a value")
+		}
+		if need > 0 && ev.sp < need {
+			return ev.fail(after, "stack underflow")
+		}
+		return ev.fail(it.Pos(), "truncated operand")
+	}
+	switch {
+	case c >= opLit0 && c <= opLit31:
+		return ev.pushAt(it, op.Value)
+	case c >= opBreg0 && c <= opBreg31, c == opBregx:
+		r := arch.Reg(op.Reg)
+		if ev.regs == nil {
+			return ev.fail(it.Pos(), "register r%d needed but no registers given", r)
+		}
+		v, ok := ev.regs.Reg(r)
+		if !ok {
+			return ev.fail(it.Pos(), "register r%d unknown", r)
+		}
+		return ev.pushAt(it, (v+op.Value)&ev.mask)
+	case c >= opReg0 && c <= opReg31, c == opRegx:
+		return ev.fail(after, "DW_OP_reg* names a location, not a value")
+	}
+	switch c {
+	case opAddr, opConst1u, opConst1s, opConst2u, opConst2s, opConst4u, opConst4s, opConst8u, opConst8s, opConstu, opConsts:
+		return ev.pushAt(it, op.Value)
+	case opNop:
+		return nil
+	case opSkip, opBra:
+		if c == opBra {
+			if ev.sp < 1 {
+				return ev.fail(it.Pos(), "stack underflow")
+			}
+			ev.sp--
+			if ev.stack[ev.sp] == 0 {
+				return nil
+			}
+		}
+		if !it.Jump(int(int64(op.Value))) {
+			return ev.fail(it.Pos(), "branch target %d outside the expression", it.Pos()+int(int64(op.Value)))
+		}
+		return nil
+	}
+	if need == 0 {
+		return ev.fail(after, "unsupported operation %#x", c)
+	}
+	if ev.sp < need {
+		return ev.fail(after, "stack underflow")
+	}
+	return ev.stackOp(it, op)
+}
+
+// pushAt pushes v, failing at the iterator's position when the stack is
+// full.
+func (ev *exprEval) pushAt(it *OperationIter, v uint64) error {
+	if !ev.push(v) {
+		return ev.fail(it.Pos(), "stack overflow")
+	}
+	return nil
+}
+
+// stackOp executes an operation on the stack, which holds at least the
+// entries stackNeed says it consumes.
+func (ev *exprEval) stackOp(it *OperationIter, op *Operation) error {
+	c, sp := op.Op, ev.sp
+	top := &ev.stack[sp-1]
+	switch c {
+	case opDup:
+		return ev.pushAt(it, *top)
+	case opDrop:
+		ev.sp--
+	case opPick:
+		i := int(op.Value)
+		if i >= sp {
+			return ev.fail(it.Pos(), "DW_OP_pick %d beyond the stack", i)
+		}
+		return ev.pushAt(it, ev.stack[sp-1-i])
+	case opOver:
+		return ev.pushAt(it, ev.stack[sp-2])
+	case opSwap:
+		ev.stack[sp-1], ev.stack[sp-2] = ev.stack[sp-2], ev.stack[sp-1]
+	case opRot:
+		ev.stack[sp-1], ev.stack[sp-2], ev.stack[sp-3] = ev.stack[sp-2], ev.stack[sp-3], ev.stack[sp-1]
+	case opDeref, opDerefSize:
+		size := ev.addrSize
+		if c == opDerefSize {
+			size = int(op.Value)
+			if size < 1 || size > 8 {
+				return ev.fail(it.Pos(), "DW_OP_deref_size %d", size)
+			}
+		}
+		v, err := ev.read(*top, size)
+		if err != nil {
+			return ev.fail(it.Pos(), "reading %d bytes at %#x: %v", size, *top, err)
+		}
+		*top = v
+	case opNeg:
+		*top = -*top
+	case opNot:
+		*top = ^*top
+	case opAbs:
+		if int64(*top) < 0 {
+			*top = -*top
+		}
+	case opPlusUconst:
+		*top += op.Value
+	default:
+		r, ok := binaryOp(c, ev.stack[sp-2], ev.stack[sp-1])
+		if !ok {
+			return ev.fail(it.Pos(), "division by zero")
+		}
+		ev.sp--
+		ev.stack[sp-2] = r
+	}
+	return nil
+}
+
+// binaryOp computes x c y for the operations that pop two entries (x the
+// second, y the top) and push one; false for a division by zero.
+func binaryOp(c byte, x, y uint64) (uint64, bool) {
+	switch c {
+	case opAnd:
+		return x & y, true
+	case opOr:
+		return x | y, true
+	case opXor:
+		return x ^ y, true
+	case opPlus:
+		return x + y, true
+	case opMinus:
+		return x - y, true
+	case opMul:
+		return x * y, true
+	case opDiv:
+		if y == 0 {
+			return 0, false
+		}
+		if int64(y) == -1 && int64(x) == -1<<63 {
+			return x, true
+		}
+		return uint64(int64(x) / int64(y)), true
+	case opMod:
+		if y == 0 {
+			return 0, false
+		}
+		return x % y, true
+	case opShl:
+		if y >= 64 {
+			return 0, true
+		}
+		return x << y, true
+	case opShr:
+		if y >= 64 {
+			return 0, true
+		}
+		return x >> y, true
+	case opShra:
+		return uint64(int64(x) >> min(y, 63)), true
+	case opEq:
+		return b2u(x == y), true
+	case opNe:
+		return b2u(x != y), true
+	case opGe:
+		return b2u(int64(x) >= int64(y)), true
+	case opGt:
+		return b2u(int64(x) > int64(y)), true
+	case opLe:
+		return b2u(int64(x) <= int64(y)), true
+	case opLt:
+		return b2u(int64(x) < int64(y)), true
+	}
+	return 0, true
 }
 
 func b2u(b bool) uint64 {

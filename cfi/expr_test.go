@@ -180,3 +180,22 @@ func TestExprDRAP(t *testing.T) {
 		t.Errorf("rbp saved at %#x holds %#x (expr %s)", addr, v, ExprString(row.Rule(6).Expr, arch.AMD64))
 	}
 }
+
+// TestExprNoAlloc checks that evaluating does not allocate, its options
+// on the caller's stack included: unwinders evaluate DRAP and PLT
+// expressions at every such frame.
+func TestExprNoAlloc(t *testing.T) {
+	mem := &stackMem{base: 0x7000, b: make([]byte, 64)}
+	mem.write(0x7010, 0x7030)
+	r := regs{6: 0x7018, 7: 0x7000}
+	// DW_OP_breg6 -8; DW_OP_deref; DW_OP_lit8; DW_OP_plus.
+	expr := cat([]byte{0x70 + 6}, sleb(-8), []byte{opDeref, 0x38, opPlus})
+	var got uint64
+	n := testing.AllocsPerRun(100, func() {
+		opts := EvalOptions{Regs: r, Mem: mem, Initial: nil}
+		got, _ = EvalExpression(expr, &opts)
+	})
+	if n != 0 || got != 0x7038 {
+		t.Errorf("EvalExpression: %#x, %v allocations a run", got, n)
+	}
+}

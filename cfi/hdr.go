@@ -95,22 +95,22 @@ func (h *EHFrameHdr) bucketLE(v int64) int {
 // ParseEHFrameHdr decodes the header of an .eh_frame_hdr section loaded at
 // addr. The table itself is decoded on demand.
 func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize int) (*EHFrameHdr, error) {
-	herr := func(off int, format string, args ...any) error {
-		return &Error{Section: ".eh_frame_hdr", Offset: uint64(off), Msg: fmt.Sprintf(format, args...)}
+	herr := func(kind ErrKind, off int, format string, args ...any) error {
+		return &Error{Section: ".eh_frame_hdr", Offset: uint64(off), Kind: kind, Msg: fmt.Sprintf(format, args...)}
 	}
 	if len(data) < 4 {
-		return nil, herr(0, "section too small")
+		return nil, herr(ErrTruncated, 0, "section too small")
 	}
 	h := &EHFrameHdr{Version: data[0], EHFramePtrEnc: PtrEnc(data[1]), FDECountEnc: PtrEnc(data[2]),
 		TableEnc: PtrEnc(data[3]), data: data, addr: addr, order: endianOf(order), addrSize: addrSize}
 	if h.Version != 1 {
-		return nil, herr(0, "unsupported version %d", h.Version)
+		return nil, herr(ErrUnsupported, 0, "unsupported version %d", h.Version)
 	}
 	b := buf{data: data, pos: 4, order: h.order}
 	ctx := ptrCtx{secAddr: addr, addrSize: addrSize, data: addr}
 	v, err := b.readEncoded(h.EHFramePtrEnc, &ctx)
 	if err != nil {
-		return nil, herr(4, "eh_frame_ptr: %v", err)
+		return nil, herr(ptrErrKind(err), 4, "eh_frame_ptr: %v", err)
 	}
 	h.EHFramePtr = v
 	if h.FDECountEnc == PEOmit {
@@ -120,7 +120,7 @@ func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize 
 	pos := b.pos
 	c, err := b.readEncoded(h.FDECountEnc, &ctx)
 	if err != nil {
-		return nil, herr(pos, "fde_count: %v", err)
+		return nil, herr(ptrErrKind(err), pos, "fde_count: %v", err)
 	}
 	h.Count = c
 	h.tableOff = b.pos

@@ -95,11 +95,11 @@ func (t *Table) FDEInstructions(f *FDE) InstructionIter {
 // instruction, and Err says so; so does a nil cie.
 func (t *Table) Instructions(cie *CIE, start, end, pcBegin uint64) InstructionIter {
 	if cie == nil {
-		return InstructionIter{t: t, cie: &CIE{}, off: start, err: t.errAt(start, "instructions without a CIE")}
+		return InstructionIter{t: t, cie: &CIE{}, off: start, err: t.errAt(ErrBadEntry, start, "instructions without a CIE")}
 	}
 	if start > end || end > uint64(len(t.data)) {
 		return InstructionIter{t: t, cie: cie, off: start, fdeBegin: pcBegin,
-			err: t.errAt(start, "instructions [%#x, %#x) outside the section", start, end)}
+			err: t.errAt(ErrBounds, start, "instructions [%#x, %#x) outside the section", start, end)}
 	}
 	return t.instrIter(cie, t.data[start:end:end], start, pcBegin)
 }
@@ -164,9 +164,9 @@ func shortAt(data []byte, p int) (Op, arch.Reg, uint64, bool) {
 	return 0, 0, 0, false
 }
 
-func (it *InstructionIter) fail(format string, args ...any) {
+func (it *InstructionIter) fail(kind ErrKind, format string, args ...any) {
 	if it.err == nil {
-		it.err = it.t.errAt(it.off+uint64(it.pos), format, args...)
+		it.err = it.t.errAt(kind, it.off+uint64(it.pos), format, args...)
 	}
 	it.pos = len(it.data)
 }
@@ -175,7 +175,7 @@ func (it *InstructionIter) uleb() uint64 {
 	v, pos, ok := decodeULEB(it.data, it.pos)
 	it.pos = pos
 	if !ok {
-		it.fail("truncated LEB128 operand")
+		it.fail(ErrTruncated, "truncated LEB128 operand")
 	}
 	return v
 }
@@ -184,7 +184,7 @@ func (it *InstructionIter) sleb() int64 {
 	v, pos, ok := decodeSLEB(it.data, it.pos)
 	it.pos = pos
 	if !ok {
-		it.fail("truncated LEB128 operand")
+		it.fail(ErrTruncated, "truncated LEB128 operand")
 	}
 	return v
 }
@@ -201,7 +201,7 @@ func (it *InstructionIter) reg(ins *Instruction) arch.Reg {
 
 func (it *InstructionIter) fixed(n int) uint64 {
 	if len(it.data)-it.pos < n {
-		it.fail("truncated operand")
+		it.fail(ErrTruncated, "truncated operand")
 		return 0
 	}
 	b := it.data[it.pos : it.pos+n]
@@ -223,7 +223,7 @@ func (it *InstructionIter) block() []byte {
 		return nil
 	}
 	if n > uint64(len(it.data)-it.pos) {
-		it.fail("expression length %d exceeds the entry", n)
+		it.fail(ErrBounds, "expression length %d exceeds the entry", n)
 		return nil
 	}
 	b := it.data[it.pos : it.pos+int(n) : it.pos+int(n)]
@@ -247,7 +247,7 @@ func (it *InstructionIter) setLoc() uint64 {
 		err = b.err
 	}
 	if err != nil {
-		it.fail("DW_CFA_set_loc: %v", err)
+		it.fail(ptrErrKind(err), "DW_CFA_set_loc: %v", err)
 		return 0
 	}
 	it.pos = b.pos

@@ -4,21 +4,67 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Error is a problem found in CFI data. It carries the section and the
 // byte offset of the entry (or instruction) at fault so that tools can
 // point at the bytes; one bad entry never hides the others.
 type Error struct {
-	Section string // ".eh_frame", ".debug_frame" or ".eh_frame_hdr"
-	Offset  uint64 // byte offset in the section
-	Msg     string // what is wrong
+	Section string  // ".eh_frame", ".debug_frame" or ".eh_frame_hdr"
+	Offset  uint64  // byte offset in the section
+	Kind    ErrKind // what kind of problem, for callers and tests
+	Msg     string  // what is wrong
+}
+
+// ErrKind classifies errors so that callers and tests can tell them apart
+// without matching on text, as sframe.ErrKind does for SFrame.
+type ErrKind uint8
+
+// Error kinds.
+const (
+	ErrTruncated      ErrKind = iota + 1 // data ends inside an entry, operand or header
+	ErrBounds                            // an offset or length points outside the section or entry
+	ErrBadLength                         // an entry length that is reserved or too short
+	ErrBadEntry                          // not the entry expected (not a CIE, FDE, or a bad CIE pointer)
+	ErrUnsupported                       // a version, address size, segment size or augmentation not supported
+	ErrBadEncoding                       // an encoded pointer that does not decode
+	ErrBadInstruction                    // an instruction that cannot be executed (unknown, bad operand, unmatched state)
+	ErrTooManyRules                      // more register rules than a row holds
+)
+
+var errKindNames = [...]string{
+	ErrTruncated:      "truncated",
+	ErrBounds:         "out of bounds",
+	ErrBadLength:      "bad length",
+	ErrBadEntry:       "bad entry",
+	ErrUnsupported:    "unsupported",
+	ErrBadEncoding:    "bad pointer encoding",
+	ErrBadInstruction: "bad instruction",
+	ErrTooManyRules:   "too many register rules",
+}
+
+// String describes the kind of error.
+func (k ErrKind) String() string {
+	if int(k) < len(errKindNames) && errKindNames[k] != "" {
+		return errKindNames[k]
+	}
+	return "ErrKind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Error formats as ".eh_frame+0x1c: message" (no package name: callers
 // name the file).
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s+%#x: %s", e.Section, e.Offset, e.Msg)
+}
+
+// ptrErrKind classifies the error of decoding an encoded pointer: data
+// that ends inside it, or an encoding that does not decode.
+func ptrErrKind(err error) ErrKind {
+	if errors.Is(err, errTruncated) {
+		return ErrTruncated
+	}
+	return ErrBadEncoding
 }
 
 // ErrNoFDE is returned (wrapped in an *Error or directly) when no FDE
@@ -48,8 +94,16 @@ const (
 	big    endian = true
 )
 
-// endianOf converts a binary.ByteOrder.
+// endianOf converts a binary.ByteOrder. The standard orders are told
+// apart without a call: probing through the interface makes its 2-byte
+// argument escape, an allocation in every EvalExpression.
 func endianOf(o binary.ByteOrder) endian {
+	switch o {
+	case binary.ByteOrder(binary.LittleEndian):
+		return little
+	case binary.ByteOrder(binary.BigEndian):
+		return big
+	}
 	return o.Uint16([]byte{0, 1}) == 1
 }
 

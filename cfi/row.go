@@ -1,6 +1,7 @@
 package cfi
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/sframekit/sframekit/arch"
@@ -33,6 +34,42 @@ type CFARule struct {
 	// first kind signed and the second unsigned. Rows compare equal
 	// whatever its value.
 	Signed bool
+}
+
+// String writes the rule in the notation of package sframe's Rule.String,
+// so that rules of both formats compare as text: "(cfa-8)" for a value
+// saved at CFA-8 (RuleOffset), "cfa+16" for the value CFA+16
+// (RuleValOffset), "r6" for a value held in register 6, "(expr 7708)"
+// and "expr 7708" for the address or value a DWARF expression computes
+// (its bytes in hex), and the kind's name for the rest ("undefined",
+// "same_value", "unspecified").
+func (r Rule) String() string {
+	switch r.Kind {
+	case RuleOffset:
+		return fmt.Sprintf("(cfa%+d)", r.Offset)
+	case RuleValOffset:
+		return fmt.Sprintf("cfa%+d", r.Offset)
+	case RuleRegister:
+		return fmt.Sprintf("r%d", r.Reg)
+	case RuleExpression:
+		return fmt.Sprintf("(expr %x)", r.Expr)
+	case RuleValExpression:
+		return fmt.Sprintf("expr %x", r.Expr)
+	}
+	return r.Kind.String()
+}
+
+// String writes the CFA rule as Rule.String writes a value: "r7+8" for
+// register 7 plus 8, "expr 7708" for what a DWARF expression computes,
+// "undefined" before any rule.
+func (r CFARule) String() string {
+	switch r.Kind {
+	case CFARegOffset:
+		return fmt.Sprintf("r%d%+d", r.Reg, r.Offset)
+	case CFAExpression:
+		return fmt.Sprintf("expr %x", r.Expr)
+	}
+	return r.Kind.String()
 }
 
 // inlineRules is how many register rules a Row holds without allocating.

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/sframekit/sframekit/arch"
@@ -174,8 +173,8 @@ func (t *Table) ByteOrder() binary.ByteOrder { return t.order }
 // Hdr returns the parsed .eh_frame_hdr used for lookups, or nil.
 func (t *Table) Hdr() *EHFrameHdr { return t.hdr }
 
-func (t *Table) errAt(off uint64, format string, args ...any) *Error {
-	return &Error{Section: t.name, Offset: off, Msg: fmt.Sprintf(format, args...)}
+func (t *Table) errAt(kind ErrKind, off uint64, format string, args ...any) *Error {
+	return &Error{Section: t.name, Offset: off, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
 // ptrCtx is the context for decoding pointers from a buffer whose first
@@ -220,12 +219,12 @@ func (t *Table) readHeader(off uint64) (header, error) {
 	}
 	h := header{off: off}
 	if off >= uint64(len(t.data)) {
-		return h, t.errAt(off, "entry offset outside the section")
+		return h, t.errAt(ErrBounds, off, "entry offset outside the section")
 	}
 	b := buf{data: t.data, pos: int(off), order: t.end}
 	l := uint64(b.u32())
 	if b.err != nil {
-		return h, t.errAt(off, "truncated length field")
+		return h, t.errAt(ErrTruncated, off, "truncated length field")
 	}
 	if l == 0 {
 		h.zero = true
@@ -236,12 +235,12 @@ func (t *Table) readHeader(off uint64) (header, error) {
 	if l == 0xffffffff {
 		l = b.u64()
 		if b.err != nil {
-			return h, t.errAt(off, "truncated 64-bit length field")
+			return h, t.errAt(ErrTruncated, off, "truncated 64-bit length field")
 		}
 		h.is64 = true
 		h.idWidth = 8
 	} else if l >= 0xfffffff0 {
-		return h, t.errAt(off, "reserved length value %#x", l)
+		return h, t.errAt(ErrBadLength, off, "reserved length value %#x", l)
 	}
 	h.length = l
 	var err error
@@ -250,7 +249,7 @@ func (t *Table) readHeader(off uint64) (header, error) {
 		// the section end, and the caller decides.
 		h.trunc = true
 		h.end = len(t.data)
-		err = t.errAt(off, "length %#x runs past the end of the section", l)
+		err = t.errAt(ErrBounds, off, "length %#x runs past the end of the section", l)
 	} else {
 		h.end = b.pos + int(l)
 	}
@@ -258,7 +257,7 @@ func (t *Table) readHeader(off uint64) (header, error) {
 		h.idPos = b.pos
 		h.body = h.end
 		if err == nil {
-			err = t.errAt(off, "length %#x too short for an entry", l)
+			err = t.errAt(ErrBadLength, off, "length %#x too short for an entry", l)
 		}
 		return h, err
 	}
@@ -332,7 +331,7 @@ func (t *Table) EntryHeaderAt(off uint64) (EntryHeader, error) {
 // header converts h back, checking what a caller may have changed.
 func (t *Table) header(h *EntryHeader) (header, error) {
 	if h.Kind == KindTerminator || h.Body > h.End || h.End > uint64(len(t.data)) || h.IDOffset > h.Body || h.Offset > h.IDOffset {
-		return header{}, t.errAt(h.Offset, "not an entry header of this section")
+		return header{}, t.errAt(ErrBadEntry, h.Offset, "not an entry header of this section")
 	}
 	w := 4
 	if h.Format64 {
@@ -348,7 +347,7 @@ func (t *Table) header(h *EntryHeader) (header, error) {
 // initial instructions: every call decodes afresh.
 func (t *Table) DecodeCIE(h *EntryHeader) (*CIE, error) {
 	if h.Kind != KindCIE {
-		return nil, t.errAt(h.Offset, "not a CIE")
+		return nil, t.errAt(ErrBadEntry, h.Offset, "not a CIE")
 	}
 	ih, err := t.header(h)
 	if err != nil {
@@ -383,7 +382,7 @@ func (t *Table) CIEAt(off uint64) (*CIE, error) {
 		return nil, err
 	}
 	if h.zero || !h.isCIE {
-		return nil, t.errAt(off, "not a CIE")
+		return nil, t.errAt(ErrBadEntry, off, "not a CIE")
 	}
 	if c, err = t.parseCIE(&h); err != nil {
 		return nil, err
@@ -424,13 +423,13 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 	c.Version = b.u8()
 	aug := b.cstring()
 	if b.err != nil {
-		return nil, t.errAt(h.off, "truncated CIE augmentation string")
+		return nil, t.errAt(ErrTruncated, h.off, "truncated CIE augmentation string")
 	}
 	c.Augmentation = string(aug)
 	switch c.Version {
 	case 1, 3, 4:
 	default:
-		return nil, t.errAt(h.off, "unsupported CIE version %d", c.Version)
+		return nil, t.errAt(ErrUnsupported, h.off, "unsupported CIE version %d", c.Version)
 	}
 	if c.Augmentation == "eh" {
 		b.bytes(uint64(t.addrSize))
@@ -440,10 +439,10 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 		c.AddressSize = b.u8()
 		c.SegmentSize = b.u8()
 		if b.err == nil && (c.AddressSize < 1 || c.AddressSize > 8 || c.SegmentSize > 8 || int(c.AddressSize)+int(c.SegmentSize) > 8) {
-			return nil, t.errAt(h.off, "invalid address size %d / segment size %d", c.AddressSize, c.SegmentSize)
+			return nil, t.errAt(ErrUnsupported, h.off, "invalid address size %d / segment size %d", c.AddressSize, c.SegmentSize)
 		}
 		if b.err == nil && c.AddressSize != 2 && c.AddressSize != 4 && c.AddressSize != 8 {
-			return nil, t.errAt(h.off, "unsupported address size %d", c.AddressSize)
+			return nil, t.errAt(ErrUnsupported, h.off, "unsupported address size %d", c.AddressSize)
 		}
 	}
 	c.CodeAlign = b.uleb()
@@ -453,18 +452,18 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 	} else {
 		ra := b.uleb()
 		if ra > 0xffffffff {
-			return nil, t.errAt(h.off, "return address register %d too large", ra)
+			return nil, t.errAt(ErrUnsupported, h.off, "return address register %d too large", ra)
 		}
 		c.RA = arch.Reg(ra)
 	}
 	if b.err != nil {
-		return nil, t.errAt(h.off, "truncated CIE")
+		return nil, t.errAt(ErrTruncated, h.off, "truncated CIE")
 	}
 	if len(aug) > 0 && aug[0] == 'z' {
 		n := b.uleb()
 		c.AugData = b.bytes(n)
 		if b.err != nil {
-			return nil, t.errAt(h.off, "augmentation data length %d runs past the CIE", n)
+			return nil, t.errAt(ErrBounds, h.off, "augmentation data length %d runs past the CIE", n)
 		}
 		ab := buf{data: c.AugData, order: t.end}
 		augBase := uint64(b.pos - len(c.AugData))
@@ -513,11 +512,11 @@ func (t *Table) parseCIE(h *header) (*CIE, error) {
 				break letters
 			}
 			if ab.err != nil {
-				return nil, t.errAt(h.off, "truncated augmentation data")
+				return nil, t.errAt(ErrTruncated, h.off, "truncated augmentation data")
 			}
 		}
 	} else if len(aug) > 0 && c.Augmentation != "eh" && t.kind == EHFrame {
-		return nil, t.errAt(h.off, "unsupported augmentation %q without 'z'", c.Augmentation)
+		return nil, t.errAt(ErrUnsupported, h.off, "unsupported augmentation %q without 'z'", c.Augmentation)
 	}
 	c.instrOff = uint64(b.pos)
 	c.Instructions = t.data[b.pos:h.end:h.end]
@@ -538,7 +537,7 @@ func (t *Table) fdeAt(off uint64, f *FDE, last **CIE) error {
 		return err
 	}
 	if h.zero || h.isCIE {
-		return t.errAt(off, "not an FDE")
+		return t.errAt(ErrBadEntry, off, "not an FDE")
 	}
 	return t.parseFDE(&h, f, last)
 }
@@ -546,14 +545,14 @@ func (t *Table) fdeAt(off uint64, f *FDE, last **CIE) error {
 func (t *Table) parseFDE(h *header, f *FDE, last **CIE) error {
 	co, ok := t.ciePointer(h)
 	if !ok {
-		return t.errAt(h.off, "CIE pointer %#x points before the section", h.id)
+		return t.errAt(ErrBadEntry, h.off, "CIE pointer %#x points before the section", h.id)
 	}
 	if co == h.off {
-		return t.errAt(h.off, "CIE pointer points to the FDE itself")
+		return t.errAt(ErrBadEntry, h.off, "CIE pointer points to the FDE itself")
 	}
 	cie, err := t.cachedCIE(co, last)
 	if err != nil {
-		return t.errAt(h.off, "CIE pointer %#x: %v", co, err)
+		return t.errAt(ErrBadEntry, h.off, "CIE pointer %#x: %v", co, err)
 	}
 	return t.parseFDEWith(h, cie, f)
 }
@@ -595,26 +594,26 @@ func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
 	if cie.SegmentSize > 0 {
 		f.Segment = b.uint(int(cie.SegmentSize))
 		if b.err != nil && cie.SegmentSize != 1 && cie.SegmentSize != 2 && cie.SegmentSize != 4 && cie.SegmentSize != 8 {
-			return t.errAt(h.off, "unsupported segment size %d", cie.SegmentSize)
+			return t.errAt(ErrUnsupported, h.off, "unsupported segment size %d", cie.SegmentSize)
 		}
 	}
 	if t.kind == EHFrame {
 		ctx := t.ptrCtx(0, cie)
 		begin, err := b.readEncoded(cie.FDEEncoding, &ctx)
 		if err != nil {
-			return t.errAt(h.off, "initial location: %v", err)
+			return t.errAt(ptrErrKind(err), h.off, "initial location: %v", err)
 		}
 		// The range has the same format but no base and no indirection.
 		rng, err := b.readEncoded(cie.FDEEncoding&0x0f, &ctx)
 		if err != nil {
-			return t.errAt(h.off, "address range: %v", err)
+			return t.errAt(ptrErrKind(err), h.off, "address range: %v", err)
 		}
 		f.PCBegin, f.PCEnd = begin, begin+rng
 		if len(cie.Augmentation) > 0 && cie.Augmentation[0] == 'z' {
 			n := b.uleb()
 			f.AugData = b.bytes(n)
 			if b.err != nil {
-				return t.errAt(h.off, "augmentation data length %d runs past the FDE", n)
+				return t.errAt(ErrBounds, h.off, "augmentation data length %d runs past the FDE", n)
 			}
 			if cie.LSDAEncoding != PEOmit && len(f.AugData) > 0 {
 				ab := buf{data: t.data[:b.pos], pos: b.pos - len(f.AugData), order: t.end}
@@ -631,7 +630,7 @@ func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
 		begin := b.uint(as)
 		rng := b.uint(as)
 		if b.err != nil {
-			return t.errAt(h.off, "truncated FDE")
+			return t.errAt(ErrTruncated, h.off, "truncated FDE")
 		}
 		f.PCBegin, f.PCEnd = begin, begin+rng
 		if as == 4 {
@@ -639,7 +638,7 @@ func (t *Table) parseFDEWith(h *header, cie *CIE, f *FDE) error {
 		}
 	}
 	if b.err != nil {
-		return t.errAt(h.off, "truncated FDE")
+		return t.errAt(ErrTruncated, h.off, "truncated FDE")
 	}
 	f.instrOff = uint64(b.pos)
 	f.Instructions = t.data[b.pos:h.end:h.end]
@@ -742,350 +741,3 @@ func (it *EntryIterator) Entry() Entry { return it.e }
 
 // Err returns the error that ended the walk early (a bad length field).
 func (it *EntryIterator) Err() error { return it.err }
-
-// sortedIndex returns the index of FDE ranges, building it on first use.
-func (t *Table) sortedIndex() []indexEntry {
-	t.indexOnce.Do(t.buildIndex)
-	return t.index
-}
-
-// buildIndex collects the ranges of all decodable FDEs, sorted, for
-// lookups when no usable .eh_frame_hdr exists. Only sortedIndex calls it.
-func (t *Table) buildIndex() {
-	// Entries are at least 8 bytes; this bounds the capacity by the input.
-	ix := make([]indexEntry, 0, len(t.data)/32+1)
-	var f FDE
-	var last *CIE
-	data, n := t.data, uint64(len(t.data))
-	for off := uint64(0); off < n; {
-		// Inline fast path: 32-bit .eh_frame FDE in the usual encoding.
-		if t.kind == EHFrame && off+16 <= n {
-			l := uint64(t.end.Uint32(data[off:]))
-			id := uint64(t.end.Uint32(data[off+4:]))
-			if l >= 12 && l < 0xfffffff0 && l <= n-off-4 {
-				next := off + 4 + l
-				if id == 0 {
-					off = next
-					continue
-				}
-				if c := last; c != nil && id <= off+4 && c.Offset == off+4-id &&
-					c.FDEEncoding == PEPCRel|PESData4 && c.SegmentSize == 0 {
-					p := off + 8
-					begin := t.addr + p + uint64(int64(int32(t.end.Uint32(data[p:]))))
-					end := begin + uint64(int64(int32(t.end.Uint32(data[p+4:]))))
-					if t.addrSize == 4 {
-						begin &= 0xffffffff
-						end &= 0xffffffff
-					}
-					if begin < end {
-						ix = append(ix, indexEntry{begin, end, off})
-					}
-					off = next
-					continue
-				}
-			}
-		}
-		h, err := t.readHeader(off)
-		if err != nil {
-			break
-		}
-		off = uint64(h.end)
-		if h.zero || h.isCIE {
-			continue
-		}
-		begin, end, ok := t.fdeRange(&h, &last)
-		if !ok {
-			if t.parseFDE(&h, &f, &last) != nil {
-				continue
-			}
-			begin, end = f.PCBegin, f.PCEnd
-		}
-		if end <= begin {
-			continue
-		}
-		ix = append(ix, indexEntry{begin, end, h.off})
-	}
-	sorted := true
-	for i := 1; i < len(ix); i++ {
-		if ix[i].begin < ix[i-1].begin {
-			sorted = false
-			break
-		}
-	}
-	if !sorted {
-		sortIndex(ix)
-	}
-	t.index = ix
-}
-
-// sortIndex sorts stably by begin address. FDEs usually come in a few
-// ascending runs (one per input object), which a natural merge handles in
-// near-linear time; many runs go to a radix sort.
-func sortIndex(ix []indexEntry) {
-	var runs []int // start of each ascending run
-	runs = append(runs, 0)
-	for i := 1; i < len(ix); i++ {
-		if ix[i].begin < ix[i-1].begin {
-			runs = append(runs, i)
-			if len(runs) > 64 {
-				radixSort(ix)
-				return
-			}
-		}
-	}
-	tmp := make([]indexEntry, len(ix))
-	src, dst := ix, tmp
-	for len(runs) > 1 {
-		var next []int
-		for r := 0; r < len(runs); r += 2 {
-			lo := runs[r]
-			if r+1 == len(runs) {
-				copy(dst[lo:], src[lo:])
-				next = append(next, lo)
-				break
-			}
-			mid := runs[r+1]
-			hi := len(src)
-			if r+2 < len(runs) {
-				hi = runs[r+2]
-			}
-			i, j, k := lo, mid, lo
-			for i < mid && j < hi {
-				if src[j].begin < src[i].begin {
-					dst[k] = src[j]
-					j++
-				} else {
-					dst[k] = src[i]
-					i++
-				}
-				k++
-			}
-			k += copy(dst[k:], src[i:mid])
-			copy(dst[k:], src[j:hi])
-			next = append(next, lo)
-		}
-		runs = next
-		src, dst = dst, src
-	}
-	if &src[0] != &ix[0] {
-		copy(ix, src)
-	}
-}
-
-// fdeRange decodes just the address range of an FDE in the encoding
-// linkers emit (pcrel sdata4, CIE cached); ok is false for anything else.
-func (t *Table) fdeRange(h *header, last **CIE) (begin, end uint64, ok bool) {
-	if t.kind != EHFrame || h.idWidth != 4 || h.end-h.body < 8 {
-		return 0, 0, false
-	}
-	co, okp := t.ciePointer(h)
-	if !okp {
-		return 0, 0, false
-	}
-	c, err := t.cachedCIE(co, last)
-	if err != nil {
-		return 0, 0, false
-	}
-	if c.FDEEncoding != PEPCRel|PESData4 || c.SegmentSize != 0 {
-		return 0, 0, false
-	}
-	p := h.body
-	begin = t.addr + uint64(p) + uint64(int64(int32(t.end.Uint32(t.data[p:]))))
-	end = begin + uint64(int64(int32(t.end.Uint32(t.data[p+4:]))))
-	if t.addrSize == 4 {
-		begin &= 0xffffffff
-		end &= 0xffffffff
-	}
-	return begin, end, true
-}
-
-// radixSort sorts index entries by begin address, stably (so equal
-// addresses stay in section order), in O(n) passes over the bytes that
-// differ.
-func radixSort(ix []indexEntry) {
-	var or, and uint64 = 0, ^uint64(0)
-	for i := range ix {
-		or |= ix[i].begin
-		and &= ix[i].begin
-	}
-	diff := or ^ and // bits that are not the same in every key
-	tmp := make([]indexEntry, len(ix))
-	src, dst := ix, tmp
-	for shift := uint(0); shift < 64; shift += 8 {
-		if (diff>>shift)&0xff == 0 {
-			continue
-		}
-		var count [257]int
-		for i := range src {
-			count[((src[i].begin>>shift)&0xff)+1]++
-		}
-		for i := 1; i < 257; i++ {
-			count[i] += count[i-1]
-		}
-		for i := range src {
-			b := (src[i].begin >> shift) & 0xff
-			dst[count[b]] = src[i]
-			count[b]++
-		}
-		src, dst = dst, src
-	}
-	if &src[0] != &ix[0] {
-		copy(ix, src)
-	}
-}
-
-// FindFDE finds the FDE covering pc, through .eh_frame_hdr's search
-// table when present and a built index otherwise (sframe's FindFunc).
-func (t *Table) FindFDE(pc uint64) (FDE, error) {
-	var f FDE
-	var last *CIE
-	err := t.fdeForPC(pc, &f, &last)
-	return f, err
-}
-
-func (t *Table) fdeForPC(pc uint64, f *FDE, last **CIE) error {
-	if t.hdr != nil {
-		fdeAddr, ok := t.hdr.lookup(pc)
-		if !ok {
-			return ErrNoFDE
-		}
-		off := fdeAddr - t.addr
-		if fdeAddr < t.addr || off >= uint64(len(t.data)) {
-			return &Error{Section: ".eh_frame_hdr", Offset: 0, Msg: fmt.Sprintf("FDE address %#x outside .eh_frame", fdeAddr)}
-		}
-		if err := t.fdeAt(off, f, last); err != nil {
-			return err
-		}
-		if !f.Contains(pc) {
-			return ErrNoFDE
-		}
-		return nil
-	}
-	ix := t.sortedIndex()
-	i := sort.Search(len(ix), func(i int) bool { return ix[i].begin > pc })
-	for j := i - 1; j >= 0 && j >= i-4; j-- {
-		if pc < ix[j].end {
-			if err := t.fdeAt(ix[j].off, f, last); err != nil {
-				return err
-			}
-			if !f.Contains(pc) {
-				return ErrNoFDE
-			}
-			return nil
-		}
-	}
-	return ErrNoFDE
-}
-
-// RowForPC computes into r the row of the CFI table that applies at pc
-// and returns the FDE it comes from (a pointer into ctx, valid until its
-// next use), as sframe's RowForPC does for SFrame. ctx holds the scratch
-// state (see UnwindContext); r is the caller's, its storage reused, so
-// lookups do not allocate in the steady state.
-func (t *Table) RowForPC(ctx *UnwindContext, pc uint64, r *Row) (*FDE, error) {
-	f := &ctx.fde
-	if err := t.fdeForPC(pc, f, &ctx.cie); err != nil {
-		return nil, err
-	}
-	if err := t.rowAt(ctx, f, pc, r); err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
-// FDERow computes into r the row of fde that applies at pc.
-func (t *Table) FDERow(ctx *UnwindContext, fde *FDE, pc uint64, r *Row) error {
-	if !fde.Contains(pc) {
-		return ErrNoFDE
-	}
-	return t.rowAt(ctx, fde, pc, r)
-}
-
-func (t *Table) rowAt(ctx *UnwindContext, f *FDE, pc uint64, r *Row) error {
-	init, err := t.initialRow(f.CIE, &ctx.init)
-	if err != nil {
-		return err
-	}
-	u := &ctx.u
-	u.t = t
-	u.reset(f.CIE, f.Instructions, f.instrOff, f.PCBegin, init, f.PCBegin)
-	end := f.PCEnd
-	ca, da := f.CIE.CodeAlign, f.CIE.DataAlign
-	it := &u.it
-	data, pos := it.data, it.pos
-	var ins Instruction
-	for {
-		// The instructions compilers emit most are decoded and applied
-		// inline, the position kept in a register; everything else goes
-		// through next and apply.
-		if d, ok := advanceLocAt(data, pos); ok {
-			nl := u.loc + d*ca
-			if pc < nl && pc >= u.loc {
-				end = nl
-				goto done
-			}
-			u.loc = nl
-			pos++
-			continue
-		}
-		if op, reg, v, ok := shortAt(data, pos); ok {
-			if op == OpOffset {
-				if !u.state.set(slot{col: reg, kind: RuleOffset, val: int64(v) * da}) {
-					return t.errAt(it.off+uint64(pos), "too many register rules (more than %d)", maxRules)
-				}
-			} else {
-				if u.state.CFA.Kind == CFAUndefined {
-					u.state.CFA.Kind = CFARegOffset
-				}
-				u.state.CFA.Offset = int64(v)
-				u.state.CFA.Signed = false
-			}
-			pos += 2
-			continue
-		}
-		if op, reg, ok := bareAt(data, pos); ok {
-			pos++
-			switch op {
-			case OpRestore:
-				u.restoreRule(reg, pos-1)
-			case OpRememberState:
-				u.remember(pos)
-			case OpRestoreState:
-				u.restoreState(pos)
-			}
-			if u.err != nil {
-				return u.err
-			}
-			continue
-		}
-		it.pos = pos
-		if !it.next(&ins) {
-			break
-		}
-		pos = it.pos
-		var adv bool
-		var nl uint64
-		switch ins.Op {
-		case OpAdvanceLoc1, OpAdvanceLoc2, OpAdvanceLoc4, OpMIPSAdvanceLoc8:
-			adv, nl = true, u.loc+ins.Operand*ca
-		default:
-			if adv, nl = u.apply(&ins); u.err != nil {
-				return u.err
-			}
-		}
-		if adv {
-			if pc < nl && pc >= u.loc {
-				end = nl
-				break
-			}
-			u.loc = nl
-		}
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-done:
-	r.CopyFrom(&u.state)
-	r.Start, r.End = u.loc, end
-	return nil
-}

@@ -48,9 +48,9 @@ type interp struct {
 }
 
 // fail records an error at the section offset off.
-func (u *interp) fail(off int, format string, args ...any) {
+func (u *interp) fail(kind ErrKind, off int, format string, args ...any) {
 	if u.err == nil {
-		u.err = u.t.errAt(u.it.off+uint64(off), format, args...)
+		u.err = u.t.errAt(kind, u.it.off+uint64(off), format, args...)
 	}
 }
 
@@ -107,7 +107,7 @@ func (u *interp) next(ins *Instruction) bool {
 func (u *interp) setRule(ins *Instruction, s slot) {
 	s.col = ins.Reg
 	if !u.state.set(s) {
-		u.fail(ins.Offset, "too many register rules (more than %d)", maxRules)
+		u.fail(ErrTooManyRules, ins.Offset, "too many register rules (more than %d)", maxRules)
 	}
 }
 
@@ -119,7 +119,7 @@ func (u *interp) restoreRule(col arch.Reg, off int) {
 	}
 	if i, ok := u.init.find(col); ok {
 		if !u.state.set(*u.init.ptr(i)) {
-			u.fail(off, "too many register rules (more than %d)", maxRules)
+			u.fail(ErrTooManyRules, off, "too many register rules (more than %d)", maxRules)
 		}
 	} else {
 		u.state.del(col)
@@ -142,7 +142,7 @@ func (u *interp) apply(ins *Instruction) (advanced bool, newLoc uint64) {
 		u.allNops = false
 	}
 	if ins.RegTooLarge {
-		u.fail(ins.Offset, "register number too large (more than 32 bits)")
+		u.fail(ErrBadInstruction, ins.Offset, "register number too large (more than 32 bits)")
 		return false, 0
 	}
 	ca := u.cie.CodeAlign
@@ -207,7 +207,7 @@ func (u *interp) apply(ins *Instruction) (advanced bool, newLoc uint64) {
 	case OpGNUWindowSave, OpAArch64NegateRAStateWithPC:
 		u.state.RASigned = !u.state.RASigned
 	default:
-		u.fail(ins.Offset, "unknown call frame instruction %#x", uint8(op))
+		u.fail(ErrBadInstruction, ins.Offset, "unknown call frame instruction %#x", uint8(op))
 	}
 	return false, 0
 }
@@ -215,7 +215,7 @@ func (u *interp) apply(ins *Instruction) (advanced bool, newLoc uint64) {
 // remember executes DW_CFA_remember_state; errors are reported at off.
 func (u *interp) remember(off int) {
 	if len(u.stack) >= maxRememberDepth || len(u.slab)+u.state.n > maxSavedRules {
-		u.fail(off, "DW_CFA_remember_state nested too deep")
+		u.fail(ErrBadInstruction, off, "DW_CFA_remember_state nested too deep")
 		return
 	}
 	s := savedState{cfa: u.state.CFA, raSigned: u.state.RASigned, argsSize: u.state.ArgsSize, off: len(u.slab), n: u.state.n}
@@ -228,7 +228,7 @@ func (u *interp) remember(off int) {
 // restoreState executes DW_CFA_restore_state; errors are reported at off.
 func (u *interp) restoreState(off int) {
 	if len(u.stack) == 0 {
-		u.fail(off, "DW_CFA_restore_state without DW_CFA_remember_state")
+		u.fail(ErrBadInstruction, off, "DW_CFA_restore_state without DW_CFA_remember_state")
 		return
 	}
 	s := u.stack[len(u.stack)-1]

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/internal/hexaddr"
 )
 
 // The JSON form of CFI written by WriteCFIJSON (and `sframe cfi --json`). It is
@@ -109,14 +110,12 @@ type cfiJSONRow struct {
 	ArgsSize uint64        `json:"args_size,omitempty"`
 }
 
-func cfiHexAddr(v uint64) string { return fmt.Sprintf("%#x", v) }
-
 func cfiJSONRegOf(a arch.Arch, r arch.Reg) *cfiJSONReg {
 	return &cfiJSONReg{Num: r, Name: a.RegName(r)}
 }
 
 func cfiRowJSON(a arch.Arch, r *cfi.Row) cfiJSONRow {
-	j := cfiJSONRow{Start: cfiHexAddr(r.Start), End: cfiHexAddr(r.End), RASigned: r.RASigned, ArgsSize: r.ArgsSize, Regs: []cfiJSONRule{}}
+	j := cfiJSONRow{Start: hexaddr.Format(r.Start), End: hexaddr.Format(r.End), RASigned: r.RASigned, ArgsSize: r.ArgsSize, Regs: []cfiJSONRule{}}
 	switch r.CFA.Kind {
 	case cfi.CFARegOffset:
 		off := r.CFA.Offset
@@ -143,16 +142,18 @@ func cfiRowJSON(a arch.Arch, r *cfi.Row) cfiJSONRow {
 	return j
 }
 
-// WriteCFIJSON writes the CFI of an ELF file in the documented JSON form
-// above (name is the file's name as the document gives it): one object per file, one section object per .eh_frame or
-// .debug_frame (or only section, if not ""), each entry with its rows.
+// WriteCFIJSON writes the CFI of in.ELF in the documented JSON form above,
+// under the name in.Path: one object per file, one section object per
+// .eh_frame or .debug_frame (or only in.Section, if not ""), each entry
+// with its rows.
 // Entries that fail to decode carry an "error" and do not stop the rest.
 //
 // The document is written as it is produced, entry by entry and row by
 // row, laid out as encoding/json's Encoder with SetIndent("", " ") lays
 // out the whole: memory stays bounded by the section, not by the number of
 // rows, and a write error ends the output.
-func WriteCFIJSON(w io.Writer, f *elf.File, name, section string) error {
+func WriteCFIJSON(w io.Writer, in *CFIInput) error {
+	f, name, section := in.ELF, in.Path, in.Section
 	arch := arch.FromELF(f.Machine)
 	jw := &cfiJSONWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	jw.str("{\n \"file\": ")
@@ -186,7 +187,7 @@ func (jw *cfiJSONWriter) writeSection(f *elf.File, s *elf.Section, arch arch.Arc
 	jw.str("{\n" + in + "\"name\": ")
 	jw.value(s.Name, in)
 	jw.str(",\n" + in + "\"address\": ")
-	jw.value(cfiHexAddr(s.Addr), in)
+	jw.value(hexaddr.Format(s.Addr), in)
 	jw.str(",\n" + in + "\"size\": ")
 	jw.str(strconv.FormatUint(s.Size, 10))
 	jw.str(",\n" + in + "\"entries\": ")
@@ -234,9 +235,9 @@ func (jw *cfiJSONWriter) writeEntry(tab *cfi.Table, e cfi.Entry, arch arch.Arch)
 		fd := e.FDE
 		co := fd.CIE.Offset
 		je.Length, je.CIE = fd.Length, &co
-		je.PCBegin, je.PCEnd = cfiHexAddr(fd.PCBegin), cfiHexAddr(fd.PCEnd)
+		je.PCBegin, je.PCEnd = hexaddr.Format(fd.PCBegin), hexaddr.Format(fd.PCEnd)
 		if fd.HasLSDA {
-			je.LSDA = cfiHexAddr(fd.LSDA)
+			je.LSDA = hexaddr.Format(fd.LSDA)
 		}
 		ut = tab.NewUnwindTable(fd)
 	}

@@ -31,7 +31,7 @@ func TestCFIJSONLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		if err := WriteCFIJSON(&got, f, p, ""); err != nil {
+		if err := WriteCFIJSON(&got, &CFIInput{Path: p, ELF: f}); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
 		var doc cfiJSONFile
@@ -125,7 +125,7 @@ func TestManyRowsCFIJSON(t *testing.T) {
 		return
 	}
 	var lines lineCounter
-	if err := WriteCFIJSON(&lines, manyRows(n), "rows", ""); err != nil {
+	if err := WriteCFIJSON(&lines, &CFIInput{Path: "rows", ELF: manyRows(n)}); err != nil {
 		t.Fatal(err)
 	} else if lines < 10*n {
 		t.Errorf("%d lines for %d rows", lines, n)

@@ -14,11 +14,45 @@ import (
 	"github.com/sframekit/sframekit/internal/textfmt"
 )
 
-// WriteCFIText writes the CFI sections of an ELF file in the text format
-// of `readelf --debug-dump=frames-interp` (binutils 2.47), byte for byte,
-// so that output can be diffed against binutils. section selects one of
-// ".eh_frame_hdr", ".eh_frame" or ".debug_frame"; "" prints every CFI
-// section in section-header order, as readelf does.
+// CFIInput is an ELF file whose CFI is to be printed, the argument of
+// WriteCFIText and WriteCFIJSON as Input is that of the SFrame printers.
+type CFIInput struct {
+	Path string    // the file's name, as the JSON form gives it
+	ELF  *elf.File // the file
+	// Section selects one of ".eh_frame_hdr" (text only), ".eh_frame" or
+	// ".debug_frame"; "" prints every CFI section in section-header order,
+	// as readelf does.
+	Section string
+	// Readelf is the readelf release whose text WriteCFIText writes (one
+	// of ReadelfVersions; "" is the newest, Readelf247). With a release
+	// that does not print .eh_frame_hdr, asking for that section alone
+	// is an error.
+	Readelf ReadelfVersion
+}
+
+// ReadelfVersion is a binutils release whose `readelf
+// --debug-dump=frames-interp` text WriteCFIText reproduces.
+type ReadelfVersion string
+
+// The readelf releases whose text is reproduced byte for byte. They
+// differ, on every file of the reference corpus and on binaries built
+// with gcc 12, in one thing only: 2.47 prints the .eh_frame_hdr section
+// (its header fields and search table), 2.40 does not.
+const (
+	Readelf240 ReadelfVersion = "2.40"
+	Readelf247 ReadelfVersion = "2.47"
+)
+
+// ReadelfVersions lists the releases WriteCFIText knows, oldest first.
+var ReadelfVersions = []ReadelfVersion{Readelf240, Readelf247}
+
+// printsEHFrameHdr reports whether readelf v prints .eh_frame_hdr.
+func (v ReadelfVersion) printsEHFrameHdr() bool { return v != Readelf240 }
+
+// WriteCFIText writes the CFI sections of in.ELF in the text format of
+// `readelf --debug-dump=frames-interp` (binutils 2.47, or in.Readelf), byte for byte, so
+// that output can be diffed against binutils; as readelf's for one file,
+// the text does not name the file.
 //
 // The output reproduces readelf's display conventions, including ones
 // that differ from the unwinding semantics of package cfi's tables: a row
@@ -35,33 +69,12 @@ import (
 // elffile.MaxDecompressed), and rows are printed as they are
 // computed, so memory stays bounded by the section size whatever the row
 // count.
-func WriteCFIText(w io.Writer, f *elf.File, section string) error {
-	return WriteCFITextAs(w, f, section, Readelf247)
-}
 
-// ReadelfVersion is a binutils release whose `readelf
-// --debug-dump=frames-interp` text WriteCFITextAs reproduces.
-type ReadelfVersion string
-
-// The readelf releases whose text is reproduced byte for byte. They
-// differ, on every file of the reference corpus and on binaries built
-// with gcc 12, in one thing only: 2.47 prints the .eh_frame_hdr section
-// (its header fields and search table), 2.40 does not.
-const (
-	Readelf240 ReadelfVersion = "2.40"
-	Readelf247 ReadelfVersion = "2.47"
-)
-
-// ReadelfVersions lists the releases WriteCFITextAs knows, oldest first.
-var ReadelfVersions = []ReadelfVersion{Readelf240, Readelf247}
-
-// printsEHFrameHdr reports whether readelf v prints .eh_frame_hdr.
-func (v ReadelfVersion) printsEHFrameHdr() bool { return v != Readelf240 }
-
-// WriteCFITextAs is WriteCFIText in the text of readelf release v (one of
-// ReadelfVersions). With a release that does not print .eh_frame_hdr,
-// asking for that section alone is an error.
-func WriteCFITextAs(w io.Writer, f *elf.File, section string, v ReadelfVersion) error {
+func WriteCFIText(w io.Writer, in *CFIInput) error {
+	f, section, v := in.ELF, in.Section, in.Readelf
+	if v == "" {
+		v = Readelf247
+	}
 	if !slices.Contains(ReadelfVersions, v) {
 		return fmt.Errorf("unknown readelf version %q", string(v))
 	}
@@ -285,124 +298,6 @@ func (r *rawReader) sleb() int64 {
 	return int64(r.fail())
 }
 
-// hdrValue is readelf's get_encoded_eh_value: the value at data[pos:] in
-// enc's format (sized or LEB128, sign-extended), its base not applied;
-// ok is false for a format it cannot read (absptr among them) or a value
-// cut off.
-func (p *cfiPrinter) hdrValue(enc cfi.PtrEnc, data []byte, pos int) (v uint64, n int, ok bool) {
-	r := rawReader{data: data, pos: pos, order: p.order}
-	switch enc.Format() {
-	case cfi.PEULEB128:
-		v = r.uleb()
-	case cfi.PESLEB128:
-		v = uint64(r.sleb())
-	case cfi.PEUData2:
-		v = r.uint(2)
-	case cfi.PEUData4:
-		v = r.uint(4)
-	case cfi.PEUData8, cfi.PESData8:
-		v = r.uint(8)
-	case cfi.PESData2:
-		v = uint64(int64(int16(r.uint(2))))
-	case cfi.PESData4:
-		v = uint64(int64(int32(r.uint(4))))
-	default:
-		return 0, 0, false
-	}
-	if r.bad {
-		return 0, 0, false
-	}
-	return v, r.pos - pos, true
-}
-
-func hdrOffset(enc cfi.PtrEnc, addr, secOff, v uint64) uint64 {
-	switch enc & 0xf0 {
-	case cfi.PEPCRel:
-		return v + addr + secOff
-	case cfi.PEDataRel:
-		return v + addr
-	}
-	return v
-}
-
-// hdr prints .eh_frame_hdr like readelf's display_eh_frame_hdr.
-func (p *cfiPrinter) hdr(data []byte, addr uint64) {
-	p.out = append(p.out, "Contents of the .eh_frame_hdr section:\n\n"...)
-	if len(data) < 6 || data[0] != 1 {
-		return
-	}
-	ptrEnc, countEnc, tableEnc := cfi.PtrEnc(data[1]), cfi.PtrEnc(data[2]), cfi.PtrEnc(data[3])
-	p.out = append(p.out, "  Version:                 1\n"...)
-	for _, x := range []struct {
-		label string
-		e     cfi.PtrEnc
-	}{{"  Pointer Encoding Format: ", ptrEnc}, {"  Count Encoding Format:   ", countEnc}, {"  Table Encoding Format:   ", tableEnc}} {
-		p.out = append(p.out, x.label...)
-		p.out = appendCHex(p.out, uint64(x.e))
-		p.out = append(p.out, " ("...)
-		// readelf's decode_eh_encoding, which has no name for absptr.
-		p.out = append(p.out, x.e.String()...)
-		p.out = append(p.out, ")\n"...)
-	}
-	pos := 4
-	ehPtr, n, ok := p.hdrValue(ptrEnc, data, pos)
-	if !ok {
-		return
-	}
-	p.out = append(p.out, "  Start of frame section:  "...)
-	p.out = appendCHex(p.out, ehPtr)
-	ehOff := hdrOffset(ptrEnc, addr, 4, ehPtr)
-	if ehOff != ehPtr {
-		p.out = append(p.out, " (offset: "...)
-		p.out = appendCHex(p.out, ehOff)
-		p.out = append(p.out, ')')
-	}
-	p.out = append(p.out, '\n')
-	pos += n
-	if countEnc == cfi.PEOmit || countEnc&0xf0 != 0 {
-		return
-	}
-	count, n, ok := p.hdrValue(countEnc, data, pos)
-	if !ok {
-		return
-	}
-	p.out = append(p.out, "  Entries in search table: "...)
-	p.out = appendCHex(p.out, count)
-	p.out = append(p.out, '\n')
-	pos += n
-	if count != 0 && tableEnc == cfi.PEOmit {
-		return
-	}
-	for i := uint64(0); i < count; i++ {
-		row := pos
-		loc, n, ok := p.hdrValue(tableEnc, data, pos)
-		if !ok {
-			return
-		}
-		pos += n
-		fa, n, ok := p.hdrValue(tableEnc, data, pos)
-		if !ok {
-			return
-		}
-		pos += n
-		p.out = append(p.out, "  "...)
-		p.out = appendCHex(p.out, loc)
-		p.out = append(p.out, " (offset: "...)
-		p.out = appendCHex(p.out, hdrOffset(tableEnc, addr, uint64(row), loc))
-		p.out = append(p.out, ") -> "...)
-		p.out = appendCHex(p.out, fa)
-		p.out = append(p.out, " fde=[ "...)
-		s := strconv.FormatUint(hdrOffset(tableEnc, addr, uint64(row), fa)-ehOff, 16)
-		for j := len(s); j < 5; j++ {
-			p.out = append(p.out, ' ')
-		}
-		p.out = append(p.out, s...)
-		p.out = append(p.out, "]\n"...)
-		p.maybeFlush()
-	}
-	p.out = append(p.out, '\n')
-}
-
 // shownCIE is a CIE as readelf remembers it while walking a section: its
 // display columns and the state its FDEs start from, and the CIE as the
 // column scan reads with it (see scanCIE).
@@ -446,57 +341,17 @@ func (p *cfiPrinter) frames(name string, t *cfi.Table) {
 			break
 		}
 		if h.Kind == cfi.KindCIE {
-			cie, err := t.DecodeCIE(&h)
-			if err != nil || p.regs.bad(cie.RA) {
+			sc, ok := p.showCIE(t, &h, in)
+			if !ok {
 				break
 			}
-			sc := &shownCIE{cie: cie, scan: p.scanCIE(cie)}
-			p.out = appendEntryHead(p.out, &h, int(cie.AddressSize))
-			p.out = append(p.out, "CIE \""...)
-			p.out = append(p.out, cie.Augmentation...)
-			p.out = append(p.out, "\" cf="...)
-			p.out = strconv.AppendInt(p.out, int64(int32(uint32(cie.CodeAlign))), 10)
-			p.out = append(p.out, " df="...)
-			p.out = strconv.AppendInt(p.out, int64(int32(cie.DataAlign)), 10)
-			p.out = append(p.out, " ra="...)
-			p.out = strconv.AppendInt(p.out, int64(int32(cie.RA)), 10)
-			p.out = append(p.out, '\n')
-			sc.cols = p.scanRegs(t.CIEInstructions(sc.scan), nil)
-			in.Continue(t.CIEInstructions(cie), nil, 0)
-			p.run(in, cie, sc.cols, int(cie.AddressSize))
-			sc.init.CopyFrom(in.Row())
 			seen[h.Offset] = sc
 			off = h.End
 			continue
 		}
-		// FDE: find its CIE the way readelf does.
-		var sc *shownCIE
-		var cieOff uint64
-		if t.Kind() == cfi.EHFrame {
-			id := h.ID
-			if !h.Format64 {
-				id = uint64(int64(int32(uint32(id))))
-			}
-			cieOff = h.IDOffset - id
-		} else {
-			cieOff = h.ID
-		}
-		if cieOff < uint64(len(data)) {
-			if cieOff <= off {
-				sc = seen[cieOff]
-			} else if sc = forward[cieOff]; sc == nil {
-				ch, err := t.EntryHeaderAt(cieOff)
-				if err == nil && ch.Kind == cfi.KindCIE {
-					cie, err := t.DecodeCIE(&ch)
-					if err != nil || p.regs.bad(cie.RA) {
-						break
-					}
-					// readelf reads a forward CIE without running its
-					// instructions: its FDEs start from an empty state.
-					sc = &shownCIE{cie: cie, scan: p.scanCIE(cie)}
-					forward[cieOff] = sc
-				}
-			}
+		sc, cieOff, ok := p.fdeCIE(t, &h, off, seen, forward)
+		if !ok {
+			break
 		}
 		var cie, scanCIE *cfi.CIE
 		if sc != nil {
@@ -507,27 +362,8 @@ func (p *cfiPrinter) frames(name string, t *cfi.Table) {
 		}
 		ptrSize := int(cie.AddressSize)
 		begin, rng, instrPos, segment := p.fdeFields(t, &h, cie)
-		b := appendEntryHead(p.out, &h, ptrSize) // p.out written once: see row
-		b = append(b, "FDE "...)
-		if sc != nil {
-			b = append(b, "cie="...)
-			b = appendHex(b, cieOff, 4)
-		} else {
-			b = append(b, "cie=invalid "...)
-		}
-		b = append(b, " pc="...)
-		if cie.SegmentSize > 0 {
-			s := strconv.FormatUint(segment, 16)
-			for j := len(s); j < 4; j++ {
-				b = append(b, '0')
-			}
-			b = append(b, s...)
-			b = append(b, ':')
-		}
-		b = appendHex(b, begin, ptrSize)
-		b = append(b, ".."...)
-		b = appendHex(b, begin+rng, ptrSize)
-		p.out = append(b, '\n')
+		// p.out written once: see row.
+		p.out = append(appendFDEHead(p.out, &h, cie, sc != nil, cieOff, segment, begin, rng), '\n')
 
 		if sc != nil {
 			init.CopyFrom(&sc.init)
@@ -547,6 +383,93 @@ func (p *cfiPrinter) frames(name string, t *cfi.Table) {
 		off = h.End
 	}
 	p.out = append(p.out, '\n')
+}
+
+// showCIE prints the CIE at h and runs its initial instructions in in,
+// keeping the row its FDEs start from; false when readelf ends the
+// section's dump at it (a CIE it cannot decode, or a bad RA register).
+func (p *cfiPrinter) showCIE(t *cfi.Table, h *cfi.EntryHeader, in *cfi.Interpreter) (*shownCIE, bool) {
+	cie, err := t.DecodeCIE(h)
+	if err != nil || p.regs.bad(cie.RA) {
+		return nil, false
+	}
+	sc := &shownCIE{cie: cie, scan: p.scanCIE(cie)}
+	p.out = appendEntryHead(p.out, h, int(cie.AddressSize))
+	p.out = append(p.out, "CIE \""...)
+	p.out = append(p.out, cie.Augmentation...)
+	p.out = append(p.out, "\" cf="...)
+	p.out = strconv.AppendInt(p.out, int64(int32(uint32(cie.CodeAlign))), 10)
+	p.out = append(p.out, " df="...)
+	p.out = strconv.AppendInt(p.out, int64(int32(cie.DataAlign)), 10)
+	p.out = append(p.out, " ra="...)
+	p.out = strconv.AppendInt(p.out, int64(int32(cie.RA)), 10)
+	p.out = append(p.out, '\n')
+	sc.cols = p.scanRegs(t.CIEInstructions(sc.scan), nil)
+	in.Continue(t.CIEInstructions(cie), nil, 0)
+	p.run(in, cie, sc.cols, int(cie.AddressSize))
+	sc.init.CopyFrom(in.Row())
+	return sc, true
+}
+
+// fdeCIE finds the CIE of the FDE at h (section offset off) the way
+// readelf does: one shown before it (seen), or one after it, read
+// without running its instructions so that its FDEs start from an empty
+// state (kept in forward), or nil. It returns the CIE's offset as the FDE
+// encodes it, and false when readelf ends the section's dump.
+func (p *cfiPrinter) fdeCIE(t *cfi.Table, h *cfi.EntryHeader, off uint64, seen, forward map[uint64]*shownCIE) (*shownCIE, uint64, bool) {
+	cieOff := h.ID
+	if t.Kind() == cfi.EHFrame {
+		id := h.ID
+		if !h.Format64 {
+			id = uint64(int64(int32(uint32(id))))
+		}
+		cieOff = h.IDOffset - id
+	}
+	if cieOff >= uint64(len(t.Data())) {
+		return nil, cieOff, true
+	}
+	if cieOff <= off {
+		return seen[cieOff], cieOff, true
+	}
+	sc := forward[cieOff]
+	if sc == nil {
+		ch, err := t.EntryHeaderAt(cieOff)
+		if err == nil && ch.Kind == cfi.KindCIE {
+			cie, err := t.DecodeCIE(&ch)
+			if err != nil || p.regs.bad(cie.RA) {
+				return nil, cieOff, false
+			}
+			sc = &shownCIE{cie: cie, scan: p.scanCIE(cie)}
+			forward[cieOff] = sc
+		}
+	}
+	return sc, cieOff, true
+}
+
+// appendFDEHead appends an FDE's line but its newline: the entry head,
+// its CIE's offset (valid false: "cie=invalid") and its address range.
+func appendFDEHead(b []byte, h *cfi.EntryHeader, cie *cfi.CIE, valid bool, cieOff, segment, begin, rng uint64) []byte {
+	ptrSize := int(cie.AddressSize)
+	b = appendEntryHead(b, h, ptrSize)
+	b = append(b, "FDE "...)
+	if valid {
+		b = append(b, "cie="...)
+		b = appendHex(b, cieOff, 4)
+	} else {
+		b = append(b, "cie=invalid "...)
+	}
+	b = append(b, " pc="...)
+	if cie.SegmentSize > 0 {
+		s := strconv.FormatUint(segment, 16)
+		for j := len(s); j < 4; j++ {
+			b = append(b, '0')
+		}
+		b = append(b, s...)
+		b = append(b, ':')
+	}
+	b = appendHex(b, begin, ptrSize)
+	b = append(b, ".."...)
+	return appendHex(b, begin+rng, ptrSize)
 }
 
 // appendEntryHead appends "\nOFFSET LENGTH ID ".

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
@@ -19,6 +18,7 @@ import (
 	"github.com/sframekit/sframekit/internal/cfibuild"
 	"github.com/sframekit/sframekit/internal/cfiseed"
 	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/internal/cputime"
 	"github.com/sframekit/sframekit/internal/elftest"
 	"github.com/sframekit/sframekit/internal/memtest"
 	"github.com/sframekit/sframekit/internal/testprog"
@@ -42,7 +42,7 @@ func TestCorpusReadelf(t *testing.T) {
 		}
 		archs[f.Machine]++
 		var got bytes.Buffer
-		if err := WriteCFIText(&got, f, ""); err != nil {
+		if err := WriteCFIText(&got, &CFIInput{ELF: f}); err != nil {
 			t.Errorf("%s: %v", corpus.Rel(t, p), err)
 		}
 		f.Close()
@@ -101,7 +101,7 @@ func compareWithReadelf(t *testing.T, readelf, path string) {
 	defer f.Close()
 	var got bytes.Buffer
 	if bytes.Contains(out, []byte("Contents of the .eh_frame_hdr section")) {
-		err = WriteCFIText(&got, f, "")
+		err = WriteCFIText(&got, &CFIInput{ELF: f})
 	} else {
 		for _, s := range f.Sections {
 			if s.Name == ".eh_frame" || s.Name == ".debug_frame" {
@@ -282,7 +282,7 @@ func TestSetLocPCRel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got bytes.Buffer
-	if err := WriteCFIText(&got, f, ".eh_frame"); err != nil {
+	if err := WriteCFIText(&got, &CFIInput{ELF: f, Section: ".eh_frame"}); err != nil {
 		t.Fatal(err)
 	}
 	readelf := readelfPath(t)
@@ -313,7 +313,7 @@ func TestDebugFrameBomb(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteCFIText(io.Discard, f, ".debug_frame"); !errors.Is(err, elffile.ErrTooLarge) {
+		if err := WriteCFIText(io.Discard, &CFIInput{ELF: f, Section: ".debug_frame"}); !errors.Is(err, elffile.ErrTooLarge) {
 			t.Errorf("WriteCFIText: %v, want elffile.ErrTooLarge", err)
 		}
 		return
@@ -351,7 +351,7 @@ func TestManyRowsText(t *testing.T) {
 	const n = 4 << 20
 	if memtest.InChild(t) {
 		var lines lineCounter
-		if err := WriteCFIText(&lines, manyRows(n), ""); err != nil {
+		if err := WriteCFIText(&lines, &CFIInput{ELF: manyRows(n)}); err != nil {
 			t.Fatal(err)
 		}
 		if lines < n {
@@ -373,20 +373,13 @@ func BenchmarkCFIText(b *testing.B) {
 	}
 	defer f.Close()
 	b.ReportAllocs()
-	start := cpuNow()
+	start := cputime.Now()
 	for b.Loop() {
-		if err := WriteCFIText(io.Discard, f, ".eh_frame"); err != nil {
+		if err := WriteCFIText(io.Discard, &CFIInput{ELF: f, Section: ".eh_frame"}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuNow returns the process's user+system CPU time in nanoseconds.
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	b.ReportMetric(float64(cputime.Now()-start)/float64(b.N), "cpu-ns/op")
 }
 
 // cfiFuzzSeeds are sections for FuzzCFIText: synthetic ones with every

@@ -1,5 +1,7 @@
 // Package dump holds the printers, for people and programs, each named
-// WriteKINDText or WriteKINDJSON and taking the writer first:
+// WriteKINDText or WriteKINDJSON and taking the writer and one argument,
+// the same for both forms of a kind (an *Input for SFrame, a *CFIInput
+// for CFI, an *unwind.Trace for traces):
 //
 //   - SFrame sections: WriteSFrameText, the text of `objdump --sframe`,
 //     byte for byte (the dialect of binutils 2.40 for version 1 sections,
@@ -22,7 +24,7 @@
 //	in, err := dump.LoadELF("a.out", "") // ".sframe", or the SHT_GNU_SFRAME section
 //	...
 //	dump.WriteFileHeader(os.Stdout, in.Path, in.Format)
-//	err = dump.WriteSFrameText(os.Stdout, in.SFrame, in.Section)
+//	err = dump.WriteSFrameText(os.Stdout, in)
 //
 // The JSON form gives rules as values (kind, base, offset) rather than
 // objdump's notation, and addresses as "0x..." strings so that readers

@@ -24,7 +24,7 @@ func render(t testing.TB, path string) []byte {
 	}
 	var b bytes.Buffer
 	WriteFileHeader(&b, filepath.Base(path), in.Format)
-	if err := WriteSFrameText(&b, in.SFrame, in.Section); err != nil {
+	if err := WriteSFrameText(&b, in); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return b.Bytes()
@@ -58,7 +58,7 @@ func TestCorpusValidates(t *testing.T) {
 			t.Errorf("%s: %v", path, err)
 			continue
 		}
-		if s.Flags&sframe.FlagFDESorted == 0 {
+		if s.Header().Flags&sframe.FlagFDESorted == 0 {
 			continue // relocatable objects: functions of different text sections overlap
 		}
 		for i := 0; i < s.NumFuncs(); i++ {
@@ -192,12 +192,12 @@ func BenchmarkText(b *testing.B) {
 		b.Fatal(err)
 	}
 	var buf bytes.Buffer
-	WriteSFrameText(&buf, in.SFrame, in.Section)
+	WriteSFrameText(&buf, in)
 	b.SetBytes(int64(buf.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
 		buf.Reset()
-		if err := WriteSFrameText(&buf, in.SFrame, in.Section); err != nil {
+		if err := WriteSFrameText(&buf, in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -240,7 +240,7 @@ func TestSharedRowsBounded(t *testing.T) {
 	}
 	var e *sframe.Error
 	var b bytes.Buffer
-	err = WriteSFrameText(&b, s, ".sframe")
+	err = WriteSFrameText(&b, &Input{Section: ".sframe", SFrame: s})
 	if !errors.As(err, &e) || e.Kind != sframe.ErrCountMismatch || e.Func != 1 {
 		t.Errorf("Text: %v, want a count mismatch in function 1", err)
 	}

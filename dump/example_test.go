@@ -24,7 +24,7 @@ func ExampleWriteSFrameText() {
 	}
 	var b bytes.Buffer
 	dump.WriteFileHeader(&b, filepath.Base(in.Path), in.Format) // objdump names the file as given
-	if err := dump.WriteSFrameText(&b, in.SFrame, in.Section); err != nil {
+	if err := dump.WriteSFrameText(&b, in); err != nil {
 		log.Fatal(err)
 	}
 	want, err := os.ReadFile(path + ".sframe.txt")

@@ -46,7 +46,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		s.RowForPC(addr)
 		in := &Input{Path: "fuzz", Format: "raw", Section: ".sframe", SFrame: s}
-		terr := WriteSFrameText(io.Discard, s, ".sframe")
+		terr := WriteSFrameText(io.Discard, in)
 		jerr := WriteSFrameJSON(io.Discard, in)
 		if verr == nil && (terr != nil || jerr != nil) {
 			t.Fatalf("valid section fails to dump: text %v, json %v", terr, jerr)
@@ -54,8 +54,8 @@ func FuzzDecode(f *testing.F) {
 		if verr == nil {
 			// A valid section dumps the same way twice (no hidden state).
 			var a, b bytes.Buffer
-			WriteSFrameText(&a, s, ".sframe")
-			WriteSFrameText(&b, s, ".sframe")
+			WriteSFrameText(&a, in)
+			WriteSFrameText(&b, in)
 			if !bytes.Equal(a.Bytes(), b.Bytes()) {
 				t.Fatal("dump is not deterministic")
 			}

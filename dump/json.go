@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/hexaddr"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -24,27 +25,9 @@ import (
 //	     "base": "sp", "offset": 16}, "ra": {...}, "fp": {...}}]}]}
 
 // Addr is an address, written to JSON as a string "0x..." and read back
-// from one.
-type Addr uint64
-
-// MarshalText writes a as "0x" and lower-case hexadecimal digits.
-func (a Addr) MarshalText() ([]byte, error) {
-	return strconv.AppendUint([]byte("0x"), uint64(a), 16), nil
-}
-
-// UnmarshalText reads an address written by MarshalText.
-func (a *Addr) UnmarshalText(b []byte) error {
-	s := string(b)
-	if len(s) < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
-		return fmt.Errorf("address %q is not 0x-prefixed hexadecimal", s)
-	}
-	v, err := strconv.ParseUint(s[2:], 16, 64)
-	if err != nil {
-		return fmt.Errorf("address %q: %w", s, err)
-	}
-	*a = Addr(v)
-	return nil
-}
+// from one: the form of every address in sframekit's JSON (package
+// internal/hexaddr, which sframe verify --json shares).
+type Addr = hexaddr.Addr
 
 // JSONFile is the JSON form of one file's SFrame section.
 type JSONFile struct {
@@ -113,27 +96,28 @@ type JSONRule struct {
 // past the header's FRE count, returning what it built so far.
 func SFrameJSON(in *Input) (*JSONFile, error) {
 	s := in.SFrame
+	sh := s.Header()
 	out := &JSONFile{File: in.Path, Format: in.Format, Section: in.Section, Functions: []JSONFunction{}}
 	h := &out.Header
-	h.Version = int(s.Version)
+	h.Version = int(sh.Version)
 	h.Flags = []string{}
 	for _, b := range []sframe.Flags{sframe.FlagFDESorted, sframe.FlagFramePointer, sframe.FlagFuncStartPCRel, 8, 16, 32, 64, 128} {
-		if s.Flags&b != 0 {
+		if sh.Flags&b != 0 {
 			h.Flags = append(h.Flags, b.String())
 		}
 	}
-	h.ABI = s.ABI.String()
+	h.ABI = sh.ABI.String()
 	h.BigEndian = s.BigEndian()
-	if s.HasFixedFP() {
-		v := int(s.CFAFixedFPOffset)
+	if sh.HasFixedFP() {
+		v := int(sh.CFAFixedFPOffset)
 		h.CFAFixedFPOffset = &v
 	}
-	if s.HasFixedRA() {
-		v := int(s.CFAFixedRAOffset)
+	if sh.HasFixedRA() {
+		v := int(sh.CFAFixedRAOffset)
 		h.CFAFixedRAOffset = &v
 	}
-	h.AuxHeaderLen = int(s.AuxHdrLen)
-	h.NumFDEs, h.NumFREs, h.Address = s.NumFDEs, s.NumFREs, Addr(s.Addr())
+	h.AuxHeaderLen = int(sh.AuxHdrLen)
+	h.NumFDEs, h.NumFREs, h.Address = sh.NumFDEs, sh.NumFREs, Addr(s.Addr())
 	var rows uint64
 	for i := 0; i < s.NumFuncs(); i++ {
 		f, err := s.Func(i)
@@ -141,7 +125,7 @@ func SFrameJSON(in *Input) (*JSONFile, error) {
 			return out, err
 		}
 		jf := JSONFunction{Index: i, Start: Addr(f.Start), Size: f.Size, PCType: "inc", FDEType: "default",
-			RepSize: int(f.RepSize), Signal: f.Signal(), PAuthB: s.ABI.Arch() == arch.ARM64 && f.PAuthKeyB(), Rows: []JSONRow{}}
+			RepSize: int(f.RepSize), Signal: f.Signal(), PAuthB: sh.ABI.Arch() == arch.ARM64 && f.PAuthKeyB(), Rows: []JSONRow{}}
 		if f.PCType() == sframe.PCMask {
 			jf.PCType = "mask"
 		}
@@ -183,9 +167,9 @@ func jsonRule(s *sframe.Section, r sframe.Rule) *JSONRule {
 		j.Offset = 0
 	case r.Base == sframe.RegCFA:
 		j.Base = "cfa"
-	case r.Base == s.ABI.Arch().SP():
+	case r.Base == s.Header().ABI.Arch().SP():
 		j.Base = "sp"
-	case r.Base == s.ABI.Arch().FP():
+	case r.Base == s.Header().ABI.Arch().FP():
 		j.Base = "fp"
 	default:
 		j.Base = fmt.Sprintf("r%d", r.Base)

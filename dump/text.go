@@ -17,14 +17,15 @@ func WriteFileHeader(w io.Writer, name, format string) error {
 	return err
 }
 
-// WriteSFrameText writes the SFrame section s, named secName, as objdump --sframe
-// prints it. Rows that cannot be decoded stop the dump with an error after
-// what was printed so far, and so does a row past the header's FRE count
-// (bounded by the section size), so that functions sharing their rows
-// cannot make a small section print gigabytes.
-func WriteSFrameText(w io.Writer, s *sframe.Section, secName string) error {
+// WriteSFrameText writes the SFrame section of in as objdump --sframe
+// prints it (the line before, with the file name and format, is
+// WriteFileHeader's). Rows that cannot be decoded stop the dump with an
+// error after what was printed so far, and so does a row past the
+// header's FRE count (bounded by the section size), so that functions
+// sharing their rows cannot make a small section print gigabytes.
+func WriteSFrameText(w io.Writer, in *Input) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	err := text(bw, s, secName)
+	err := text(bw, in.SFrame, in.Section)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
@@ -56,36 +57,36 @@ func text(w *bufio.Writer, s *sframe.Section, secName string) error {
 }
 
 func (p *printer) header() {
-	s, w := p.s, p.w
+	h, w := p.s.Header(), p.w
 	w.WriteString("\n  Header :\n\n")
-	fmt.Fprintf(w, "    Version: %s\n", s.Version)
-	if s.Version == sframe.Version1 {
+	fmt.Fprintf(w, "    Version: %s\n", h.Version)
+	if h.Version == sframe.Version1 {
 		// binutils 2.40 overwrote rather than appended its flag names.
 		str := ""
 		switch {
-		case s.Flags == 0:
+		case h.Flags == 0:
 			str = "NONE"
-		case s.Flags&sframe.FlagFramePointer != 0:
+		case h.Flags&sframe.FlagFramePointer != 0:
 			str = "SFRAME_F_FRAME_POINTER"
-		case s.Flags&sframe.FlagFDESorted != 0:
+		case h.Flags&sframe.FlagFDESorted != 0:
 			str = "SFRAME_F_FDE_SORTED"
 		}
 		fmt.Fprintf(w, "    Flags: %s\n", str)
 	} else {
 		p.flags()
-		if s.CFAFixedFPOffset != 0 {
-			fmt.Fprintf(w, "    CFA fixed FP offset: %d\n", s.CFAFixedFPOffset)
+		if h.CFAFixedFPOffset != 0 {
+			fmt.Fprintf(w, "    CFA fixed FP offset: %d\n", h.CFAFixedFPOffset)
 		}
-		if s.CFAFixedRAOffset != 0 {
-			fmt.Fprintf(w, "    CFA fixed RA offset: %d\n", s.CFAFixedRAOffset)
+		if h.CFAFixedRAOffset != 0 {
+			fmt.Fprintf(w, "    CFA fixed RA offset: %d\n", h.CFAFixedRAOffset)
 		}
 	}
-	fmt.Fprintf(w, "    Num FDEs: %d\n", int32(s.NumFDEs))
-	fmt.Fprintf(w, "    Num FREs: %d\n", int32(s.NumFREs))
+	fmt.Fprintf(w, "    Num FDEs: %d\n", int32(h.NumFDEs))
+	fmt.Fprintf(w, "    Num FREs: %d\n", int32(h.NumFREs))
 }
 
 func (p *printer) flags() {
-	flags := p.s.Flags
+	flags := p.s.Header().Flags
 	if flags == 0 {
 		p.w.WriteString("    Flags: NONE\n")
 		return
@@ -104,7 +105,7 @@ func (p *printer) flags() {
 		prefix = " "
 	}
 	emit(sframe.FlagFDESorted, "SFRAME_F_FDE_SORTED")
-	if p.s.Version == sframe.Version2 {
+	if p.s.Header().Version == sframe.Version2 {
 		emit(sframe.FlagFramePointer, "SFRAME_F_FRAME_POINTER")
 	}
 	emit(sframe.FlagFuncStartPCRel, "SFRAME_F_FDE_FUNC_START_PCREL")
@@ -119,8 +120,8 @@ func (p *printer) flags() {
 // is PC-relative.
 func dumpStart(s *sframe.Section, f *sframe.Func) uint64 {
 	a := uint64(f.StartField) + s.Addr()
-	if s.Version != sframe.Version1 && s.Flags&sframe.FlagFuncStartPCRel != 0 {
-		a += uint64(s.HeaderLen() + f.Index*s.Version.FDESize())
+	if s.Header().Version != sframe.Version1 && s.Header().Flags&sframe.FlagFuncStartPCRel != 0 {
+		a += uint64(s.HeaderLen() + f.Index*s.Header().Version.FDESize())
 	}
 	return a
 }
@@ -155,7 +156,7 @@ func (p *printer) function(i int) error {
 		}
 		w.WriteString(`"`)
 	}
-	if s.ABI.Arch() == arch.ARM64 && f.PAuthKeyB() {
+	if s.Header().ABI.Arch() == arch.ARM64 && f.PAuthKeyB() {
 		w.WriteString(", pauth = B key")
 	}
 	mask := f.PCType() == sframe.PCMask
@@ -176,7 +177,7 @@ func (p *printer) function(i int) error {
 		}
 		p.buf = append(p.buf[:0], "\n    "...)
 		p.buf = textfmt.AppendHex(p.buf, pc, 8)
-		if s.Version == sframe.Version1 {
+		if s.Header().Version == sframe.Version1 {
 			p.rowV1(&f, e)
 		} else if err := p.row(&f, e, flex); err != nil {
 			w.Write(p.buf)
@@ -273,9 +274,9 @@ func appendSigned(b []byte, v int64) []byte {
 
 func (p *printer) regName(r arch.Reg) string {
 	switch r {
-	case p.s.ABI.Arch().SP():
+	case p.s.Header().ABI.Arch().SP():
 		return "sp"
-	case p.s.ABI.Arch().FP():
+	case p.s.Header().ABI.Arch().FP():
 		return "fp"
 	}
 	return "r" + strconv.Itoa(int(r))
@@ -284,7 +285,7 @@ func (p *printer) regName(r arch.Reg) string {
 // rowV1 prints a row as objdump 2.40 did for SFrame version 1: the fixed
 // RA printed as "u", and a missing RA word leaving the FP text in place.
 func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
-	s := p.s
+	s, h := p.s, p.s.Header()
 	word := func(i int) (int32, bool) { return s.Word(e, i) }
 	cfa, _ := word(0)
 	p.buf = append(p.buf, "  "...)
@@ -297,12 +298,12 @@ func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
 	p.buf = strconv.AppendInt(p.buf, int64(cfa), 10)
 	p.buf = textfmt.PadTo(p.buf, m, 10)
 	fpIdx, raIdx := 2, 1
-	if s.HasFixedRA() {
+	if h.HasFixedRA() {
 		fpIdx = 1
 	}
 	var temp []byte
-	if s.HasFixedFP() {
-		temp = appendSigned([]byte{'c'}, int64(s.CFAFixedFPOffset))
+	if h.HasFixedFP() {
+		temp = appendSigned([]byte{'c'}, int64(h.CFAFixedFPOffset))
 	} else if v, ok := word(fpIdx); ok {
 		temp = appendSigned([]byte{'c'}, int64(v))
 	} else {
@@ -311,7 +312,7 @@ func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
 	m = len(p.buf)
 	p.buf = append(p.buf, temp...)
 	p.buf = textfmt.PadTo(p.buf, m, 10)
-	if s.HasFixedRA() {
+	if h.HasFixedRA() {
 		temp = []byte{'u'}
 	} else if v, ok := word(raIdx); ok {
 		temp = appendSigned([]byte{'c'}, int64(v))
@@ -329,9 +330,9 @@ func (p *printer) rowV1(f *sframe.Func, e *sframe.FRE) {
 // tooManyRows counts one more row of function fn against the header's FRE
 // count, returning an error when it passes it.
 func tooManyRows(s *sframe.Section, rows *uint64, fn int) error {
-	if *rows++; *rows > uint64(s.NumFREs) {
-		return &sframe.Error{Off: 12, Func: fn, Kind: sframe.ErrCountMismatch,
-			Msg: fmt.Sprintf("functions hold more than the header's %d FREs", s.NumFREs)}
+	if *rows++; *rows > uint64(s.Header().NumFREs) {
+		return &sframe.Error{Offset: 12, Func: fn, Kind: sframe.ErrCountMismatch,
+			Msg: fmt.Sprintf("functions hold more than the header's %d FREs", s.Header().NumFREs)}
 	}
 	return nil
 }

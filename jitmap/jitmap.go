@@ -19,11 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // The limits on what a file may cost.
@@ -244,21 +241,10 @@ done:
 // every user, and a link planted as /tmp/perf-PID.map would have the
 // profiler copy lines of another file into a profile.
 func ReadFile(path string) ([]byte, error) {
-	var fd int
-	var err error
-	for {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW, 0)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err == unix.ELOOP {
-		return nil, fmt.Errorf("%s: a symbolic link, not followed", path)
-	}
+	f, err := openNoFollow(path)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {

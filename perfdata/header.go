@@ -362,15 +362,8 @@ func parseFileHeader(b []byte) (*Header, error) {
 		return nil, errorf(ErrTruncated, 0, "header of %d bytes, file of %d", hsize, len(b))
 	}
 	size := uint64(len(b))
-	section := func(at int) (int64, int64, error) {
-		off, sz := o.Uint64(b[at:]), o.Uint64(b[at+8:])
-		if off > size || sz > size-off {
-			return 0, 0, errorf(ErrBadHeader, int64(at), "section [%#x, +%#x) outside the file of %#x bytes", off, sz, size)
-		}
-		return int64(off), int64(sz), nil
-	}
 	attrSize := o.Uint64(b[16:])
-	aoff, asize, err := section(24)
+	aoff, asize, err := fileSection(b, o, 24)
 	if err != nil {
 		return nil, err
 	}
@@ -390,55 +383,72 @@ func parseFileHeader(b []byte) (*Header, error) {
 		}
 	}
 
-	// Attributes: attr_size bytes each, an attribute followed by the
-	// section of its IDs. The IDs of all attributes together must fit in
-	// the file, so that overlapping sections cannot multiply memory.
-	if asize > 0 {
-		if attrSize < AttrSizeVer0+fileSectionSize || attrSize > maxAttrSize+fileSectionSize {
-			return nil, errorf(ErrBadHeader, 16, "attribute entry size %d", attrSize)
-		}
-		n := asize / int64(attrSize)
-		if n > maxAttrs {
-			return nil, errorf(ErrLimit, aoff, "%d attributes (limit %d)", n, maxAttrs)
-		}
-		var totalIDs int64
-		for i := int64(0); i < n; i++ {
-			at := aoff + i*int64(attrSize)
-			ent := b[at : at+int64(attrSize)]
-			a, err := parseAttr(ent[:len(ent)-fileSectionSize], o, at)
-			if err != nil {
-				return nil, err
-			}
-			// perf reads the ID section right after the attribute's own
-			// size, which equals attr_size less 16 in every perf version.
-			if int64(a.Size)+fileSectionSize != int64(attrSize) {
-				return nil, errorf(ErrBadAttr, at, "attribute size %d in entries of %d", a.Size, attrSize)
-			}
-			ioff, isz, err := section(int(at) + int(a.Size))
-			if err != nil {
-				return nil, err
-			}
-			if isz%8 != 0 {
-				return nil, errorf(ErrBadAttr, at, "ID section of %d bytes", isz)
-			}
-			totalIDs += isz / 8
-			if totalIDs > int64(len(b))/8 {
-				return nil, errorf(ErrLimit, at, "ID sections add up to more than the file")
-			}
-			a.IDs = make([]uint64, isz/8)
-			for j := range a.IDs {
-				a.IDs[j] = o.Uint64(b[ioff+int64(j)*8:])
-			}
-			a.Index = len(h.Attrs)
-			h.Attrs = append(h.Attrs, a)
-		}
+	if err := h.parseAttrs(b, attrSize, aoff, asize); err != nil {
+		return nil, err
 	}
+	h.parseFeatureSections(b)
+	return h, nil
+}
 
+// parseAttrs reads the attributes, asize bytes at aoff in entries of
+// attrSize bytes: each an attribute followed by the section of its IDs.
+// The IDs of all attributes together must fit in the file, so that
+// overlapping sections cannot multiply memory.
+func (h *Header) parseAttrs(b []byte, attrSize uint64, aoff, asize int64) error {
+	o := h.ByteOrder
+	if asize == 0 {
+		return nil
+	}
+	if attrSize < AttrSizeVer0+fileSectionSize || attrSize > maxAttrSize+fileSectionSize {
+		return errorf(ErrBadHeader, 16, "attribute entry size %d", attrSize)
+	}
+	n := asize / int64(attrSize)
+	if n > maxAttrs {
+		return errorf(ErrLimit, aoff, "%d attributes (limit %d)", n, maxAttrs)
+	}
+	var totalIDs int64
+	for i := int64(0); i < n; i++ {
+		at := aoff + i*int64(attrSize)
+		ent := b[at : at+int64(attrSize)]
+		a, err := parseAttr(ent[:len(ent)-fileSectionSize], o, at)
+		if err != nil {
+			return err
+		}
+		// perf reads the ID section right after the attribute's own
+		// size, which equals attr_size less 16 in every perf version.
+		if int64(a.Size)+fileSectionSize != int64(attrSize) {
+			return errorf(ErrBadAttr, at, "attribute size %d in entries of %d", a.Size, attrSize)
+		}
+		ioff, isz, err := fileSection(b, o, int(at)+int(a.Size))
+		if err != nil {
+			return err
+		}
+		if isz%8 != 0 {
+			return errorf(ErrBadAttr, at, "ID section of %d bytes", isz)
+		}
+		totalIDs += isz / 8
+		if totalIDs > int64(len(b))/8 {
+			return errorf(ErrLimit, at, "ID sections add up to more than the file")
+		}
+		a.IDs = make([]uint64, isz/8)
+		for j := range a.IDs {
+			a.IDs[j] = o.Uint64(b[ioff+int64(j)*8:])
+		}
+		a.Index = len(h.Attrs)
+		h.Attrs = append(h.Attrs, a)
+	}
+	return nil
+}
+
+// parseFeatureSections reads the feature sections the header's bits
+// announce; an error is kept in FeatureErr, not returned, since the
+// samples are readable without them.
+func (h *Header) parseFeatureSections(b []byte) {
 	// Feature sections: a table of (offset, size), one per set bit in bit
 	// order, right after the data section.
 	if h.Truncated {
 		h.Features = FeatureSet{}
-		return h, nil
+		return
 	}
 	tab := h.DataOffset + h.DataSize
 	i := 0
@@ -452,7 +462,7 @@ func parseFileHeader(b []byte) (*Header, error) {
 			h.FeatureErr = errorf(ErrTruncated, at, "feature table entry of %s past the end of the file", f)
 			break
 		}
-		off, sz, err := section(int(at))
+		off, sz, err := fileSection(b, h.ByteOrder, int(at))
 		if err != nil {
 			e := err.(*Error)
 			e.Msg = f.String() + ": " + e.Msg
@@ -464,5 +474,15 @@ func parseFileHeader(b []byte) (*Header, error) {
 			break
 		}
 	}
-	return h, nil
+}
+
+// fileSection reads the (offset, size) pair at b[at:], a section that
+// must lie inside the file b.
+func fileSection(b []byte, o binary.ByteOrder, at int) (int64, int64, error) {
+	size := uint64(len(b))
+	off, sz := o.Uint64(b[at:]), o.Uint64(b[at+8:])
+	if off > size || sz > size-off {
+		return 0, 0, errorf(ErrBadHeader, int64(at), "section [%#x, +%#x) outside the file of %#x bytes", off, sz, size)
+	}
+	return int64(off), int64(sz), nil
 }

@@ -91,4 +91,7 @@
 // The profiled programs are never stopped or signalled: no ptrace, no
 // signal; the kernel takes the samples in its interrupt and scheduler
 // paths.
+//
+// Linux only: perf events exist nowhere else, and on other systems Open
+// fails with an error saying so (the package builds everywhere).
 package perfevent

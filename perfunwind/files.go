@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/sysfile"
@@ -189,8 +188,8 @@ func (s *Session) notRecorded(st os.FileInfo, ino uint64) error {
 	if !s.opts.SameMachine {
 		return nil
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && ino != 0 && sys.Ino != ino {
-		return fmt.Errorf("replaced since the recording (inode %d, recorded %d), and no build ID tells the builds apart", sys.Ino, ino)
+	if got := sysfile.Inode(st); got != 0 && ino != 0 && got != ino {
+		return fmt.Errorf("replaced since the recording (inode %d, recorded %d), and no build ID tells the builds apart", got, ino)
 	}
 	if end := s.opts.RecordingEnd; !end.IsZero() && st.ModTime().After(end) {
 		return fmt.Errorf("modified at %s, after the recording ended (%s), and no build ID tells the builds apart",

@@ -56,6 +56,9 @@
 // Duration, or when the context is done; the command is never signalled.
 //
 // The profiled programs are never stopped, traced or signalled.
+//
+// Linux only, as package perfevent: on other systems Record fails with an
+// error saying so.
 package recorder
 
 import (

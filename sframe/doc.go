@@ -13,7 +13,8 @@
 // then checks everything the Linux kernel checks, and more, and reports
 // the first problem as an *Error naming the function and byte offset.
 // Accessors never read out of bounds, even on a section that was not
-// validated: they return errors instead.
+// validated: they return errors instead. A Section cannot be changed
+// after Parse: Header returns a copy of the decoded header.
 //
 //	sec := elfFile.Section(".sframe")
 //	data, err := sec.Data()
@@ -34,7 +35,7 @@
 // so that the dumper, the unwinder and the converter share one reading:
 //
 //	row, err := s.RowForPC(pc)
-//	// row.CFA: Kind RuleValue, Base s.ABI.Arch().SP(), Offset 16 -> CFA = SP+16
+//	// row.CFA: Kind RuleValue, Base s.Header().ABI.Arch().SP(), Offset 16 -> CFA = SP+16
 //	// row.RA:  Kind RuleDeref, Base RegCFA, Offset -8     -> RA = [CFA-8]
 //
 // FindFRE returns the raw function (Func) and row (FRE) instead, and

@@ -222,312 +222,6 @@ func freTypeFor(f *EncFunc) FREType {
 	return t
 }
 
-// wordsBuf holds the data words of one FRE.
-type wordsBuf struct {
-	w    [6]int32
-	ctl  [6]bool // word is a flexible control word (unsigned)
-	n    int
-	info uint8
-}
-
-func (b *wordsBuf) add(w int32, ctl bool) {
-	b.w[b.n], b.ctl[b.n] = w, ctl
-	b.n++
-}
-
-// size returns the data-word size code (0, 1, 2) gas would choose: the
-// smallest that holds every offset as a signed value and every control
-// word as an unsigned one.
-func (b *wordsBuf) sizeCode() uint8 {
-	code := uint8(0)
-	for i := 0; i < b.n; i++ {
-		w := b.w[i]
-		var c uint8
-		if b.ctl[i] {
-			switch u := uint32(w); {
-			case u <= math.MaxUint8:
-				c = 0
-			case u <= math.MaxUint16:
-				c = 1
-			default:
-				c = 2
-			}
-		} else {
-			switch {
-			case w == int32(int8(w)):
-				c = 0
-			case w == int32(int16(w)):
-				c = 1
-			default:
-				c = 2
-			}
-		}
-		if c > code {
-			code = c
-		}
-	}
-	return code
-}
-
-func rowErr(fn int, f *EncFunc, row int, format string, args ...any) *EncodeError {
-	return &EncodeError{Func: fn, Start: f.Start, Row: row, Msg: fmt.Sprintf(format, args...)}
-}
-
-func fitsOffset(off int64) bool { return off == int64(int32(off)) }
-
-// cfaWord converts a CFA offset to its stored form (s390x scaling).
-func (e *encoder) cfaWord(off int64) (int32, bool) {
-	if e.abi == ABIS390XBE {
-		d := off - s390xCFAAdjust
-		if d%s390xCFAFactor != 0 {
-			return 0, false
-		}
-		off = d / s390xCFAFactor
-	}
-	return int32(off), fitsOffset(off)
-}
-
-// encodeRow computes the FRE info byte and data words of one row.
-func (e *encoder) encodeRow(fn int, f *EncFunc, ri int, r *Row, b *wordsBuf) error {
-	b.n = 0
-	b.info = 0
-	if r.RASigned {
-		b.info |= 0x80
-	}
-	if r.RAUndefined {
-		if r.CFA != (Rule{}) || r.RA != (Rule{}) || r.FP != (Rule{}) {
-			return rowErr(fn, f, ri, "an RA-undefined row cannot carry CFA, RA or FP rules")
-		}
-		return nil
-	}
-	if f.Type == FDEFlex {
-		return e.encodeFlex(fn, f, ri, r, b)
-	}
-	if f.Type != FDEDefault {
-		return rowErr(fn, f, ri, "unknown %s", f.Type)
-	}
-	// CFA.
-	c := r.CFA
-	if c.Kind != RuleValue || c.Fixed {
-		return rowErr(fn, f, ri, "CFA rule %s needs a flexible FDE (v3)", ruleString(c))
-	}
-	switch c.Base {
-	case e.sp:
-		b.info |= 1
-	case e.fp:
-	default:
-		return rowErr(fn, f, ri, "CFA based on register %d needs a flexible FDE (v3)", c.Base)
-	}
-	w, ok := e.cfaWord(c.Offset)
-	if !ok {
-		if e.abi == ABIS390XBE && (c.Offset-s390xCFAAdjust)%s390xCFAFactor != 0 {
-			return rowErr(fn, f, ri, "s390x CFA offset %d is not 160 plus a multiple of 8", c.Offset)
-		}
-		return rowErr(fn, f, ri, "CFA offset %d is wider than 32 bits", c.Offset)
-	}
-	b.add(w, false)
-
-	// FP first: it decides whether an RA slot is needed.
-	var fpWord int32
-	hasFP := false
-	if e.fixedFP != 0 {
-		if r.FP != e.fpRule {
-			return rowErr(fn, f, ri, "FP rule %s differs from the header's fixed FP offset %d", ruleString(r.FP), e.fixedFP)
-		}
-	} else if r.FP.Kind != RuleUnspecified {
-		var err error
-		fpWord, err = e.savedWord(fn, f, ri, r.FP, "FP")
-		if err != nil {
-			return err
-		}
-		hasFP = true
-	}
-	// RA.
-	if e.fixedRA != 0 {
-		if r.RA != e.raRule {
-			return rowErr(fn, f, ri, "RA rule %s differs from the header's fixed RA offset %d", ruleString(r.RA), e.fixedRA)
-		}
-	} else {
-		switch r.RA.Kind {
-		case RuleUnspecified:
-			if hasFP {
-				return rowErr(fn, f, ri, "an unspecified RA followed by a saved FP cannot be expressed (the RA slot would read as not saved)")
-			}
-		case RuleNotSaved:
-			if !isNotSaved(r.RA) {
-				return rowErr(fn, f, ri, "malformed not-saved RA rule %+v", r.RA)
-			}
-			b.add(0, false)
-		default:
-			ra, err := e.savedWord(fn, f, ri, r.RA, "RA")
-			if err != nil {
-				return err
-			}
-			if ra == 0 {
-				return rowErr(fn, f, ri, "RA at CFA+0 cannot be expressed (a 0 word means not saved)")
-			}
-			b.add(ra, false)
-		}
-	}
-	if hasFP {
-		b.add(fpWord, false)
-	}
-	b.info |= uint8(b.n) << 1
-	// The word counts the ABI's layout allows (see expectedWords).
-	switch e.abi {
-	case ABIAMD64LE:
-		if b.n > 2 {
-			return rowErr(fn, f, ri, "%d data words; AMD64 rows hold at most 2 (no fixed RA offset?)", b.n)
-		}
-	case ABIAArch64BE, ABIAArch64LE:
-		if b.n == 2 && (e.fixedRA != 0 || e.fixedFP != 0) {
-			// A fixed offset in the header frees one of the three
-			// words; AArch64 rows still hold 1 or 3, and the decoder
-			// ignores the last one.
-			b.add(0, false)
-			b.info = b.info&^0x1e | uint8(b.n)<<1
-		}
-		if b.n != 1 && b.n != 3 {
-			return rowErr(fn, f, ri, "AArch64 rows save RA and FP together or neither (rule would need %d words)", b.n)
-		}
-	}
-	return nil
-}
-
-// savedWord encodes a default-FDE RA or FP rule.
-func (e *encoder) savedWord(fn int, f *EncFunc, ri int, r Rule, what string) (int32, error) {
-	if r.Fixed {
-		return 0, rowErr(fn, f, ri, "%s rule %s is marked fixed but the header has no fixed %s offset", what, ruleString(r), what)
-	}
-	switch {
-	case r.Kind == RuleDeref && r.Base == RegCFA:
-		if !fitsOffset(r.Offset) {
-			return 0, rowErr(fn, f, ri, "%s offset %d is wider than 32 bits", what, r.Offset)
-		}
-		w := int32(r.Offset)
-		if e.abi == ABIS390XBE && e.v == Version2 && w&1 != 0 {
-			return 0, rowErr(fn, f, ri, "odd %s offset %d reads as a register number in v2 s390x", what, w)
-		}
-		return w, nil
-	case r.Kind == RuleValue && r.Base != RegCFA && r.Offset == 0 && e.abi == ABIS390XBE && e.v == Version2:
-		if r.Base > MaxReg {
-			return 0, rowErr(fn, f, ri, "register %d too large", r.Base)
-		}
-		return int32(r.Base)<<1 | 1, nil
-	}
-	return 0, rowErr(fn, f, ri, "%s rule %s needs a flexible FDE (v3)", what, ruleString(r))
-}
-
-// flexPair encodes a rule as a flexible (control, offset) pair.
-func (e *encoder) flexPair(fn int, f *EncFunc, ri int, r Rule, what string, b *wordsBuf) error {
-	if r.Fixed {
-		return rowErr(fn, f, ri, "fixed %s rule %s cannot be written in a flexible row that has more entries", what, ruleString(r))
-	}
-	var ctl uint32
-	switch r.Kind {
-	case RuleValue:
-	case RuleDeref:
-		ctl |= flexDerefP
-	default:
-		return rowErr(fn, f, ri, "%s rule %s cannot be written as a flexible pair", what, ruleString(r))
-	}
-	if r.Base != RegCFA {
-		if r.Base > MaxReg {
-			return rowErr(fn, f, ri, "%s based on invalid register %d", what, r.Base)
-		}
-		ctl |= uint32(r.Base)<<3 | flexRegP
-	}
-	off := r.Offset
-	if what == "CFA" && e.abi == ABIS390XBE {
-		w, ok := e.cfaWord(off)
-		if !ok {
-			return rowErr(fn, f, ri, "s390x CFA offset %d is not 160 plus a multiple of 8 or too wide", off)
-		}
-		off = int64(w)
-	}
-	if !fitsOffset(off) {
-		return rowErr(fn, f, ri, "%s offset %d is wider than 32 bits", what, r.Offset)
-	}
-	b.add(int32(ctl), true)
-	b.add(int32(off), false)
-	return nil
-}
-
-func (e *encoder) encodeFlex(fn int, f *EncFunc, ri int, r *Row, b *wordsBuf) error {
-	if e.v != Version3 {
-		return rowErr(fn, f, ri, "flexible FDEs exist in version 3 only")
-	}
-	if r.CFA.Base == RegCFA {
-		return rowErr(fn, f, ri, "flexible CFA rule %s must be based on a register", ruleString(r.CFA))
-	}
-	if err := e.flexPair(fn, f, ri, r.CFA, "CFA", b); err != nil {
-		return err
-	}
-	hasFP := r.FP.Kind != RuleUnspecified
-	switch {
-	case r.RA.Kind == RuleUnspecified && e.fixedRA == 0 && !hasFP:
-	case e.fixedRA != 0 && r.RA == e.raRule && !hasFP:
-	case e.fixedRA != 0 && hasFP && withoutPadding(r.RA) == e.raRule:
-		// The fixed RA before an FP pair is written as a padding word.
-		b.add(0, true)
-	case r.RA.Kind == RuleNotSaved:
-		if !isNotSaved(r.RA) {
-			return rowErr(fn, f, ri, "malformed not-saved RA rule %+v", r.RA)
-		}
-		if !hasFP {
-			return rowErr(fn, f, ri, "a not-saved RA without an FP rule cannot be expressed in a flexible row")
-		}
-		b.add(0, true)
-	case r.RA.Kind == RuleUnspecified || r.RA.Fixed:
-		return rowErr(fn, f, ri, "RA rule %s cannot precede an FP rule in a flexible row", ruleString(r.RA))
-	default:
-		if r.RA.Kind == RuleValue && r.RA.Base == RegCFA {
-			return rowErr(fn, f, ri, "RA rule %s has control word 0, which reads as padding", ruleString(r.RA))
-		}
-		if err := e.flexPair(fn, f, ri, r.RA, "RA", b); err != nil {
-			return err
-		}
-	}
-	if hasFP {
-		if err := e.flexPair(fn, f, ri, r.FP, "FP", b); err != nil {
-			return err
-		}
-	}
-	b.info |= uint8(b.n) << 1
-	return nil
-}
-
-// withoutPadding returns r with the Padding mark cleared, for comparing
-// rules by meaning.
-func withoutPadding(r Rule) Rule {
-	r.Padding = false
-	return r
-}
-
-// isNotSaved reports whether r is the canonical not-saved rule (with or
-// without the Padding mark the decoder sets).
-func isNotSaved(r Rule) bool {
-	return withoutPadding(r) == Rule{Kind: RuleNotSaved, Base: RegCFA}
-}
-
-func ruleString(r Rule) string {
-	base := "cfa"
-	if r.Base != RegCFA {
-		base = fmt.Sprintf("r%d", r.Base)
-	}
-	switch r.Kind {
-	case RuleUnspecified:
-		return "unspecified"
-	case RuleNotSaved:
-		return "not-saved"
-	case RuleValue:
-		return fmt.Sprintf("%s%+d", base, r.Offset)
-	case RuleDeref:
-		return fmt.Sprintf("(%s%+d)", base, r.Offset)
-	}
-	return r.Kind.String()
-}
-
 // checkFunc validates the function-level attributes of f.
 func (e *encoder) checkFunc(fn int, f *EncFunc) error {
 	if f.Type == FDEFlex && e.v != Version3 {
@@ -663,63 +357,8 @@ func Encode(opts EncodeOptions, funcs []EncFunc) ([]byte, error) {
 			return nil, &EncodeError{Func: i, Start: f.Start, Row: -1, Msg: "FRE sub-section larger than 4 GiB"}
 		}
 		freOffs[i] = uint32(off)
-		t := freTypeFor(f)
-		limit := rowLimit(f)
-		if e.v == Version3 {
-			out = w.u16(out, uint16(len(f.Rows)))
-			out = append(out, e.funcInfo(f), byte(f.Type), f.RepSize)
-		}
-		for ri := range f.Rows {
-			r := &f.Rows[ri]
-			last := int64(-1)
-			if ri > 0 {
-				last = int64(f.Rows[ri-1].StartOff)
-			}
-			if err := checkStart(i, f, ri, last, limit); err != nil {
-				return nil, err
-			}
-			if err := e.encodeRow(i, f, ri, &r.Row, &b); err != nil {
-				return nil, err
-			}
-			// At most 4 + 1 + 6*4 bytes; write by index into room made
-			// once per row.
-			if cap(out)-len(out) < 29 {
-				out = slices.Grow(out, 29+len(out)/4)
-			}
-			p := len(out)
-			out = out[:p+29]
-			switch t {
-			case FREAddr1:
-				out[p] = byte(r.StartOff)
-				p++
-			case FREAddr2:
-				w.put16(out[p:], uint16(r.StartOff))
-				p += 2
-			default:
-				w.put32(out[p:], r.StartOff)
-				p += 4
-			}
-			code := b.sizeCode()
-			out[p] = b.info | code<<5
-			p++
-			switch code {
-			case 0:
-				for k := 0; k < b.n; k++ {
-					out[p+k] = byte(b.w[k])
-				}
-				p += b.n
-			case 1:
-				for k := 0; k < b.n; k++ {
-					w.put16(out[p+2*k:], uint16(b.w[k]))
-				}
-				p += 2 * b.n
-			default:
-				for k := 0; k < b.n; k++ {
-					w.put32(out[p+4*k:], uint32(b.w[k]))
-				}
-				p += 4 * b.n
-			}
-			out = out[:p]
+		if out, err = e.appendFREs(out, i, f, w, &b); err != nil {
+			return nil, err
 		}
 	}
 	total := uint64(len(out) - freBase)
@@ -732,6 +371,81 @@ func Encode(opts EncodeOptions, funcs []EncFunc) ([]byte, error) {
 		}
 	}
 
+	e.putHeader(out, &opts, n, nrows, total, tableLen)
+	if err := e.putIndex(out, &opts, funcs, order, freOffs); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// appendFREs appends the FREs of function fn (in v3, after its FDE
+// attribute) to out, in the order of f.Rows, each with the smallest
+// start-address width and data-word size that fit.
+func (e *encoder) appendFREs(out []byte, fn int, f *EncFunc, w byteWriter, b *wordsBuf) ([]byte, error) {
+	t := freTypeFor(f)
+	limit := rowLimit(f)
+	if e.v == Version3 {
+		out = w.u16(out, uint16(len(f.Rows)))
+		out = append(out, e.funcInfo(f), byte(f.Type), f.RepSize)
+	}
+	for ri := range f.Rows {
+		r := &f.Rows[ri]
+		last := int64(-1)
+		if ri > 0 {
+			last = int64(f.Rows[ri-1].StartOff)
+		}
+		if err := checkStart(fn, f, ri, last, limit); err != nil {
+			return out, err
+		}
+		if err := e.encodeRow(fn, f, ri, &r.Row, b); err != nil {
+			return out, err
+		}
+		// At most 4 + 1 + 6*4 bytes; write by index into room made
+		// once per row.
+		if cap(out)-len(out) < 29 {
+			out = slices.Grow(out, 29+len(out)/4)
+		}
+		p := len(out)
+		out = out[:p+29]
+		switch t {
+		case FREAddr1:
+			out[p] = byte(r.StartOff)
+			p++
+		case FREAddr2:
+			w.put16(out[p:], uint16(r.StartOff))
+			p += 2
+		default:
+			w.put32(out[p:], r.StartOff)
+			p += 4
+		}
+		code := b.sizeCode()
+		out[p] = b.info | code<<5
+		p++
+		switch code {
+		case 0:
+			for k := 0; k < b.n; k++ {
+				out[p+k] = byte(b.w[k])
+			}
+			p += b.n
+		case 1:
+			for k := 0; k < b.n; k++ {
+				w.put16(out[p+2*k:], uint16(b.w[k]))
+			}
+			p += 2 * b.n
+		default:
+			for k := 0; k < b.n; k++ {
+				w.put32(out[p+4*k:], uint32(b.w[k]))
+			}
+			p += 4 * b.n
+		}
+		out = out[:p]
+	}
+	return out, nil
+}
+
+// putHeader fills in the fixed header and the auxiliary header at the
+// start of out, once the counts and sizes are known.
+func (e *encoder) putHeader(out []byte, opts *EncodeOptions, n, nrows int, freLen, tableLen uint64) {
 	o := e.o
 	o.PutUint16(out[0:], Magic)
 	out[2] = byte(e.v)
@@ -752,13 +466,17 @@ func Encode(opts EncodeOptions, funcs []EncFunc) ([]byte, error) {
 	out[7] = byte(len(opts.AuxHeader))
 	o.PutUint32(out[8:], uint32(n))
 	o.PutUint32(out[12:], uint32(nrows))
-	o.PutUint32(out[16:], uint32(total))
+	o.PutUint32(out[16:], uint32(freLen))
 	o.PutUint32(out[20:], 0)
 	o.PutUint32(out[24:], uint32(tableLen))
 	copy(out[HeaderSize:], opts.AuxHeader)
+}
 
-	// Function index.
-	for k := 0; k < n; k++ {
+// putIndex fills in the function index after the headers: entry k is
+// function order[k] (k itself when order is nil), its FREs at freOffs.
+func (e *encoder) putIndex(out []byte, opts *EncodeOptions, funcs []EncFunc, order []int32, freOffs []uint32) error {
+	o, hdrLen := e.o, HeaderSize+len(opts.AuxHeader)
+	for k := range funcs {
 		i := k
 		if order != nil {
 			i = int(order[k])
@@ -778,7 +496,7 @@ func Encode(opts EncodeOptions, funcs []EncFunc) ([]byte, error) {
 			continue
 		}
 		if int64(field) != int64(int32(field)) {
-			return nil, &EncodeError{Func: i, Start: f.Start, Row: -1,
+			return &EncodeError{Func: i, Start: f.Start, Row: -1,
 				Msg: fmt.Sprintf("start field %#x (%s) is wider than the 32 bits of a v2 FDE", int64(field), opts.Start)}
 		}
 		o.PutUint32(out[off:], uint32(field))
@@ -788,7 +506,7 @@ func Encode(opts EncodeOptions, funcs []EncFunc) ([]byte, error) {
 		out[off+16] = e.funcInfo(f)
 		out[off+17] = f.RepSize
 	}
-	return out, nil
+	return nil
 }
 
 // indexOrder returns the order of the function index: nil for the input
@@ -857,150 +575,4 @@ func (e *encoder) funcInfo(f *EncFunc) uint8 {
 		info |= 1 << 7
 	}
 	return info
-}
-
-// Extract decodes every function of s into the encoder's input form,
-// with the options that reproduce s: Encode(Extract(s)) gives s's bytes
-// back for any section gas or ld wrote. Functions come in the order
-// their FREs are laid out (which, for a sorted section, need not be the
-// index order); for an unsorted section, in index order. For a version 1
-// section the options name Version1, which Encode refuses: set Version
-// to convert (v1 AMD64 PC-mask functions are given RepSize 16).
-//
-// Extract allocates one EncRow per FRE of the header's count, which
-// Parse bounds by the section size: functions that together claim more
-// FREs than the header says make it fail with ErrCountMismatch.
-func Extract(s *Section) (EncodeOptions, []EncFunc, error) {
-	opts := EncodeOptions{
-		Version:          s.Version,
-		ABI:              s.ABI,
-		ByteOrder:        s.ByteOrder(),
-		Addr:             s.Addr(),
-		KeepOrder:        s.Flags&FlagFDESorted == 0,
-		Start:            StartSectionRel,
-		FramePointer:     s.Flags&FlagFramePointer != 0 && s.Version != Version3,
-		ExplicitFixed:    true,
-		CFAFixedRAOffset: s.CFAFixedRAOffset,
-		CFAFixedFPOffset: s.CFAFixedFPOffset,
-	}
-	if s.Flags&FlagFuncStartPCRel != 0 && s.Version != Version1 {
-		opts.Start = StartPCRel
-	}
-	if s.AuxHdrLen != 0 {
-		opts.AuxHeader = append([]byte(nil), s.AuxHeader()...)
-	}
-	opts.Align = trailingAlign(s)
-	n := s.NumFuncs()
-	fs := make([]Func, n)
-	var rowsTotal uint64
-	for i := range fs {
-		if err := s.decodeFunc(i, &fs[i]); err != nil {
-			return opts, nil, err
-		}
-		rowsTotal += uint64(fs[i].NumFREs)
-	}
-	// Functions may share FREs: their counts, not the FRE sub-section
-	// size, bound the rows, and their total must not pass the header's
-	// (bounded by Parse) lest a small section make billions of rows.
-	if rowsTotal > uint64(s.NumFREs) {
-		return opts, nil, errorf(ErrCountMismatch, 12, -1, "functions hold %d FREs, header says %d", rowsTotal, s.NumFREs)
-	}
-	if !opts.KeepOrder {
-		slices.SortStableFunc(fs, func(a, b Func) int {
-			switch {
-			case a.frePos < b.frePos:
-				return -1
-			case a.frePos > b.frePos:
-				return 1
-			}
-			// A function without FREs sharing its offset with the next
-			// one's FREs (v2) was laid out before it.
-			return cmpBool(a.NumFREs != 0, b.NumFREs != 0)
-		})
-	}
-	// One backing array for all rows.
-	slab := make([]EncRow, 0, rowsTotal)
-	funcs := make([]EncFunc, n)
-	for i := range fs {
-		var err error
-		if slab, err = s.extractFunc(&fs[i], &funcs[i], slab); err != nil {
-			return opts, nil, err
-		}
-	}
-	return opts, funcs, nil
-}
-
-// ExtractFunc decodes function i of s into the encoder's input form (see
-// Extract).
-func ExtractFunc(s *Section, i int) (EncFunc, error) {
-	var f Func
-	var ef EncFunc
-	if err := s.decodeFunc(i, &f); err != nil {
-		return ef, err
-	}
-	_, err := s.extractFunc(&f, &ef, nil)
-	return ef, err
-}
-
-// extractFunc fills ef from f, appending its rows to slab.
-func (s *Section) extractFunc(f *Func, ef *EncFunc, slab []EncRow) ([]EncRow, error) {
-	ef.Start = f.Start
-	ef.Size = f.Size
-	ef.PCType = f.PCType()
-	ef.PAuthKeyB = f.PAuthKeyB()
-	ef.MinFREType = f.FREType()
-	if s.Version != Version1 {
-		ef.RepSize = f.RepSize
-	} else if ef.PCType == PCMask && s.ABI == ABIAMD64LE {
-		// v1 has no repeat size; its only PC-mask functions are AMD64
-		// PLT entries, 16 bytes each (what ld writes in v2).
-		ef.RepSize = 16
-	}
-	ef.Signal = f.Signal()
-	ef.Type = f.FDEType()
-	startLen := len(slab)
-	it := s.FREs(f)
-	for it.Next() {
-		e := it.FRE()
-		r, err := s.Rules(f, e)
-		if err != nil {
-			return slab, err
-		}
-		slab = append(slab, EncRow{StartOff: e.StartOff, Row: r})
-	}
-	if err := it.Err(); err != nil {
-		return slab, err
-	}
-	ef.Rows = slab[startLen:len(slab):len(slab)]
-	return slab, nil
-}
-
-// trailingAlign returns the alignment that explains zero bytes after the
-// FRE sub-section, or 0.
-func trailingAlign(s *Section) int {
-	end, n := s.freEnd, len(s.data)
-	if end == n {
-		return 0
-	}
-	for _, b := range s.data[end:] {
-		if b != 0 {
-			return 0
-		}
-	}
-	for a := 2; a <= 64; a *= 2 {
-		if (end+a-1)/a*a == n {
-			return a
-		}
-	}
-	return 0
-}
-
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }

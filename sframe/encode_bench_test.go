@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/internal/cputime"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -49,7 +50,7 @@ func BenchmarkEncode(b *testing.B) {
 		b.Run(v.String(), func(b *testing.B) {
 			b.ReportAllocs()
 			var size int
-			cpu0 := encCPUTime()
+			cpu0 := cputime.Now()
 			for b.Loop() {
 				out, err := sframe.Encode(o, funcs)
 				if err != nil {
@@ -57,7 +58,7 @@ func BenchmarkEncode(b *testing.B) {
 				}
 				size = len(out)
 			}
-			b.ReportMetric(float64(encCPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Now()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(size), "bytes")
 			b.ReportMetric(float64(rows), "rows")
 		})

@@ -235,13 +235,13 @@ func TestEncodeRoundTrip(t *testing.T) {
 				if err := s.Validate(); err != nil {
 					t.Fatalf("%s %s seed %d: validate: %v", v, abi, seed, err)
 				}
-				if s.Version != v || s.ABI != abi || s.BigEndian() != abi.BigEndian() {
-					t.Fatalf("header %v", s.Header)
+				if s.Header().Version != v || s.Header().ABI != abi || s.BigEndian() != abi.BigEndian() {
+					t.Fatalf("header %v", s.Header())
 				}
-				if got := s.Flags&sframe.FlagFDESorted != 0; got == opts.KeepOrder {
+				if got := s.Header().Flags&sframe.FlagFDESorted != 0; got == opts.KeepOrder {
 					t.Fatalf("sorted flag %v with KeepOrder %v", got, opts.KeepOrder)
 				}
-				if got := s.Flags&sframe.FlagFuncStartPCRel != 0; got != (opts.Start == sframe.StartPCRel) {
+				if got := s.Header().Flags&sframe.FlagFuncStartPCRel != 0; got != (opts.Start == sframe.StartPCRel) {
 					t.Fatalf("PC-relative flag %v with %s", got, opts.Start)
 				}
 				_, back, err := sframe.Extract(s)
@@ -391,8 +391,8 @@ func TestEncodeLayout(t *testing.T) {
 	const addr = 0x5000
 	for _, v := range []sframe.Version{sframe.Version2, sframe.Version3} {
 		s := encMustEncode(t, sframe.EncodeOptions{Version: v, ABI: sframe.ABIAMD64LE, Addr: addr}, funcs)
-		if s.Flags != sframe.FlagFDESorted|sframe.FlagFuncStartPCRel {
-			t.Errorf("%s: flags %s", v, s.Flags)
+		if s.Header().Flags != sframe.FlagFDESorted|sframe.FlagFuncStartPCRel {
+			t.Errorf("%s: flags %s", v, s.Header().Flags)
 		}
 		f0, _ := s.Func(0)
 		f1, _ := s.Func(1)
@@ -407,8 +407,8 @@ func TestEncodeLayout(t *testing.T) {
 		}
 		s = encMustEncode(t, sframe.EncodeOptions{Version: v, ABI: sframe.ABIAMD64LE, Addr: addr, KeepOrder: true, Start: sframe.StartSectionRel}, funcs)
 		f0, _ = s.Func(0)
-		if s.Flags != 0 || f0.Start != 0x2000 || f0.StartField != 0x2000-addr {
-			t.Errorf("%s: keep order, section-relative: flags %s, start %#x field %#x", v, s.Flags, f0.Start, f0.StartField)
+		if s.Header().Flags != 0 || f0.Start != 0x2000 || f0.StartField != 0x2000-addr {
+			t.Errorf("%s: keep order, section-relative: flags %s, start %#x field %#x", v, s.Header().Flags, f0.Start, f0.StartField)
 		}
 	}
 }

@@ -41,8 +41,8 @@ func ExampleParse() {
 	if err := s.Validate(); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(s.Version, s.ABI, s.Flags)
-	fmt.Println(s.NumFuncs(), "functions,", s.NumFREs, "rows")
+	fmt.Println(s.Header().Version, s.Header().ABI, s.Header().Flags)
+	fmt.Println(s.NumFuncs(), "functions,", s.Header().NumFREs, "rows")
 	// Output:
 	// SFRAME_VERSION_3 SFRAME_ABI_AMD64_ENDIAN_LITTLE SFRAME_F_FDE_SORTED|SFRAME_F_FDE_FUNC_START_PCREL
 	// 7 functions, 22 rows
@@ -99,7 +99,7 @@ func ExampleSection_RowForPC() {
 			log.Fatal(err)
 		}
 		fmt.Printf("%#x: CFA = %s, RA = %s, FP = %s\n", pc,
-			rule(s.ABI, row.CFA), rule(s.ABI, row.RA), rule(s.ABI, row.FP))
+			rule(s.Header().ABI, row.CFA), rule(s.Header().ABI, row.RA), rule(s.Header().ABI, row.FP))
 	}
 	// A PC that no function covers (here _init, which has no SFrame).
 	_, err := s.RowForPC(0x1000)
@@ -141,7 +141,7 @@ func ExampleSection_FREs() {
 			if err != nil {
 				log.Fatal(err)
 			}
-			fmt.Printf(" %s", rule(s.ABI, row.CFA))
+			fmt.Printf(" %s", rule(s.Header().ABI, row.CFA))
 		}
 		if err := it.Err(); err != nil {
 			log.Fatal(err)
@@ -187,7 +187,7 @@ func ExampleEncode() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(len(data), "bytes;", "at 0x401010 CFA =", rule(s.ABI, row.CFA))
+	fmt.Println(len(data), "bytes;", "at 0x401010 CFA =", rule(s.Header().ABI, row.CFA))
 	// Output:
 	// 60 bytes; at 0x401010 CFA = FP+16
 }

@@ -34,8 +34,8 @@ type funcRec struct {
 }
 
 func (s *Section) buildIndex() {
-	n := int(s.NumFDEs)
-	if n == 0 || s.Flags&FlagFDESorted == 0 || uint64(len(s.data)) > 0xffffffff {
+	n := int(s.hdr.NumFDEs)
+	if n == 0 || s.hdr.Flags&FlagFDESorted == 0 || uint64(len(s.data)) > 0xffffffff {
 		return
 	}
 	recs := make([]funcRec, n)
@@ -53,7 +53,7 @@ func (s *Section) buildIndex() {
 			return // too wide or not sorted after all: search the table
 		}
 		x := f.Info2
-		if s.Version == Version2 {
+		if s.hdr.Version == Version2 {
 			x = f.RepSize
 		}
 		recs[i] = funcRec{start: uint32(d), size: f.Size, frePos: uint32(f.frePos),
@@ -116,7 +116,7 @@ func (x *lookupIndex) find(pc uint64) int {
 func (s *Section) funcAt(i int, f *Func) {
 	r := &s.idx.recs[i]
 	f.Index = i
-	f.ver = s.Version
+	f.ver = s.hdr.Version
 	f.Start = s.idx.base + uint64(r.start)
 	f.Size = r.size
 	f.NumFREs = r.meta & 0xffff
@@ -125,12 +125,12 @@ func (s *Section) funcAt(i int, f *Func) {
 	f.frePos = int(r.frePos)
 	f.StartFieldOff = s.fdeBase + i*s.fdeSize
 	f.StartField = int64(f.Start - s.addr)
-	if s.Flags&FlagFuncStartPCRel != 0 && s.Version != Version1 {
+	if s.hdr.Flags&FlagFuncStartPCRel != 0 && s.hdr.Version != Version1 {
 		f.StartField -= int64(f.StartFieldOff)
 	}
 	f.FREOff = uint32(f.frePos - s.freBase)
 	f.RepSize = 0
-	switch s.Version {
+	switch s.hdr.Version {
 	case Version3:
 		f.FREOff -= FDEAttrSize
 		f.Info2 = uint8(r.meta >> 24)

@@ -9,7 +9,7 @@ var ErrNoRow = errors.New("no row covers the PC")
 // size reads the size field of function i; i must be in range.
 func (s *Section) size(i int) uint32 {
 	off := s.fdeBase + i*s.fdeSize + 4
-	if s.Version == Version3 {
+	if s.hdr.Version == Version3 {
 		off += 4
 	}
 	return s.u32(off)
@@ -20,8 +20,8 @@ func (s *Section) size(i int) uint32 {
 // flagged sorted and scans linearly otherwise, as libsframe and the Linux
 // kernel do.
 func (s *Section) FindFunc(pc uint64) int {
-	n := int(s.NumFDEs)
-	if s.Flags&FlagFDESorted == 0 {
+	n := int(s.hdr.NumFDEs)
+	if s.hdr.Flags&FlagFDESorted == 0 {
 		for i := 0; i < n; i++ {
 			if st := s.start(i); st <= pc && pc-st < uint64(s.size(i)) {
 				return i

@@ -31,7 +31,7 @@ func (s *Section) Rules(f *Func, e *FRE) (Row, error) {
 	r.RASigned = e.RASigned()
 	n := e.Count()
 	if n == 0 {
-		if s.Version == Version1 {
+		if s.hdr.Version == Version1 {
 			return r, errorf(ErrBadWordCount, e.Off, f.Index, "FRE without data words")
 		}
 		r.RAUndefined = true
@@ -41,25 +41,25 @@ func (s *Section) Rules(f *Func, e *FRE) (Row, error) {
 		return s.flexRules(f, e, r)
 	}
 	be := s.be
-	a := s.ABI.Arch()
+	a := s.hdr.ABI.Arch()
 	r.CFA = Rule{Kind: RuleValue, Base: a.FP(), Offset: int64(e.word(0, be))}
 	if e.BaseIsSP() {
 		r.CFA.Base = a.SP()
 	}
-	if s.ABI == ABIS390XBE {
+	if s.hdr.ABI == ABIS390XBE {
 		r.CFA.Offset = r.CFA.Offset*s390xCFAFactor + s390xCFAAdjust
 	}
 	fpIdx := 1
-	if s.HasFixedRA() {
-		r.RA = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(s.CFAFixedRAOffset), Fixed: true}
+	if s.hdr.HasFixedRA() {
+		r.RA = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(s.hdr.CFAFixedRAOffset), Fixed: true}
 	} else {
 		fpIdx = 2
 		if n > 1 {
 			r.RA = s.savedRule(e.word(1, be), true)
 		}
 	}
-	if s.HasFixedFP() {
-		r.FP = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(s.CFAFixedFPOffset), Fixed: true}
+	if s.hdr.HasFixedFP() {
+		r.FP = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(s.hdr.CFAFixedFPOffset), Fixed: true}
 	} else if n > fpIdx {
 		r.FP = s.savedRule(e.word(fpIdx, be), false)
 	}
@@ -72,7 +72,7 @@ func (s *Section) savedRule(w int32, ra bool) Rule {
 		// SFRAME_FRE_RA_OFFSET_INVALID: padding before an FP word.
 		return Rule{Kind: RuleNotSaved, Base: RegCFA}
 	}
-	if s.ABI == ABIS390XBE && s.Version == Version2 && w&1 != 0 {
+	if s.hdr.ABI == ABIS390XBE && s.hdr.Version == Version2 && w&1 != 0 {
 		// v2 s390x: an odd word is a DWARF register number, shifted. A
 		// negative one is corrupt; it maps to MaxReg+1, which Validate
 		// rejects, rather than wrapping to a real register.
@@ -92,19 +92,19 @@ func (s *Section) flexRules(f *Func, e *FRE, r Row) (Row, error) {
 	}
 	be := s.be
 	r.CFA = flexRule(e.uword(0, be), e.word(1, be))
-	if s.ABI == ABIS390XBE {
+	if s.hdr.ABI == ABIS390XBE {
 		r.CFA.Offset = r.CFA.Offset*s390xCFAFactor + s390xCFAAdjust
 	}
 	fpIdx := 4
 	switch {
 	case n <= 2:
-		if s.HasFixedRA() {
-			r.RA = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(s.CFAFixedRAOffset), Fixed: true}
+		if s.hdr.HasFixedRA() {
+			r.RA = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(s.hdr.CFAFixedRAOffset), Fixed: true}
 		}
 	case e.uword(2, be) == 0:
 		r.RA = Rule{Kind: RuleNotSaved, Base: RegCFA}
-		if s.HasFixedRA() {
-			r.RA = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(s.CFAFixedRAOffset), Fixed: true, Padding: true}
+		if s.hdr.HasFixedRA() {
+			r.RA = Rule{Kind: RuleDeref, Base: RegCFA, Offset: int64(s.hdr.CFAFixedRAOffset), Fixed: true, Padding: true}
 		}
 		fpIdx = 3
 	case n > 3:
@@ -138,7 +138,7 @@ func validControl(ctl uint32) bool {
 func (s *Section) expectedWords(f *Func, e *FRE) bool {
 	n := e.Count()
 	if n == 0 {
-		return s.Version != Version1
+		return s.hdr.Version != Version1
 	}
 	if f.FDEType() == FDEFlex {
 		switch n {
@@ -153,7 +153,7 @@ func (s *Section) expectedWords(f *Func, e *FRE) bool {
 		}
 		return false
 	}
-	switch s.ABI {
+	switch s.hdr.ABI {
 	case ABIAMD64LE:
 		return n <= 2
 	case ABIAArch64BE, ABIAArch64LE:

@@ -33,11 +33,11 @@ type Header struct {
 
 // HasFixedRA reports whether the return address is at a fixed offset from
 // the CFA for every row (AMD64).
-func (h *Header) HasFixedRA() bool { return h.CFAFixedRAOffset != 0 }
+func (h Header) HasFixedRA() bool { return h.CFAFixedRAOffset != 0 }
 
 // HasFixedFP reports whether the frame pointer is at a fixed offset from
 // the CFA for every row (no current ABI).
-func (h *Header) HasFixedFP() bool { return h.CFAFixedFPOffset != 0 }
+func (h Header) HasFixedFP() bool { return h.CFAFixedFPOffset != 0 }
 
 // FDESize returns the size of one entry of the function table: the FDE in
 // v1 (17 bytes) and v2 (20 bytes), the FDE index entry in v3 (16 bytes).
@@ -63,10 +63,10 @@ const FDEAttrSize = 5
 // Error is a decoding or validation failure. It names the byte offset in
 // the section and, where it applies, the function index.
 type Error struct {
-	Off  int64 // byte offset in the section
-	Func int   // function index, or -1
-	Kind ErrKind
-	Msg  string
+	Offset uint64 // byte offset in the section (the type of cfi.Error's)
+	Func   int    // function index, or -1
+	Kind   ErrKind
+	Msg    string
 }
 
 // ErrKind classifies errors so that callers and tests can tell them apart
@@ -124,7 +124,7 @@ func (e *Error) Error() string {
 	if e.Func >= 0 {
 		s += fmt.Sprintf("function %d: ", e.Func)
 	}
-	s += fmt.Sprintf("offset %#x: %s", e.Off, e.Kind)
+	s += fmt.Sprintf("offset %#x: %s", e.Offset, e.Kind)
 	if e.Msg != "" {
 		s += ": " + e.Msg
 	}
@@ -132,13 +132,13 @@ func (e *Error) Error() string {
 }
 
 func errorf(kind ErrKind, off int, fn int, format string, args ...any) *Error {
-	return &Error{Off: int64(off), Func: fn, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Offset: uint64(off), Func: fn, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Section is a decoded view over an SFrame section. It keeps a reference
 // to the bytes it was given and never copies them.
 type Section struct {
-	Header
+	hdr     Header // read through Header, which returns a copy
 	data    []byte
 	be      bool
 	hdrLen  int    // fixed header + auxiliary header
@@ -190,7 +190,7 @@ func (s *Section) init(data []byte, addr uint64) error {
 	}
 	s.data = data
 	s.addr = addr
-	h := &s.Header
+	h := &s.hdr
 	h.Version = v
 	h.Flags = Flags(data[3])
 	h.ABI = ABI(data[4])
@@ -247,6 +247,11 @@ func (s *Section) ByteOrder() binary.ByteOrder {
 	return binary.LittleEndian
 }
 
+// Header returns a copy of the decoded header: the Section's own cannot
+// be changed after Parse, since its lookups rely on the counts and offsets
+// that Parse checked.
+func (s *Section) Header() Header { return s.hdr }
+
 // HeaderLen returns the size of the header including the auxiliary header.
 func (s *Section) HeaderLen() int { return s.hdrLen }
 
@@ -254,7 +259,7 @@ func (s *Section) HeaderLen() int { return s.hdrLen }
 func (s *Section) AuxHeader() []byte { return s.data[HeaderSize:s.hdrLen] }
 
 // NumFuncs returns the number of functions (FDEs).
-func (s *Section) NumFuncs() int { return int(s.NumFDEs) }
+func (s *Section) NumFuncs() int { return int(s.hdr.NumFDEs) }
 
 func (s *Section) u16(off int) uint16 {
 	if s.be {
@@ -354,12 +359,12 @@ func (f *Func) End() uint64 { return f.Start + uint64(f.Size) }
 func (s *Section) start(i int) uint64 {
 	off := s.fdeBase + i*s.fdeSize
 	var v int64
-	if s.Version == Version3 {
+	if s.hdr.Version == Version3 {
 		v = int64(s.u64(off))
 	} else {
 		v = int64(int32(s.u32(off)))
 	}
-	if s.Flags&FlagFuncStartPCRel != 0 && s.Version != Version1 {
+	if s.hdr.Flags&FlagFuncStartPCRel != 0 && s.hdr.Version != Version1 {
 		return s.addr + uint64(off) + uint64(v)
 	}
 	return s.addr + uint64(v)
@@ -374,14 +379,14 @@ func (s *Section) Func(i int) (Func, error) {
 }
 
 func (s *Section) decodeFunc(i int, f *Func) error {
-	if i < 0 || i >= int(s.NumFDEs) {
-		return errorf(ErrBounds, s.fdeBase, i, "function index out of range [0, %d)", s.NumFDEs)
+	if i < 0 || i >= int(s.hdr.NumFDEs) {
+		return errorf(ErrBounds, s.fdeBase, i, "function index out of range [0, %d)", s.hdr.NumFDEs)
 	}
 	off := s.fdeBase + i*s.fdeSize
 	f.Index = i
-	f.ver = s.Version
+	f.ver = s.hdr.Version
 	f.StartFieldOff = off
-	switch s.Version {
+	switch s.hdr.Version {
 	case Version1, Version2:
 		f.StartField = int64(int32(s.u32(off)))
 		f.Size = s.u32(off + 4)
@@ -390,7 +395,7 @@ func (s *Section) decodeFunc(i int, f *Func) error {
 		f.Info = s.data[off+16]
 		f.Info2 = 0
 		f.RepSize = 0
-		if s.Version == Version2 {
+		if s.hdr.Version == Version2 {
 			f.RepSize = s.data[off+17]
 		} else if f.PCType() == PCMask {
 			// v1 has no repeat-size field; ld 2.40 wrote PC-mask FDEs
@@ -400,7 +405,7 @@ func (s *Section) decodeFunc(i int, f *Func) error {
 		}
 		f.frePos = s.freBase + int(f.FREOff)
 		if uint64(s.freBase)+uint64(f.FREOff) > uint64(s.freEnd) {
-			return errorf(ErrBounds, off+8, i, "FRE offset %#x past the FRE sub-section (%d bytes)", f.FREOff, s.FRELen)
+			return errorf(ErrBounds, off+8, i, "FRE offset %#x past the FRE sub-section (%d bytes)", f.FREOff, s.hdr.FRELen)
 		}
 	default:
 		f.StartField = int64(s.u64(off))
@@ -417,7 +422,7 @@ func (s *Section) decodeFunc(i int, f *Func) error {
 		f.RepSize = s.data[a+4]
 		f.frePos = a + FDEAttrSize
 	}
-	if s.Flags&FlagFuncStartPCRel != 0 && s.Version != Version1 {
+	if s.hdr.Flags&FlagFuncStartPCRel != 0 && s.hdr.Version != Version1 {
 		f.Start = s.addr + uint64(off) + uint64(f.StartField)
 	} else {
 		f.Start = s.addr + uint64(f.StartField)

@@ -274,6 +274,25 @@ type Rule struct {
 	Padding bool
 }
 
+// String writes the rule as one reads it: "cfa+16" or "r7+16" for a
+// value (base register by DWARF number, cfa for RegCFA), "(cfa-8)" for a
+// value stored at that address, "unspecified" and "not-saved" for the
+// others. Fixed and Padding, which say where in the FRE the rule came
+// from, do not change the text: the rule means the same either way.
+func (r Rule) String() string {
+	base := "cfa"
+	if r.Base != RegCFA {
+		base = fmt.Sprintf("r%d", r.Base)
+	}
+	switch r.Kind {
+	case RuleValue:
+		return fmt.Sprintf("%s%+d", base, r.Offset)
+	case RuleDeref:
+		return fmt.Sprintf("(%s%+d)", base, r.Offset)
+	}
+	return r.Kind.String()
+}
+
 // Row is the interpretation of one FRE: how to find the CFA, the return
 // address and the frame pointer of the caller.
 type Row struct {

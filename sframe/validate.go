@@ -15,33 +15,33 @@ package sframe
 // all share the same FREs, are not walked, and the count mismatch is
 // reported.
 func (s *Section) Validate() error {
-	if unk := s.Flags &^ KnownFlags(s.Version); unk != 0 {
-		return errorf(ErrBadFlags, 3, -1, "unknown flags %#x for %s", uint8(unk), s.Version)
+	if unk := s.hdr.Flags &^ KnownFlags(s.hdr.Version); unk != 0 {
+		return errorf(ErrBadFlags, 3, -1, "unknown flags %#x for %s", uint8(unk), s.hdr.Version)
 	}
-	if s.ABI.BigEndian() != s.be {
-		return errorf(ErrBadABI, 4, -1, "%s in a section of the other byte order", s.ABI)
+	if s.hdr.ABI.BigEndian() != s.be {
+		return errorf(ErrBadABI, 4, -1, "%s in a section of the other byte order", s.hdr.ABI)
 	}
 	var total uint64
 	var prev uint64
 	var f Func
-	for i := 0; i < int(s.NumFDEs); i++ {
+	for i := 0; i < int(s.hdr.NumFDEs); i++ {
 		if err := s.decodeFunc(i, &f); err != nil {
 			return err
 		}
-		if s.Flags&FlagFDESorted != 0 && i > 0 && f.Start <= prev {
+		if s.hdr.Flags&FlagFDESorted != 0 && i > 0 && f.Start <= prev {
 			return errorf(ErrUnsorted, f.StartFieldOff, i, "start %#x not above the previous %#x", f.Start, prev)
 		}
 		prev = f.Start
 		total += uint64(f.NumFREs)
-		if total > uint64(s.NumFREs) {
+		if total > uint64(s.hdr.NumFREs) {
 			continue
 		}
 		if err := s.validateFunc(&f); err != nil {
 			return err
 		}
 	}
-	if total != uint64(s.NumFREs) {
-		return errorf(ErrCountMismatch, 12, -1, "functions hold %d FREs, header says %d", total, s.NumFREs)
+	if total != uint64(s.hdr.NumFREs) {
+		return errorf(ErrCountMismatch, 12, -1, "functions hold %d FREs, header says %d", total, s.hdr.NumFREs)
 	}
 	return nil
 }
@@ -51,7 +51,7 @@ func (s *Section) validateFunc(f *Func) error {
 	if t.Size() == 0 {
 		return errorf(ErrBadFREType, f.StartFieldOff, f.Index, "FRE type %d", t)
 	}
-	if s.Version == Version3 {
+	if s.hdr.Version == Version3 {
 		if f.FDEType() > FDEFlex || f.Info2&^0x1f != 0 {
 			return errorf(ErrBadFDEType, f.frePos-2, f.Index, "info2 %#x", f.Info2)
 		}
@@ -75,7 +75,7 @@ func (s *Section) validateFunc(f *Func) error {
 			return errorf(ErrFRERange, e.Off, f.Index, "start %#x not below %#x", e.StartOff, limit)
 		}
 		if !s.expectedWords(f, e) {
-			return errorf(ErrBadWordCount, e.Off, f.Index, "%d data words for %s %s", e.Count(), s.ABI, f.FDEType())
+			return errorf(ErrBadWordCount, e.Off, f.Index, "%d data words for %s %s", e.Count(), s.hdr.ABI, f.FDEType())
 		}
 		if err := s.validateRules(f, e); err != nil {
 			return err
@@ -107,7 +107,7 @@ func (s *Section) validateRules(f *Func, e *FRE) error {
 		}
 		return nil
 	}
-	if s.ABI == ABIS390XBE && s.Version == Version2 {
+	if s.hdr.ABI == ABIS390XBE && s.hdr.Version == Version2 {
 		for i := 1; i < n; i++ {
 			if w := e.word(i, s.be); w&1 != 0 && (w < 0 || w>>1 > MaxReg) {
 				return errorf(ErrBadRule, e.Off, f.Index, "register word %d (data word %d)", w, i)

@@ -212,3 +212,35 @@ func BenchmarkValidateSharedFREs(b *testing.B) {
 		}
 	}
 }
+
+// TestHeaderIsACopy checks that the header a Section hands out is a copy:
+// changing its counts must not reach the Section, whose lookups rely on
+// the counts Parse checked (an embedded, writable header let a caller set
+// NumFDEs past the table and make Func index out of range).
+func TestHeaderIsACopy(t *testing.T) {
+	s, err := Parse(goodSection().bytes(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Header()
+	want := h
+	h.NumFDEs, h.NumFREs, h.FRELen, h.Version = 1<<30, 1<<30, 0, Version1
+	if got := s.Header(); got != want {
+		t.Fatalf("header after changing a copy: %+v, want %+v", got, want)
+	}
+	if s.NumFuncs() != 2 {
+		t.Fatalf("NumFuncs = %d, want 2", s.NumFuncs())
+	}
+	for i := 0; i < s.NumFuncs(); i++ {
+		if _, err := s.Func(i); err != nil {
+			t.Fatalf("Func(%d): %v", i, err)
+		}
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := s.Func(0)
+	if _, err := s.RowForPC(f.Start + 4); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,6 +3,7 @@ package sframegen
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -207,7 +208,7 @@ func ToVersionRaw(data []byte, base uint64, opts ToVersionOptions) (*ToVersionRe
 	if err != nil {
 		return nil, err
 	}
-	return &ToVersionResult{Data: out, From: s.Version, Funcs: n, Dropped: dropped}, nil
+	return &ToVersionResult{Data: out, From: s.Header().Version, Funcs: n, Dropped: dropped}, nil
 }
 
 // ToVersion converts the SFrame section of the ELF image src and
@@ -265,10 +266,10 @@ func ToVersion(src []byte, opts ToVersionOptions) (*ToVersionResult, error) {
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
 	typ := elffile.SHT_GNU_SFRAME
-	if s.Version == opts.Version {
+	if s.Header().Version == opts.Version {
 		typ = 0 // unchanged
 	}
-	res := &ToVersionResult{From: s.Version, Funcs: n, Dropped: dropped}
+	res := &ToVersionResult{From: s.Header().Version, Funcs: n, Dropped: dropped}
 	if uint64(len(out)) <= sec.Size {
 		res.Data, err = elffile.RewriteSections(src, []elffile.SectionUpdate{{Index: secIdx, Data: out, Type: typ}})
 		if err != nil {
@@ -339,25 +340,49 @@ type startReloc struct {
 	addend int64
 }
 
+// startRelocSection returns the relocation section of the SFrame section
+// sec of a relocatable object and its relocations: one SHT_RELA section,
+// or none for a section without functions (a function without a
+// relocation is reported by the caller).
+func startRelocSection(f *elf.File, sec *elf.Section) (*elf.Section, []elffile.Reloc, error) {
+	rels := elffile.RelocSections(f, sec)
+	switch {
+	case len(rels) == 1 && rels[0].Type == elf.SHT_RELA:
+		rr, err := elffile.Relocs(f, rels[0])
+		return rels[0], rr, err
+	case len(rels) == 0:
+		return nil, nil, nil
+	}
+	return nil, nil, fmt.Errorf("section %s: expected one SHT_RELA relocation section, found %d relocation sections", sec.Name, len(rels))
+}
+
+// startRelas clears the start fields (width bytes) of the function index
+// of out, written with eo, and returns the ELF64 RELA entries of type
+// typ that fill them in: entry k relocates the start of input function
+// index[k], as starts[index[k]] did.
+func startRelas(out []byte, eo *sframe.EncodeOptions, order binary.ByteOrder, typ uint32, width int, starts []startReloc, index []int) []byte {
+	hdr := sframe.HeaderSize + len(eo.AuxHeader)
+	fdeSize := eo.Version.FDESize()
+	rela := make([]byte, 24*len(index))
+	for k := range index {
+		off := hdr + k*fdeSize
+		clear(out[off : off+width])
+		r := starts[index[k]]
+		e := rela[24*k:]
+		order.PutUint64(e, uint64(off))
+		order.PutUint64(e[8:], elf.R_INFO(r.sym, typ))
+		order.PutUint64(e[16:], uint64(r.addend))
+	}
+	return rela
+}
+
 func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ToVersionOptions) (*ToVersionResult, error) {
 	if f.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("section %s: converting 32-bit relocatable objects is not supported", sec.Name)
 	}
-	rels := elffile.RelocSections(f, sec)
-	var rs *elf.Section
-	var rr []elffile.Reloc
-	switch {
-	case len(rels) == 1 && rels[0].Type == elf.SHT_RELA:
-		rs = rels[0]
-		var err error
-		if rr, err = elffile.Relocs(f, rs); err != nil {
-			return nil, err
-		}
-	case len(rels) == 0:
-		// Only a section without functions needs no relocations; a
-		// function without one is reported below.
-	default:
-		return nil, fmt.Errorf("section %s: expected one SHT_RELA relocation section, found %d relocation sections", sec.Name, len(rels))
+	rs, rr, err := startRelocSection(f, sec)
+	if err != nil {
+		return nil, err
 	}
 	// Decode with the relocations applied (the rows do not depend on
 	// them, but validation of a sorted section does).
@@ -373,7 +398,7 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ToVe
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
 	oldWidth := 4
-	if s.Version == sframe.Version3 {
+	if s.Header().Version == sframe.Version3 {
 		oldWidth = 8
 	}
 	newWidth := 4
@@ -385,7 +410,6 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ToVe
 	if !ok {
 		return nil, fmt.Errorf("section %s: relocations for %s are not supported", sec.Name, f.Machine)
 	}
-	order := f.ByteOrder
 	relocs := make(map[uint64]startReloc, len(rr))
 	for _, r := range rr {
 		if r.Type != oldType {
@@ -450,20 +474,9 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ToVe
 	if err != nil {
 		return nil, fmt.Errorf("section %s: %w", sec.Name, err)
 	}
-	hdr := sframe.HeaderSize + len(eo.AuxHeader)
-	fdeSize := opts.Version.FDESize()
-	rela := make([]byte, 24*len(funcs))
-	for k := range funcs {
-		off := hdr + k*fdeSize
-		clear(out[off : off+newWidth])
-		r := starts[index[k]]
-		e := rela[24*k:]
-		order.PutUint64(e, uint64(off))
-		order.PutUint64(e[8:], elf.R_INFO(r.sym, newType))
-		order.PutUint64(e[16:], uint64(r.addend))
-	}
+	rela := startRelas(out, &eo, f.ByteOrder, newType, newWidth, starts, index)
 	typ := elffile.SHT_GNU_SFRAME
-	if s.Version == opts.Version {
+	if s.Header().Version == opts.Version {
 		typ = 0 // unchanged
 	}
 	updates := []elffile.SectionUpdate{{Index: secIdx, Data: out, Type: typ}}
@@ -476,5 +489,5 @@ func convertRel(src []byte, f *elf.File, sec *elf.Section, secIdx int, opts ToVe
 	if err != nil {
 		return nil, err
 	}
-	return &ToVersionResult{Data: img, From: s.Version, Funcs: len(funcs), Dropped: dropped}, nil
+	return &ToVersionResult{Data: img, From: s.Header().Version, Funcs: len(funcs), Dropped: dropped}, nil
 }

@@ -119,15 +119,17 @@ type loc struct {
 }
 
 func (l loc) String() string {
-	base := "cfa"
-	if l.reg != regCFA {
-		base = fmt.Sprintf("r%d", l.reg)
-	}
 	switch l.kind {
-	case locValue:
-		return fmt.Sprintf("%s%+d", base, l.off)
-	case locDeref:
-		return fmt.Sprintf("(%s%+d)", base, l.off)
+	case locValue, locDeref:
+		// The notation of sframe.Rule (and cfi.Rule): r7+16, (cfa-8).
+		r := sframe.Rule{Kind: sframe.RuleValue, Base: sframe.RegCFA, Offset: l.off}
+		if l.kind == locDeref {
+			r.Kind = sframe.RuleDeref
+		}
+		if l.reg != regCFA {
+			r.Base = arch.Reg(l.reg)
+		}
+		return r.String()
 	case locUndef:
 		return "undefined"
 	case locNone:
@@ -222,8 +224,8 @@ func sfLoc(r sframe.Rule) loc {
 func (v *verifier) sfRA(r sframe.Row) loc {
 	switch r.RA.Kind {
 	case sframe.RuleUnspecified, sframe.RuleNotSaved:
-		if v.s.HasFixedRA() {
-			return loc{kind: locDeref, reg: regCFA, off: int64(v.s.CFAFixedRAOffset)}
+		if v.s.Header().HasFixedRA() {
+			return loc{kind: locDeref, reg: regCFA, off: int64(v.s.Header().CFAFixedRAOffset)}
 		}
 		return loc{kind: locValue, reg: int64(v.c.ra)}
 	}
@@ -273,13 +275,14 @@ func Verify(t *cfi.Table, s *sframe.Section, opts VerifyOptions) (*Report, error
 // later one the FDEs whose start no earlier table covers. Limits: as
 // Verify's.
 func VerifyTables(tabs []*cfi.Table, s *sframe.Section, opts VerifyOptions) (*Report, error) {
-	if s.ABI < sframe.ABIAArch64BE || s.ABI > sframe.ABIS390XBE {
-		return nil, fmt.Errorf("unknown %s", s.ABI)
+	abi := s.Header().ABI
+	if abi < sframe.ABIAArch64BE || abi > sframe.ABIS390XBE {
+		return nil, fmt.Errorf("unknown %s", abi)
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	v := &verifier{abi: s.ABI, c: newConverter(s.ABI, sframe.Version3), s: s, names: opts.Names, rel: opts.Relocatable,
+	v := &verifier{abi: abi, c: newConverter(abi, sframe.Version3), s: s, names: opts.Names, rel: opts.Relocatable,
 		report: &Report{Disagreements: []Disagreement{}, LeftOut: []LeftOut{}}}
 	for i := 0; i < s.NumFuncs(); i++ {
 		if f, err := s.Func(i); err == nil {
@@ -579,22 +582,23 @@ func VerifyELF(f *elf.File, opts VerifyELFOptions) (*Report, error) {
 // KnownOldGasRARegister) in a report on the section s of file f.
 func MarkKnown(f *elf.File, s *sframe.Section, rep *Report) {
 	// binutils 2.41-2.44 wrote v2 without SFRAME_F_FDE_FUNC_START_PCREL.
-	old := s.Version == sframe.Version2 && s.Flags&sframe.FlagFuncStartPCRel == 0
+	h := s.Header()
+	old := h.Version == sframe.Version2 && h.Flags&sframe.FlagFuncStartPCRel == 0
 	for i := range rep.Disagreements {
 		d := &rep.Disagreements[i]
 		switch {
 		case !old || d.What != "RA":
 		case d.CFI == "undefined":
 			d.Known = KnownOldGasRAUndefined
-		case s.ABI == sframe.ABIAMD64LE && d.SFrame == "(cfa-8)" && strings.HasPrefix(d.CFI, "r") && strings.HasSuffix(d.CFI, "+0"):
+		case h.ABI == sframe.ABIAMD64LE && d.SFrame == "(cfa-8)" && strings.HasPrefix(d.CFI, "r") && strings.HasSuffix(d.CFI, "+0"):
 			d.Known = KnownOldGasRARegister
 		}
 	}
 	if f.Type != elf.ET_REL {
 		for i := range rep.Disagreements {
 			d := &rep.Disagreements[i]
-			if d.What == "CFA" && d.SFrame == fmt.Sprintf("r%d+16", s.ABI.Arch().SP()) && d.CFI == fmt.Sprintf("r%d+8", s.ABI.Arch().SP()) &&
-				s.ABI == sframe.ABIAMD64LE && sectionName(f, d.PC) == ".plt.got" {
+			if d.What == "CFA" && d.SFrame == fmt.Sprintf("r%d+16", h.ABI.Arch().SP()) && d.CFI == fmt.Sprintf("r%d+8", h.ABI.Arch().SP()) &&
+				h.ABI == sframe.ABIAMD64LE && sectionName(f, d.PC) == ".plt.got" {
 				d.Known = KnownPLTGot
 			}
 		}

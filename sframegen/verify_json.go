@@ -2,8 +2,8 @@ package sframegen
 
 import (
 	"encoding/json"
-	"fmt"
-	"strconv"
+
+	"github.com/sframekit/sframekit/internal/hexaddr"
 )
 
 // The JSON form of a Report (sframe verify --json) writes addresses
@@ -12,44 +12,27 @@ import (
 // JavaScript) would lose the low bits of 64-bit addresses. Counts are
 // numbers. The field names are those of the struct tags.
 
-// hexAddr is an address in JSON.
-type hexAddr uint64
-
-func (a hexAddr) MarshalText() ([]byte, error) {
-	return strconv.AppendUint([]byte("0x"), uint64(a), 16), nil
-}
-
-func (a *hexAddr) UnmarshalText(b []byte) error {
-	s := string(b)
-	if len(s) < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
-		return fmt.Errorf("address %q is not 0x-prefixed hexadecimal", s)
-	}
-	v, err := strconv.ParseUint(s[2:], 16, 64)
-	*a = hexAddr(v)
-	return err
-}
-
 // The fields below, at depth 0, take the place of the embedded struct's
 // fields of the same JSON name.
 type (
 	plainDisagreement Disagreement
 	jsonDisagreement  struct {
 		plainDisagreement
-		FuncStart hexAddr `json:"func_start"`
-		FuncEnd   hexAddr `json:"func_end"`
-		PC        hexAddr `json:"pc"`
+		FuncStart hexaddr.Addr `json:"func_start"`
+		FuncEnd   hexaddr.Addr `json:"func_end"`
+		PC        hexaddr.Addr `json:"pc"`
 	}
 	plainLeftOut LeftOut
 	jsonLeftOut  struct {
 		plainLeftOut
-		Start hexAddr `json:"start"`
-		End   hexAddr `json:"end"`
+		Start hexaddr.Addr `json:"start"`
+		End   hexaddr.Addr `json:"end"`
 	}
 )
 
 // MarshalJSON writes d with its addresses as "0x..." strings.
 func (d Disagreement) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jsonDisagreement{plainDisagreement(d), hexAddr(d.FuncStart), hexAddr(d.FuncEnd), hexAddr(d.PC)})
+	return json.Marshal(jsonDisagreement{plainDisagreement(d), hexaddr.Addr(d.FuncStart), hexaddr.Addr(d.FuncEnd), hexaddr.Addr(d.PC)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -65,7 +48,7 @@ func (d *Disagreement) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes l with its addresses as "0x..." strings.
 func (l LeftOut) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jsonLeftOut{plainLeftOut(l), hexAddr(l.Start), hexAddr(l.End)})
+	return json.Marshal(jsonLeftOut{plainLeftOut(l), hexaddr.Addr(l.Start), hexaddr.Addr(l.End)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.

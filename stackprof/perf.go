@@ -58,12 +58,11 @@ type locID struct {
 }
 
 type perfSample struct {
-	locs        []*profile.Location
-	pid, tid    uint32
-	comm        string
-	event       int
-	n, periods  int64
-	first, last uint64
+	locs       []*profile.Location
+	pid, tid   uint32
+	comm       string
+	event      int
+	n, periods int64
 }
 
 // NewPerfBuilder returns a PerfBuilder for a recording with header h

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/sysfile"
@@ -541,8 +540,8 @@ func (d dumpedMem) ReadAt(p []byte, addr int64) (int, error) {
 // isRegular reports whether path names a regular file (following links):
 // mapped device files are never opened.
 func isRegular(path string) bool {
-	var st syscall.Stat_t
-	return syscall.Stat(path, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // readerSize returns the size of r (an *os.File, or anything with Size).

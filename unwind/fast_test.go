@@ -70,7 +70,7 @@ func TestFlatTableMatchesIndex(t *testing.T) {
 		flat++
 		// A bias, so that runtime and ELF addresses differ.
 		const bias = 0x7f0000000000
-		in := newModInfo(&Module{Start: bias, End: bias + 1<<40, Bias: bias}, x.sec.ABI.Arch(), x)
+		in := newModInfo(&Module{Start: bias, End: bias + 1<<40, Bias: bias}, x.sec.Header().ABI.Arch(), x)
 		check := func(a uint64) {
 			probes++
 			var want fastRule

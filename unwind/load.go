@@ -4,9 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
-	"syscall"
 
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/elffile"
@@ -187,26 +185,6 @@ type Cache struct {
 type cacheEntry struct {
 	once sync.Once
 	t    *Tables
-}
-
-// cacheKey identifies a file's contents well enough to notice a file
-// rebuilt at the same path.
-type cacheKey struct {
-	path  string
-	size  int64
-	mtime int64
-	ino   uint64
-}
-
-func keyOf(path string) cacheKey {
-	k := cacheKey{path: path}
-	if st, err := os.Stat(path); err == nil {
-		k.size, k.mtime = st.Size(), st.ModTime().UnixNano()
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			k.ino = sys.Ino
-		}
-	}
-	return k
 }
 
 // Retain drops the tables of the files whose paths keep rejects, so that a

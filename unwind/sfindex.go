@@ -115,11 +115,11 @@ const maxIndexRows = 1 << 21
 // buildSFIndex decodes s, or returns nil. The rows of functions that
 // meet outer take the general path, which ends walks there.
 func buildSFIndex(s *sframe.Section, outer outermost) *sfIndex {
-	if s == nil || s.NumFREs > maxIndexRows || s.NumFDEs > maxIndexRows {
+	if s == nil || s.Header().NumFREs > maxIndexRows || s.Header().NumFDEs > maxIndexRows {
 		return nil
 	}
 	n := s.NumFuncs()
-	nr := int(s.NumFREs)
+	nr := int(s.Header().NumFREs)
 	x := &sfIndex{sec: s, starts: make([]uint64, 0, n), funcs: make([]sfFunc, 0, n),
 		rowStart: make([]uint32, 0, nr), fast: make([]fastRule, 0, nr), rows: make([]sfRow, 0, nr)}
 	for i := 0; i < n; i++ {
@@ -143,7 +143,7 @@ func buildSFIndex(s *sframe.Section, outer outermost) *sfIndex {
 			// Signal trampolines, and the functions where walks end,
 			// always take the general path.
 			if err == nil && !general {
-				fr = compileFast(&r, s.ABI)
+				fr = compileFast(&r, s.Header().ABI)
 			}
 			x.rowStart = append(x.rowStart, e.StartOff)
 			x.fast = append(x.fast, fr)

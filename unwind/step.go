@@ -82,7 +82,7 @@ func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *target
 	if r.RAUndefined {
 		return errEnd
 	}
-	abi := s.ABI
+	abi := s.Header().ABI
 	// CFA.
 	cfa, err := w.ruleValue(r.CFA, abi, cur, 0, top)
 	if err != nil {
@@ -93,10 +93,10 @@ func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *target
 	var ra uint64
 	switch r.RA.Kind {
 	case sframe.RuleUnspecified, sframe.RuleNotSaved:
-		if s.HasFixedRA() {
+		if s.Header().HasFixedRA() {
 			// AMD64 flexible rows with an RA padding word: the RA is
 			// at its fixed place.
-			if ra, err = w.mem.word(cfa + uint64(int64(s.CFAFixedRAOffset))); err != nil {
+			if ra, err = w.mem.word(cfa + uint64(int64(s.Header().CFAFixedRAOffset))); err != nil {
 				return err
 			}
 			break

@@ -110,11 +110,11 @@ func checkRowInDump(t *testing.T, m *Module, elfPC uint64) {
 	if row.RAUndefined {
 		want = []string{"RA", "undefined"}
 	} else {
-		ra := fmtRule(row.RA, s.ABI, false)
+		ra := fmtRule(row.RA, s.Header().ABI, false)
 		if row.RASigned {
 			ra += "[s]"
 		}
-		want = []string{fmtRule(row.CFA, s.ABI, true), fmtRule(row.FP, s.ABI, false), ra}
+		want = []string{fmtRule(row.CFA, s.Header().ABI, true), fmtRule(row.FP, s.Header().ABI, false), ra}
 	}
 	b, err := os.ReadFile(filepath.Join(corpus.Dir(t), m.Name+".sframe.txt"))
 	if err != nil {

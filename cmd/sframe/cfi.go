@@ -78,7 +78,7 @@ func cfiFile(w io.Writer, name, section string, asJSON, header bool, version dum
 		fmt.Fprintf(w, "\nFile: %s\n", name)
 	}
 	if asJSON {
-		return dump.WriteCFIJSON(w, f.File, name, section)
+		return dump.WriteCFIJSON(w, &dump.CFIInput{Path: name, ELF: f.File, Section: section})
 	}
-	return dump.WriteCFITextAs(w, f.File, section, version)
+	return dump.WriteCFIText(w, &dump.CFIInput{ELF: f.File, Section: section, Readelf: version})
 }

@@ -400,7 +400,7 @@ func TestConvertRaw(t *testing.T) {
 		t.Errorf("%d of %d functions match", c, n)
 	}
 	s, err := sframe.Parse(mustRead(t, out), sec.Addr)
-	if err != nil || s.Version != sframe.Version3 || s.Flags != sframe.FlagFDESorted|sframe.FlagFuncStartPCRel {
+	if err != nil || s.Header().Version != sframe.Version3 || s.Header().Flags != sframe.FlagFDESorted|sframe.FlagFuncStartPCRel {
 		t.Fatalf("converted raw section: %v %+v", err, s)
 	}
 }
@@ -484,7 +484,7 @@ func TestConvertLinkedV1(t *testing.T) {
 		}
 		data, _ := sec.Data()
 		f.Close()
-		if s, err := sframe.Parse(data, sec.Addr); err != nil || s.Version != sframe.Version1 {
+		if s, err := sframe.Parse(data, sec.Addr); err != nil || s.Header().Version != sframe.Version1 {
 			t.Logf("%s: the linked .sframe is not v1 (%v): testing its conversion all the same", in, err)
 		}
 		for _, v := range []string{"2", "3"} {

@@ -44,7 +44,7 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 				err = dump.WriteSFrameJSON(stdout, in)
 			} else {
 				dump.WriteFileHeader(stdout, in.Path, in.Format)
-				err = dump.WriteSFrameText(stdout, in.SFrame, in.Section)
+				err = dump.WriteSFrameText(stdout, in)
 			}
 		}
 		if err != nil {

@@ -116,8 +116,8 @@ func checkLoadable(t *testing.T, path string, v sframe.Version) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Version != v {
-		t.Errorf("%s: version %v, want %v", path, s.Version, v)
+	if s.Header().Version != v {
+		t.Errorf("%s: version %v, want %v", path, s.Header().Version, v)
 	}
 	if err := s.Validate(); err != nil {
 		t.Errorf("%s: %v", path, err)

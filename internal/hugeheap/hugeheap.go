@@ -10,6 +10,8 @@
 // the heap by n bytes, advises huge pages for them, and frees them: the
 // allocations that follow reuse that memory first (the runtime hands out
 // the lowest free pages), and fault it in 2 MiB at a time.
+//
+// Linux only: on other systems Reserve does nothing.
 package hugeheap
 
 // Reserve grows the heap by n bytes backed by huge pages, as the package

@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -44,11 +43,11 @@ func PeakRSS(t *testing.T) int64 {
 	if !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatalf("memtest: child did not run %s:\n%s", t.Name(), out)
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	rss, ok := maxRSS(cmd.ProcessState)
 	if !ok {
-		t.Skip("memtest: no rusage on this system")
+		t.Skip("memtest: no peak RSS on this system")
 	}
-	return ru.Maxrss * 1024 // kilobytes on Linux
+	return rss
 }
 
 // AtMost runs the current test again in a child (see PeakRSS), logs the

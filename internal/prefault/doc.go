@@ -20,6 +20,8 @@
 // place its heap otherwise, the cost is at most Size bytes of resident
 // memory and about half a millisecond; the system call's errors (EINVAL
 // before Linux 5.14) are ignored.
+//
+// Linux only: on other systems Heap does nothing.
 package prefault
 
 // Size is how much of the heap the package's initialization populates:

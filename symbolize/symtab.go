@@ -1,0 +1,289 @@
+package symbolize
+
+// Function symbols from .symtab and .dynsym: the tables streamed through
+// elffile's guarded readers, and one name chosen per start address (see
+// better, and perfBetter for perf's choice).
+
+import (
+	"cmp"
+	"debug/elf"
+	"encoding/binary"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sframekit/sframekit/elffile"
+)
+
+// cand is a function symbol competing for its start address.
+type cand struct {
+	sym
+	bind  elf.SymBind
+	label bool // an untyped symbol in code (only with PerfNames)
+}
+
+// readFuncSyms returns the function symbols of f's first section of type
+// typ. It reads the table directly rather than through (*elf.File).Symbols,
+// which builds a string for every symbol of every kind: a libc debug
+// file's .symtab has 10,000 entries, and only its functions are wanted.
+// Memory is what it costs most (each new page is a page fault, and those
+// are slow in virtual machines): the table is streamed twice through one
+// 64 KB buffer, to count the functions and then to fill a slice of
+// exactly that size, and the string table is read straight into the one
+// string the names are substrings of.
+//
+// For a .symtab it also returns the table's untyped code labels (see
+// textLabel), sorted by address, from the same pass.
+func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym) {
+	var sec *elf.Section
+	for _, s := range f.Sections {
+		if s.Type == typ {
+			sec = s
+			break
+		}
+	}
+	if sec == nil || int(sec.Link) >= len(f.Sections) || sec.Link == 0 {
+		return nil, nil
+	}
+	// Compressed tables may expand to at most elffile.MaxDecompressed,
+	// and to no more than their stored bytes can hold.
+	strsec := f.Sections[sec.Link]
+	if strsec.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	symr, err := elffile.SectionReader(sec)
+	if err != nil {
+		return nil, nil
+	}
+	strr, err := elffile.SectionReader(strsec)
+	if err != nil {
+		return nil, nil
+	}
+	bo := f.ByteOrder
+	is64 := f.Class == elf.ELFCLASS64
+	size := 16
+	if is64 {
+		size = 24
+	}
+	buf := make([]byte, 2730*size) // about 64 KB, whole entries
+	var sb strings.Builder
+	if strsec.Flags&elf.SHF_COMPRESSED == 0 && strsec.Size < 1<<30 {
+		sb.Grow(int(strsec.Size))
+	}
+	if _, err := io.CopyBuffer(&sb, strr, buf); err != nil {
+		return nil, nil
+	}
+	strs := sb.String()
+
+	// each calls fn with every entry of the table but the null one.
+	each := func(fn func(e []byte)) error {
+		if _, err := symr.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		r := symr
+		first := true
+		for {
+			n, err := io.ReadFull(r, buf)
+			n -= n % size
+			for off := 0; off < n; off += size {
+				if !first {
+					fn(buf[off : off+size])
+				}
+				first = false
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	// parse decodes an entry; ok is false for what is not a function.
+	parse := func(e []byte) (c cand, ok bool) {
+		se := decodeSym(bo, is64, e)
+		name, info, shndx, value, sz := se.name, se.info, se.shndx, se.value, se.size
+		t := elf.ST_TYPE(info)
+		// With labels, untyped symbols in code count too, as perf counts
+		// them: _start in ld.so, entry points written in assembly.
+		label := labels && t == elf.STT_NOTYPE && int(shndx) < len(f.Sections) && f.Sections[shndx].Flags&elf.SHF_EXECINSTR != 0
+		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC && !label) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || value == 0 {
+			return c, false
+		}
+		if int(name) >= len(strs) {
+			return c, false
+		}
+		n := strings.IndexByte(strs[name:], 0)
+		if n <= 0 {
+			return c, false
+		}
+		nm := strs[name : int(name)+n]
+		if label && (nm[0] == '$' || strings.HasPrefix(nm, ".L")) {
+			return c, false // AArch64 and ARM mapping symbols, assembler locals
+		}
+		return cand{sym{value, sz, nm}, elf.ST_BIND(info), label}, true
+	}
+	count := 0
+	var text []sym
+	if err := each(func(e []byte) {
+		if _, ok := parse(e); ok {
+			count++
+		}
+		if typ == elf.SHT_SYMTAB && len(text) < maxLabels {
+			if l, ok := textLabel(f, bo, is64, e, strs); ok {
+				text = append(text, l)
+			}
+		}
+	}); err != nil {
+		return nil, nil
+	}
+	sort.Slice(text, func(i, j int) bool { return text[i].start < text[j].start })
+	if count == 0 {
+		return nil, text
+	}
+	out := make([]cand, 0, count)
+	if err := each(func(e []byte) {
+		if c, ok := parse(e); ok && len(out) < count {
+			out = append(out, c)
+		}
+	}); err != nil {
+		return nil, text
+	}
+	return out, text
+}
+
+// symEntry is one entry of an ELF symbol table.
+type symEntry struct {
+	name        uint32 // offset in the string table
+	info        uint8
+	shndx       uint16
+	value, size uint64
+}
+
+// decodeSym decodes entry e of a symbol table of 64-bit entries (is64,
+// 24 bytes) or 32-bit ones (16 bytes).
+func decodeSym(bo binary.ByteOrder, is64 bool, e []byte) symEntry {
+	if is64 {
+		return symEntry{bo.Uint32(e), e[4], bo.Uint16(e[6:]), bo.Uint64(e[8:]), bo.Uint64(e[16:])}
+	}
+	return symEntry{bo.Uint32(e), e[12], bo.Uint16(e[14:]), uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))}
+}
+
+// better reports whether a should name the address rather than b (same
+// start): a sized symbol over an unsized one, then global over weak over
+// local, then the name with fewer leading underscores, then the shorter,
+// then the first in alphabetical order.
+func better(a, b *cand) bool {
+	if a.label != b.label { // labels compete only with PerfNames
+		return !a.label
+	}
+	if (a.size > 0) != (b.size > 0) {
+		return a.size > 0
+	}
+	if ra, rb := bindRank(a.bind), bindRank(b.bind); ra != rb {
+		return ra < rb
+	}
+	under := func(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
+	if ua, ub := under(a.name), under(b.name); ua != ub {
+		return ua < ub
+	}
+	if len(a.name) != len(b.name) {
+		return len(a.name) < len(b.name)
+	}
+	return a.name < b.name
+}
+
+// perfBetter is better as perf's choose_best_symbol decides (perf 6.1,
+// util/symbol.c): a function over a label, then a sized symbol, then a
+// non-weak one, then a global one, then the name with fewer leading
+// underscores, then the longer name; on a tie, the first in the table
+// stays.
+func perfBetter(a, b *cand) bool {
+	if a.label != b.label {
+		return !a.label
+	}
+	if (a.size > 0) != (b.size > 0) {
+		return a.size > 0
+	}
+	if wa, wb := a.bind == elf.STB_WEAK, b.bind == elf.STB_WEAK; wa != wb {
+		return !wa
+	}
+	if ga, gb := a.bind == elf.STB_GLOBAL, b.bind == elf.STB_GLOBAL; ga != gb {
+		return ga
+	}
+	under := func(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
+	if ua, ub := under(a.name), under(b.name); ua != ub {
+		return ua < ub
+	}
+	return len(a.name) > len(b.name)
+}
+
+// bindRank orders bindings for better: global, weak, then the others.
+func bindRank(b elf.SymBind) int {
+	switch b {
+	case elf.STB_GLOBAL:
+		return 0
+	case elf.STB_WEAK:
+		return 1
+	}
+	return 2
+}
+
+// funcSyms sorts the candidates by start and keeps the best one per
+// start, as pick (better or perfBetter) says; candidates of equal start
+// are offered in table order. Sorting on the address alone keeps the sort
+// cheap; the full order is applied only within runs of equal starts.
+func funcSyms(cs []cand, pick func(a, b *cand) bool) []sym {
+	order := sortedByStart(cs)
+	n := 0 // distinct starts: the result's exact size
+	for i := range order {
+		if i == 0 || cs[order[i]].start != cs[order[i-1]].start {
+			n++
+		}
+	}
+	out := make([]sym, 0, n)
+	for i := 0; i < len(order); {
+		best := &cs[order[i]]
+		j := i + 1
+		for ; j < len(order) && cs[order[j]].start == best.start; j++ {
+			if c := &cs[order[j]]; pick(c, best) {
+				best = c
+			}
+		}
+		out = append(out, best.sym)
+		i = j
+	}
+	return out
+}
+
+// sortedByStart returns the indexes of cs in order of start address.
+// When starts fit in 43 bits and indexes in 20 (every user-space object),
+// start and index are packed into one integer so that the sort compares
+// plain integers, and the keys become the indexes in place; otherwise it
+// sorts with a comparison function.
+func sortedByStart(cs []cand) []int {
+	const idxBits = 20
+	packable := len(cs) < 1<<idxBits
+	for i := range cs {
+		if cs[i].start >= 1<<(63-idxBits) {
+			packable = false
+		}
+	}
+	order := make([]int, len(cs))
+	if packable {
+		for i := range cs {
+			order[i] = int(cs[i].start<<idxBits | uint64(i))
+		}
+		slices.Sort(order) // non-negative: starts have 43 bits
+		for i, k := range order {
+			order[i] = k & (1<<idxBits - 1)
+		}
+		return order
+	}
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cs[a].start, cs[b].start) })
+	return order
+}
