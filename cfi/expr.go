@@ -297,7 +297,7 @@ type exprEval struct {
 }
 
 func (ev *exprEval) fail(pos int, format string, args ...any) error {
-	return fmt.Errorf("cfi: expression at byte %d: "+format, append([]any{pos}, args...)...)
+	return fmt.Errorf("expression at byte %d: "+format, append([]any{pos}, args...)...)
 }
 
 func (ev *exprEval) push(v uint64) bool {

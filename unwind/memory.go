@@ -115,7 +115,7 @@ type outsideCopyError struct {
 }
 
 func (e *outsideCopyError) Error() string {
-	return fmt.Sprintf("unwind: reading %d bytes at %#x: %v (%d bytes from SP %#x)", e.n, e.addr, ErrOutsideStackCopy, e.size, e.sp)
+	return fmt.Sprintf("reading %d bytes at %#x: %v (%d bytes from SP %#x)", e.n, e.addr, ErrOutsideStackCopy, e.size, e.sp)
 }
 
 func (e *outsideCopyError) Unwrap() error { return ErrOutsideStackCopy }
