@@ -556,6 +556,19 @@ func (s *Session) Mapped(pid uint32, addr uint64) bool {
 	return p != nil && p.find(addr) != nil
 }
 
+// Mappings returns the mappings process pid has now, sorted by Start and
+// disjoint, or nil for a process the session does not know (never seen,
+// or forgotten at its exit): what an in-kernel unwinder (package
+// bpfunwind) mirrors. The slice and the mappings are the session's and
+// must not be modified; the slice is valid until the process's next
+// record.
+func (s *Session) Mappings(pid uint32) []*Mapping {
+	if p := s.procs[pid]; p != nil {
+		return p.maps
+	}
+	return nil
+}
+
 // Comm records the name of thread tid of process pid; exec says the name
 // changed because the process executed a new program, whose address
 // space replaces the old one.
