@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	"github.com/sframekit/sframekit/arch"
@@ -40,20 +41,8 @@ type Unwinder struct {
 	// Tables counts what the loaded tables hold.
 	Tables TableStats
 	proc   walkProc // scratch for SyncProcess
-}
-
-// TableStats count the tables loaded into the kernel.
-type TableStats struct {
-	// Files is the number of file tables loaded (ever), Evicted those
-	// dropped when no process mapped them any more; Rows the rows loaded
-	// (ever), Full the files left without rows because the rows map was
-	// full, Failed those whose tables did not load (their frames follow
-	// frame pointers).
-	Files, Evicted, Rows, Full, Failed int
-	// Skipped counts SFrame rows left to frame pointers, by reason.
-	Skipped [NumReasons]int
-	// Truncated counts process tables cut at MaxMappings.
-	Truncated int
+	misses *ringbuf.Reader
+	rec    ringbuf.Record
 }
 
 type fileEntry struct {
@@ -99,9 +88,6 @@ func Load(opts Options) (*Unwinder, error) {
 	u := &Unwinder{opts: opts, files: map[*perfunwind.File]*fileEntry{}, procs: map[uint32][]*fileEntry{}, nextID: 1,
 		free: []span{{0, uint32(opts.MaxRows)}}}
 	if err := spec.LoadAndAssign(&u.objs, nil); err != nil {
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-			return nil, fmt.Errorf("bpf unwinder: %w", ErrPermission)
-		}
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			// The verifier's last lines say why.
@@ -111,6 +97,13 @@ func Load(opts Options) (*Unwinder, error) {
 			}
 			return nil, fmt.Errorf("bpf unwinder: the kernel's verifier refused the program: %s", strings.Join(log, "; "))
 		}
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("bpf unwinder: %w", ErrPermission)
+		}
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	if u.misses, err = ringbuf.NewReader(u.objs.Misses); err != nil {
+		u.objs.Close()
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
 	// The kernel counts the program's run time while this is open.
@@ -320,12 +313,24 @@ func (u *Unwinder) Counters() Counters {
 	return c
 }
 
+// WakeFD returns a file descriptor that polls readable when the program
+// met a process or an address it has no table for: the reader of the
+// rings should read them then (perfevent.Session.WakeOn), for the records
+// that describe it, and call Woken.
+func (u *Unwinder) WakeFD() int { return u.objs.Misses.FD() }
+
+// Woken consumes the program's wakeups.
+func (u *Unwinder) Woken() {
+	u.misses.SetDeadline(time.Now())
+	for u.misses.ReadInto(&u.rec) == nil {
+	}
+}
+
 // Close unloads the program and frees its maps.
 func (u *Unwinder) Close() error {
+	u.misses.Close()
 	if u.stats != nil {
 		u.stats.Close()
 	}
 	return u.objs.Close()
 }
-
-var _ = time.Second

@@ -136,3 +136,17 @@ func (c *Counters) RunTimePerSample() time.Duration {
 	}
 	return c.RunTime / time.Duration(c.Runs)
 }
+
+// TableStats count the tables loaded into the kernel.
+type TableStats struct {
+	// Files is the number of file tables loaded (ever), Evicted those
+	// dropped when no process mapped them any more; Rows the rows loaded
+	// (ever), Full the files left without rows because the rows map was
+	// full, Failed those whose tables did not load (their frames follow
+	// frame pointers).
+	Files, Evicted, Rows, Full, Failed int
+	// Skipped counts SFrame rows left to frame pointers, by reason.
+	Skipped [NumReasons]int
+	// Truncated counts process tables cut at MaxMappings.
+	Truncated int
+}

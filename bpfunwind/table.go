@@ -38,13 +38,13 @@ type Reason uint8
 
 // Reasons.
 const (
-	ReasonCFA      Reason = iota // CFA not SP or FP + a 32-bit offset
-	ReasonRA                     // RA not saved at CFA + a 16-bit offset (AArch64: still in the link register)
-	ReasonFP                     // FP saved other than at CFA + a 16-bit offset
-	ReasonSigned                 // RA signed (AArch64 PAC)
-	ReasonSignal                 // a signal trampoline (registers in the signal frame)
-	ReasonPCMask                 // a PC-mask function (PLT stubs)
-	ReasonUndecodable            // the row did not decode
+	ReasonCFA         Reason = iota // CFA not SP or FP + a 32-bit offset
+	ReasonRA                        // RA not saved at CFA + a 16-bit offset (AArch64: still in the link register)
+	ReasonFP                        // FP saved other than at CFA + a 16-bit offset
+	ReasonSigned                    // RA signed (AArch64 PAC)
+	ReasonSignal                    // a signal trampoline (registers in the signal frame)
+	ReasonPCMask                    // a PC-mask function (PLT stubs)
+	ReasonUndecodable               // the row did not decode
 	NumReasons
 )
 

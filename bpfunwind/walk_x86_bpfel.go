@@ -48,6 +48,7 @@ type walkOut struct {
 		Lo     uint32
 		Hi     uint32
 		_      [4]byte
+		Woke   uint64
 	}
 }
 
@@ -81,6 +82,7 @@ type walkRow struct {
 const (
 	walkMapCounters    = "counters"
 	walkMapFiles       = "files"
+	walkMapMisses      = "misses"
 	walkMapOutput      = "output"
 	walkMapProcs       = "procs"
 	walkMapRows        = "rows"
@@ -141,6 +143,7 @@ type walkProgramSpecs struct {
 type walkMapSpecs struct {
 	Counters *ebpf.MapSpec `ebpf:"counters"`
 	Files    *ebpf.MapSpec `ebpf:"files"`
+	Misses   *ebpf.MapSpec `ebpf:"misses"`
 	Output   *ebpf.MapSpec `ebpf:"output"`
 	Procs    *ebpf.MapSpec `ebpf:"procs"`
 	Rows     *ebpf.MapSpec `ebpf:"rows"`
@@ -177,6 +180,7 @@ func (o *walkObjects) Close() error {
 type walkMaps struct {
 	Counters *ebpf.Map `ebpf:"counters"`
 	Files    *ebpf.Map `ebpf:"files"`
+	Misses   *ebpf.Map `ebpf:"misses"`
 	Output   *ebpf.Map `ebpf:"output"`
 	Procs    *ebpf.Map `ebpf:"procs"`
 	Rows     *ebpf.Map `ebpf:"rows"`
@@ -187,6 +191,7 @@ func (m *walkMaps) Close() error {
 	return _WalkClose(
 		m.Counters,
 		m.Files,
+		m.Misses,
 		m.Output,
 		m.Procs,
 		m.Rows,

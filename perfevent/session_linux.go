@@ -396,6 +396,18 @@ func (s *Session) BPFOutputs() map[int]int {
 	return m
 }
 
+// WakeOn makes Run read the rings whenever fd polls readable (edge
+// triggered: each time it becomes so), besides the rings' wakeups: a BPF
+// program's signal that records it needs are waiting. Call it before
+// Run.
+func (s *Session) WakeOn(fd int) error {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: int32(fd)}
+	if err := unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		return &Error{Op: "epoll_ctl", Err: err}
+	}
+	return nil
+}
+
 // SetBPF attaches the BPF program prog (a file descriptor of a
 // BPF_PROG_TYPE_PERF_EVENT program) to every sampled event
 // (PERF_EVENT_IOC_SET_BPF): it runs at each sample, and the sample is

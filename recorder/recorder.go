@@ -67,6 +67,7 @@ import (
 	"time"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/bpfunwind"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
 )
@@ -133,6 +134,16 @@ type Options struct {
 	// lost.
 	Period   time.Duration
 	OnPeriod func(*Profile)
+	// BPF walks the user stacks in the kernel, in a BPF program attached
+	// to the sampling events (package bpfunwind), from each file's SFrame
+	// rows (its own, or compiled from its CFI), instead of copying
+	// StackSize bytes of stack per sample and walking the copy here: no
+	// copy, and no limit but MaxDepth (bpfunwind.DefaultMaxDepth, 4,096
+	// frames, when 0). Without the privileges BPF needs (CAP_BPF and
+	// CAP_PERFMON), Profile.Warnings says so and the stacks are walked
+	// here. OffCPU is not walked in the kernel yet: with it, BPF is
+	// ignored with a warning.
+	BPF bool
 }
 
 // check validates o.
@@ -221,6 +232,16 @@ func (o *Options) perfOptions(a arch.Arch) (po perfevent.Options, cs int) {
 		cs = len(events)
 		events = append(events, perfevent.ContextSwitches)
 	}
+	if o.BPF {
+		// The program walks the stacks and writes them into the
+		// bpf-output events: no registers, stack copies or callchains.
+		return perfevent.Options{Events: events, Freq: o.freq(), Kernel: o.Kernel, BPFOutput: true,
+			Mmap: true, Comm: true, Task: true, ContextSwitch: o.OffCPU, SampleIDAll: true, Monotonic: true,
+			FinishedRound: true, RingPages: o.ringPages(),
+			// The kernel's tables of a process follow its records as
+			// they are read: read them often.
+			PollInterval: 100 * time.Millisecond}, cs
+	}
 	return perfevent.Options{Events: events, Freq: o.freq(), Kernel: o.Kernel, Callchain: o.Kernel,
 		RegsUser: perfevent.UserRegsMask(a), StackUser: o.stackSize(),
 		Mmap: true, Comm: true, Task: true, ContextSwitch: o.OffCPU, SampleIDAll: true,
@@ -272,6 +293,14 @@ type Stats struct {
 	CPU time.Duration
 	// RingBytes is the size of each CPU's ring buffer.
 	RingBytes int
+	// BPF says the stacks were walked in the kernel (Options.BPF); then
+	// BPFCounters are the program's counts and run time, BPFTables what
+	// its tables held, and BPFTruncated the stacks whose record did not
+	// decode whole.
+	BPF          bool
+	BPFCounters  bpfunwind.Counters
+	BPFTables    bpfunwind.TableStats
+	BPFTruncated uint64
 }
 
 // CPUPerSample returns Stats.CPU per sample read, 0 without samples.

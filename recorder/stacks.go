@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/bpfunwind"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/perfunwind"
@@ -109,6 +110,14 @@ type recorder struct {
 	onCut       func(stacks []*stack, start, end time.Time)
 	period      time.Duration
 	periodStart time.Time
+
+	// bpf, when not nil, walks the stacks in the kernel: its samples are
+	// those of event outEvent (the bpf-output), whose raw data are the
+	// stacks, and its tables of processes follow the records (dirty: the
+	// processes whose records were applied since the last update).
+	bpf      *bpfunwind.Unwinder
+	outEvent int
+	dirty    map[uint32]bool
 }
 
 // Waits between passes over the rings. A sample read before the records
@@ -136,7 +145,7 @@ const (
 func newRecorder(sess *perfunwind.Session, a arch.Arch, attrs []*perfdata.Attr, csEvent, maxKept int) *recorder {
 	return &recorder{sess: sess, arch: a, csEvent: csEvent, dec: perfdata.NewDecoder(binary.NativeEndian, attrs), maxKept: maxKept,
 		stacks: map[string]*stack{}, mapIDs: map[*perfunwind.Mapping]uint32{}, pending: map[uint32]pendingOut{},
-		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}}
+		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}, outEvent: -1, dirty: map[uint32]bool{}}
 }
 
 // handle takes one record of the rings.
@@ -165,6 +174,10 @@ func (r *recorder) record(rec *perfdata.Record) {
 	case perfdata.RecordSample:
 		r.sample(rec, t, false)
 	case perfdata.RecordMmap, perfdata.RecordMmap2, perfdata.RecordComm, perfdata.RecordFork, perfdata.RecordExit:
+		if r.bpf != nil && rec.Type != perfdata.RecordExit {
+			r.applyNow(rec)
+			return
+		}
 		e := event{time: t, kind: evRecord, raw: slices.Clone(rec.Raw)}
 		switch {
 		case rec.Mmap() != nil:
@@ -205,6 +218,12 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 	}
 	r.smp.FromPerf(ps, r.arch)
 	r.smp.Event = rec.Attr.Index
+	if r.bpf != nil {
+		if r.smp.Event != r.outEvent {
+			return // the program drops the events' own samples
+		}
+		r.fromBPF(ps.RawData)
+	}
 	if !late {
 		r.stats.Samples++
 		if r.mustWait(ps.Pid, ps.Tid) && r.kept+len(rec.Raw) <= r.maxKept {
@@ -233,11 +252,74 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 	st.period += ps.Period
 }
 
+// fromBPF makes r.smp the sample of a stack the BPF program walked: its
+// frames as the sample's callchain, which the session takes as they are,
+// and the period of the event sampled.
+func (r *recorder) fromBPF(raw []byte) {
+	var ok bool
+	r.smp.Callchain, r.smp.Period, _, ok = bpfunwind.Decode(raw, r.smp.Callchain)
+	if !ok {
+		r.stats.BPFTruncated++
+	}
+	r.smp.Event = 0
+	r.smp.IP = 0
+	for i, pc := range r.smp.Callchain {
+		if pc == perfdata.ContextUser && i+1 < len(r.smp.Callchain) {
+			r.smp.IP = r.smp.Callchain[i+1]
+		}
+	}
+}
+
+// applyNow applies a record that describes a process (MMAP, COMM, FORK)
+// as soon as it is read, and updates the kernel's table of the process,
+// when the stacks are walked in the kernel: the walker needs the tables
+// of a new program, library or process as soon as it runs, and the
+// samples read since need nothing but the mappings to name their
+// frames. Records of different CPUs are then applied out of order, which
+// matters only when code is unmapped or replaced (exec, dlclose) while
+// samples of it wait in a ring: their frames may be named from the new
+// mappings. A sample read before its process's records (from another
+// CPU) still waits for them (mustWait: its first address is unmapped).
+// EXIT records keep their place in time, so that a process's last
+// samples are named.
+func (r *recorder) applyNow(rec *perfdata.Record) {
+	r.sess.Record(rec)
+	var pid uint32
+	switch {
+	case rec.Mmap() != nil:
+		pid = rec.Mmap().Pid
+	case rec.Comm() != nil && rec.Comm().Exec:
+		pid = rec.Comm().Pid
+	case rec.Task() != nil && rec.Task().Pid != rec.Task().Ppid:
+		pid = rec.Task().Pid
+	default:
+		return
+	}
+	r.dirty[pid] = true
+	r.syncBPF()
+}
+
+// syncBPF updates the kernel's tables of the processes whose records
+// were applied.
+func (r *recorder) syncBPF() {
+	for pid := range r.dirty {
+		if maps := r.sess.Mappings(pid); maps != nil {
+			r.bpf.SyncProcess(pid, maps)
+		} else {
+			r.bpf.DropProcess(pid)
+		}
+	}
+	clear(r.dirty)
+}
+
 // mustWait reports whether the sample just read into r.smp, of thread tid
 // of process pid, must wait for the timeline.
 func (r *recorder) mustWait(pid, tid uint32) bool {
 	if len(r.heldProc) > 0 && r.heldProc[pid] > 0 || len(r.heldTid) > 0 && r.heldTid[tid] > 0 {
 		return true
+	}
+	if r.bpf != nil {
+		return r.smp.IP != 0 && !r.sess.Mapped(pid, r.smp.IP)
 	}
 	return r.smp.Regs.Arch != 0 && !r.sess.Mapped(pid, r.smp.Regs.PC())
 }
@@ -302,6 +384,9 @@ func (r *recorder) mapID(m *perfunwind.Mapping) uint32 {
 // written before it have been read by now (perf's rule for its
 // FINISHED_ROUND records), and are applied in time order.
 func (r *recorder) round() {
+	if r.bpf != nil {
+		r.bpf.Woken()
+	}
 	r.flush(r.prevMax)
 	r.prevMax = r.roundMax
 	r.rounds++
@@ -387,6 +472,9 @@ func (r *recorder) flush(limit uint64) {
 	for i := range r.queue[:n] {
 		r.apply(&r.queue[i]) // appends nothing to the queue
 	}
+	if r.bpf != nil && len(r.dirty) > 0 {
+		r.syncBPF()
+	}
 	rest := copy(r.queue, r.queue[n:])
 	clear(r.queue[rest:])
 	r.queue = r.queue[:rest]
@@ -411,6 +499,9 @@ func (r *recorder) apply(e *event) {
 		}
 		if r.late.Type == perfdata.RecordExit {
 			t := r.late.Task()
+			if r.bpf != nil {
+				r.dirty[t.Pid] = true
+			}
 			r.sess.Exit(t.Pid, t.Tid)
 			if _, ok := r.pending[t.Tid]; ok {
 				delete(r.pending, t.Tid)

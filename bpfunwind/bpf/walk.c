@@ -104,6 +104,7 @@ struct state {
 	u32 nkern;
 	u32 stop;
 	u32 lo, hi; // a binary search
+	u64 woke;   // when this CPU last woke the profiler
 };
 
 struct out {
@@ -160,6 +161,17 @@ struct {
 	__uint(max_entries, 1); // one per CPU, set at load
 } output SEC(".maps");
 
+// misses wakes the profiler when a frame's address is in no mapping of
+// its process's table (or the process has none): a program, library or
+// process it has not read the records of yet. At most once per
+// WAKE_NS per CPU.
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} misses SEC(".maps");
+
+#define WAKE_NS 10000000ULL
+
 volatile const u32 max_depth = 128;
 volatile const u32 kernel_stack = 0; // add the kernel's frames
 
@@ -174,6 +186,10 @@ struct pt_regs___k {
 struct task_struct___k {
 	void *mm;
 } __attribute__((preserve_access_index));
+
+// hide keeps the compiler from dropping a bounds mask it can prove
+// redundant but the verifier cannot.
+#define hide(v) asm volatile("" : "+r"(v))
 
 static __always_inline void count(u32 c) {
 	u64 *v = bpf_map_lookup_elem(&counters, &c);
@@ -198,17 +214,20 @@ static __always_inline void findmap(struct state *st) {
 		u32 lo = st->lo, hi = st->hi;
 		if (lo >= hi || hi > MAX_MAPS)
 			break;
-		u32 mid = (lo + hi) / 2;
+		u64 mid = (lo + hi) / 2;
+		hide(mid);
 		struct mapping *m = &p->m[mid & (MAX_MAPS - 1)];
 		if (m->start <= pc)
 			st->lo = mid + 1;
 		else
 			st->hi = mid;
 	}
-	u32 lo = st->lo;
+	u64 lo = st->lo;
 	if (lo == 0 || lo > MAX_MAPS)
 		return;
-	struct mapping *m = &p->m[(lo - 1) & (MAX_MAPS - 1)];
+	lo--;
+	hide(lo);
+	struct mapping *m = &p->m[lo & (MAX_MAPS - 1)];
 	if (pc >= m->end)
 		return;
 	st->mstart = m->start;
@@ -258,6 +277,16 @@ static __always_inline struct row *findrow(struct state *st, u64 a) {
 	return bpf_map_lookup_elem(&rows, &k);
 }
 
+// wake tells the profiler that st's process needs its table updated.
+static __always_inline void wake(struct state *st) {
+	u64 now = bpf_ktime_get_ns();
+	if (now - st->woke < WAKE_NS)
+		return;
+	st->woke = now;
+	u32 tgid = st->tgid;
+	bpf_ringbuf_output(&misses, &tgid, sizeof(tgid), BPF_RB_FORCE_WAKEUP);
+}
+
 static __always_inline int read(u64 *v, u64 addr) {
 	return bpf_probe_read_user(v, sizeof(*v), (void *)addr);
 }
@@ -269,8 +298,8 @@ static long step(u64 i, void *ctx) {
 	if (!o)
 		return 1;
 	struct state *st = &o->st;
-	u32 n = st->n;
-	u32 idx = st->nkern + n;
+	u64 n = st->n;
+	u64 idx = (u64)st->nkern + n;
 	if (idx >= MAX_PCS || n >= max_depth) {
 		st->stop = STOP_DEPTH;
 		return 1;
@@ -286,8 +315,10 @@ static long step(u64 i, void *ctx) {
 	struct row *r = 0;
 	if (st->mfile)
 		r = findrow(st, look - st->bias);
-	else if (st->mend == 0)
+	else if (st->mend == 0) {
 		count(C_NO_MAP);
+		wake(st);
+	}
 
 	u64 cfa, ra, fp = st->fp;
 	if (r && !(r->flags & R_NONE)) {
@@ -375,8 +406,10 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	} else {
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
 		u32 tgid = st->tgid;
-		if (!bpf_map_lookup_elem(&procs, &tgid))
+		if (!bpf_map_lookup_elem(&procs, &tgid)) {
 			count(C_NO_PROC);
+			wake(st);
+		}
 		st->stop = STOP_DEPTH;
 		bpf_loop(max_depth, step, 0, 0);
 	}
