@@ -512,6 +512,24 @@ func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string
 	p.insert(m)
 }
 
+// MappingOf returns the mapping that an MMAP record of an executable
+// mapping would add to its process (its file found as the session finds
+// it, once and shared, and its load bias), without adding it anywhere:
+// for a mirror of the processes' mappings kept by an in-kernel unwinder
+// (package bpfunwind), which applies the records as soon as they are
+// read, while the session applies them in time order.
+func (s *Session) MappingOf(start, length, pgoff uint64, name string, buildID []byte, ino uint64) *Mapping {
+	m := &Mapping{Start: start, End: start + length, Pgoff: pgoff, Name: name, Exec: true}
+	m.anon = isAnon(name)
+	if !m.anon {
+		m.File = s.file(name, buildID, ino)
+		if m.File.Path != "" {
+			m.Bias = m.File.bias(start, pgoff)
+		}
+	}
+	return m
+}
+
 // module returns the unwinder module of the executable mapping m: its
 // file's tables when found (loaded once per file), else none (the
 // unwinder then follows frame pointers through it).

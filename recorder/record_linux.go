@@ -87,10 +87,12 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 		}
 		return s.SetBPF(bu.Program())
 	}
+	mirror := bpfunwind.NewMirror()
 	seed := func(pid int) {
 		sess.SeedProcess(pid)
 		if bu != nil {
-			bu.SyncProcess(uint32(pid), sess.Mappings(uint32(pid)))
+			mirror.Set(uint32(pid), sess.Mappings(uint32(pid)))
+			bu.SyncProcess(uint32(pid), mirror.Mappings(uint32(pid)))
 		}
 	}
 	ok := false
@@ -159,7 +161,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	// the rings: about two rings' worth per CPU.
 	r := newRecorder(sess, host, attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
 	if bu != nil {
-		r.bpf, r.outEvent = bu, len(attrs)-1
+		r.bpf, r.outEvent, r.mirror = bu, len(attrs)-1, mirror
 	}
 	r.poll = s.SetPollInterval
 	if opts.OnPeriod != nil {

@@ -113,11 +113,10 @@ type recorder struct {
 
 	// bpf, when not nil, walks the stacks in the kernel: its samples are
 	// those of event outEvent (the bpf-output), whose raw data are the
-	// stacks, and its tables of processes follow the records (dirty: the
-	// processes whose records were applied since the last update).
+	// stacks, and its tables of processes are mirror's.
 	bpf      *bpfunwind.Unwinder
 	outEvent int
-	dirty    map[uint32]bool
+	mirror   *bpfunwind.Mirror
 }
 
 // Waits between passes over the rings. A sample read before the records
@@ -145,7 +144,7 @@ const (
 func newRecorder(sess *perfunwind.Session, a arch.Arch, attrs []*perfdata.Attr, csEvent, maxKept int) *recorder {
 	return &recorder{sess: sess, arch: a, csEvent: csEvent, dec: perfdata.NewDecoder(binary.NativeEndian, attrs), maxKept: maxKept,
 		stacks: map[string]*stack{}, mapIDs: map[*perfunwind.Mapping]uint32{}, pending: map[uint32]pendingOut{},
-		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}, outEvent: -1, dirty: map[uint32]bool{}}
+		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}, outEvent: -1}
 }
 
 // handle takes one record of the rings.
@@ -174,9 +173,8 @@ func (r *recorder) record(rec *perfdata.Record) {
 	case perfdata.RecordSample:
 		r.sample(rec, t, false)
 	case perfdata.RecordMmap, perfdata.RecordMmap2, perfdata.RecordComm, perfdata.RecordFork, perfdata.RecordExit:
-		if r.bpf != nil && rec.Type != perfdata.RecordExit {
-			r.applyNow(rec)
-			return
+		if r.bpf != nil {
+			r.mirrorRecord(rec)
 		}
 		e := event{time: t, kind: evRecord, raw: slices.Clone(rec.Raw)}
 		switch {
@@ -270,46 +268,35 @@ func (r *recorder) fromBPF(raw []byte) {
 	}
 }
 
-// applyNow applies a record that describes a process (MMAP, COMM, FORK)
-// as soon as it is read, and updates the kernel's table of the process,
-// when the stacks are walked in the kernel: the walker needs the tables
-// of a new program, library or process as soon as it runs, and the
-// samples read since need nothing but the mappings to name their
-// frames. Records of different CPUs are then applied out of order, which
-// matters only when code is unmapped or replaced (exec, dlclose) while
-// samples of it wait in a ring: their frames may be named from the new
-// mappings. A sample read before its process's records (from another
-// CPU) still waits for them (mustWait: its first address is unmapped).
-// EXIT records keep their place in time, so that a process's last
-// samples are named.
-func (r *recorder) applyNow(rec *perfdata.Record) {
-	r.sess.Record(rec)
+// mirrorRecord applies a record that changes a process's executable
+// mappings (MMAP, FORK of a process, exec) to the mirror of the kernel's
+// tables as soon as it is read, and updates the process's table: the
+// walker needs the tables of a new program, library or process as soon
+// as it runs, while the session applies the records in time order.
+func (r *recorder) mirrorRecord(rec *perfdata.Record) {
 	var pid uint32
 	switch {
 	case rec.Mmap() != nil:
-		pid = rec.Mmap().Pid
+		m := rec.Mmap()
+		if !m.Executable || m.Pid == ^uint32(0) || m.Len == 0 {
+			return
+		}
+		var id []byte
+		if m.HasBuildID {
+			id = m.BuildID
+		}
+		pid = m.Pid
+		r.mirror.Mmap(pid, r.sess.MappingOf(m.Addr, m.Len, m.Pgoff, string(m.Filename), id, m.Ino))
 	case rec.Comm() != nil && rec.Comm().Exec:
 		pid = rec.Comm().Pid
-	case rec.Task() != nil && rec.Task().Pid != rec.Task().Ppid:
+		r.mirror.Exec(pid)
+	case rec.Type == perfdata.RecordFork && rec.Task() != nil && rec.Task().Pid != rec.Task().Ppid:
 		pid = rec.Task().Pid
+		r.mirror.Fork(pid, rec.Task().Ppid)
 	default:
 		return
 	}
-	r.dirty[pid] = true
-	r.syncBPF()
-}
-
-// syncBPF updates the kernel's tables of the processes whose records
-// were applied.
-func (r *recorder) syncBPF() {
-	for pid := range r.dirty {
-		if maps := r.sess.Mappings(pid); maps != nil {
-			r.bpf.SyncProcess(pid, maps)
-		} else {
-			r.bpf.DropProcess(pid)
-		}
-	}
-	clear(r.dirty)
+	r.bpf.SyncProcess(pid, r.mirror.Mappings(pid))
 }
 
 // mustWait reports whether the sample just read into r.smp, of thread tid
@@ -472,9 +459,6 @@ func (r *recorder) flush(limit uint64) {
 	for i := range r.queue[:n] {
 		r.apply(&r.queue[i]) // appends nothing to the queue
 	}
-	if r.bpf != nil && len(r.dirty) > 0 {
-		r.syncBPF()
-	}
 	rest := copy(r.queue, r.queue[n:])
 	clear(r.queue[rest:])
 	r.queue = r.queue[:rest]
@@ -499,10 +483,11 @@ func (r *recorder) apply(e *event) {
 		}
 		if r.late.Type == perfdata.RecordExit {
 			t := r.late.Task()
-			if r.bpf != nil {
-				r.dirty[t.Pid] = true
-			}
 			r.sess.Exit(t.Pid, t.Tid)
+			if r.bpf != nil && r.sess.Mappings(t.Pid) == nil {
+				r.mirror.Exit(t.Pid) // its last thread
+				r.bpf.DropProcess(t.Pid)
+			}
 			if _, ok := r.pending[t.Tid]; ok {
 				delete(r.pending, t.Tid)
 				r.stats.Dropped++ // it never ran again
