@@ -85,6 +85,13 @@ func Load(opts Options) (*Unwinder, error) {
 	if err := spec.Variables[walkVarKernelStack].Set(ks); err != nil {
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
+	fb := uint32(0)
+	if opts.Fallback {
+		fb = 1
+	}
+	if err := spec.Variables[walkVarFallback].Set(fb); err != nil {
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
 	u := &Unwinder{opts: opts, files: map[*perfunwind.File]*fileEntry{}, procs: map[uint32][]*fileEntry{}, nextID: 1,
 		free: []span{{0, uint32(opts.MaxRows)}}}
 	if err := spec.LoadAndAssign(&u.objs, nil); err != nil {

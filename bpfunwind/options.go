@@ -30,6 +30,12 @@ type Options struct {
 	MaxDepth int
 	// Kernel adds the kernel's frames of samples taken in the kernel.
 	Kernel bool
+	// Fallback passes on, unwalked, the samples whose walk met a process
+	// or an address without a table yet: the program returns 1 and
+	// writes nothing, and the sampled event writes its own sample (with
+	// its user registers and stack copy, when it records them), to walk
+	// in user space. Without it, such walks end there.
+	Fallback bool
 	// MaxRows, MaxFiles and MaxProcesses size the maps (the defaults
 	// above when 0).
 	MaxRows, MaxFiles, MaxProcesses int
@@ -85,8 +91,9 @@ type Counters struct {
 	SFrameFrames, FPFrames uint64
 	// NoProcess counts samples of processes without a table yet; NoMapping
 	// frames at addresses in no mapping of the table; OutputErrors stacks
-	// the output event refused.
-	NoProcess, NoMapping, OutputErrors uint64
+	// the output event refused; Fallback samples passed on unwalked
+	// (Options.Fallback).
+	NoProcess, NoMapping, OutputErrors, Fallback uint64
 	// Stops counts walks by why they ended.
 	Stops [NumStops]uint64
 	// RunTime and Runs are the kernel's statistics of the program (0
@@ -104,6 +111,7 @@ const (
 	cNoProc
 	cNoMap
 	cOutputErr
+	cFallback
 	cStop
 	numCounters = cStop + 8
 )
@@ -124,6 +132,8 @@ func (c *Counters) set(i uint32, v uint64) {
 		c.NoMapping = v
 	case i == cOutputErr:
 		c.OutputErrors = v
+	case i == cFallback:
+		c.Fallback = v
 	case i >= cStop && i-cStop < uint32(NumStops):
 		c.Stops[i-cStop] = v
 	}

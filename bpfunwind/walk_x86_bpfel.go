@@ -29,26 +29,30 @@ type walkOut struct {
 	Stop   uint16
 	Pcs    [4224]uint64
 	St     struct {
-		_      structs.HostLayout
-		Pc     uint64
-		Sp     uint64
-		Fp     uint64
-		Mstart uint64
-		Mend   uint64
-		Bias   uint64
-		Fbase  uint64
-		Flimit uint64
-		Ffirst uint32
-		Fn     uint32
-		Mfile  uint32
-		Tgid   uint32
-		N      uint32
-		Nkern  uint32
-		Stop   uint32
-		Lo     uint32
-		Hi     uint32
-		_      [4]byte
-		Woke   uint64
+		_            structs.HostLayout
+		Pc           uint64
+		Sp           uint64
+		Fp           uint64
+		Mstart       uint64
+		Mend         uint64
+		Bias         uint64
+		Fbase        uint64
+		Flimit       uint64
+		Ffirst       uint32
+		Fn           uint32
+		Mfile        uint32
+		Tgid         uint32
+		N            uint32
+		Nkern        uint32
+		Stop         uint32
+		Lo           uint32
+		Hi           uint32
+		_            [4]byte
+		Woke         uint64
+		Missing      uint32
+		FramesSframe uint32
+		FramesFp     uint32
+		_            [4]byte
 	}
 }
 
@@ -88,6 +92,7 @@ const (
 	walkMapRows        = "rows"
 	walkMapScratch     = "scratch"
 	walkProgWalkStack  = "walk_stack"
+	walkVarFallback    = "fallback"
 	walkVarKernelStack = "kernel_stack"
 	walkVarMaxDepth    = "max_depth"
 )
@@ -154,6 +159,7 @@ type walkMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type walkVariableSpecs struct {
+	Fallback    *ebpf.VariableSpec `ebpf:"fallback"`
 	KernelStack *ebpf.VariableSpec `ebpf:"kernel_stack"`
 	MaxDepth    *ebpf.VariableSpec `ebpf:"max_depth"`
 }
@@ -203,6 +209,7 @@ func (m *walkMaps) Close() error {
 //
 // It can be passed to loadWalkObjects or ebpf.CollectionSpec.LoadAndAssign.
 type walkVariables struct {
+	Fallback    *ebpf.Variable `ebpf:"fallback"`
 	KernelStack *ebpf.Variable `ebpf:"kernel_stack"`
 	MaxDepth    *ebpf.Variable `ebpf:"max_depth"`
 }

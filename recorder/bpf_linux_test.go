@@ -50,42 +50,61 @@ func checkBPF(t *testing.T, p *Profile) *bpfunwind.Counters {
 }
 
 // TestBPFChains records with --bpf the three threads spinning in chains
-// of 5, 20 and 60 functions (one through qsort's callback? no: plain
-// calls), built with SFrame, with CFI only and with frame pointers
-// only: at least 99% of each thread's samples show the exact chain, and
-// the program's frames were walked by the build's method (the rows of
-// its SFrame, own or compiled from its CFI, or frame pointers).
+// of 5, 20 and 60 functions, built with SFrame, with CFI only and with
+// frame pointers only, of a process given by PID and of a command
+// (whose first samples, before its tables are loaded, the program passes
+// on to the user-space walk): at least 99% of each thread's samples show
+// the exact chain, and the program's frames were walked by the build's
+// method (the rows of its SFrame, own or compiled from its CFI, or frame
+// pointers).
 func TestBPFChains(t *testing.T) {
 	needBPF(t)
 	for _, b := range builds {
-		t.Run(b.name, func(t *testing.T) {
-			exe := buildProg(t, b.flags...)
-			prog := testprog.StartCmd(t, exec.Command(exe, "spin", "120"))
-			pid := prog.PID()
-			var c5, c20, c60 time.Duration
-			p := recordUntil(t, Options{PIDs: []int{pid}, BPF: true, Started: func() {
-				c5, c20, c60 = threadCPU(pid, "spin5"), threadCPU(pid, "spin20"), threadCPU(pid, "spin60")
-			}}, func() bool {
-				return threadCPU(pid, "spin5")-c5 >= 300*time.Millisecond && threadCPU(pid, "spin20")-c20 >= 300*time.Millisecond &&
-					threadCPU(pid, "spin60")-c60 >= 300*time.Millisecond
+		for _, mode := range []string{"pid", "command"} {
+			t.Run(b.name+"/"+mode, func(t *testing.T) {
+				exe := buildProg(t, b.flags...)
+				opts := Options{BPF: true}
+				var pid int
+				if mode == "pid" {
+					pid = testprog.StartCmd(t, exec.Command(exe, "spin", "120")).PID()
+					opts.PIDs = []int{pid}
+				} else {
+					opts.Command = exec.Command(exe, "spin", "120")
+				}
+				var c5, c20, c60 time.Duration
+				opts.Started = func() {
+					if pid == 0 {
+						pid = opts.Command.Process.Pid
+					}
+					c5, c20, c60 = threadCPU(pid, "spin5"), threadCPU(pid, "spin20"), threadCPU(pid, "spin60")
+				}
+				p := recordUntil(t, opts, func() bool {
+					return threadCPU(pid, "spin5")-c5 >= 300*time.Millisecond && threadCPU(pid, "spin20")-c20 >= 300*time.Millisecond &&
+						threadCPU(pid, "spin60")-c60 >= 300*time.Millisecond
+				})
+				q := pprofOf(t, p)
+				checkChains(t, q, pid, map[string][]string{
+					"spin5":  chain("spin5", "a", 5),
+					"spin20": chain("spin20", "b", 20),
+					"spin60": chain("spin60", "c", 60),
+				})
+				c := checkBPF(t, p)
+				all := c.SFrameFrames + c.FPFrames
+				got := c.SFrameFrames
+				if b.method == unwind.MethodFP {
+					got = c.FPFrames
+				}
+				// 85 of the 88 callers of the chains are the program's.
+				if float64(got) < 0.9*float64(all) {
+					t.Errorf("%d of %d callers found by the build's method (%s): %+v", got, all, b.method, c)
+				}
+				// Only a command's first samples (its first tens of
+				// milliseconds, more on a loaded machine) are passed on.
+				if c.Fallback > c.Samples/3 {
+					t.Errorf("%d of %d samples passed on to the user-space walk, want most walked in the kernel", c.Fallback, c.Samples)
+				}
 			})
-			q := pprofOf(t, p)
-			checkChains(t, q, pid, map[string][]string{
-				"spin5":  chain("spin5", "a", 5),
-				"spin20": chain("spin20", "b", 20),
-				"spin60": chain("spin60", "c", 60),
-			})
-			c := checkBPF(t, p)
-			all := c.SFrameFrames + c.FPFrames
-			got := c.SFrameFrames
-			if b.method == unwind.MethodFP {
-				got = c.FPFrames
-			}
-			// 85 of the 88 callers of the chains are the program's.
-			if float64(got) < 0.9*float64(all) {
-				t.Errorf("%d of %d callers found by the build's method (%s): %+v", got, all, b.method, c)
-			}
-		})
+		}
 	}
 }
 

@@ -53,7 +53,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 				depth = bpfunwind.DefaultMaxDepth
 				opts.MaxDepth = depth
 			}
-			if bu, err = bpfunwind.Load(bpfunwind.Options{MaxDepth: depth, Kernel: opts.Kernel}); err != nil {
+			if bu, err = bpfunwind.Load(bpfunwind.Options{MaxDepth: depth, Kernel: opts.Kernel, Fallback: true}); err != nil {
 				if !errors.Is(err, bpfunwind.ErrPermission) {
 					return nil, err
 				}

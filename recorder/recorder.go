@@ -232,16 +232,6 @@ func (o *Options) perfOptions(a arch.Arch) (po perfevent.Options, cs int) {
 		cs = len(events)
 		events = append(events, perfevent.ContextSwitches)
 	}
-	if o.BPF {
-		// The program walks the stacks and writes them into the
-		// bpf-output events: no registers, stack copies or callchains.
-		return perfevent.Options{Events: events, Freq: o.freq(), Kernel: o.Kernel, BPFOutput: true,
-			Mmap: true, Comm: true, Task: true, ContextSwitch: o.OffCPU, SampleIDAll: true, Monotonic: true,
-			FinishedRound: true, RingPages: o.ringPages(),
-			// The kernel's tables of a process follow its records as
-			// they are read: read them often.
-			PollInterval: 100 * time.Millisecond}, cs
-	}
 	return perfevent.Options{Events: events, Freq: o.freq(), Kernel: o.Kernel, Callchain: o.Kernel,
 		RegsUser: perfevent.UserRegsMask(a), StackUser: o.stackSize(),
 		Mmap: true, Comm: true, Task: true, ContextSwitch: o.OffCPU, SampleIDAll: true,
@@ -251,7 +241,11 @@ func (o *Options) perfOptions(a arch.Arch) (po perfevent.Options, cs int) {
 		FinishedRound: true, RingPages: o.ringPages(),
 		// Rings are read at their wakeup watermark (half full) and at
 		// Stop; waking up more often only costs the profiler CPU time.
-		PollInterval: time.Second}, cs
+		PollInterval: time.Second,
+		// With BPF, the program's stacks come through bpf-output
+		// events; the events' own samples, with their stack copies, only
+		// when the program passes them on (bpfunwind.Options.Fallback).
+		BPFOutput: o.BPF}, cs
 }
 
 // TimeBased reports whether the periods of event e's samples are
@@ -296,8 +290,10 @@ type Stats struct {
 	// BPF says the stacks were walked in the kernel (Options.BPF); then
 	// BPFCounters are the program's counts and run time, BPFTables what
 	// its tables held, and BPFTruncated the stacks whose record did not
-	// decode whole.
+	// decode whole. BPFFallback counts the samples the program passed on,
+	// walked here.
 	BPF          bool
+	BPFFallback  uint64
 	BPFCounters  bpfunwind.Counters
 	BPFTables    bpfunwind.TableStats
 	BPFTruncated uint64

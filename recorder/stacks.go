@@ -217,10 +217,13 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 	r.smp.FromPerf(ps, r.arch)
 	r.smp.Event = rec.Attr.Index
 	if r.bpf != nil {
-		if r.smp.Event != r.outEvent {
-			return // the program drops the events' own samples
+		if r.smp.Event == r.outEvent {
+			r.fromBPF(ps.RawData)
+		} else if !late {
+			// Passed on by the program, which had no table for it: walked
+			// here from its stack copy.
+			r.stats.BPFFallback++
 		}
-		r.fromBPF(ps.RawData)
 	}
 	if !late {
 		r.stats.Samples++

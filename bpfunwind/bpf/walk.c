@@ -12,6 +12,11 @@
 // CPU's bpf-output event, which the profiler has redirected into the
 // CPU's ring: the stack comes in time order with the MMAP/COMM/FORK/EXIT
 // records, and returns 0 so that the event writes no sample of its own.
+// When the walk met a process or an address it has no table for yet
+// (the first milliseconds of a new program or library, until the
+// profiler has read its records and loaded its tables), it writes
+// nothing and returns 1 instead, with fallback set: the event writes its
+// sample, with its copy of the user stack, walked in user space.
 //
 // The layout of the maps is bpfunwind's (maps.go): keep them in step.
 
@@ -86,6 +91,7 @@ enum {
 	C_NO_PROC,
 	C_NO_MAP,
 	C_OUTPUT_ERR,
+	C_FALLBACK,
 	C_STOP, // C_STOP + reason
 	C_MAX = C_STOP + 8,
 };
@@ -105,6 +111,8 @@ struct state {
 	u32 stop;
 	u32 lo, hi; // a binary search
 	u64 woke;   // when this CPU last woke the profiler
+	u32 missing; // the walk met a process or address without a table
+	u32 frames_sframe, frames_fp;
 };
 
 struct out {
@@ -174,6 +182,7 @@ struct {
 
 volatile const u32 max_depth = 128;
 volatile const u32 kernel_stack = 0; // add the kernel's frames
+volatile const u32 fallback = 0;     // pass samples without tables on
 
 // The kernel's struct pt_regs (x86-64), its fields found through BTF.
 struct pt_regs___k {
@@ -191,11 +200,13 @@ struct task_struct___k {
 // redundant but the verifier cannot.
 #define hide(v) asm volatile("" : "+r"(v))
 
-static __always_inline void count(u32 c) {
+static __always_inline void add(u32 c, u64 n) {
 	u64 *v = bpf_map_lookup_elem(&counters, &c);
 	if (v)
-		(*v)++;
+		*v += n;
 }
+
+static __always_inline void count(u32 c) { add(c, 1); }
 
 // findmap finds the mapping of st->pc, or leaves st->mfile 0.
 static __always_inline void findmap(struct state *st) {
@@ -317,6 +328,7 @@ static long step(u64 i, void *ctx) {
 		r = findrow(st, look - st->bias);
 	else if (st->mend == 0) {
 		count(C_NO_MAP);
+		st->missing = 1;
 		wake(st);
 	}
 
@@ -341,7 +353,7 @@ static long step(u64 i, void *ctx) {
 				return 1;
 			}
 		}
-		count(C_FRAMES_SFRAME);
+		st->frames_sframe++;
 	} else {
 		// Frame pointers: [FP] the caller's FP, [FP+8] the return
 		// address, the caller's SP above them.
@@ -351,7 +363,7 @@ static long step(u64 i, void *ctx) {
 			return 1;
 		}
 		cfa = f0 + 16;
-		count(C_FRAMES_FP);
+		st->frames_fp++;
 	}
 	if (ra == 0) {
 		st->stop = STOP_END;
@@ -388,6 +400,8 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	st->mstart = st->mend = 0;
 	st->mfile = 0;
 	st->pc = 0;
+	st->missing = 0;
+	st->frames_sframe = st->frames_fp = 0;
 
 	struct task_struct___k *task = (void *)bpf_get_current_task_btf();
 	if ((ctx->regs.cs & 3) != 0) {
@@ -408,10 +422,17 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		u32 tgid = st->tgid;
 		if (!bpf_map_lookup_elem(&procs, &tgid)) {
 			count(C_NO_PROC);
+			st->missing = 1;
 			wake(st);
 		}
 		st->stop = STOP_DEPTH;
 		bpf_loop(max_depth, step, 0, 0);
+	}
+	add(C_FRAMES_SFRAME, st->frames_sframe);
+	add(C_FRAMES_FP, st->frames_fp);
+	if (st->missing && fallback) {
+		count(C_FALLBACK);
+		return 1;
 	}
 	u32 stop = st->stop;
 	count(C_STOP + (stop & 7));
