@@ -12,4 +12,4 @@ require github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 
 require github.com/klauspost/compress v1.20.3
 
-require github.com/cilium/ebpf v0.22.0 // indirect
+require github.com/cilium/ebpf v0.22.0

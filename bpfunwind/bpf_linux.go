@@ -41,6 +41,7 @@ type Unwinder struct {
 	// Tables counts what the loaded tables hold.
 	Tables TableStats
 	proc   walkProc // scratch for SyncProcess
+	progs  []*ebpf.Program
 	misses *ringbuf.Reader
 	rec    ringbuf.Record
 }
@@ -92,6 +93,7 @@ func Load(opts Options) (*Unwinder, error) {
 	if err := spec.Variables[walkVarFallback].Set(fb); err != nil {
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
+	spec0 := spec.Copy() // for the other events' copies
 	u := &Unwinder{opts: opts, files: map[*perfunwind.File]*fileEntry{}, procs: map[uint32][]*fileEntry{}, nextID: 1,
 		free: []span{{0, uint32(opts.MaxRows)}}}
 	if err := spec.LoadAndAssign(&u.objs, nil); err != nil {
@@ -109,6 +111,27 @@ func Load(opts Options) (*Unwinder, error) {
 		}
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
+	u.progs = []*ebpf.Program{u.objs.WalkStack}
+	// The other events' copies share the maps (but their constants).
+	repl := map[string]*ebpf.Map{walkMapRows: u.objs.Rows, walkMapFiles: u.objs.Files, walkMapProcs: u.objs.Procs,
+		walkMapScratch: u.objs.Scratch, walkMapCounters: u.objs.Counters, walkMapOutput: u.objs.Output, walkMapMisses: u.objs.Misses}
+	for i := 1; i < opts.Events; i++ {
+		sp := spec0.Copy()
+		for name, v := range map[string]uint32{walkVarMaxDepth: uint32(opts.MaxDepth), walkVarKernelStack: ks, walkVarFallback: fb, walkVarEventIndex: uint32(i)} {
+			if err := sp.Variables[name].Set(v); err != nil {
+				u.Close()
+				return nil, fmt.Errorf("bpf unwinder: %w", err)
+			}
+		}
+		var p struct {
+			Prog *ebpf.Program `ebpf:"walk_stack"`
+		}
+		if err := sp.LoadAndAssign(&p, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
+			u.Close()
+			return nil, fmt.Errorf("bpf unwinder: event %d: %w", i, err)
+		}
+		u.progs = append(u.progs, p.Prog)
+	}
 	if u.misses, err = ringbuf.NewReader(u.objs.Misses); err != nil {
 		u.objs.Close()
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
@@ -120,9 +143,16 @@ func Load(opts Options) (*Unwinder, error) {
 	return u, nil
 }
 
-// Program returns the program's file descriptor, to attach to perf
-// events (perfevent.Session.SetBPF).
-func (u *Unwinder) Program() int { return u.objs.WalkStack.FD() }
+// Programs returns the file descriptors of the program's copies, one per
+// sampled event (Options.Events), to attach to them
+// (perfevent.Session.SetBPF).
+func (u *Unwinder) Programs() []int {
+	fds := make([]int, len(u.progs))
+	for i, p := range u.progs {
+		fds[i] = p.FD()
+	}
+	return fds
+}
 
 // SetOutputs gives the program each CPU's bpf-output event
 // (perfevent.Session.BPFOutputs), which it writes the stacks into.
@@ -314,8 +344,11 @@ func (u *Unwinder) Counters() Counters {
 		}
 		c.set(i, sum)
 	}
-	if st, err := u.objs.WalkStack.Stats(); err == nil {
-		c.RunTime, c.Runs = st.Runtime, st.RunCount
+	for _, p := range u.progs {
+		if st, err := p.Stats(); err == nil {
+			c.RunTime += st.Runtime
+			c.Runs += st.RunCount
+		}
 	}
 	return c
 }
@@ -335,7 +368,12 @@ func (u *Unwinder) Woken() {
 
 // Close unloads the program and frees its maps.
 func (u *Unwinder) Close() error {
-	u.misses.Close()
+	if u.misses != nil {
+		u.misses.Close()
+	}
+	for _, p := range u.progs[min(1, len(u.progs)):] {
+		p.Close()
+	}
 	if u.stats != nil {
 		u.stats.Close()
 	}

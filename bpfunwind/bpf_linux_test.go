@@ -24,12 +24,12 @@ func loadOrSkip(t *testing.T, opts Options) *Unwinder {
 }
 
 // TestVerifier loads the program: the kernel's verifier accepts it, at
-// the deepest walk and with the kernel's frames.
+// the deepest walk, and with the kernel's frames and a copy per event.
 func TestVerifier(t *testing.T) {
-	for _, o := range []Options{{}, {MaxDepth: 5, Kernel: true}} {
+	for _, o := range []Options{{}, {MaxDepth: 5, Kernel: true, Fallback: true, Events: 2}} {
 		u := loadOrSkip(t, o)
-		if u.Program() <= 0 {
-			t.Fatalf("program fd %d", u.Program())
+		if fds := u.Programs(); len(fds) != max(o.Events, 1) || fds[0] <= 0 || fds[len(fds)-1] <= 0 {
+			t.Fatalf("programs %v for %d events", fds, o.Events)
 		}
 	}
 }

@@ -25,8 +25,8 @@ var errUnsupported = errors.New("bpf unwinder: x86-64 Linux only")
 // Load fails: no walker in this build.
 func Load(Options) (*Unwinder, error) { return nil, errUnsupported }
 
-// Program returns -1.
-func (u *Unwinder) Program() int { return -1 }
+// Programs returns nothing.
+func (u *Unwinder) Programs() []int { return nil }
 
 // SetOutputs fails.
 func (u *Unwinder) SetOutputs(map[int]int) error { return errUnsupported }

@@ -36,6 +36,9 @@ type Options struct {
 	// its user registers and stack copy, when it records them), to walk
 	// in user space. Without it, such walks end there.
 	Fallback bool
+	// Events is the number of sampled events, each with its own copy of
+	// the program (Unwinder.Programs): 1 when 0, at most 256.
+	Events int
 	// MaxRows, MaxFiles and MaxProcesses size the maps (the defaults
 	// above when 0).
 	MaxRows, MaxFiles, MaxProcesses int
@@ -46,6 +49,7 @@ func (o *Options) defaults() {
 		o.MaxDepth = DefaultMaxDepth
 	}
 	o.MaxDepth = min(o.MaxDepth, MaxDepth)
+	o.Events = min(max(o.Events, 1), 256)
 	if o.MaxRows <= 0 {
 		o.MaxRows = DefaultMaxRows
 	}

@@ -14,17 +14,18 @@ const outHeader = 16
 // sample) into a perf callchain appended to chain[:0]: the kernel
 // frames after perfdata.ContextKernel, the user frames, innermost first,
 // after perfdata.ContextUser. It returns the sampled event's period and
-// why the walk stopped; ok is false for a record too short for what its
-// header says (the rest is then left out).
-func Decode(raw []byte, chain []uint64) (out []uint64, period uint64, stop Stop, ok bool) {
+// index (Options.Events), and why the walk stopped; ok is false for a
+// record too short for what its header says (the rest is then left
+// out).
+func Decode(raw []byte, chain []uint64) (out []uint64, period uint64, event int, stop Stop, ok bool) {
 	chain = chain[:0]
 	if len(raw) < outHeader {
-		return chain, 0, 0, false
+		return chain, 0, 0, 0, false
 	}
 	le := binary.LittleEndian
 	period = le.Uint64(raw)
 	nu, nk := int(le.Uint32(raw[8:])), int(le.Uint16(raw[12:]))
-	stop = Stop(le.Uint16(raw[14:]))
+	stop, event = Stop(raw[14]), int(raw[15])
 	pcs := raw[outHeader:]
 	ok = nu+nk <= len(pcs)/8
 	if !ok {
@@ -43,5 +44,5 @@ func Decode(raw []byte, chain []uint64) (out []uint64, period uint64, stop Stop,
 			chain = append(chain, le.Uint64(pcs[8*i:]))
 		}
 	}
-	return chain, period, stop, ok
+	return chain, period, event, stop, ok
 }

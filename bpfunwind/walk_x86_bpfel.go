@@ -92,6 +92,7 @@ const (
 	walkMapRows        = "rows"
 	walkMapScratch     = "scratch"
 	walkProgWalkStack  = "walk_stack"
+	walkVarEventIndex  = "event_index"
 	walkVarFallback    = "fallback"
 	walkVarKernelStack = "kernel_stack"
 	walkVarMaxDepth    = "max_depth"
@@ -159,6 +160,7 @@ type walkMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type walkVariableSpecs struct {
+	EventIndex  *ebpf.VariableSpec `ebpf:"event_index"`
 	Fallback    *ebpf.VariableSpec `ebpf:"fallback"`
 	KernelStack *ebpf.VariableSpec `ebpf:"kernel_stack"`
 	MaxDepth    *ebpf.VariableSpec `ebpf:"max_depth"`
@@ -209,6 +211,7 @@ func (m *walkMaps) Close() error {
 //
 // It can be passed to loadWalkObjects or ebpf.CollectionSpec.LoadAndAssign.
 type walkVariables struct {
+	EventIndex  *ebpf.Variable `ebpf:"event_index"`
 	Fallback    *ebpf.Variable `ebpf:"fallback"`
 	KernelStack *ebpf.Variable `ebpf:"kernel_stack"`
 	MaxDepth    *ebpf.Variable `ebpf:"max_depth"`

@@ -408,18 +408,21 @@ func (s *Session) WakeOn(fd int) error {
 	return nil
 }
 
-// SetBPF attaches the BPF program prog (a file descriptor of a
-// BPF_PROG_TYPE_PERF_EVENT program) to every sampled event
-// (PERF_EVENT_IOC_SET_BPF): it runs at each sample, and the sample is
-// written only when it returns non-zero. Threads that inherit the events
-// later inherit the program. Call it before Enable, or before the
-// command starts.
-func (s *Session) SetBPF(prog int) error {
+// SetBPF attaches BPF programs (file descriptors of
+// BPF_PROG_TYPE_PERF_EVENT programs) to the sampled events
+// (PERF_EVENT_IOC_SET_BPF), progs[i] to the event of Attrs()[i]: it runs
+// at each sample, and the sample is written only when it returns
+// non-zero. Threads that inherit the events later inherit the program.
+// Call it before Enable, or before the command starts.
+func (s *Session) SetBPF(progs []int) error {
 	for _, ev := range s.events {
 		if ev.output {
 			continue
 		}
-		if err := unix.IoctlSetInt(ev.fd, unix.PERF_EVENT_IOC_SET_BPF, prog); err != nil {
+		if ev.attr.Index >= len(progs) {
+			return &Error{Op: fmt.Sprintf("attach a BPF program to %s", ev.attr.Event.Name), Err: unix.EINVAL}
+		}
+		if err := unix.IoctlSetInt(ev.fd, unix.PERF_EVENT_IOC_SET_BPF, progs[ev.attr.Index]); err != nil {
 			return &Error{Op: fmt.Sprintf("attach the BPF program to %s on CPU %d", ev.attr.Event.Name, ev.cpu), Err: err}
 		}
 	}

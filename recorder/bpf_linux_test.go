@@ -253,3 +253,14 @@ func TestBPFAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestBPFOffCPU is TestOffCPU walked in the kernel: the switch-outs,
+// taken in the scheduler, are walked from the task's saved user
+// registers by the context-switch event's own copy of the program.
+func TestBPFOffCPU(t *testing.T) {
+	needBPF(t)
+	p := testOffCPU(t, Options{OffCPU: true, BPF: true})
+	if c := checkBPF(t, p); c.KernelMode == 0 {
+		t.Errorf("no sample taken in the kernel walked: %+v", c)
+	}
+}

@@ -41,19 +41,20 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	if opts.BPF {
 		var err error
 		switch {
-		case opts.OffCPU:
-			warnings = append(warnings, "--bpf: off-CPU samples are not walked in the kernel yet; walking every stack in user space")
-			opts.BPF = false
 		case !bpfunwind.Supported:
 			warnings = append(warnings, fmt.Sprintf("--bpf: no BPF walker for %s; walking the stacks in user space", runtime.GOARCH))
 			opts.BPF = false
 		default:
+			events := 1
+			if opts.OffCPU {
+				events = 2
+			}
 			depth := opts.MaxDepth
 			if depth == 0 {
 				depth = bpfunwind.DefaultMaxDepth
 				opts.MaxDepth = depth
 			}
-			if bu, err = bpfunwind.Load(bpfunwind.Options{MaxDepth: depth, Kernel: opts.Kernel, Fallback: true}); err != nil {
+			if bu, err = bpfunwind.Load(bpfunwind.Options{MaxDepth: depth, Kernel: opts.Kernel, Fallback: true, Events: events}); err != nil {
 				if !errors.Is(err, bpfunwind.ErrPermission) {
 					return nil, err
 				}
@@ -85,7 +86,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 		if err := s.WakeOn(bu.WakeFD()); err != nil {
 			return err
 		}
-		return s.SetBPF(bu.Program())
+		return s.SetBPF(bu.Programs())
 	}
 	mirror := bpfunwind.NewMirror()
 	seed := func(pid int) {

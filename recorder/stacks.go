@@ -250,7 +250,7 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 	}
 	r.stats.OnCPU++
 	st.n++
-	st.period += ps.Period
+	st.period += r.smp.Period // FromPerf's, or the walker's (fromBPF)
 }
 
 // fromBPF makes r.smp the sample of a stack the BPF program walked: its
@@ -258,11 +258,10 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 // and the period of the event sampled.
 func (r *recorder) fromBPF(raw []byte) {
 	var ok bool
-	r.smp.Callchain, r.smp.Period, _, ok = bpfunwind.Decode(raw, r.smp.Callchain)
+	r.smp.Callchain, r.smp.Period, r.smp.Event, _, ok = bpfunwind.Decode(raw, r.smp.Callchain)
 	if !ok {
 		r.stats.BPFTruncated++
 	}
-	r.smp.Event = 0
 	r.smp.IP = 0
 	for i, pc := range r.smp.Callchain {
 		if pc == perfdata.ContextUser && i+1 < len(r.smp.Callchain) {

@@ -119,7 +119,7 @@ struct out {
 	u64 period;
 	u32 nuser;
 	u16 nkern;
-	u16 stop;
+	u16 stop;         // the stop reason, the event's index << 8
 	u64 pcs[MAX_PCS]; // kernel frames, then user frames
 	struct state st;  // not output
 };
@@ -183,6 +183,9 @@ struct {
 volatile const u32 max_depth = 128;
 volatile const u32 kernel_stack = 0; // add the kernel's frames
 volatile const u32 fallback = 0;     // pass samples without tables on
+// The index of the event this copy of the program is attached to,
+// written beside the stop reason: one copy per sampled event.
+volatile const u32 event_index = 0;
 
 // The kernel's struct pt_regs (x86-64), its fields found through BTF.
 struct pt_regs___k {
@@ -440,7 +443,7 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	nk = st->nkern;
 	o->nuser = nu;
 	o->nkern = nk;
-	o->stop = stop;
+	o->stop = stop | (event_index & 0xff) << 8;
 	u64 size = OUT_HDR + (u64)(nk + nu) * sizeof(u64);
 	if (size > OUT_HDR + MAX_PCS * sizeof(u64))
 		size = OUT_HDR + MAX_PCS * sizeof(u64);

@@ -47,7 +47,6 @@ attached to the sampling events, from each file's SFrame rows (its own
 applies: no stack is copied, and deep stacks are walked whole (up to
 --max-depth, 4096 by default). It needs CAP_BPF and CAP_PERFMON (root);
 without them, a line says so and the stacks are walked in user space.
---off-cpu is not walked in the kernel yet.
 
 With --off-cpu, every switch of a thread off its CPU is a sample too,
 taken where it blocked (or was preempted), weighted by the time until it
