@@ -58,7 +58,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 				if !errors.Is(err, bpfunwind.ErrPermission) {
 					return nil, err
 				}
-				warnings = append(warnings, fmt.Sprintf("--bpf: %v; walking the stacks in user space", err))
+				warnings = append(warnings, fmt.Sprintf("--bpf: %v; walking the stacks in user space", bpfunwind.ErrPermission))
 				opts.BPF = false
 			} else {
 				defer bu.Close()
