@@ -46,6 +46,12 @@ func checkBPF(t *testing.T, p *Profile) *bpfunwind.Counters {
 	if c.Samples == 0 || c.OutputErrors > 0 || p.Stats.BPFTruncated > 0 {
 		t.Errorf("BPF counters %+v, %d truncated", c, p.Stats.BPFTruncated)
 	}
+	// Only the samples of code whose tables are not loaded yet (a new
+	// command's, library's or process's first tens of milliseconds, more
+	// on a loaded machine) are passed on to the user-space walk.
+	if c.Fallback > c.Samples/3 {
+		t.Errorf("%d of %d samples passed on to the user-space walk, want most walked in the kernel", c.Fallback, c.Samples)
+	}
 	return c
 }
 
@@ -53,7 +59,7 @@ func checkBPF(t *testing.T, p *Profile) *bpfunwind.Counters {
 // of 5, 20 and 60 functions, built with SFrame, with CFI only and with
 // frame pointers only, of a process given by PID and of a command
 // (whose first samples, before its tables are loaded, the program passes
-// on to the user-space walk): at least 99% of each thread's samples show
+// on to the user-space walk: checkBPF): at least 99% of each thread's samples show
 // the exact chain, and the program's frames were walked by the build's
 // method (the rows of its SFrame, own or compiled from its CFI, or frame
 // pointers).
@@ -97,11 +103,6 @@ func TestBPFChains(t *testing.T) {
 				// 85 of the 88 callers of the chains are the program's.
 				if float64(got) < 0.9*float64(all) {
 					t.Errorf("%d of %d callers found by the build's method (%s): %+v", got, all, b.method, c)
-				}
-				// Only a command's first samples (its first tens of
-				// milliseconds, more on a loaded machine) are passed on.
-				if c.Fallback > c.Samples/3 {
-					t.Errorf("%d of %d samples passed on to the user-space walk, want most walked in the kernel", c.Fallback, c.Samples)
 				}
 			})
 		}
@@ -263,4 +264,37 @@ func TestBPFOffCPU(t *testing.T) {
 	if c := checkBPF(t, p); c.KernelMode == 0 {
 		t.Errorf("no sample taken in the kernel walked: %+v", c)
 	}
+}
+
+// TestBPFLateCode: with --bpf, a library loaded after the command
+// started (dlopen) and a program the process executes later (exec) are
+// walked: the kernel's tables follow, and at least 99% of the samples of
+// their threads show the exact chain.
+func TestBPFLateCode(t *testing.T) {
+	needBPF(t)
+	dlprog := testprog.Build(t, "testdata/dlprog.c", "-O2", "-Wa,--gsframe")
+	t.Run("dlopen", func(t *testing.T) {
+		lib := testprog.Build(t, "testdata/dllib.c", "-O2", "-Wa,--gsframe", "-shared", "-fPIC")
+		cmd := exec.Command(dlprog, "dlopen", lib, "120")
+		p := recordUntil(t, Options{Command: cmd, BPF: true}, func() bool { return threadCPU(cmd.Process.Pid, "dl") >= 300*time.Millisecond })
+		q := pprofOf(t, p)
+		checkChains(t, q, cmd.Process.Pid, map[string][]string{"dl": {"lib2", "lib1", "lib_spin", "dl_thread", "start_thread", "clone3"}})
+		checkBPF(t, p)
+	})
+	t.Run("exec", func(t *testing.T) {
+		exe := buildProg(t, "-O2", "-Wa,--gsframe")
+		cmd := exec.Command(dlprog, "exec", exe, "spin", "120")
+		p := recordUntil(t, Options{Command: cmd, BPF: true}, func() bool {
+			pid := cmd.Process.Pid
+			return threadCPU(pid, "spin5") >= 300*time.Millisecond && threadCPU(pid, "spin20") >= 300*time.Millisecond &&
+				threadCPU(pid, "spin60") >= 300*time.Millisecond
+		})
+		q := pprofOf(t, p)
+		checkChains(t, q, cmd.Process.Pid, map[string][]string{
+			"spin5":  chain("spin5", "a", 5),
+			"spin20": chain("spin20", "b", 20),
+			"spin60": chain("spin60", "c", 60),
+		})
+		checkBPF(t, p)
+	})
 }
