@@ -33,3 +33,26 @@ func TestVerifier(t *testing.T) {
 		}
 	}
 }
+
+// TestRowsAllocator: ranges of the rows map are taken first fit and
+// given back merged with their free neighbours, so that evicted files'
+// rows serve new ones.
+func TestRowsAllocator(t *testing.T) {
+	u := &Unwinder{free: []span{{0, 100}}}
+	a, _ := u.allocRows(30)
+	b, _ := u.allocRows(30)
+	c, _ := u.allocRows(30)
+	if _, ok := u.allocRows(20); ok || a != 0 || b != 30 || c != 60 {
+		t.Fatalf("allocated %d %d %d, free %v", a, b, c, u.free)
+	}
+	u.freeRows(span{a, 30})
+	u.freeRows(span{c, 30})
+	if d, ok := u.allocRows(35); !ok || d != 60 {
+		t.Errorf("35 rows at %d (%v), want 60; free %v", d, ok, u.free)
+	}
+	u.freeRows(span{60, 35})
+	u.freeRows(span{b, 30})
+	if len(u.free) != 1 || u.free[0] != (span{0, 100}) {
+		t.Errorf("all freed: %v, want one range of 100", u.free)
+	}
+}

@@ -63,6 +63,11 @@ type Options struct {
 	// 8 MB, where a recording goes through a hundred of its functions).
 	// The frames are the same either way.
 	SFrameFromCFI bool
+	// CallchainSource names, in WriteSummary, where the user frames of
+	// samples without registers and stack come from: "the kernel's
+	// callchain" when empty (a live profiler whose stacks a BPF program
+	// walked says so).
+	CallchainSource string
 }
 
 // OptionsFor returns the options for a recording with header h read on

@@ -27,8 +27,12 @@ func WriteSummary(w io.Writer, s *Session) error {
 	fmt.Fprintf(&b, "user stacks unwound: %d (%d by SFrame alone, %d with CFI for some frame, %d with frame pointers for some frame, %d not past the first frame)\n",
 		st.Unwound, st.OnlySFrame, st.WithCFI, st.WithFP, st.FirstOnly)
 	if n := st.NoMappings + st.Callchain + st.NoUser; n > 0 {
-		fmt.Fprintf(&b, "other samples: %d (%d of processes with no known mapping, %d from the kernel's callchain, %d without user registers or stack)\n",
-			n, st.NoMappings, st.Callchain, st.NoUser)
+		src := s.opts.CallchainSource
+		if src == "" {
+			src = "the kernel's callchain"
+		}
+		fmt.Fprintf(&b, "other samples: %d (%d of processes with no known mapping, %d from %s, %d without user registers or stack)\n",
+			n, st.NoMappings, st.Callchain, src, st.NoUser)
 	}
 	fr := &st.Frames
 	gen := ""

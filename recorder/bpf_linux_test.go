@@ -296,5 +296,9 @@ func TestBPFLateCode(t *testing.T) {
 			"spin60": chain("spin60", "c", 60),
 		})
 		checkBPF(t, p)
+		// dlprog's table, which no process maps after the exec.
+		if p.Stats.BPFTables.Evicted == 0 {
+			t.Errorf("no table evicted: %+v", p.Stats.BPFTables)
+		}
 	})
 }

@@ -70,6 +70,9 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	if opts.Kernel {
 		sopts.Kallsyms = "/proc/kallsyms"
 	}
+	if bu != nil {
+		sopts.CallchainSource = "the BPF walker"
+	}
 	sess, err := perfunwind.NewSession(sopts)
 	if err != nil {
 		return nil, err
