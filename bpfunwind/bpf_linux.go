@@ -36,6 +36,7 @@ type Unwinder struct {
 	// processes mapping them counted.
 	files  map[*perfunwind.File]*fileEntry
 	procs  map[uint32][]*fileEntry // the files each process's table names
+	idle   []*fileEntry            // loaded tables no process names, oldest first
 	nextID uint32
 	free   []span // free ranges of the rows map, sorted
 	// Tables counts what the loaded tables hold.
@@ -47,6 +48,7 @@ type Unwinder struct {
 }
 
 type fileEntry struct {
+	f     *perfunwind.File
 	id    uint32
 	refs  int
 	first uint32 // rows [first, first+n)
@@ -222,33 +224,57 @@ func (u *Unwinder) DropProcess(pid uint32) {
 	}
 }
 
-// release drops a process's references to files, evicting the tables
-// of those no process maps any more.
+// maxIdle bounds the tables kept loaded after the last process mapping
+// them is gone: a program started again, or another that maps the same
+// libraries (after an exec, say), finds them loaded. Beyond it, and
+// when the rows or files maps are full, the oldest are evicted.
+const maxIdle = 64
+
+// release drops a process's references to files; the tables of those no
+// process maps any more become idle.
 func (u *Unwinder) release(files []*fileEntry) {
 	for _, fe := range files {
 		if fe.refs--; fe.refs > 0 {
 			continue
 		}
-		for f, e := range u.files {
-			if e == fe {
-				delete(u.files, f)
-			}
+		u.idle = append(u.idle, fe)
+		if len(u.idle) > maxIdle {
+			u.evictIdle()
 		}
-		u.objs.Files.Delete(fe.id)
-		if fe.n > 0 {
-			u.freeRows(span{fe.first, fe.n})
-		}
-		u.Tables.Evicted++
 	}
+	u.Tables.Idle = len(u.idle)
+}
+
+// evictIdle evicts the oldest idle table; false when there is none.
+func (u *Unwinder) evictIdle() bool {
+	if len(u.idle) == 0 {
+		return false
+	}
+	fe := u.idle[0]
+	u.idle = u.idle[1:]
+	delete(u.files, fe.f)
+	u.objs.Files.Delete(fe.id)
+	if fe.n > 0 {
+		u.freeRows(span{fe.first, fe.n})
+	}
+	u.Tables.Evicted++
+	u.Tables.Idle = len(u.idle)
+	return true
 }
 
 // file returns the loaded table of f, loading it first; nil when f
 // cannot be loaded (its frames then follow frame pointers).
 func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 	if fe, ok := u.files[f]; ok {
+		if fe.refs == 0 {
+			u.idle = slices.DeleteFunc(u.idle, func(e *fileEntry) bool { return e == fe })
+			u.Tables.Idle = len(u.idle)
+		}
 		return fe
 	}
-	fe := &fileEntry{id: u.nextID}
+	for len(u.files) >= u.opts.MaxFiles-1 && u.evictIdle() {
+	}
+	fe := &fileEntry{f: f, id: u.nextID}
 	tab, err := loadTable(f)
 	if err != nil {
 		u.Tables.Failed++
@@ -260,6 +286,9 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 	wf := walkFile{Base: tab.Base, Limit: tab.Limit}
 	if n := len(tab.Rows); n > 0 {
 		first, ok := u.allocRows(uint32(n))
+		for !ok && u.evictIdle() {
+			first, ok = u.allocRows(uint32(n))
+		}
 		if !ok {
 			u.Tables.Full++
 			wf.Limit = wf.Base // no rows: frame pointers

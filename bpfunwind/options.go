@@ -154,7 +154,7 @@ func (c *Counters) RunTimePerSample() time.Duration {
 // TableStats count the tables loaded into the kernel.
 type TableStats struct {
 	// Files is the number of file tables loaded (ever), Evicted those
-	// dropped when no process mapped them any more; Rows the rows loaded
+	// dropped since no process mapped them any more; Rows the rows loaded
 	// (ever), Full the files left without rows because the rows map was
 	// full, Failed those whose tables did not load (their frames follow
 	// frame pointers).
@@ -163,4 +163,7 @@ type TableStats struct {
 	Skipped [NumReasons]int
 	// Truncated counts process tables cut at MaxMappings.
 	Truncated int
+	// Idle is the number of tables kept loaded that no process maps now
+	// (evicted, oldest first, when room is needed or beyond 64).
+	Idle int
 }

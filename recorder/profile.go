@@ -259,7 +259,7 @@ func (p *Profile) WriteSummary(w io.Writer) error {
 			fmt.Fprintf(&b, "; stacks lost by the output event %d, cut short %d", c.OutputErrors, st.BPFTruncated)
 		}
 		t := &st.BPFTables
-		fmt.Fprintf(&b, "\n  tables: %d files, %d rows (%d evicted, %d failed, %d without room)", t.Files, t.Rows, t.Evicted, t.Failed, t.Full)
+		fmt.Fprintf(&b, "\n  tables: %d files, %d rows (%d idle, %d evicted, %d failed, %d without room)", t.Files, t.Rows, t.Idle, t.Evicted, t.Failed, t.Full)
 		for i, n := range t.Skipped {
 			if n > 0 {
 				fmt.Fprintf(&b, "; rows left to frame pointers, %s: %d", bpfunwind.Reason(i), n)
