@@ -49,8 +49,11 @@
 // relative to the file's first row, in one array map shared by every
 // file (each file a range of it, first fit); a file's table is loaded
 // once, keyed by the recorder's *perfunwind.File (one per file and
-// build), shared by every process that maps it, and evicted when no
-// process's table names it any more.
+// build), and shared by every process that maps it; once no process's
+// table names it, it stays loaded, idle, for the next process that maps
+// the file (a program run again, the libraries after an exec), and the
+// oldest idle tables are evicted when rows or files are needed, or
+// beyond 64.
 //
 // A process's table is its executable mappings, sorted: start, end, load
 // bias and file. The recorder keeps them in a Mirror, changed as soon as
