@@ -55,10 +55,14 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 				opts.MaxDepth = depth
 			}
 			if bu, err = bpfunwind.Load(bpfunwind.Options{MaxDepth: depth, Kernel: opts.Kernel, Fallback: true, Events: events}); err != nil {
-				if !errors.Is(err, bpfunwind.ErrPermission) {
-					return nil, err
+				// Without the privilege, or on a kernel without what the
+				// program needs (BTF, bpf_loop: Linux 5.17), the stacks
+				// are walked here.
+				why := err
+				if errors.Is(err, bpfunwind.ErrPermission) {
+					why = bpfunwind.ErrPermission
 				}
-				warnings = append(warnings, fmt.Sprintf("--bpf: %v; walking the stacks in user space", bpfunwind.ErrPermission))
+				warnings = append(warnings, fmt.Sprintf("--bpf: %v; walking the stacks in user space", why))
 				opts.BPF = false
 			} else {
 				defer bu.Close()

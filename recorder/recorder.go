@@ -140,9 +140,12 @@ type Options struct {
 	// StackSize bytes of stack per sample and walking the copy here: no
 	// copy, and no limit but MaxDepth (bpfunwind.DefaultMaxDepth, 4,096
 	// frames, when 0). Without the privileges BPF needs (CAP_BPF and
-	// CAP_PERFMON), Profile.Warnings says so and the stacks are walked
-	// here. OffCPU is not walked in the kernel yet: with it, BPF is
-	// ignored with a warning.
+	// CAP_PERFMON), or on a kernel that refuses the program,
+	// Profile.Warnings says so and the stacks are walked here. With
+	// OffCPU, the switch-outs are walked in the kernel too. The first
+	// samples of a new program, library or process, taken before the
+	// recorder has read its records and loaded its tables into the
+	// kernel, come with their stack copy (StackSize) and are walked here.
 	BPF bool
 }
 
