@@ -10,6 +10,23 @@ require github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 
 require github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 
-require github.com/klauspost/compress v1.20.3
+require (
+	github.com/cilium/ebpf v0.22.0
+	github.com/klauspost/compress v1.20.3
+	go.opentelemetry.io/collector/pdata v1.71.0
+	go.opentelemetry.io/collector/pdata/pprofile v0.165.0
+	google.golang.org/grpc v1.85.0
+)
 
-require github.com/cilium/ebpf v0.22.0
+require (
+	github.com/hashicorp/go-version v1.9.0 // indirect
+	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
+	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
+	go.opentelemetry.io/collector/featuregate v1.71.0 // indirect
+	go.uber.org/multierr v1.11.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)

@@ -97,6 +97,11 @@ type Options struct {
 	// Pyroscope is the base URL of a Grafana Pyroscope server
 	// (http://host:4040) that each period's profiles are pushed to.
 	Pyroscope string
+	// OTLP is an OpenTelemetry collector's OTLP endpoint that each
+	// period's profiles are exported to as OpenTelemetry profiles:
+	// http://HOST:PORT for OTLP/HTTP (its /v1development/profiles), or
+	// HOST:PORT for OTLP/gRPC.
+	OTLP string
 	// Listen, if not "", is the address (host:port) of the agent's HTTP
 	// server: /debug/pprof/profile?seconds=N and /healthz.
 	Listen string
@@ -115,7 +120,9 @@ type Stats struct {
 	// of them (one per service with samples); Samples the samples in
 	// them.
 	Periods, Profiles, Samples uint64
-	// Sinks has each sink's counts, by name ("pyroscope").
+	// Bytes is the size of the profiles made, gzipped pprof.
+	Bytes uint64
+	// Sinks has each sink's counts, by name ("pyroscope", "otlp").
 	Sinks map[string]SinkStats
 }
 
@@ -154,7 +161,8 @@ type Agent struct {
 	waiting []*request
 	active  []*request
 
-	periods, profiles, samples atomic.Uint64
+	periods, profiles, samples, bytes atomic.Uint64
+	ticks                             atomic.Uint64 // the recorder's, so far
 }
 
 // service is one service's samples of the current period.
@@ -178,6 +186,7 @@ func New(opts Options) (*Agent, error) {
 			return nil, errors.New("sframe agent: give a cgroup or PIDs, not both")
 		}
 		opts.Record.SystemWide = true
+		opts.Cgroup = cgroupOf(opts.Cgroup)
 	}
 	if !opts.Record.SystemWide && len(opts.Record.PIDs) == 0 {
 		opts.Record.SystemWide = true
@@ -215,6 +224,13 @@ func New(opts Options) (*Agent, error) {
 		}
 		a.sinks = append(a.sinks, newSink("pyroscope", s, opts.QueueLen, opts.Log))
 	}
+	if opts.OTLP != "" {
+		s, err := newOTLP(opts.OTLP)
+		if err != nil {
+			return nil, err
+		}
+		a.sinks = append(a.sinks, newSink("otlp", s, opts.QueueLen, opts.Log))
+	}
 	if opts.Listen != "" {
 		ln, err := net.Listen("tcp", opts.Listen)
 		if err != nil {
@@ -236,7 +252,7 @@ func (a *Agent) Addr() net.Addr {
 
 // Stats returns what the agent has done so far.
 func (a *Agent) Stats() Stats {
-	st := Stats{Periods: a.periods.Load(), Profiles: a.profiles.Load(), Samples: a.samples.Load(), Sinks: map[string]SinkStats{}}
+	st := Stats{Periods: a.periods.Load(), Profiles: a.profiles.Load(), Samples: a.samples.Load(), Bytes: a.bytes.Load(), Sinks: map[string]SinkStats{}}
 	for _, s := range a.sinks {
 		st.Sinks[s.name] = s.stats()
 	}
@@ -298,6 +314,7 @@ const shutdownWait = 10 * time.Second
 // onTick takes one tick of the recorder's stacks (on the reader
 // goroutine).
 func (a *Agent) onTick(p *recorder.Profile) {
+	a.ticks.Add(1)
 	if a.builder == nil {
 		a.builder = p.NewPerfBuilder
 	}
@@ -349,6 +366,7 @@ func (a *Agent) cutPeriod(end time.Time) {
 		}
 		a.profiles.Add(1)
 		a.samples.Add(uint64(svc.samples))
+		a.bytes.Add(uint64(len(data)))
 		pr := &shipment{service: name, labels: svc.labels, start: start, end: end, pprof: data, prof: prof}
 		for _, s := range a.sinks {
 			s.push(pr)

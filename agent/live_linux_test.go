@@ -178,3 +178,45 @@ func fetchProfile(t *testing.T, url string, sec int) *profile.Profile {
 	}
 	return q
 }
+
+// TestCgroup profiles the processes of one cgroup: of two spinning
+// programs, the one moved into a new cgroup is profiled, the other not.
+func TestCgroup(t *testing.T) {
+	base := "/sys/fs/cgroup"
+	if _, err := os.Stat(base + "/cgroup.procs"); err != nil {
+		base += "/unified" // hybrid: the v2 hierarchy beside v1's
+	}
+	dir := fmt.Sprintf("%s/sframe-agent-test-%d", base, os.Getpid())
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("cannot make a cgroup (CI runs as root): %v", err)
+		}
+		t.Skipf("cannot make a cgroup: %v", err)
+	}
+	in, out := startSpin(t), startSpin(t)
+	t.Cleanup(func() {
+		in.Process.Kill()
+		in.Wait()
+		os.Remove(dir)
+	})
+	if err := os.WriteFile(dir+"/cgroup.procs", []byte(fmt.Sprint(in.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := runAgent(t, Options{Record: recorder.Options{Freq: 999}, Cgroup: dir, Period: 2 * time.Second, Listen: "127.0.0.1:0"})
+	url := "http://" + a.Addr().String()
+	var inSamples int64
+	for try := 0; try < 10 && inSamples < 50; try++ {
+		q := fetchProfile(t, url, 2)
+		for _, s := range q.Sample {
+			switch pid := s.NumLabel["pid"][0]; pid {
+			case int64(in.Process.Pid):
+				inSamples += s.Value[0]
+			default:
+				t.Fatalf("a sample of process %d (%v), not of the cgroup's %d (the other program is %d)", pid, s.Label["thread_name"], in.Process.Pid, out.Process.Pid)
+			}
+		}
+	}
+	if inSamples < 50 {
+		t.Errorf("%d samples of the cgroup's process, want 50", inSamples)
+	}
+}

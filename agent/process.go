@@ -39,12 +39,21 @@ func (a *Agent) proc(pid uint32, sess *perfunwind.Session) *procInfo {
 		// recording knows it.
 		exe = sess.ThreadName(pid)
 	}
+	var all []string
 	if cg, err := readSmall(dir + "/cgroup"); err == nil {
 		pi.cgroup = cgroupPath(cg)
-		pi.container = containerID(pi.cgroup)
+		all = cgroupPaths(cg)
+		for _, p := range all {
+			if pi.container = containerID(p); pi.container != "" {
+				break
+			}
+		}
 	}
 	if a.opts.Cgroup != "" {
-		pi.keep = inCgroup(pi.cgroup, a.opts.Cgroup)
+		pi.keep = false
+		for _, p := range all {
+			pi.keep = pi.keep || inCgroup(p, a.opts.Cgroup)
+		}
 	}
 	pi.service = exe
 	switch a.opts.ServiceLabel {
@@ -99,6 +108,18 @@ func cgroupPath(b []byte) string {
 	return first
 }
 
+// cgroupPaths returns the path of every hierarchy of a /proc/PID/cgroup
+// file: a process belongs to one cgroup in each.
+func cgroupPaths(b []byte) []string {
+	var paths []string
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if f := bytes.SplitN(line, []byte(":"), 3); len(f) == 3 {
+			paths = append(paths, string(f[2]))
+		}
+	}
+	return paths
+}
+
 // containerID returns the container id in a cgroup path: the last path
 // element holding 64 hexadecimal digits (docker-ID.scope,
 // cri-containerd-ID.scope, /docker/ID, kubepods/.../ID), or "".
@@ -126,15 +147,31 @@ func isHex64(s string) bool {
 
 func isHexDigit(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
 
-// inCgroup reports whether a process in cgroup path is in want or below
-// it; want may be a path under /sys/fs/cgroup.
-func inCgroup(path, want string) bool {
-	want = strings.TrimPrefix(filepath.Clean(want), "/sys/fs/cgroup")
-	if want == "" {
-		want = "/"
+// cgroupOf returns the cgroup path (as /proc/PID/cgroup writes it) of
+// the --cgroup argument: such a path, or a directory under
+// /sys/fs/cgroup, where either the unified hierarchy is mounted (cgroup
+// v2) or each hierarchy has a directory of its own (v1 and hybrid: cpu,
+// memory, ..., unified), whose name is not part of the cgroup's path.
+func cgroupOf(want string) string {
+	want = filepath.Clean(want)
+	rest, ok := strings.CutPrefix(want, "/sys/fs/cgroup")
+	if !ok {
+		return want
 	}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.procs"); err != nil {
+		// One directory per hierarchy: drop its name.
+		rest = strings.TrimPrefix(rest, "/")
+		_, rest, _ = strings.Cut(rest, "/")
+		rest = "/" + rest
+	}
+	return filepath.Clean("/" + rest)
+}
+
+// inCgroup reports whether a process in cgroup path (of one hierarchy)
+// is in the cgroup want (see cgroupOf) or below it.
+func inCgroup(path, want string) bool {
 	path = filepath.Clean(path)
-	return path == want || want == "/" || strings.HasPrefix(path, want+"/")
+	return want == "/" || path == want || strings.HasPrefix(path, want+"/")
 }
 
 // sanitize makes s fit as a label value and a Pyroscope application

@@ -1,6 +1,9 @@
 package agent
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // Cgroup paths as systemd, Docker, containerd and Kubernetes write them
 // in /proc/PID/cgroup.
@@ -43,14 +46,32 @@ func TestInCgroup(t *testing.T) {
 		path, want string
 		in         bool
 	}{
-		{"/system.slice/a.service", "/sys/fs/cgroup/system.slice", true},
+		{"/system.slice/a.service", "/system.slice", true},
 		{"/system.slice/a.service", "/system.slice/a.service", true},
 		{"/system.slice/ab.service", "/system.slice/a", false},
 		{"/user.slice", "/system.slice", false},
-		{"/anything", "/sys/fs/cgroup", true},
+		{"/anything", "/", true},
 	} {
 		if got := inCgroup(c.path, c.want); got != c.in {
 			t.Errorf("inCgroup(%q, %q) = %v", c.path, c.want, got)
+		}
+	}
+}
+
+// TestCgroupOf converts --cgroup directories as this machine mounts its
+// hierarchies.
+func TestCgroupOf(t *testing.T) {
+	if got := cgroupOf("/system.slice/x/"); got != "/system.slice/x" {
+		t.Errorf("a cgroup path: %q", got)
+	}
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.procs")
+	unified := err == nil
+	for arg, want := range map[bool]map[string]string{
+		true:  {"/sys/fs/cgroup": "/", "/sys/fs/cgroup/system.slice/x": "/system.slice/x"},
+		false: {"/sys/fs/cgroup/unified": "/", "/sys/fs/cgroup/cpu/x/y": "/x/y", "/sys/fs/cgroup/unified/x": "/x"},
+	}[unified] {
+		if got := cgroupOf(arg); got != want {
+			t.Errorf("cgroupOf(%q) = %q, want %q (unified hierarchy at /sys/fs/cgroup: %v)", arg, got, want, unified)
 		}
 	}
 }

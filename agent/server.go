@@ -145,6 +145,7 @@ type health struct {
 	Periods  uint64               `json:"periods"`
 	Profiles uint64               `json:"profiles"`
 	Samples  uint64               `json:"samples"`
+	Bytes    uint64               `json:"bytes"`
 	Sinks    map[string]SinkStats `json:"sinks"`
 }
 
@@ -152,7 +153,7 @@ type health struct {
 // "degraded" while a sink fails.
 func (a *Agent) serveHealth(w http.ResponseWriter, r *http.Request) {
 	st := a.Stats()
-	h := health{Status: "ok", Hostname: a.hostname, Periods: st.Periods, Profiles: st.Profiles, Samples: st.Samples, Sinks: st.Sinks}
+	h := health{Status: "ok", Hostname: a.hostname, Periods: st.Periods, Profiles: st.Profiles, Samples: st.Samples, Bytes: st.Bytes, Sinks: st.Sinks}
 	for _, s := range st.Sinks {
 		if s.LastError != "" {
 			h.Status = "degraded"

@@ -37,7 +37,10 @@ func FromELF(f *elf.File, section string) (*Table, error) {
 	if s.Type == elf.SHT_NOBITS {
 		return nil, fmt.Errorf("cfi: %s has no data (NOBITS)", section)
 	}
-	data, err := SectionData(f, s)
+	// Relocations are applied as binutils readelf applies them to debug
+	// sections (so that FDE addresses of an object become section-relative
+	// symbol values rather than zeros), skipping those it cannot apply.
+	data, err := elffile.SectionData(f, s, elffile.RelocatedLenient)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +56,7 @@ func FromELF(f *elf.File, section string) (*Table, error) {
 	}
 	if kind == EHFrame {
 		if h := f.Section(".eh_frame_hdr"); h != nil && h.Type != elf.SHT_NOBITS {
-			if hd, err := elffile.SectionData(h); err == nil {
+			if hd, err := elffile.SectionData(f, h, elffile.Unrelocated); err == nil {
 				o.Hdr, o.HdrAddr = hd, h.Addr
 			}
 		}
@@ -85,7 +88,7 @@ func elfPointerReader(f *elf.File) func(uint64, int) (uint64, error) {
 			if size > 8 || size <= 0 {
 				return 0, errors.New("bad pointer size")
 			}
-			if _, err := s.ReadAt(b[:size], int64(addr-s.Addr)); err != nil {
+			if _, err := elffile.ReadSectionAt(s, b[:size], int64(addr-s.Addr)); err != nil {
 				return 0, err
 			}
 			if size == 4 {
@@ -95,19 +98,4 @@ func elfPointerReader(f *elf.File) func(uint64, int) (uint64, error) {
 		}
 		return 0, fmt.Errorf("address %#x is not in a loaded section", addr)
 	}
-}
-
-// SectionData returns a section's bytes, decompressed, and for a
-// relocatable object with its relocations applied the way binutils readelf
-// applies them to debug sections (so FDE addresses become section-relative
-// symbol values rather than zeros), skipping those it cannot apply. A
-// compressed section may expand to at most elffile.MaxDecompressed (256
-// MiB) and to no more than its compressed bytes can hold; beyond, the
-// error wraps elffile.ErrTooLarge and nothing is decompressed.
-func SectionData(f *elf.File, s *elf.Section) ([]byte, error) {
-	data, err := elffile.RelocatedData(f, s, true)
-	if err != nil {
-		return nil, fmt.Errorf("cfi: reading %s: %w", s.Name, err)
-	}
-	return data, nil
 }

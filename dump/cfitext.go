@@ -9,6 +9,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/textfmt"
 )
 
@@ -28,8 +29,9 @@ import (
 // It reads the sections through package cfi (EntryHeaderAt, DecodeCIE,
 // Interpreter), deciding itself which instructions take effect.
 //
-// Sections are read with cfi.SectionData (a compressed one may expand to
-// at most elffile.MaxDecompressed) and rows are printed as they are
+// Sections are read with elffile.SectionData, relocations applied as
+// readelf applies them (a compressed one may expand to at most
+// elffile.MaxDecompressed), and rows are printed as they are
 // computed, so memory stays bounded by the section size whatever the row
 // count.
 func WriteCFIText(w io.Writer, f *elf.File, section string) error {
@@ -64,7 +66,7 @@ func writeCFISection(w io.Writer, f *elf.File, s *elf.Section) error {
 		_, err := fmt.Fprintf(w, "section '%s' has the NOBITS type - its contents are unreliable.\n", s.Name)
 		return err
 	}
-	data, err := cfi.SectionData(f, s)
+	data, err := elffile.SectionData(f, s, elffile.RelocatedLenient)
 	if err != nil {
 		return err
 	}

@@ -22,12 +22,12 @@ type Input struct {
 // are applied, except for version 1 sections, which objdump 2.40 (the
 // reference for v1) printed unrelocated.
 func LoadELF(path, secName string) (*Input, error) {
-	f, err := elf.Open(path)
+	f, err := elffile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return FromELF(f, path, secName)
+	return FromELF(f.File, path, secName)
 }
 
 // FromELF is LoadELF for an ELF file already open; path is the name to
@@ -40,13 +40,13 @@ func FromELF(f *elf.File, path, secName string) (*Input, error) {
 		}
 		return nil, fmt.Errorf("no %s section", secName)
 	}
-	raw, err := elffile.SectionData(sec)
+	raw, err := elffile.SectionData(f, sec, elffile.Unrelocated)
 	if err != nil {
 		return nil, err
 	}
 	data := raw
 	if len(raw) < 3 || raw[2] != byte(sframe.Version1) {
-		if data, err = elffile.Data(f, sec); err != nil {
+		if data, err = elffile.SectionData(f, sec, elffile.Relocated); err != nil {
 			return nil, err
 		}
 	}

@@ -34,7 +34,9 @@ func moduleName(m *unwind.Module) string {
 // function's name without offset, and the method "inline".
 // A signal trampoline prints as "<signal handler called>". A walk that
 // ended before the outermost frame ends with a line "Backtrace stopped:
-// REASON". Threads are separated by blank lines.
+// REASON". Threads are separated by blank lines. Names from the target
+// (thread, function, file and module names) are printed through
+// textfmt.AppendPrintable: their control characters escaped.
 func WriteTraceText(w io.Writer, t *unwind.Trace) error {
 	// Appends rather than fmt: a deep trace has thousands of lines. The
 	// buffer is flushed past 12 KB: sized for that at once, it is not
@@ -50,7 +52,7 @@ func WriteTraceText(w io.Writer, t *unwind.Trace) error {
 		b = strconv.AppendInt(b, int64(th.TID), 10)
 		if th.Name != "" {
 			b = append(b, " ("...)
-			b = append(b, th.Name...)
+			b = textfmt.AppendPrintable(b, th.Name)
 			b = append(b, ')')
 		}
 		b = append(b, ":\n"...)
@@ -66,7 +68,7 @@ func WriteTraceText(w io.Writer, t *unwind.Trace) error {
 				b = appendFrameStart(b, n, f.PC)
 				n++
 				if in.Name != "" {
-					b = append(b, in.Name...)
+					b = textfmt.AppendPrintable(b, in.Name)
 				} else {
 					b = append(b, "??"...)
 				}
@@ -82,9 +84,9 @@ func WriteTraceText(w io.Writer, t *unwind.Trace) error {
 				b = append(b, "<signal handler called>"...)
 			case f.Func != "":
 				if f.Demangled != "" {
-					b = append(b, f.Demangled...)
+					b = textfmt.AppendPrintable(b, f.Demangled)
 				} else {
-					b = append(b, f.Func...)
+					b = textfmt.AppendPrintable(b, f.Func)
 				}
 				if f.Offset != 0 {
 					b = append(b, "+0x"...)
@@ -104,7 +106,7 @@ func WriteTraceText(w io.Writer, t *unwind.Trace) error {
 			b = append(b, th.Stop.String()...)
 			if th.Err != nil {
 				b = append(b, ": "...)
-				b = append(b, th.Err.Error()...)
+				b = textfmt.AppendPrintable(b, th.Err.Error())
 			}
 			b = append(b, '\n')
 		}
@@ -136,7 +138,7 @@ func appendSource(b []byte, file string, line int) []byte {
 		return b
 	}
 	b = append(b, " at "...)
-	b = append(b, file...)
+	b = textfmt.AppendPrintable(b, file)
 	b = append(b, ':')
 	return strconv.AppendInt(b, int64(line), 10)
 }
@@ -147,7 +149,7 @@ func appendModule(b []byte, m *unwind.Module) []byte {
 		return b
 	}
 	b = append(b, " ("...)
-	b = append(b, moduleName(m)...)
+	b = textfmt.AppendPrintable(b, moduleName(m))
 	return append(b, ')')
 }
 

@@ -66,30 +66,6 @@ func BFDName(f *elf.File) string {
 	return "elf" + bits + "-big"
 }
 
-// Data returns the contents of sec. For a relocatable object, the
-// relocations that target sec (its .rela or .rel sections) are applied to
-// a copy, so that PC-relative fields hold what the linker would compute
-// for section addresses as they stand in the file (usually 0): what
-// objdump shows. A relocation it cannot apply is an error.
-func Data(f *elf.File, sec *elf.Section) ([]byte, error) {
-	return RelocatedData(f, sec, false)
-}
-
-// RelocatedData is Data with a choice for relocations it cannot apply
-// (unknown types, symbols out of range, offsets outside the section):
-// lenient skips them, as readelf does for debug sections; otherwise they
-// are errors.
-func RelocatedData(f *elf.File, sec *elf.Section, lenient bool) ([]byte, error) {
-	data, err := SectionData(sec)
-	if err != nil {
-		return nil, err
-	}
-	if f.Type != elf.ET_REL {
-		return data, nil
-	}
-	return relocate(f, sec, data, lenient)
-}
-
 // SectionIndex returns the index of sec in f's section header table, or
 // -1 when sec is not one of f's sections.
 func SectionIndex(f *elf.File, sec *elf.Section) int {
@@ -128,7 +104,7 @@ type Reloc struct {
 // is ignored. The entries take about as much memory as the section's
 // bytes.
 func Relocs(f *elf.File, rs *elf.Section) ([]Reloc, error) {
-	rd, err := SectionData(rs)
+	rd, err := sectionBytes(rs)
 	if err != nil {
 		return nil, fmt.Errorf("section %s: %w", rs.Name, err)
 	}

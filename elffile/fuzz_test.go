@@ -42,8 +42,8 @@ func FuzzRelocatedData(f *testing.F) {
 			if s.Type == elf.SHT_NOBITS || s.Size > 1<<20 {
 				continue
 			}
-			strict, serr := RelocatedData(ef, s, false)
-			lenient, lerr := RelocatedData(ef, s, true)
+			strict, serr := SectionData(ef, s, Relocated)
+			lenient, lerr := SectionData(ef, s, RelocatedLenient)
 			if serr == nil && (lerr != nil || !bytes.Equal(strict, lenient)) {
 				t.Fatalf("section %s: strict relocation succeeded, lenient gave %v", s.Name, lerr)
 			}

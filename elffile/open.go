@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // ErrNotELF is the error of Open and NewFile for input that does not
@@ -18,10 +20,13 @@ var ErrNotELF = errors.New("not an ELF file")
 // short copy, a core cut off by a size limit.
 type TruncatedError struct {
 	Size int64  // bytes present
-	Want uint64 // bytes the headers need
+	Want uint64 // bytes the headers need; 0 when not known
 }
 
 func (e *TruncatedError) Error() string {
+	if e.Want == 0 {
+		return fmt.Sprintf("truncated ELF file (%d bytes, ending inside what its headers describe)", e.Size)
+	}
 	return fmt.Sprintf("truncated ELF file (%d of %d bytes)", e.Size, e.Want)
 }
 
@@ -45,7 +50,8 @@ func ReadStream(r io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-// File is an ELF file opened by Open; Close releases what it reads from.
+// File is an ELF file opened by Open, OpenArg or NewFile; Close releases
+// what it reads from.
 type File struct {
 	*elf.File
 	closer io.Closer
@@ -59,29 +65,19 @@ func (f *File) Close() error {
 	return f.closer.Close()
 }
 
-// Open opens the ELF file at path as elf.Open does, but says what is
-// wrong with input that is not a whole ELF file in words a user can act
-// on: ErrNotELF, or a *TruncatedError with the sizes. A path that is not
-// a regular file (a pipe, /dev/stdin) is read into memory first, as
-// ReadStream does. File system errors are returned as they are.
+// Open opens the ELF file at path as elf.Open does, but only a regular
+// file (internal/sysfile.OpenRegular: a FIFO or device that a recording,
+// a core or /proc names is refused at once, never waited on), and says
+// what is wrong with input that is not a whole ELF file in words a user
+// can act on: ErrNotELF, or a *TruncatedError with the sizes (the caller
+// names the file). File system errors are returned as they are (an
+// *os.PathError, naming it).
 func Open(path string) (*File, error) {
-	osf, err := os.Open(path)
+	osf, err := sysfile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	st, err := osf.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		data, err := ReadStream(osf)
-		osf.Close()
-		if err != nil {
-			return nil, err
-		}
-		ef, err := NewFile(data)
-		if err != nil {
-			return nil, err
-		}
-		return &File{File: ef}, nil
-	}
 	if err == nil {
 		var ef *elf.File
 		if ef, err = newFile(osf, st.Size()); err == nil {
@@ -92,9 +88,45 @@ func Open(path string) (*File, error) {
 	return nil, err
 }
 
-// NewFile parses the ELF file held in data, with the errors of Open.
-func NewFile(data []byte) (*elf.File, error) {
-	return newFile(bytes.NewReader(data), int64(len(data)))
+// OpenArg is Open for a file the user named on the command line: a pipe
+// or character device given by name (<(cmd), /dev/stdin) is read into
+// memory first, as ReadStream does, since debug/elf seeks.
+func OpenArg(path string) (*File, error) {
+	f, err := Open(path)
+	if !errors.Is(err, sysfile.ErrNotRegular) {
+		return f, err
+	}
+	osf, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer osf.Close()
+	data, err := ReadStream(osf)
+	if err != nil {
+		return nil, err
+	}
+	return NewFile(data)
+}
+
+// NewFile parses the ELF file held in data, with the errors of Open (not
+// naming a file).
+func NewFile(data []byte) (*File, error) {
+	ef, err := newFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	return &File{File: ef}, nil
+}
+
+// NewFileAt is NewFile for the size bytes r holds (a file already open,
+// an image in memory): nothing is read before the headers are checked
+// against size.
+func NewFileAt(r io.ReaderAt, size int64) (*File, error) {
+	ef, err := newFile(r, size)
+	if err != nil {
+		return nil, err
+	}
+	return &File{File: ef}, nil
 }
 
 func newFile(r io.ReaderAt, size int64) (*elf.File, error) {
@@ -102,6 +134,11 @@ func newFile(r io.ReaderAt, size int64) (*elf.File, error) {
 		return nil, err
 	}
 	f, err := elf.NewFile(r)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// debug/elf read past the end (a string table, a section group
+		// cut off): its bare "EOF" says nothing of the file.
+		return nil, &TruncatedError{Size: size}
+	}
 	if err != nil {
 		return nil, err
 	}

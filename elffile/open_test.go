@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // sample is an executable shipped in the repository.
@@ -83,7 +85,8 @@ func TestOpenErrors(t *testing.T) {
 }
 
 // TestOpenFIFO checks that a pipe given by name (as <(cmd) or /dev/stdin
-// are) is read, where debug/elf alone fails with "illegal seek".
+// are) is read by OpenArg, where debug/elf alone fails with "illegal
+// seek", and refused by Open, at once, without a writer.
 func TestOpenFIFO(t *testing.T) {
 	whole, err := os.ReadFile(sample)
 	if err != nil {
@@ -93,6 +96,12 @@ func TestOpenFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
+	if f, err := Open(path); !errors.Is(err, sysfile.ErrNotRegular) {
+		t.Errorf("Open of a FIFO: %v, want ErrNotRegular", err)
+		if err == nil {
+			f.Close()
+		}
+	}
 	go func() {
 		w, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
@@ -101,7 +110,7 @@ func TestOpenFIFO(t *testing.T) {
 		w.Write(whole)
 		w.Close()
 	}()
-	f, err := Open(path)
+	f, err := OpenArg(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package elffile
 
 import (
+	"bytes"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
@@ -16,9 +17,11 @@ import (
 // to the size its header declares, whenever Data, Open, DWARF or Symbols
 // read it. That size comes from the file: four megabytes of zlib can
 // declare, and expand to, four gigabytes. Every section sframekit reads
-// goes through SectionData (or, for what debug/elf loads itself, through
-// DWARF, Symbols and DynamicSymbols), which check the declared size
-// first.
+// goes through SectionData (whole), SectionReader (streamed) or
+// ReadSectionAt (a few bytes), or for what debug/elf loads itself through
+// DWARF, Symbols and DynamicSymbols: each checks the declared size first.
+// TestGuardedReadsOnly fails on any other read of section bytes in the
+// tree.
 
 // MaxDecompressed is the most a compressed section may expand to, and the
 // most the compressed sections one DWARF call loads may expand to
@@ -87,13 +90,44 @@ func CheckSection(s *elf.Section) error {
 	return nil
 }
 
-// SectionData returns the contents of s, decompressed, as
-// (*elf.Section).Data does (errors name the section), but checks a compressed section with
-// CheckSection first and decompresses it as a stream into a buffer that
-// grows only as far as the data really expands: at most its declared
-// size, itself at most MaxDecompressed. Uncompressed contents are read
-// as debug/elf reads them (bounded by the file).
-func SectionData(s *elf.Section) ([]byte, error) {
+// Relocation says what SectionData does with the relocations that apply
+// to a section of a relocatable object (ET_REL); a section of any other
+// file is the same in all three.
+type Relocation uint8
+
+const (
+	// Unrelocated: the bytes as stored (decompressed), for sections no
+	// relocation targets and for printers showing what the file holds.
+	Unrelocated Relocation = iota
+	// Relocated: the relocations that target the section (its .rela or
+	// .rel sections) applied to the bytes, so that PC-relative fields hold
+	// what the linker would compute for section addresses as they stand
+	// in the file (usually 0): what objdump shows. A relocation it cannot
+	// apply is an error.
+	Relocated
+	// RelocatedLenient is Relocated skipping the relocations it cannot
+	// apply (unknown types, symbols out of range, offsets outside the
+	// section), as readelf does for debug sections.
+	RelocatedLenient
+)
+
+// SectionData returns the contents of s, a section of f, decompressed
+// and relocated as rel says: the one way sframekit reads a section's
+// bytes. A compressed section is checked with CheckSection first and
+// decompressed as a stream into a buffer that grows only as far as the
+// data really expands: at most its declared size, itself at most
+// MaxDecompressed (256 MiB). Uncompressed contents are read as debug/elf
+// reads them (bounded by the file). Errors name the section.
+func SectionData(f *elf.File, s *elf.Section, rel Relocation) ([]byte, error) {
+	data, err := sectionBytes(s)
+	if err != nil || rel == Unrelocated || f.Type != elf.ET_REL {
+		return data, err
+	}
+	return relocate(f, s, data, rel == RelocatedLenient)
+}
+
+// sectionBytes is SectionData without relocations.
+func sectionBytes(s *elf.Section) ([]byte, error) {
 	size, stored, compressed := Sizes(s)
 	if !compressed {
 		data, err := s.Data()
@@ -119,6 +153,41 @@ func SectionData(s *elf.Section) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// SectionReader returns a reader of s's contents, decompressed as they
+// are read, once CheckSection passes: for a table read once in pieces
+// (a symbol table scanned for a few addresses) rather than held whole.
+// Unrelocated; a section without contents (SHT_NOBITS) reads as empty.
+func SectionReader(s *elf.Section) (io.ReadSeeker, error) {
+	if err := CheckSection(s); err != nil {
+		return nil, err
+	}
+	if s.Type == elf.SHT_NOBITS {
+		return bytes.NewReader(nil), nil
+	}
+	return s.Open(), nil
+}
+
+// ReadSectionAt reads len(p) bytes of s's contents (unrelocated) at off,
+// as io.ReaderAt does. For a compressed section (which debug/elf gives
+// no ReadAt) the stream is decompressed up to off+len(p), within
+// CheckSection's bounds.
+func ReadSectionAt(s *elf.Section, p []byte, off int64) (int, error) {
+	if _, _, compressed := Sizes(s); !compressed {
+		if s.Type == elf.SHT_NOBITS || s.ReaderAt == nil {
+			return 0, fmt.Errorf("section %s: no contents in the file", s.Name)
+		}
+		return s.ReadAt(p, off)
+	}
+	r, err := SectionReader(s)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := r.Seek(off, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("section %s: %w", s.Name, err)
+	}
+	return io.ReadFull(r, p)
 }
 
 // CheckSections checks each section with CheckSection and that the

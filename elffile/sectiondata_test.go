@@ -36,7 +36,7 @@ func TestSectionDataDecompresses(t *testing.T) {
 		want []byte
 	}{{".debug_frame", text}, {".debug_line", rle}, {".zdebug_str", text}, {".debug_info", make([]byte, 4<<20)}, {".text", text[:100]}} {
 		s := f.Section(c.name)
-		got, err := SectionData(s)
+		got, err := SectionData(f, s, Unrelocated)
 		if err != nil || !bytes.Equal(got, c.want) {
 			t.Errorf("%s: %d bytes, %v; want %d bytes", c.name, len(got), err, len(c.want))
 		}
@@ -67,11 +67,11 @@ func TestSectionDataRejects(t *testing.T) {
 		{Name: ".strtab", Type: elf.SHT_STRTAB, Data: []byte{0}},
 	}))
 	for _, name := range []string{".debug_frame", ".debug_line", ".zdebug_str", ".symtab"} {
-		if _, err := SectionData(f.Section(name)); !errors.Is(err, ErrTooLarge) {
+		if _, err := SectionData(f, f.Section(name), Unrelocated); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("%s: error %v, want ErrTooLarge", name, err)
 		}
 	}
-	if _, err := SectionData(f.Section(".debug_abbrev")); err == nil || errors.Is(err, ErrTooLarge) {
+	if _, err := SectionData(f, f.Section(".debug_abbrev"), Unrelocated); err == nil || errors.Is(err, ErrTooLarge) {
 		t.Errorf(".debug_abbrev (3 bytes declared as 1000): error %v, want a decompression error", err)
 	}
 	for _, name := range []string{".debug_info", ".debug_ranges"} {
@@ -102,7 +102,7 @@ func TestDecompressionBombMemory(t *testing.T) {
 			{Name: ".debug_info", Type: elf.SHT_PROGBITS, Data: make([]byte, 64)},
 			{Name: ".debug_line", Type: elf.SHT_PROGBITS, Flags: elf.SHF_COMPRESSED, Data: bomb},
 		}))
-		if _, err := RelocatedData(f, f.Section(".debug_frame"), true); !errors.Is(err, ErrTooLarge) {
+		if _, err := SectionData(f, f.Section(".debug_frame"), RelocatedLenient); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("RelocatedData: %v, want ErrTooLarge", err)
 		}
 		if _, err := DWARF(f); !errors.Is(err, ErrTooLarge) {

@@ -418,7 +418,7 @@ func (p *SegmentPlan) planMoves(src []byte) bool {
 				if ph != load {
 					return false
 				}
-			case elf.PT_NOTE, elf.PT_INTERP, PT_GNU_PROPERTY:
+			case elf.PT_NOTE, elf.PT_INTERP, elf.PT_GNU_PROPERTY:
 				if ph.Off < lo || ph.Off+ph.Filesz > hi {
 					take(ph.Off, ph.Filesz)
 					changed = true
@@ -446,9 +446,6 @@ func (p *SegmentPlan) planMoves(src []byte) bool {
 	p.moveLo, p.moveHi = lo, hi
 	return true
 }
-
-// PT_GNU_PROPERTY is the program header type of the GNU property note.
-const PT_GNU_PROPERTY elf.ProgType = 0x6474e553
 
 // AddSFrameSegment returns a copy of the executable or shared library
 // src in which data, an SFrame section built for the address plan.Addr

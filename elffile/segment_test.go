@@ -149,7 +149,7 @@ func checkAdded(t *testing.T, p string, src, out []byte, plan *elffile.SegmentPl
 			switch ph.Type {
 			case elf.PT_PHDR, elffile.PT_GNU_SFRAME:
 				same = true
-			case elf.PT_INTERP, elf.PT_NOTE, elffile.PT_GNU_PROPERTY:
+			case elf.PT_INTERP, elf.PT_NOTE, elf.PT_GNU_PROPERTY:
 				same = same || q.Filesz == ph.Filesz && q.Memsz == ph.Memsz &&
 					bytes.Equal(out[q.Off:q.Off+q.Filesz], src[ph.Off:ph.Off+ph.Filesz]) && q.Vaddr-plan.SegAddr == q.Off-plan.SegOffset
 			}

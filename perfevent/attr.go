@@ -164,6 +164,12 @@ type Options struct {
 	// kernel.perf_event_paranoid <= 1 or CAP_PERFMON; Callchain and
 	// ContextSwitches imply it.
 	Kernel bool
+	// KernelIfPermitted samples in the kernel too, as Kernel does, when
+	// kernel.perf_event_paranoid or the profiler's capabilities allow it,
+	// and only in user space when they do not (perf record's fallback), so
+	// that a profile has the time spent in system calls and page faults
+	// wherever it can: Session.UserOnly says which it was.
+	KernelIfPermitted bool
 	// RegsUser is the mask of user registers to record in each sample
 	// (PERF_SAMPLE_REGS_USER): UserRegsMask(arch.Host()) for unwinding;
 	// 0 records none.
@@ -401,7 +407,7 @@ func (o *Options) buildAttrs() ([]*Attr, error) {
 		if o.EnableOnExec && !output {
 			a.Flags |= perfdata.AttrEnableOnExec
 		}
-		if !o.needsKernel() {
+		if !o.needsKernel() && !o.KernelIfPermitted {
 			a.Flags |= perfdata.AttrExcludeKernel
 		}
 		if a.SampleType&perfdata.SampleCallchain != 0 {

@@ -83,7 +83,8 @@
 // or lower; sampling in the kernel (Kernel, kernel callchains, and
 // context-switches, whose samples the scheduler takes) 1 or lower;
 // system-wide sampling 0 or lower; CAP_PERFMON (CAP_SYS_ADMIN before
-// Linux 5.8) allows all. Ring buffers are locked memory, limited per user
+// Linux 5.8) allows all. KernelIfPermitted samples the kernel where that
+// is allowed and falls back to user space where not (Session.UserOnly). Ring buffers are locked memory, limited per user
 // by kernel.perf_event_mlock_kb per CPU and then RLIMIT_MEMLOCK; Open
 // shrinks the rings to fit and says so in Session.Warnings.
 //

@@ -60,9 +60,15 @@ func TestEnableOnExec(t *testing.T) {
 	s, child := st.s, st.cmd.Process.Pid
 	defer s.Close()
 	defer st.cmd.Process.Kill()
-	// The child keeps running for 400 ms (PR_SET_PDEATHSIG did not
-	// fire), then is killed.
-	time.AfterFunc(400*time.Millisecond, func() { st.cmd.Process.Kill() })
+	// The child keeps running (PR_SET_PDEATHSIG did not fire) until it
+	// has run 300 ms, then is killed: CPU time, not time, however loaded
+	// the machine is.
+	ran := make(chan error, 1)
+	go func() {
+		err := runMore(child, []int{child}, 30)
+		st.cmd.Process.Kill()
+		ran <- err
+	}()
 	go func() {
 		<-waited
 		s.Stop()
@@ -76,7 +82,6 @@ func TestEnableOnExec(t *testing.T) {
 	}
 	var evs []ev
 	rounds := 0
-	start := time.Now()
 	runWithWatchdog(t, s, 20*time.Second, func(r *Record) error {
 		if r.Type == perfdata.RecordFinishedRound {
 			if r.CPU != -1 || len(r.Raw) != headerSize {
@@ -96,8 +101,8 @@ func TestEnableOnExec(t *testing.T) {
 		evs = append(evs, e)
 		return nil
 	})
-	if elapsed := time.Since(start); elapsed < 350*time.Millisecond {
-		t.Errorf("the child ran %v: it was killed early (at its parent thread's death?)", elapsed)
+	if err := <-ran; err != nil {
+		t.Errorf("the child did not run 300 ms: killed early (at its parent thread's death?): %v", err)
 	}
 	if rounds == 0 {
 		t.Error("no FINISHED_ROUND record")
@@ -126,7 +131,7 @@ func TestEnableOnExec(t *testing.T) {
 		}
 	}
 	if !exeMapped || samples < 20 {
-		t.Errorf("executable mapped %v, %d samples in 0.4 s at 999 Hz", exeMapped, samples)
+		t.Errorf("executable mapped %v, %d samples in 0.3 s of CPU at 999 Hz", exeMapped, samples)
 	}
 	t.Logf("%d records, %d samples, %d rounds; %+v", len(evs), samples, rounds, s.Stats())
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sframekit/sframekit/perfdata"
 )
 
 // The test binary runs itself as an unprivileged user to meet the limits
@@ -26,6 +28,10 @@ type helperResult struct {
 	Permission bool // errors.Is(err, ErrPermission)
 	Pages      int
 	Warnings   []string
+	// UserOnly is Session.UserOnly; ExcludeKernel says the event
+	// excludes the kernel.
+	UserOnly      string
+	ExcludeKernel bool
 }
 
 // helperOptions are the options each helper mode opens.
@@ -34,6 +40,7 @@ var helperOptions = map[string]Options{
 	"callchain":  {PIDs: []int{os.Getpid()}, Callchain: true},
 	"systemwide": {SystemWide: true},
 	"mlock":      {PIDs: []int{os.Getpid()}, RingPages: 1024},
+	"kernelif":   {PIDs: []int{os.Getpid()}, KernelIfPermitted: true},
 }
 
 func runHelper() {
@@ -49,6 +56,7 @@ func runHelper() {
 		res.Permission = errors.Is(err, ErrPermission)
 	} else {
 		res.Pages, res.Warnings = s.RingPages(), s.Warnings()
+		res.UserOnly, res.ExcludeKernel = s.UserOnly(), s.Attrs()[0].Flags.Has(perfdata.AttrExcludeKernel)
 		s.Close()
 	}
 	json.NewEncoder(os.Stdout).Encode(res)
@@ -148,6 +156,35 @@ func TestParanoidErrors(t *testing.T) {
 			t.Errorf("%s at perf_event_paranoid %d: error %q (ErrPermission %v), want one line with %q", tc.mode, paranoid, res.Err, res.Permission, want)
 		}
 		t.Logf("%s: %s", tc.mode, res.Err)
+	}
+}
+
+// TestKernelIfPermitted opens an event that samples the kernel where that
+// is allowed: as root it does; as user nobody, whom
+// kernel.perf_event_paranoid 2 allows user space only, Open falls back to
+// user space and UserOnly says why.
+func TestKernelIfPermitted(t *testing.T) {
+	needPerf(t)
+	s, err := Open(Options{PIDs: []int{os.Getpid()}, KernelIfPermitted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.UserOnly() != "" || s.Attrs()[0].Flags.Has(perfdata.AttrExcludeKernel) {
+		t.Errorf("as user %d: the kernel excluded (%q)", os.Geteuid(), s.UserOnly())
+	}
+	s.Close()
+	needRootAndSetpriv(t)
+	paranoid, ok := readSysctl("kernel/perf_event_paranoid")
+	if !ok || paranoid > 2 {
+		t.Skipf("perf_event_paranoid %d: an unprivileged user cannot sample", paranoid)
+	}
+	res := runAsNobody(t, "kernelif")
+	want := ""
+	if paranoid == 2 {
+		want = "kernel.perf_event_paranoid is 2; samples in the kernel need 1 or lower, or CAP_PERFMON"
+	}
+	if res.Err != "" || res.UserOnly != want || res.ExcludeKernel != (want != "") {
+		t.Errorf("as nobody at perf_event_paranoid %d: error %q, user only %q (kernel excluded %v), want %q", paranoid, res.Err, res.UserOnly, res.ExcludeKernel, want)
 	}
 }
 

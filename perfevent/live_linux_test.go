@@ -756,9 +756,12 @@ func TestLostCounted(t *testing.T) {
 	for _, id := range s.Attrs()[0].IDs {
 		ids[id] = true
 	}
-	// Then read for a while: the kernel writes its LOST record once the
-	// reader has made room.
-	timer := time.AfterFunc(200*time.Millisecond, s.Stop)
+	// Then read until the LOST records have counted at least 30 lost
+	// samples: the kernel writes a ring's LOST record once the reader has
+	// made room, with the ring's next sample, which on a loaded machine
+	// may come late. A minute without bounds the wait.
+	const wantLost = 30
+	timer := time.AfterFunc(time.Minute, s.Stop)
 	defer timer.Stop()
 	if err := s.Run(func(r *Record) error {
 		if r.Type == perfdata.RecordLost {
@@ -776,6 +779,9 @@ func TestLostCounted(t *testing.T) {
 			}
 			lost += l.Lost
 			lostRecs++
+			if firstLost >= wantLost {
+				s.Stop()
+			}
 		}
 		return nil
 	}); err != nil {
@@ -784,8 +790,8 @@ func TestLostCounted(t *testing.T) {
 	// The first LOST record of each ring counts what the pause lost: most
 	// of the samples of 2 x 100 ms of spinning (utime is itself sampled,
 	// so allow for a loaded machine), all but the two that fit.
-	if firstLost < 30 {
-		t.Errorf("the first LOST records count %d lost samples, want at least 30", firstLost)
+	if firstLost < wantLost {
+		t.Errorf("the first LOST records count %d lost samples in a minute, want at least %d", firstLost, wantLost)
 	}
 	st := s.Stats()
 	if lost == 0 || st.Lost != lost || st.LostRecords != lostRecs {

@@ -42,6 +42,7 @@ type Session struct {
 	epollRaw syscall.RawConn
 	stopfd   int
 	warnings []string
+	userOnly string // why the kernel is not sampled (KernelIfPermitted refused)
 
 	runMu   sync.Mutex // held by Run, so that Close waits for it
 	closeMu sync.Mutex
@@ -85,7 +86,28 @@ var (
 // Open needs one file descriptor per event, thread and CPU: a process of
 // 100 threads on 64 CPUs takes 6400 (Go raises the soft RLIMIT_NOFILE to
 // the hard limit at start).
+//
+// With Options.KernelIfPermitted, a refusal of samples in the kernel makes
+// Open try again without them (UserOnly says why).
 func Open(opts Options) (*Session, error) {
+	s, err := open(opts)
+	if err == nil || !opts.KernelIfPermitted || opts.needsKernel() || !errors.Is(err, ErrPermission) {
+		return s, err
+	}
+	opts.KernelIfPermitted = false
+	if s, err = open(opts); err != nil {
+		return nil, err
+	}
+	p, ok := readSysctl("kernel/perf_event_paranoid")
+	s.userOnly = "samples in the kernel need kernel.perf_event_paranoid 1 or lower, or CAP_PERFMON"
+	if ok {
+		s.userOnly = fmt.Sprintf("kernel.perf_event_paranoid is %d; samples in the kernel need 1 or lower, or CAP_PERFMON", p)
+	}
+	return s, nil
+}
+
+// open is Open without the retry in user space.
+func open(opts Options) (*Session, error) {
 	maxRate, _ := readSysctl("kernel/perf_event_max_sample_rate")
 	if err := opts.check(uint64(max(maxRate, 0))); err != nil {
 		return nil, err
@@ -379,6 +401,11 @@ func (s *Session) RingPages() int { return s.pages }
 
 // Warnings returns what Open had to give up, one line each.
 func (s *Session) Warnings() []string { return s.warnings }
+
+// UserOnly returns why the session samples in user space only, when
+// Options.KernelIfPermitted asked for the kernel too and was refused
+// ("kernel.perf_event_paranoid is 2; ..."); "" otherwise.
+func (s *Session) UserOnly() string { return s.userOnly }
 
 // BPFOutputs returns the file descriptor of each CPU's bpf-output event
 // (Options.BPFOutput), by CPU number, for a BPF program's

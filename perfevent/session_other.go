@@ -52,5 +52,8 @@ func (s *Session) RingPages() int { return 0 }
 // Warnings returns nil.
 func (s *Session) Warnings() []string { return nil }
 
+// UserOnly returns "".
+func (s *Session) UserOnly() string { return "" }
+
 // Close does nothing.
 func (s *Session) Close() error { return nil }

@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // File is an object file that a recording's mappings name: found on disk
@@ -98,7 +101,9 @@ func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 	var tried []string
 	try := func(path string) bool {
 		tried = append(tried, path)
-		osf, err := os.Open(path)
+		// Only a regular file: a FIFO or device named by the
+		// recording must not block or disturb the report.
+		osf, err := sysfile.OpenRegular(path)
 		if err != nil {
 			if f.Err == nil {
 				f.Err = err
@@ -106,10 +111,10 @@ func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 			return false
 		}
 		st, err := osf.Stat()
-		if err != nil || !st.Mode().IsRegular() {
+		if err != nil {
 			osf.Close()
 			if f.Err == nil {
-				f.Err = fmt.Errorf("%s: not a regular file", path)
+				f.Err = err
 			}
 			return false
 		}
@@ -141,7 +146,7 @@ func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 		if s.vdsoFile(f) {
 			return f
 		}
-	} else if filepath.IsAbs(name) && try(filepath.Join(s.opts.SymFS, name)) {
+	} else if filepath.IsAbs(name) && try(sysfile.Under(s.opts.SymFS, name)) {
 		return f
 	}
 	if len(id) > 0 && s.buildIDDir != "" {
@@ -216,7 +221,7 @@ func sameBuildID(recorded, own []byte) bool {
 // readELFInfo reads the PT_LOAD segments and the build ID of the ELF file
 // r of the given size, without reading its sections' contents.
 func readELFInfo(r io.ReaderAt, size int64) ([]loadSeg, []byte, error) {
-	ef, err := elf.NewFile(io.NewSectionReader(r, 0, size))
+	ef, err := elffile.NewFileAt(r, size)
 	if err != nil {
 		var fe *elf.FormatError
 		if errors.As(err, &fe) {
@@ -242,7 +247,7 @@ func readELFInfo(r io.ReaderAt, size int64) ([]loadSeg, []byte, error) {
 	if id == nil {
 		for _, sec := range ef.Sections {
 			if sec.Type == elf.SHT_NOTE && sec.Size <= 1<<20 {
-				if buf, err := sec.Data(); err == nil {
+				if buf, err := elffile.SectionData(ef.File, sec, elffile.Unrelocated); err == nil {
 					if id = noteBuildID(buf, ef.ByteOrder); id != nil {
 						break
 					}

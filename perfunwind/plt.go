@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // pltTable names the entries of a file's procedure linkage table as perf
@@ -87,21 +88,23 @@ func (t *pltTable) readNames() {
 	ef, rela := t.ef, t.rela
 	t.ef, t.rela = nil, nil
 	n := (t.end - t.start) / t.entry
-	syms, err := ef.DynamicSymbols()
+	syms, err := elffile.DynamicSymbols(ef)
 	if err != nil {
 		return
 	}
-	data, err := rela.Data()
+	rels, err := elffile.Relocs(ef, rela)
 	if err != nil {
 		return
 	}
-	for off := 0; off+24 <= len(data) && uint64(len(t.names)) < n; off += 24 {
-		info := ef.ByteOrder.Uint64(data[off+8:])
+	for _, r := range rels {
+		if uint64(len(t.names)) >= n {
+			break
+		}
 		// Symbol indices count from 1 in the table (0 is the null
 		// symbol, which DynamicSymbols leaves out). Entries without a
 		// symbol (IRELATIVE) are "@plt", as perf names them.
 		name := "@plt"
-		if si := info >> 32; si >= 1 && si <= uint64(len(syms)) {
+		if si := r.Sym; si >= 1 && int(si) <= len(syms) {
 			name = syms[si-1].Name + "@plt"
 		}
 		t.names = append(t.names, name)

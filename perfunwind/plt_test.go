@@ -89,3 +89,32 @@ int main(int argc, char **argv) { puts(argv[0]); printf("%zu\n", strlen(argv[0])
 		}
 	}
 }
+
+// TestNameForms: a symbol's version is in the perf form (Short) only;
+// Name and Unversioned, which pprof and folded stacks show, have none,
+// demangled or not.
+func TestNameForms(t *testing.T) {
+	for _, demangle := range []bool{true, false} {
+		r := &Resolver{Demangle: demangle, names: map[string][3]string{}}
+		for _, c := range []struct {
+			sym         string
+			want        [3]string
+			wantMangled [3]string
+		}{
+			{"__libc_start_main@@GLIBC_2.34", [3]string{"__libc_start_main", "__libc_start_main@@GLIBC_2.34", "__libc_start_main"}, [3]string{}},
+			{"memcpy@GLIBC_2.2.5", [3]string{"memcpy", "memcpy@GLIBC_2.2.5", "memcpy"}, [3]string{}},
+			{"memcpy@plt", [3]string{"memcpy@plt", "memcpy@plt", "memcpy@plt"}, [3]string{}},
+			{"_ZNSo3putEc@@GLIBCXX_3.4",
+				[3]string{"std::basic_ostream<char, std::char_traits<char> >::put(char)", "std::ostream::put", "std::ostream::put"},
+				[3]string{"_ZNSo3putEc", "_ZNSo3putEc@@GLIBCXX_3.4", "_ZNSo3putEc"}},
+		} {
+			want := c.want
+			if !demangle && c.wantMangled[0] != "" {
+				want = c.wantMangled
+			}
+			if got := r.demangled(c.sym); got != want {
+				t.Errorf("demangle %v: %q: %q, want %q", demangle, c.sym, got, want)
+			}
+		}
+	}
+}

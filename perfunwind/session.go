@@ -9,9 +9,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/jitmap"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/symbolize"
 	"github.com/sframekit/sframekit/targets"
@@ -63,6 +65,11 @@ type Options struct {
 	// 8 MB, where a recording goes through a hundred of its functions).
 	// The frames are the same either way.
 	SFrameFromCFI bool
+	// Live says the recorded processes are running now (a live
+	// profiler's): their JIT's perf map and jitdump files are read in
+	// their own mount namespace (/proc/PID/root), and the perf map is
+	// named with their PID in their PID namespace, as perf names it.
+	Live bool
 	// CallchainSource names, in WriteSummary, where the user frames of
 	// samples without registers and stack come from: "the kernel's
 	// callchain" when empty (a live profiler whose stacks a BPF program
@@ -137,6 +144,9 @@ type Session struct {
 	files   map[fileKey]*File
 	procs   map[uint32]*process
 	threads map[uint32]*thread
+	jits    map[uint32]*jitSyms // by process
+	// jitBudget is what may still be read of JIT files (maxJITBytes).
+	jitBudget atomic.Int64
 
 	adopted bool
 	// The kernel's symbols load in the background from the start: a
@@ -183,11 +193,13 @@ func NewSession(opts Options) (*Session, error) {
 		files:      map[fileKey]*File{},
 		procs:      map[uint32]*process{},
 		threads:    map[uint32]*thread{},
+		jits:       map[uint32]*jitSyms{},
 		kmaps:      map[string]*Mapping{},
 		kernPCs:    map[uint64]*Mapping{},
 	}
 	s.cache.Options.DebugDirs = s.debugDirs()
 	s.Stats.StopWhere = map[StopPlace]uint64{}
+	s.jitBudget.Store(maxJITBytes)
 	if opts.Arch != 0 {
 		s.startKernel()
 	}
@@ -308,7 +320,9 @@ type Mapping struct {
 	Start, End uint64 // runtime addresses [Start, End)
 	Pgoff      uint64 // file offset mapped at Start
 	// Name is the file name as recorded, "[vdso]", "//anon", "[stack]",
-	// ..., and for kernel frames "[kernel.kallsyms]" or "[MODULE]".
+	// ..., and for kernel frames "[kernel.kallsyms]" or "[MODULE]"; as
+	// perf names them, executable anonymous memory (JIT code) is named
+	// after the process's perf map, "/tmp/perf-PID.map".
 	Name   string
 	Exec   bool
 	Kernel bool
@@ -321,6 +335,7 @@ type Mapping struct {
 
 	anon   bool // addresses are shown as they are, not as file offsets
 	module *unwind.Module
+	jit    *jitSyms // names JIT code in anonymous executable memory
 }
 
 // PerfAddr returns the address perf script prints for the runtime address
@@ -504,9 +519,19 @@ func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string
 	p.threads[tid] = struct{}{}
 	m := &Mapping{Start: start, End: start + length, Pgoff: pgoff, Name: name, Exec: exec}
 	m.anon = isAnon(name)
+	dump := jitmap.IsJitdump(name)
+	switch {
+	case dump:
+		// A JIT's jitdump file, mapped for perf to see: read for the
+		// names of its code, not as an object file.
+		s.addDump(pid, name)
+	case exec && perfMapName(name):
+		m.jit = s.jit(pid)
+		m.Name, m.anon = m.jit.name, true
+	}
 	if exec {
 		// Only code needs its file: data mappings are named, not read.
-		if !m.anon {
+		if !m.anon && !dump {
 			m.File = s.file(name, buildID, ino)
 			if m.File.Path != "" {
 				m.Bias = m.File.bias(start, pgoff)

@@ -4,15 +4,19 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/unwind"
 )
 
 // WriteSummary prints what s's samples gave, for a person: samples read
 // and unwound, with which rules, why and where walks ended, lost samples,
-// and the files that could not be used.
+// the files JIT code was named from, and the files that could not be
+// used. Names from the recording are printed through textfmt.Printable:
+// a control character in a recorded path does not reach the terminal.
 func WriteSummary(w io.Writer, s *Session) error {
 	st := &s.Stats
 	var b strings.Builder
@@ -74,7 +78,7 @@ func WriteSummary(w io.Writer, s *Session) error {
 		if where == "" {
 			where = "no mapping"
 		}
-		fmt.Fprintf(&b, "  %d: %s, in %s\n", p.n, p.p.Stop, where)
+		fmt.Fprintf(&b, "  %d: %s, in %s\n", p.n, p.p.Stop, textfmt.Printable(where))
 	}
 	if st.KernelFrames > 0 {
 		how := "named from " + s.opts.Kallsyms
@@ -82,9 +86,41 @@ func WriteSummary(w io.Writer, s *Session) error {
 		case s.opts.Kallsyms == "":
 			how = "not named: recorded on another kernel (--kallsyms FILE names them)"
 		case s.KernelErr() != nil:
-			how = "not named: " + s.KernelErr().Error()
+			how = "not named: " + textfmt.Printable(s.KernelErr().Error())
 		}
 		fmt.Fprintf(&b, "kernel frames: %d (%s)\n", st.KernelFrames, how)
+	}
+	// Only processes whose JIT code had frames to name loaded their files.
+	var jitRead, jitErrs, jitNone []string
+	for _, pid := range slices.Sorted(maps.Keys(s.jits)) {
+		j := s.jits[pid]
+		j.mu.Lock()
+		if j.loaded {
+			jitRead = append(jitRead, j.read...)
+			for _, err := range j.errs {
+				jitErrs = append(jitErrs, err.Error())
+			}
+			if len(j.read) == 0 && len(j.errs) == 0 {
+				jitNone = append(jitNone, j.mapPaths[len(j.mapPaths)-1])
+			}
+		}
+		j.mu.Unlock()
+	}
+	for _, l := range []struct {
+		head  string
+		lines []string
+	}{{"JIT code named from", jitRead}, {"JIT symbol files not read", jitErrs},
+		{"JIT code without names, no perf map found (node --perf-basic-prof, python3 -X perf and Java agents write one)", jitNone}} {
+		if len(l.lines) > 0 {
+			fmt.Fprintf(&b, "%s: %d\n", l.head, len(l.lines))
+			for i, line := range l.lines {
+				if i == 8 {
+					fmt.Fprintf(&b, "  ... %d more\n", len(l.lines)-i)
+					break
+				}
+				fmt.Fprintf(&b, "  %s\n", textfmt.Printable(line))
+			}
+		}
 	}
 	var missing []*File
 	for _, f := range s.Files() {
@@ -99,7 +135,7 @@ func WriteSummary(w io.Writer, s *Session) error {
 				fmt.Fprintf(&b, "  ... %d more\n", len(missing)-i)
 				break
 			}
-			fmt.Fprintf(&b, "  %s: %v\n", f.Name, f.Err)
+			fmt.Fprintf(&b, "  %s: %s\n", textfmt.Printable(f.Name), textfmt.Printable(fmt.Sprint(f.Err)))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

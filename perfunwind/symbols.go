@@ -23,6 +23,10 @@ type Loc struct {
 	// Short is Sym as perf shows it: C++ and Rust names demangled without
 	// parameters when the Resolver demangles.
 	Short string
+	// Unversioned is Short without the symbol's version ("memcpy" for
+	// "memcpy@@GLIBC_2.14"), as Name is: the function's one name in
+	// folded stacks, which name it as the pprof profile does.
+	Unversioned string
 	// Offset is the address's distance from the symbol's start.
 	Offset uint64
 	// File and Line are the source position (the innermost inlined
@@ -52,7 +56,7 @@ type Resolver struct {
 	s     *Session
 	sym   *symbolize.Symbolizer
 	kern  map[uint64]*Loc
-	names map[string][2]string // demangled forms of each symbol name
+	names map[string][3]string // Name, Short and Unversioned of each symbol name
 	plts  map[*File]*pltTable
 }
 
@@ -61,7 +65,7 @@ func NewResolver(s *Session) *Resolver {
 	sym := symbolize.New()
 	sym.PerfNames = true // name functions as perf does, for comparison
 	sym.DebugDirs = s.debugDirs()
-	return &Resolver{Demangle: true, s: s, sym: sym, kern: map[uint64]*Loc{}, names: map[string][2]string{}, plts: map[*File]*pltTable{}}
+	return &Resolver{Demangle: true, s: s, sym: sym, kern: map[uint64]*Loc{}, names: map[string][3]string{}, plts: map[*File]*pltTable{}}
 }
 
 // Close releases the symbolizer's files.
@@ -82,6 +86,8 @@ func (r *Resolver) Resolve(m *Mapping, pc uint64) *Loc {
 		return unknown
 	case m.Kernel:
 		return r.kernel(pc)
+	case m.jit != nil:
+		return m.jit.resolve(pc)
 	case m.File == nil || m.File.key == "":
 		return unknown
 	}
@@ -119,7 +125,7 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 	}
 	if l.Sym != "" {
 		d := r.demangled(l.Sym)
-		l.Name, l.Short = d[0], d[1]
+		l.Name, l.Short, l.Unversioned = d[0], d[1], d[2]
 	}
 	if r.Inlines {
 		l.Inlined = r.sym.Inlines(f.key, addr)
@@ -130,8 +136,10 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 	return l
 }
 
-// demangled returns the display and perf forms of the symbol name sym.
-func (r *Resolver) demangled(sym string) [2]string {
+// demangled returns the display and perf forms of the symbol name sym,
+// and the perf form without a version. This is the one place that
+// strips symbol versions.
+func (r *Resolver) demangled(sym string) [3]string {
 	if d, ok := r.names[sym]; ok {
 		return d
 	}
@@ -139,7 +147,7 @@ func (r *Resolver) demangled(sym string) [2]string {
 	if i := strings.IndexByte(base, '@'); i > 0 && !strings.HasSuffix(base, "@plt") {
 		base = base[:i] // "memcpy@@GLIBC_2.14"
 	}
-	d := [2]string{base, sym}
+	d := [3]string{base, sym, base}
 	if r.Demangle {
 		name, suffix := sym, ""
 		if strings.HasSuffix(name, "@plt") {
@@ -148,6 +156,9 @@ func (r *Resolver) demangled(sym string) [2]string {
 		d[0] = symbolize.Demangle(base)
 		if short := demangleShort(name); short != "" {
 			d[1] = short + suffix
+		}
+		if short := demangleShort(strings.TrimSuffix(base, "@plt")); short != "" {
+			d[2] = short + suffix
 		}
 	}
 	r.names[sym] = d
@@ -174,7 +185,7 @@ func (r *Resolver) kernel(pc uint64) *Loc {
 	}
 	l := unknown
 	if start, name, _, ok := r.s.kernelSyms().lookup(pc); ok {
-		l = &Loc{Sym: name, Name: name, Short: name, Offset: pc - start}
+		l = &Loc{Sym: name, Name: name, Short: name, Unversioned: name, Offset: pc - start}
 	}
 	r.kern[pc] = l
 	return l

@@ -25,6 +25,10 @@ type Profile struct {
 	// Warnings are what the recording had to give up, one line each
 	// (smaller ring buffers than asked for).
 	Warnings []string
+	// UserOnly says why time in the kernel was not sampled, when
+	// kernel.perf_event_paranoid and the profiler's capabilities forbade
+	// it; "" when it was.
+	UserOnly string
 
 	opts    Options
 	event   perfevent.Event
@@ -61,6 +65,9 @@ func (p *Profile) cutPeriod(stacks []*stack, start, end time.Time) {
 		q.Stats.Samples += uint64(s.n)
 	}
 	p.opts.OnPeriod(q)
+	// The next period reads the JIT files again, with what the JITs made
+	// since; the memory they took is not kept for the whole recording.
+	p.sess.ForgetJIT()
 }
 
 // Period reports whether p is one period of a recording cut by
@@ -234,6 +241,9 @@ func (p *Profile) WriteSummary(w io.Writer) error {
 	what := fmt.Sprintf("%s at %d Hz", p.event.Name, p.opts.freq())
 	if p.csEvent >= 0 {
 		what += " and every switch off the CPU"
+	}
+	if p.UserOnly != "" {
+		what += " in user space only (" + p.UserOnly + ": the time in system calls and page faults is missing)"
 	}
 	fmt.Fprintf(&b, "recorded %s for %.2f s: %s, %s, %s; %d KiB of stack per sample, rings of %d KiB per CPU\n",
 		what, st.Wall.Seconds(), plural(st.Processes, "process", "processes"), plural(st.Threads, "thread", "threads"),

@@ -70,7 +70,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 		}
 	}
 	po, cs := opts.perfOptions(host)
-	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SameMachine: true, SFrameFromCFI: true}
+	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SameMachine: true, SFrameFromCFI: true, Live: true}
 	if opts.Kernel {
 		sopts.Kallsyms = "/proc/kallsyms"
 	}
@@ -163,7 +163,7 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	if bu != nil {
 		p.attrs = attrs[:len(attrs)-1]
 	}
-	p.Warnings = append(warnings, s.Warnings()...)
+	p.Warnings, p.UserOnly = append(warnings, s.Warnings()...), s.UserOnly()
 	p.Stats.RingBytes = s.RingPages() * os.Getpagesize()
 	// Samples wait for the records before them at most two passes over
 	// the rings: about two rings' worth per CPU.

@@ -454,27 +454,31 @@ func TestErrors(t *testing.T) {
 }
 
 // TestStopsOnContext: a recording of a command ends when the context is
-// done, the command running on unharmed; Wait then waits for it.
+// done, the command running on unharmed; Wait then waits for it. The
+// command waits for a line on its standard input, so that it is still
+// running when the recording stops, however slow the machine.
 func TestStopsOnContext(t *testing.T) {
 	needPerf(t)
-	exe := buildProg(t, "-O2", "-Wa,--gsframe")
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.Command(exe, "spin", "1.5")
-	start := time.Now()
-	p, err := Record(ctx, Options{Command: cmd, Started: func() { time.AfterFunc(300*time.Millisecond, cancel) }})
+	cmd := exec.Command("sh", "-c", `read line; echo "got $line"`)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	p, err := Record(ctx, Options{Command: cmd, Started: cancel})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	stopped := time.Since(start)
-	if stopped > time.Second || p.Exited() {
-		t.Errorf("recording stopped after %v, command exited %v", stopped, p.Exited())
+	if p.Exited() {
+		t.Error("the command exited before its input came")
 	}
-	if err := p.Wait(); err != nil || !cmd.ProcessState.Success() {
-		t.Errorf("command: %v, %v", err, cmd.ProcessState)
-	}
-	if time.Since(start) < 1400*time.Millisecond {
-		t.Errorf("command ended after %v, before its 1.5 s", time.Since(start))
+	io.WriteString(stdin, "line\n")
+	stdin.Close()
+	if err := p.Wait(); err != nil || !cmd.ProcessState.Success() || out.String() != "got line\n" {
+		t.Errorf("command: %v, %v, said %q", err, cmd.ProcessState, out.String())
 	}
 }
 
@@ -516,5 +520,58 @@ func TestKernelFrames(t *testing.T) {
 	}
 	if p.Unwinding().KernelFrames == 0 {
 		t.Error("no kernel frames counted")
+	}
+}
+
+// TestKernelTime records a thread that spends nearly all its time in the
+// kernel, reading /dev/zero: without Kernel its samples in the kernel are
+// taken all the same (at least 80% of the samples its CPU time implies),
+// each with the thread's user stack down to the read; with Kernel they
+// start with the kernel's frames.
+func TestKernelTime(t *testing.T) {
+	needKernelSampling(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	readChain := []string{"read3", "read2", "read1", "reader"}
+	for _, kernel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
+			p, out := recordCommand(t, Options{Kernel: kernel}, exe, "zero", "1000000")
+			var cpu, sys float64
+			if _, err := fmt.Sscanf(out, "cpu %g sys %g", &cpu, &sys); err != nil {
+				t.Fatalf("program said %q: %v", out, err)
+			}
+			if p.UserOnly != "" {
+				t.Errorf("user space only: %s", p.UserOnly)
+			}
+			q := pprofOf(t, p)
+			var samples, chained, withKernel int64
+			for _, s := range q.Sample {
+				if name := s.Label["thread_name"]; len(name) != 1 || name[0] != "reader" {
+					continue
+				}
+				samples += s.Value[0]
+				f := funcs(s)
+				if i := slices.Index(f, "read3"); i >= 0 && len(f) >= i+len(readChain) && slices.Equal(f[i:i+len(readChain)], readChain) {
+					chained += s.Value[0]
+				}
+				if len(s.Location) > 0 && s.Location[0].Mapping != nil && s.Location[0].Mapping.File == "[kernel.kallsyms]" {
+					withKernel += s.Value[0]
+				}
+			}
+			implied := cpu * float64(DefaultFreq)
+			t.Logf("reader: %d samples, %.0f implied by its %.3f s of CPU (%.3f s in the kernel); %d with its chain, %d with kernel frames",
+				samples, implied, cpu, sys, chained, withKernel)
+			if sys < cpu/2 {
+				t.Fatalf("the reader spent %.3f of %.3f s in the kernel: not the test's premise", sys, cpu)
+			}
+			if float64(samples) < 0.8*implied {
+				t.Errorf("%d samples of the reader, want at least 80%% of the %.0f its %.3f s of CPU imply", samples, implied, cpu)
+			}
+			if float64(chained) < 0.95*float64(samples) {
+				t.Errorf("%d of %d samples show the chain %q", chained, samples, readChain)
+			}
+			if kernel && float64(withKernel) < 0.5*float64(samples) || !kernel && withKernel != 0 {
+				t.Errorf("kernel %v: %d of %d samples start with kernel frames", kernel, withKernel, samples)
+			}
+		})
 	}
 }

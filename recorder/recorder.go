@@ -103,7 +103,11 @@ type Options struct {
 	// DefaultStackSize.
 	StackSize uint32
 	// Kernel adds the kernel's frames of samples taken in the kernel
-	// (its callchain), named from /proc/kallsyms.
+	// (its callchain), named from /proc/kallsyms, and fails where
+	// kernel.perf_event_paranoid forbids samples in the kernel. Without
+	// it, time in the kernel (system calls, page faults) is sampled still
+	// wherever that is allowed, each sample with the user stack of the
+	// thread that entered the kernel (Profile.UserOnly says when not).
 	Kernel bool
 	// OffCPU also records where threads wait: see the package comment.
 	OffCPU bool
@@ -235,7 +239,7 @@ func (o *Options) perfOptions(a arch.Arch) (po perfevent.Options, cs int) {
 		cs = len(events)
 		events = append(events, perfevent.ContextSwitches)
 	}
-	return perfevent.Options{Events: events, Freq: o.freq(), Kernel: o.Kernel, Callchain: o.Kernel,
+	return perfevent.Options{Events: events, Freq: o.freq(), Kernel: o.Kernel, KernelIfPermitted: true, Callchain: o.Kernel,
 		RegsUser: perfevent.UserRegsMask(a), StackUser: o.stackSize(),
 		Mmap: true, Comm: true, Task: true, ContextSwitch: o.OffCPU, SampleIDAll: true,
 		// The clock of clock_gettime: the end of recording is a time of

@@ -40,7 +40,7 @@ func extractSFrame(t *testing.T, f *elf.File) (sframe.EncodeOptions, []sframe.En
 	if sec == nil {
 		t.Fatal("no .sframe")
 	}
-	data, err := elffile.Data(f, sec)
+	data, err := elffile.SectionData(f, sec, elffile.Relocated)
 	if err != nil {
 		t.Fatal(err)
 	}

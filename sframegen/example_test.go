@@ -28,7 +28,7 @@ func ExampleFromCFI() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := sframegen.FromCFI(f, sframegen.Options{Version: sframe.Version3})
+	res, err := sframegen.FromCFI(f.File, sframegen.Options{Version: sframe.Version3})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func ExampleFromCFI() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	sec := elffile.FindSFrame(g, "")
+	sec := elffile.FindSFrame(g.File, "")
 	fmt.Printf("new %s section at %#x, %d bytes\n", sec.Name, sec.Addr, sec.Size)
 	// Output:
 	// 7 FDEs -> 8 SFrame functions, 23 rows, 1 flexible, 0 left out

@@ -26,7 +26,7 @@ func FuzzFromCFI(f *testing.F) {
 			}
 			abi, _ := ABIFor(ef)
 			if s := ef.Section(".eh_frame"); s != nil {
-				if data, err := cfi.SectionData(ef, s); err == nil {
+				if data, err := elffile.SectionData(ef, s, elffile.RelocatedLenient); err == nil {
 					f.Add(data, s.Addr, byte(abi), byte(3))
 					f.Add(data, s.Addr, byte(abi), byte(2))
 				}
@@ -93,7 +93,7 @@ func FuzzVerify(f *testing.F) {
 		}
 		tabs = append(tabs, tab)
 		if s := elffile.FindSFrame(ef, ""); s != nil {
-			if data, err := s.Data(); err == nil {
+			if data, err := elffile.SectionData(ef, s, elffile.Unrelocated); err == nil {
 				f.Add(data, s.Addr, byte(len(tabs)-1))
 			}
 		}
@@ -128,8 +128,8 @@ func FuzzToVersion(f *testing.F) {
 			f.Add(src, false, byte(2))
 			f.Add(src, false, byte(3))
 			if ef, err := elffile.NewFile(src); err == nil {
-				if s := elffile.FindSFrame(ef, ""); s != nil {
-					if data, err := s.Data(); err == nil {
+				if s := elffile.FindSFrame(ef.File, ""); s != nil {
+					if data, err := elffile.SectionData(ef.File, s, elffile.Unrelocated); err == nil {
 						f.Add(data, true, byte(2))
 					}
 				}
@@ -157,11 +157,11 @@ func FuzzToVersion(f *testing.F) {
 		if err != nil {
 			t.Fatalf("converted image does not open: %v", err)
 		}
-		sec := elffile.FindSFrame(ef, "")
+		sec := elffile.FindSFrame(ef.File, "")
 		if sec == nil {
 			t.Fatal("converted image has no SFrame section")
 		}
-		sd, err := elffile.Data(ef, sec)
+		sd, err := elffile.SectionData(ef.File, sec, elffile.Relocated)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -266,9 +266,9 @@ func ToVersion(src []byte, opts ToVersionOptions) (*ToVersionResult, error) {
 }
 
 // parseSection decodes the SFrame section sec of f, with its
-// relocations applied in a relocatable object (elffile.Data).
+// relocations applied in a relocatable object (elffile.Relocated).
 func parseSection(f *elf.File, sec *elf.Section) (*sframe.Section, error) {
-	data, err := elffile.Data(f, sec)
+	data, err := elffile.SectionData(f, sec, elffile.Relocated)
 	if err != nil {
 		return nil, err
 	}

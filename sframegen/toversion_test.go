@@ -29,7 +29,7 @@ func parseImage(t *testing.T, src []byte) *elf.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return f.File
 }
 
 // contents returns the bytes of f's section name (nil when absent).

@@ -653,7 +653,7 @@ func fdeNames(f *elf.File, cfiName string) func(*cfi.FDE) string {
 		names := symbolNames(f)
 		return func(fde *cfi.FDE) string { return names(fde.PCBegin) }
 	}
-	syms, err := f.Symbols()
+	syms, err := elffile.Symbols(f)
 	if err != nil {
 		return func(*cfi.FDE) string { return "" }
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/perfunwind"
 )
 
@@ -18,7 +19,8 @@ import (
 //
 // written as stackcollapse-perf.pl writes them from perf script's output:
 // the thread's name (spaces made underscores) first, function names as
-// perf shows them (C++ without parameters), "[module]" for a frame whose
+// perf shows them (C++ without parameters) but without symbol versions,
+// as the pprof profile names them, "[module]" for a frame whose
 // function is unknown ("[unknown]" without a module), semicolons in names
 // made colons, lines sorted. count is the number of samples, or the sum
 // of the weights given to AddWeight. When the Resolver expands inlined
@@ -81,11 +83,11 @@ func (f *Folded) AddWeight(st *perfunwind.Stack, w uint64) error {
 func (f *Folded) appendFrame(k []byte, m *perfunwind.Mapping, pc uint64) []byte {
 	loc := f.r.Resolve(m, pc)
 	k = append(k, ';')
-	if loc.Short != "" {
-		k = appendFoldName(k, loc.Short, false)
+	if loc.Unversioned != "" {
+		k = appendFoldName(k, loc.Unversioned, false)
 	} else {
 		k = append(k, '[')
-		k = append(k, f.moduleName(m)...)
+		k = textfmt.AppendPrintable(k, f.moduleName(m))
 		k = append(k, ']')
 	}
 	for j := len(loc.Inlined) - 1; j >= 0; j-- {
@@ -115,7 +117,8 @@ func (f *Folded) moduleName(m *perfunwind.Mapping) string {
 
 // appendFoldName appends name with the characters the format reserves
 // replaced: semicolons (the separator) by colons, and for the thread's
-// name spaces by underscores. Parameter lists are dropped, as
+// name spaces by underscores; control characters are escaped
+// (textfmt.AppendPrintable), a newline among them. Parameter lists are dropped, as
 // stackcollapse-perf does, except for anonymous namespaces.
 func appendFoldName(b []byte, name string, comm bool) []byte {
 	if !comm {
@@ -129,17 +132,15 @@ func appendFoldName(b []byte, name string, comm bool) []byte {
 			}
 		}
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
+	at := len(b)
+	b = textfmt.AppendPrintable(b, name)
+	for i := at; i < len(b); i++ {
 		switch {
-		case c == ';':
-			c = ':'
-		case c == ' ' && comm:
-			c = '_'
-		case c == '\n':
-			c = ' '
+		case b[i] == ';':
+			b[i] = ':'
+		case b[i] == ' ' && comm:
+			b[i] = '_'
 		}
-		b = append(b, c)
 	}
 	return b
 }

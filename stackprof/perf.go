@@ -332,9 +332,17 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 			m.Limit = max(m.Limit, l.Address+1)
 		}
 	}
-	// pprof takes the first mapping for the main binary: the lowest user
-	// mapping, the executable's for PIE and non-PIE programs alike.
+	// pprof takes the first mapping for the main binary: the main
+	// program's (mainMapping), then the user mappings by address, the
+	// kernel's last.
+	main := b.mainMapping(keys)
 	slices.SortStableFunc(p.Mapping, func(x, y *profile.Mapping) int {
+		if (x == main) != (y == main) {
+			if x == main {
+				return -1
+			}
+			return 1
+		}
 		if kx, ky := b.isKernel(x), b.isKernel(y); kx != ky {
 			if kx {
 				return 1
@@ -350,6 +358,42 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 		return nil, fmt.Errorf("stackprof: %w", err)
 	}
 	return p, nil
+}
+
+// mainMapping returns the mapping of the profile's main program: of the
+// process with the most samples that has user frames (in a profile of
+// every process, not the profiler's own, sampled too, which a non-PIE Go
+// binary maps lowest), its lowest user mapping, the executable's for PIE
+// and non-PIE programs alike; nil when no sample has a user frame.
+func (b *PerfBuilder) mainMapping(samples []*perfSample) *profile.Mapping {
+	type proc struct {
+		n      int64
+		lowest *profile.Mapping
+	}
+	procs := map[uint32]*proc{}
+	var best *proc
+	for _, s := range samples {
+		pr := procs[s.pid]
+		if pr == nil {
+			pr = &proc{}
+			procs[s.pid] = pr
+		}
+		pr.n += s.n
+		for _, l := range s.locs {
+			if m := l.Mapping; m != nil && !b.isKernel(m) && (pr.lowest == nil || m.Start < pr.lowest.Start) {
+				pr.lowest = m
+			}
+		}
+	}
+	for _, pr := range procs {
+		if pr.lowest != nil && (best == nil || pr.n > best.n || pr.n == best.n && pr.lowest.Start < best.lowest.Start) {
+			best = pr
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.lowest
 }
 
 // isKernel reports whether m is a kernel pseudo-mapping.

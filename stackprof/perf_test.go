@@ -205,3 +205,61 @@ func TestMergedAndOffCPUSamples(t *testing.T) {
 		t.Errorf("folded\n%s\nwant\n%s", buf.String(), want)
 	}
 }
+
+// TestTextQuotesNames writes a stack whose thread and file names carry
+// terminal escape sequences and a newline (a recording's COMM and MMAP2
+// names are anyone's): perf script's text and the folded form show them
+// escaped, one line per frame or stack.
+func TestTextQuotesNames(t *testing.T) {
+	r, _ := testStacks(t)
+	lib := &perfunwind.Mapping{Name: "/tmp/\x1b[2J\nlib.so", Start: 0x7f0000001000, End: 0x7f0000009000, Pgoff: 0x1000}
+	st := &perfunwind.Stack{Pid: 7, Tid: 7, Comm: "x\x1b]0;t\x07\u009b", Frames: []perfunwind.Frame{{PC: 0x7f0000001234, Map: lib, First: true, Exact: true}}}
+	var script bytes.Buffer
+	w := NewScriptWriter(&script, r)
+	if err := w.Write(st); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	want := `x\x1b]0;t\x07\xc2\x9b     7     0.000000: ` + "\n" +
+		"\t            1234 [unknown] (/tmp/\\x1b[2J\\x0alib.so)\n\n"
+	if got := script.String(); got != want {
+		t.Errorf("script text:\n%q\nwant\n%q", got, want)
+	}
+	f := NewFolded(r)
+	f.Add(st)
+	var folded bytes.Buffer
+	if err := f.Write(&folded); err != nil {
+		t.Fatal(err)
+	}
+	if want := `x\x1b]0:t\x07\xc2\x9b;[\x1b[2J\x0alib.so] 1` + "\n"; folded.String() != want {
+		t.Errorf("folded:\n%q\nwant\n%q", folded.String(), want)
+	}
+}
+
+// TestMainMapping: pprof takes the first mapping for the main binary. In
+// a profile of every process it is the executable of the process with
+// the most samples, not the lowest mapping of all (the profiler's own, a
+// non-PIE Go binary, sampled too).
+func TestMainMapping(t *testing.T) {
+	r, _ := testStacks(t)
+	h := &perfdata.Header{Attrs: []*perfdata.Attr{{Type: perfdata.TypeSoftware, Config: 0, Name: "cpu-clock", SamplePeriod: 999, Flags: perfdata.AttrFreq}}}
+	profiler := &perfunwind.Mapping{Name: "/usr/bin/sframe", Start: 0x400000, End: 0x800000}
+	exe := &perfunwind.Mapping{Name: "/usr/bin/dd", Start: 0x555555554000, End: 0x555555560000}
+	lib := &perfunwind.Mapping{Name: "/usr/lib/libc.so.6", Start: 0x7f0000001000, End: 0x7f0000100000}
+	stack := func(pid uint32, frames ...perfunwind.Frame) *perfunwind.Stack {
+		return &perfunwind.Stack{Pid: pid, Tid: pid, Comm: "x", Period: 1000, Frames: frames}
+	}
+	b := NewPerfBuilder(r, h)
+	b.AddSamples(stack(10, perfunwind.Frame{PC: 0x401000, Map: profiler}), 3)
+	b.AddSamples(stack(20, perfunwind.Frame{PC: 0x7f0000002000, Map: lib}, perfunwind.Frame{PC: 0x555555555000, Map: exe}), 4)
+	b.AddSamples(stack(20, perfunwind.Frame{PC: 0x7f0000002000, Map: lib}), 2)
+	b.AddSamples(stack(0), 9) // idle: no frames
+	q := reparse(t, b.Profile)
+	var files []string
+	for _, m := range q.Mapping {
+		files = append(files, m.File)
+	}
+	if want := "/usr/bin/dd /usr/bin/sframe /usr/lib/libc.so.6"; strings.Join(files, " ") != want {
+		t.Errorf("mappings %q, want %s", files, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"strconv"
 
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/perfunwind"
 )
 
@@ -35,7 +36,7 @@ func NewScriptWriter(w io.Writer, r *perfunwind.Resolver) *ScriptWriter {
 // Write writes one sample.
 func (sw *ScriptWriter) Write(st *perfunwind.Stack) error {
 	b := sw.buf[:0]
-	b = append(b, st.Comm...)
+	b = textfmt.AppendPrintable(b, st.Comm)
 	b = append(b, ' ')
 	b = appendPadUint(b, uint64(st.Tid), 5)
 	b = append(b, ' ')
@@ -67,7 +68,7 @@ func (sw *ScriptWriter) appendFrame(b []byte, m *perfunwind.Mapping, pc uint64) 
 	for k := range loc.Inlined {
 		b = appendAddr(b, addr)
 		if n := loc.Inlined[k].Name; n != "" {
-			b = append(b, n...)
+			b = textfmt.AppendPrintable(b, n)
 		} else {
 			b = append(b, "[unknown]"...)
 		}
@@ -75,13 +76,13 @@ func (sw *ScriptWriter) appendFrame(b []byte, m *perfunwind.Mapping, pc uint64) 
 	}
 	b = appendAddr(b, addr)
 	if loc.Short != "" {
-		b = append(b, loc.Short...)
+		b = textfmt.AppendPrintable(b, loc.Short)
 	} else {
 		b = append(b, "[unknown]"...)
 	}
 	b = append(b, " ("...)
 	if m != nil {
-		b = append(b, m.Name...)
+		b = textfmt.AppendPrintable(b, m.Name)
 	} else {
 		b = append(b, "[unknown]"...)
 	}

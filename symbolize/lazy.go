@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"sort"
+
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // LookupFuncs returns LookupFunc's answer for each address of addrs, in
@@ -86,7 +88,7 @@ func (m *module) lookupLazy(addrs []uint64, out []Symbol, buf []byte) bool {
 	// Symbols: the debug file's .symtab, else ours, else .dynsym, as
 	// readSyms picks them: the first table with a function.
 	type table struct {
-		f   *elf.File
+		f   *elffile.File
 		typ elf.SectionType
 	}
 	tables := []table{{m.dbg, elf.SHT_SYMTAB}, {m.f, elf.SHT_SYMTAB}, {m.f, elf.SHT_DYNSYM}}
@@ -94,7 +96,7 @@ func (m *module) lookupLazy(addrs []uint64, out []Symbol, buf []byte) bool {
 		if t.f == nil {
 			continue
 		}
-		best, n, names, err := scanFuncs(t.f, t.typ, qs, buf)
+		best, n, names, err := scanFuncs(t.f.File, t.typ, qs, buf)
 		if err != nil {
 			return false
 		}
@@ -181,7 +183,10 @@ func scanFuncs(f *elf.File, typ elf.SectionType, qs []uint64, buf []byte) ([]laz
 	ebuf := buf[:scanEntries*size]
 	best := make([]lazyCand, len(qs))
 	count := 0
-	r := sec.Open()
+	r, err := elffile.SectionReader(sec)
+	if err != nil {
+		return nil, 0, nil, err
+	}
 	first := true
 	for {
 		n, rerr := io.ReadFull(r, ebuf)
@@ -270,7 +275,7 @@ func (nr *nameReader) read(off uint32) (string, error) {
 	var name []byte
 	for pos := uint64(off); pos < str.Size; {
 		chunk := nr.buf[:min(uint64(len(nr.buf)), str.Size-pos)]
-		n, err := str.ReadAt(chunk, int64(pos))
+		n, err := elffile.ReadSectionAt(str, chunk, int64(pos))
 		i := slices.Index(chunk[:n], 0)
 		used := uint64(n)
 		if i >= 0 {

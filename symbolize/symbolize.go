@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // Symbol describes an address.
@@ -95,23 +96,23 @@ type module struct {
 	once sync.Once
 	err  error
 
-	src func() (*elf.File, error) // opens the object (Register or path)
+	src func() (*elffile.File, error) // opens the object (Register or path)
 
 	// symMu guards what loading the symbols sets: a lazy module (opened
 	// by a Lazy Symbolizer) reads them on the first lookup that needs the
 	// whole table (loadSyms), until then lookups scan f's and dbg's.
 	symMu  sync.Mutex
 	lazy   bool
-	perf   bool      // Symbolizer.PerfNames
-	loaded bool      // syms, labels, dwFile and symErr are set
-	f, dbg *elf.File // lazy, not loaded: the object and its debug file (or nil)
-	symErr error     // no symbols and no DWARF
+	perf   bool          // Symbolizer.PerfNames
+	loaded bool          // syms, labels, dwFile and symErr are set
+	f, dbg *elffile.File // lazy, not loaded: the object and its debug file (or nil)
+	symErr error         // no symbols and no DWARF
 
 	syms   []sym
-	labels []sym       // untyped code labels (readTextLabels)
-	debug  string      // separate debug file used, if any
-	dwFile *elf.File   // file whose DWARF the line index is built from; closed after
-	execs  [][2]uint64 // executable section ranges, for line sequences
+	labels []sym         // untyped code labels (readTextLabels)
+	debug  string        // separate debug file used, if any
+	dwFile *elffile.File // file whose DWARF the line index is built from; closed after
+	execs  [][2]uint64   // executable section ranges, for line sequences
 
 	linesOnce sync.Once
 	lines     []lineRow
@@ -135,7 +136,7 @@ type lineRow struct {
 	end  bool // end of a sequence: no line from here on
 }
 
-func (s *Symbolizer) get(key string, src func() (*elf.File, error)) *module {
+func (s *Symbolizer) get(key string, src func() (*elffile.File, error)) *module {
 	s.mu.Lock()
 	if s.mods == nil {
 		s.mods = map[string]*module{}
@@ -143,7 +144,7 @@ func (s *Symbolizer) get(key string, src func() (*elf.File, error)) *module {
 	m := s.mods[key]
 	if m == nil {
 		if src == nil {
-			src = func() (*elf.File, error) { return elf.Open(key) }
+			src = func() (*elffile.File, error) { return elffile.Open(key) }
 		}
 		m = &module{src: src}
 		s.mods[key] = m
@@ -159,7 +160,13 @@ func (s *Symbolizer) get(key string, src func() (*elf.File, error)) *module {
 // later lookups of name use it. r must stay readable while the Symbolizer
 // is used. Registering a name already loaded does nothing.
 func (s *Symbolizer) Register(name string, r io.ReaderAt) error {
-	m := s.get(name, func() (*elf.File, error) { return elf.NewFile(r) })
+	m := s.get(name, func() (*elffile.File, error) {
+		f, err := elf.NewFile(r)
+		if err != nil {
+			return nil, err
+		}
+		return &elffile.File{File: f}, nil
+	})
 	return m.err
 }
 
@@ -335,7 +342,7 @@ func (m *module) load(name string, debugDirs []string, lazy, perf bool) error {
 		}
 	}
 
-	path, dbg := FindDebugFile(f, name, debugDirs)
+	path, dbg := FindDebugFile(f.File, name, debugDirs)
 	if dbg != nil {
 		m.debug = path
 	}
@@ -364,7 +371,7 @@ func (m *module) loadSyms() error {
 
 // closeFiles closes m.f and m.dbg, unless one is the DWARF file.
 func (m *module) closeFiles() {
-	for _, f := range []*elf.File{m.f, m.dbg} {
+	for _, f := range []*elffile.File{m.f, m.dbg} {
 		if f != nil && f != m.dwFile {
 			f.Close()
 		}
@@ -382,13 +389,13 @@ func (m *module) readSyms(name string) error {
 	// Symbols: the debug file's .symtab, else ours, else .dynsym.
 	var cs []cand
 	if dbg != nil {
-		cs, m.labels = readFuncSyms(dbg, elf.SHT_SYMTAB, m.perf)
+		cs, m.labels = readFuncSyms(dbg.File, elf.SHT_SYMTAB, m.perf)
 	}
 	if len(cs) == 0 {
-		cs, m.labels = readFuncSyms(f, elf.SHT_SYMTAB, m.perf)
+		cs, m.labels = readFuncSyms(f.File, elf.SHT_SYMTAB, m.perf)
 	}
 	if len(cs) == 0 {
-		cs, _ = readFuncSyms(f, elf.SHT_DYNSYM, m.perf)
+		cs, _ = readFuncSyms(f.File, elf.SHT_DYNSYM, m.perf)
 	}
 	pick := better
 	if m.perf {
@@ -442,7 +449,16 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym)
 	}
 	// Compressed tables may expand to at most elffile.MaxDecompressed,
 	// and to no more than their stored bytes can hold.
-	if elffile.CheckSection(sec) != nil || elffile.CheckSection(f.Sections[sec.Link]) != nil {
+	strsec := f.Sections[sec.Link]
+	if strsec.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	symr, err := elffile.SectionReader(sec)
+	if err != nil {
+		return nil, nil
+	}
+	strr, err := elffile.SectionReader(strsec)
+	if err != nil {
 		return nil, nil
 	}
 	bo := f.ByteOrder
@@ -453,21 +469,20 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym)
 	}
 	buf := make([]byte, 2730*size) // about 64 KB, whole entries
 	var sb strings.Builder
-	strsec := f.Sections[sec.Link]
-	if strsec.Type == elf.SHT_NOBITS {
-		return nil, nil
-	}
 	if strsec.Flags&elf.SHF_COMPRESSED == 0 && strsec.Size < 1<<30 {
 		sb.Grow(int(strsec.Size))
 	}
-	if _, err := io.CopyBuffer(&sb, strsec.Open(), buf); err != nil {
+	if _, err := io.CopyBuffer(&sb, strr, buf); err != nil {
 		return nil, nil
 	}
 	strs := sb.String()
 
 	// each calls fn with every entry of the table but the null one.
 	each := func(fn func(e []byte)) error {
-		r := sec.Open()
+		if _, err := symr.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		r := symr
 		first := true
 		for {
 			n, err := io.ReadFull(r, buf)
@@ -681,7 +696,7 @@ func (m *module) buildLines() {
 	if m.dwFile == nil {
 		return
 	}
-	dw, err := elffile.DWARF(m.dwFile)
+	dw, err := elffile.DWARF(m.dwFile.File)
 	m.dwFile.Close()
 	m.dwFile = nil
 	if err != nil {
@@ -785,7 +800,7 @@ func (m *module) inExec(addr uint64) bool {
 // check opens it anyway; the caller closes it), or "" and nil. Every
 // reader of separate debug files (symbols, lines, the unwinder's
 // .debug_frame) finds them here.
-func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elf.File) {
+func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elffile.File) {
 	id := buildID(f)
 	if len(id) >= 2 {
 		h := hex.EncodeToString(id)
@@ -803,7 +818,7 @@ func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elf.F
 	dir := filepath.Dir(name)
 	cands := []string{filepath.Join(dir, link), filepath.Join(dir, ".debug", link)}
 	for _, d := range debugDirs {
-		cands = append(cands, filepath.Join(d, dir, link))
+		cands = append(cands, sysfile.Under(d, filepath.Join(dir, link)))
 	}
 	self, _ := os.Stat(name)
 	for _, c := range cands {
@@ -818,7 +833,7 @@ func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elf.F
 			continue
 		}
 		if fileCRC(c) == crc {
-			if d, err := elf.Open(c); err == nil {
+			if d, err := elffile.Open(c); err == nil {
 				return c, d
 			}
 		}
@@ -832,7 +847,7 @@ func buildID(f *elf.File) []byte {
 		if s.Type != elf.SHT_NOTE {
 			continue
 		}
-		data, err := elffile.SectionData(s)
+		data, err := elffile.SectionData(f, s, elffile.Unrelocated)
 		if err != nil {
 			continue
 		}
@@ -858,17 +873,14 @@ func buildID(f *elf.File) []byte {
 }
 
 // openSameBuildID opens the ELF file at path if it is a regular file
-// (not a FIFO, whose open would wait for a writer, nor a device) and its
-// build ID is id.
-func openSameBuildID(path string, id []byte) *elf.File {
-	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
-		return nil
-	}
-	f, err := elf.Open(path)
+// (elffile.Open: not a FIFO, whose open would wait for a writer, nor a
+// device) and its build ID is id.
+func openSameBuildID(path string, id []byte) *elffile.File {
+	f, err := elffile.Open(path)
 	if err != nil {
 		return nil
 	}
-	if !bytes.Equal(buildID(f), id) {
+	if !bytes.Equal(buildID(f.File), id) {
 		f.Close()
 		return nil
 	}
@@ -882,7 +894,7 @@ func debugLink(f *elf.File) (string, uint32, bool) {
 	if s == nil {
 		return "", 0, false
 	}
-	data, err := elffile.SectionData(s)
+	data, err := elffile.SectionData(f, s, elffile.Unrelocated)
 	if err != nil {
 		return "", 0, false
 	}
@@ -908,7 +920,7 @@ func debugLink(f *elf.File) (string, uint32, bool) {
 }
 
 func fileCRC(path string) uint32 {
-	f, err := os.Open(path)
+	f, err := sysfile.OpenRegular(path)
 	if err != nil {
 		return 0
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // Note types read from cores (those missing from debug/elf).
@@ -279,7 +280,7 @@ func OpenCore(corePath, exePath string) (*Core, error) {
 // architecture. Cores without NT_FILE (qemu-user's) need o.Exe to find
 // their modules; see CoreOptions.
 func OpenCoreWith(corePath string, o CoreOptions) (*Core, error) {
-	f, err := os.Open(corePath)
+	f, err := sysfile.OpenRegular(corePath)
 	if err != nil {
 		return nil, fmt.Errorf("targets: opening core: %w", err)
 	}
@@ -550,7 +551,7 @@ func (c *Core) buildModules(notes *coreNotes) []Module {
 			if m.File != "" {
 				file := m.File
 				open = func() (io.ReaderAt, io.Closer, error) {
-					f, err := os.Open(file)
+					f, err := sysfile.OpenRegular(file)
 					return f, f, err
 				}
 			}
@@ -845,7 +846,7 @@ func (m *coreMem) file(path string) (*os.File, error) {
 		m.open[path] = nil
 		return nil, fmt.Errorf("%s is not a readable regular file: %w", path, ErrUnmapped)
 	}
-	f, err := os.Open(path)
+	f, err := sysfile.OpenRegular(path)
 	if err != nil {
 		m.open[path] = nil
 		return nil, fmt.Errorf("%w (%w)", err, ErrUnmapped)

@@ -6,11 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // CoreOptions adjusts OpenCoreWith.
@@ -53,7 +54,7 @@ func sysrootFiles(files []ntFileEntry, exe, sysroot string) {
 		if files[i].path == exe || !strings.HasPrefix(files[i].path, "/") {
 			continue
 		}
-		if p := filepath.Join(sysroot, files[i].path); isRegular(p) {
+		if p := sysfile.Under(sysroot, files[i].path); isRegular(p) {
 			files[i].path = p
 		}
 	}
@@ -81,7 +82,7 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 	if v, ok := notes.auxvValue(atPAGESZ); ok && v >= 4096 && v <= 1<<20 && v&(v-1) == 0 {
 		pageSize = v
 	}
-	ef, err := elf.Open(o.Exe)
+	ef, err := elffile.Open(o.Exe)
 	if err != nil {
 		c.warn(fmt.Errorf("executable %s: %w", o.Exe, err))
 		return
@@ -91,7 +92,7 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 		c.warn(fmt.Errorf("executable %s is %v %v, the core %v: not its executable", o.Exe, ef.Class, ef.Machine, c.arch))
 		return
 	}
-	bias, err := exeBias(ef, notes)
+	bias, err := exeBias(ef.File, notes)
 	if err != nil {
 		c.warn(fmt.Errorf("executable %s does not match the core: %w", o.Exe, err))
 		return
@@ -130,7 +131,7 @@ func (c *Core) addLoadedModules(notes *coreNotes, o CoreOptions, bo binary.ByteO
 	// A program that died before the dynamic linker set DT_DEBUG still
 	// has the dynamic linker itself, at AT_BASE.
 	if base, ok := notes.auxvValue(atBASE); ok && base != 0 && !hasBias(libs, base) {
-		if interp := interpreter(ef); interp != "" {
+		if interp := interpreter(ef.File); interp != "" {
 			libs = append(libs, loadedObject{name: interp, bias: base})
 		}
 	}
@@ -280,7 +281,7 @@ func linkMap(dynAddr, dynSize uint64, mem orderedMem) ([]loadedObject, error) {
 func libraryFile(name, sysroot string, a arch.Arch) (string, error) {
 	p := name
 	if sysroot != "" {
-		p = filepath.Join(sysroot, name)
+		p = sysfile.Under(sysroot, name)
 	}
 	if !isRegular(p) {
 		if sysroot == "" {
@@ -288,7 +289,7 @@ func libraryFile(name, sysroot string, a arch.Arch) (string, error) {
 		}
 		return "", fmt.Errorf("library %s: %s not found", name, p)
 	}
-	f, err := elf.Open(p)
+	f, err := elffile.Open(p)
 	if err != nil {
 		return "", fmt.Errorf("library %s: %w", name, err)
 	}
@@ -313,7 +314,7 @@ func (c *Core) placeObject(obj loadedObject, pageSize uint64) (Module, []ntFileE
 		}
 		return m, nil, nil
 	}
-	ef, err := elf.Open(obj.file)
+	ef, err := elffile.Open(obj.file)
 	if err != nil {
 		return m, nil, fmt.Errorf("module %s: %w", obj.name, err)
 	}

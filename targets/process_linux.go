@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -176,12 +177,12 @@ func AttachProcessWith(pid int, o AttachOptions) (*Process, error) {
 	if pid == os.Getpid() {
 		return nil, fmt.Errorf("targets: attach %d: cannot trace the calling process", pid)
 	}
-	exe, err := exeLink(pid)
+	exe, via, err := exeLink(pid)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkExeClass(pid); err != nil {
-		if _, gone := exeLink(pid); gone != nil {
+	if err := checkExeClass(via); err != nil {
+		if _, _, gone := exeLink(pid); gone != nil {
 			return nil, gone // exited meanwhile
 		}
 		if exiting(pid) {
@@ -216,10 +217,11 @@ func AttachProcessWith(pid int, o AttachOptions) (*Process, error) {
 
 // procStat is what /proc/PID/stat says about a task.
 type procStat struct {
-	comm  string
-	state byte
-	ppid  int
-	flags uint64
+	comm    string
+	state   byte
+	ppid    int
+	flags   uint64
+	threads int // num_threads: the tasks of the thread group, zombies included
 }
 
 // pfKthread is the kernel's PF_KTHREAD task flag.
@@ -243,37 +245,40 @@ func readStat(pid, tid int) (procStat, error) {
 	}
 	st := procStat{comm: string(b[i+1 : j])}
 	f := strings.Fields(string(b[j+1:]))
-	if len(f) < 7 || len(f[0]) != 1 {
+	if len(f) < 18 || len(f[0]) != 1 {
 		return procStat{}, fmt.Errorf("%s: unexpected format", name)
 	}
 	st.state = f[0][0]
 	st.ppid, _ = strconv.Atoi(f[1])
 	st.flags, _ = strconv.ParseUint(f[6], 10, 64)
+	st.threads, _ = strconv.Atoi(f[17])
 	return st, nil
 }
 
-// exeLink returns the target's executable (the /proc/PID/exe link), or
-// an error that says why there is none: no such process, a zombie, a
-// kernel thread, or no permission.
-func exeLink(pid int) (string, error) {
+// exeLink returns the target's executable (the /proc/PID/exe link) and
+// the task whose /proc entry gave it (pid, or a live thread's id when the
+// main thread has exited and the others run on), or an error that says
+// why there is none: no such process, a zombie, a kernel thread, or no
+// permission.
+func exeLink(pid int) (string, int, error) {
 	st, serr := readStat(pid, 0)
 	if serr != nil {
-		return "", &goneError{fmt.Sprintf("targets: attach %d: no such process", pid)}
+		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: no such process", pid)}
 	}
 	if st.flags&pfKthread != 0 {
-		return "", fmt.Errorf("targets: attach %d: %d is a kernel thread (%s), which has no user-space stack", pid, pid, st.comm)
+		return "", 0, fmt.Errorf("targets: attach %d: %d is a kernel thread (%s), which has no user-space stack", pid, pid, st.comm)
 	}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err == nil {
-		return exe, nil
+		return exe, pid, nil
 	}
 	if errors.Is(err, os.ErrPermission) {
-		return "", fmt.Errorf("targets: attach %d: permission denied: %s", pid, permissionHint(pid, pid, 0))
+		return "", 0, fmt.Errorf("targets: attach %d: permission denied: %s", pid, permissionHint(pid, pid, 0))
 	}
 	// Gone in the meantime, or a zombie (exited, not yet reaped: its
 	// executable link is gone with its memory).
 	if st, serr = readStat(pid, 0); serr != nil {
-		return "", &goneError{fmt.Sprintf("targets: attach %d: no such process (it exited)", pid)}
+		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: no such process (it exited)", pid)}
 	}
 	switch st.state {
 	case 'Z', 'X':
@@ -281,16 +286,16 @@ func exeLink(pid int) (string, error) {
 			// The main thread exited, others run on: use one of theirs.
 			for _, tid := range tids[1:] {
 				if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%d/exe", pid, tid)); err == nil {
-					return exe, nil
+					return exe, tid, nil
 				}
 			}
 		}
-		return "", &goneError{fmt.Sprintf("targets: attach %d: process %d has exited: it is a zombie that its parent (PID %d) has not reaped", pid, pid, st.ppid)}
+		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: process %d has exited: it is a zombie that its parent (PID %d) has not reaped", pid, pid, st.ppid)}
 	}
 	if exiting(pid) {
-		return "", &goneError{fmt.Sprintf("targets: attach %d: process %d is exiting", pid, pid)}
+		return "", 0, &goneError{fmt.Sprintf("targets: attach %d: process %d is exiting", pid, pid)}
 	}
-	return "", fmt.Errorf("targets: attach %d: reading its executable link: %w", pid, err)
+	return "", 0, fmt.Errorf("targets: attach %d: reading its executable link: %w", pid, err)
 }
 
 // readSmall reads the start of a small file (of /proc) into buf with
@@ -310,7 +315,7 @@ func readSmall(name string, buf []byte) int {
 }
 
 // checkExeClass refuses 32-bit processes, whose registers this package does
-// not decode.
+// not decode; pid is a task of the process whose /proc/PID/exe is there.
 func checkExeClass(pid int) error {
 	f, err := sysfile.Open(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
@@ -420,11 +425,23 @@ func (p *Process) attachAll() error {
 			return fmt.Errorf("targets: attach %d: listing threads: %w", p.pid, err)
 		}
 		var fresh []int
+		checked := round == 0
 		for _, tid := range tids {
 			if seen[tid] {
 				continue
 			}
 			seen[tid] = true
+			if !checked {
+				// A new thread may be one running execve, which holds
+				// the lock PTRACE_SEIZE takes until the threads it
+				// killed, held here, are collected: seizing it would
+				// wait for ever. The held threads tell.
+				checked = true
+				if p.heldThreadGone(nil) {
+					p.leaveExec()
+					return p.execError()
+				}
+			}
 			if err := p.seize(tid); err != nil {
 				if err == errGone {
 					continue
@@ -436,6 +453,18 @@ func (p *Process) attachAll() error {
 				return fmt.Errorf("targets: attach %d: PTRACE_INTERRUPT thread %d: %w", p.pid, tid, err)
 			}
 			fresh = append(fresh, tid)
+		}
+		if len(fresh) == 0 && len(p.attached) > 0 {
+			// A listing of /proc/PID/task ends early when the thread
+			// it stands on exits meanwhile (the kernel's iteration
+			// stops at a dead thread), so a thread created late can be
+			// missing from a listing that found nothing new. Every
+			// thread listed is stopped now: none of them can create or
+			// end one, so the kernel's count of the group's threads
+			// exceeds the listing only when a thread was missed.
+			if st, err := readStat(p.pid, 0); err == nil && st.threads > len(tids) {
+				continue
+			}
 		}
 		if len(fresh) == 0 {
 			if len(p.attached) == 0 {
@@ -460,10 +489,14 @@ var errGone = errors.New("thread gone")
 // time: those, and threads that vanish, yield errGone.
 func (p *Process) seize(tid int) error {
 	for try := 0; ; try++ {
-		err := unix.PtraceSeize(tid)
-		if err == nil {
+		// PTRACE_O_TRACEEXEC: a thread that runs execve during the
+		// attach reports it (PTRACE_EVENT_EXEC), so that the attach
+		// ends at once instead of waiting for a stop (see waitStops).
+		_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, unix.PTRACE_O_TRACEEXEC, 0, 0)
+		if e == 0 {
 			return nil
 		}
+		err := error(e)
 		if err == unix.ESRCH {
 			return errGone
 		}
@@ -492,14 +525,19 @@ const (
 
 // waitStops waits, polling (WNOHANG, so that a thread that never stops
 // cannot hang the caller past StopTimeout), until each of tids has
-// stopped or exited. It gives up at once when the process exits.
+// stopped or exited. It gives up at once when the process exits, and
+// when it runs execve: the kernel's execve kills the other threads and
+// waits until their tracer has collected them, so a thread in execve
+// never stops while the others are held (it sleeps in state D); the
+// threads are then collected and the new program detached, left
+// running.
 func (p *Process) waitStops(tids []int) error {
 	pending := append([]int(nil), tids...)
 	deadline := time.Now().Add(StopTimeout)
 	delay := pollFirst
 	for {
 		rest := pending[:0]
-		died := false
+		died, execed := false, false
 		for _, tid := range pending {
 			var ws unix.WaitStatus
 			wpid, err := unix.Wait4(tid, &ws, unix.WALL|unix.WNOHANG, nil)
@@ -519,7 +557,11 @@ func (p *Process) waitStops(tids []int) error {
 				died = true
 			case ws.Stopped():
 				event := uint32(ws) >> 16
-				if event != unix.PTRACE_EVENT_STOP {
+				if event == unix.PTRACE_EVENT_EXEC {
+					// The new program: its stop is taken, let it run.
+					p.detachExeced(tid)
+					execed = true
+				} else if event != unix.PTRACE_EVENT_STOP {
 					// Signal-delivery-stop: a signal arrived before the
 					// interrupt. Keep it to deliver on detach.
 					p.setSig(tid, int(ws.StopSignal()))
@@ -530,6 +572,13 @@ func (p *Process) waitStops(tids []int) error {
 		}
 		progress := len(rest) < len(pending)
 		pending = rest
+		if !execed && (died || !progress && delay >= pollMax) {
+			execed = p.heldThreadGone(pending)
+		}
+		if execed {
+			p.leaveExec()
+			return p.execError()
+		}
 		if len(pending) == 0 {
 			return nil
 		}
@@ -551,6 +600,47 @@ func (p *Process) waitStops(tids []int) error {
 		nanosleep(delay)
 		delay = min(2*delay, pollMax)
 	}
+}
+
+// heldThreadGone reports whether a thread that had stopped for the
+// attach (one of p.attached not in pending) has died, changed its id or
+// reported an execve since: a stopped thread does neither unless another
+// thread runs execve (or the process is killed, which waitStops checks
+// first). A dead one is collected and forgotten.
+func (p *Process) heldThreadGone(pending []int) bool {
+	gone := false
+	for _, s := range slices.Clone(p.attached) {
+		if slices.Contains(pending, s.tid) {
+			continue
+		}
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(s.tid, &ws, unix.WALL|unix.WNOHANG, nil)
+		for err == unix.EINTR {
+			wpid, err = unix.Wait4(s.tid, &ws, unix.WALL|unix.WNOHANG, nil)
+		}
+		switch {
+		case err == unix.ECHILD, err == nil && wpid == s.tid && (ws.Exited() || ws.Signaled()):
+			p.forget(s.tid)
+			gone = true
+		case err == nil && wpid == s.tid && ws.Stopped() && uint32(ws)>>16 == unix.PTRACE_EVENT_EXEC:
+			p.detachExeced(s.tid)
+			gone = true
+		}
+	}
+	return gone && !p.exited()
+}
+
+// execError is the error of an attach that met an execve.
+func (p *Process) execError() error {
+	return fmt.Errorf("targets: attach %d: the process ran execve (a new program) during the attach; nothing was read, it runs on: try again", p.pid)
+}
+
+// detachExeced detaches the thread that reported PTRACE_EVENT_EXEC (its
+// stop taken by a wait, which reapDead would otherwise wait for again),
+// leaving the new program running.
+func (p *Process) detachExeced(tid int) {
+	unix.PtraceDetach(tid)
+	p.forget(tid)
 }
 
 // nanosleep sleeps the calling OS thread, without the Go scheduler.
@@ -601,7 +691,16 @@ func exiting(pid int) bool {
 // collects the exit of every attached thread, so that none stays a
 // traced zombie that the parent cannot reap. The main thread reports its
 // exit only after the others, so they are collected first.
-func (p *Process) reapDead() {
+func (p *Process) reapDead() { p.collect(true) }
+
+// leaveExec runs on the tracer thread once a thread ran execve during the
+// attach: it collects the threads the execve killed (which the execve
+// waits for) and detaches the new program at its first stop.
+func (p *Process) leaveExec() { p.collect(false) }
+
+// collect waits for every attached thread to exit or stop, detaching the
+// stopped ones; with untilExit, it waits on for their exits too.
+func (p *Process) collect(untilExit bool) {
 	deadline := time.Now().Add(reapTimeout)
 	delay := pollFirst
 	for len(p.attached) > 0 && time.Now().Before(deadline) {
@@ -616,7 +715,9 @@ func (p *Process) reapDead() {
 				// A stop reported before the death: detaching lets the
 				// kill go on.
 				unix.PtraceDetach(s.tid)
-				rest = append(rest, s)
+				if untilExit {
+					rest = append(rest, s)
+				}
 			default:
 				rest = append(rest, s)
 			}
@@ -678,12 +779,20 @@ func (p *Process) loadState() error {
 		}
 		return a < b
 	})
-	p.mem = &procMem{pid: p.pid, fd: -1}
-	maps, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/maps", p.pid))
+	// The process's memory, maps and files are those of its main
+	// thread's /proc entry, or once that thread has exited (pthread_exit,
+	// the others running on) of an attached thread's: a stopped thread
+	// cannot exit, and the kernel finds the shared memory through any.
+	mm := p.pid
+	if len(p.threads) > 0 && p.threads[0].TID != p.pid {
+		mm = p.threads[0].TID
+	}
+	p.mem = &procMem{pid: mm, fd: -1}
+	maps, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/maps", mm))
 	if err != nil {
 		return fmt.Errorf("targets: attach %d: reading maps: %w", p.pid, err)
 	}
-	p.modules, p.warnings, err = liveModules(p.pid, maps, p.mem)
+	p.modules, p.warnings, err = liveModules(mm, maps, p.mem)
 	if err != nil {
 		return fmt.Errorf("targets: attach %d: %w", p.pid, err)
 	}
@@ -720,7 +829,7 @@ func liveModules(pid int, maps []byte, mem Memory) ([]Module, []error, error) {
 			if m.File != "" {
 				file := m.File
 				open = func() (io.ReaderAt, io.Closer, error) {
-					f, err := os.Open(file)
+					f, err := sysfile.OpenRegular(file)
 					return f, f, err
 				}
 			}

@@ -1,8 +1,6 @@
 package targets
 
 import (
-	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // Target is a stopped program: threads, memory and modules. The values
@@ -146,7 +145,7 @@ func ReadImage(mem Memory, m *Module) ([]byte, error) {
 
 // OpenELF opens the ELF file of m: m.File, or for the vDSO its image read
 // from mem. The caller must Close the result.
-func OpenELF(mem Memory, m *Module) (*elf.File, error) {
+func OpenELF(mem Memory, m *Module) (*elffile.File, error) {
 	if m.IsVDSO() || m.File == "" {
 		if !m.IsVDSO() {
 			return nil, fmt.Errorf("targets: module %s: no file available", m.Path)
@@ -155,13 +154,13 @@ func OpenELF(mem Memory, m *Module) (*elf.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := elf.NewFile(bytes.NewReader(img))
+		f, err := elffile.NewFile(img)
 		if err != nil {
 			return nil, fmt.Errorf("targets: parsing vdso image: %w", err)
 		}
 		return f, nil
 	}
-	f, err := elf.Open(m.File)
+	f, err := elffile.Open(m.File)
 	if err != nil {
 		return nil, fmt.Errorf("targets: module %s: %w", m.Path, err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/elffile"
-	"github.com/sframekit/sframekit/internal/sysfile"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/symbolize"
 	"github.com/sframekit/sframekit/targets"
@@ -110,7 +109,7 @@ func (t *Tables) Outermost() [][2]uint64 {
 func LoadTables(f *elf.File) *Tables {
 	t := &Tables{}
 	if sec := elffile.FindSFrame(f, ""); sec != nil {
-		data, err := elffile.Data(f, sec)
+		data, err := elffile.SectionData(f, sec, elffile.Relocated)
 		if err == nil {
 			var s *sframe.Section
 			if s, err = sframe.Parse(data, sec.Addr); err == nil {
@@ -167,7 +166,7 @@ func LoadFileTables(f *elf.File, path string, opts LoadOptions) *Tables {
 		}
 		if dp, d := symbolize.FindDebugFile(f, path, dirs); d != nil {
 			if sec := d.Section(".debug_frame"); sec != nil && sec.Type != elf.SHT_NOBITS {
-				if c, err := cfi.FromELF(d, ".debug_frame"); err == nil {
+				if c, err := cfi.FromELF(d.File, ".debug_frame"); err == nil {
 					t.addCFI(c)
 				} else {
 					t.Errs = append(t.Errs, fmt.Errorf("%s: %w", dp, err))
@@ -250,18 +249,13 @@ func (c *Cache) Load(paths []string) {
 		e := c.entry(keyOf(p))
 		e.once.Do(func() {
 			e.t = &Tables{}
-			osf, err := sysfile.Open(p)
+			f, err := elffile.Open(p)
 			if err != nil {
 				e.t.Errs = append(e.t.Errs, err)
 				return
 			}
-			defer osf.Close()
-			f, err := elf.NewFile(osf)
-			if err != nil {
-				e.t.Errs = append(e.t.Errs, err)
-				return
-			}
-			e.t = LoadFileTables(f, p, c.Options)
+			defer f.Close()
+			e.t = LoadFileTables(f.File, p, c.Options)
 		})
 	}
 }
@@ -284,9 +278,9 @@ func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
 			t := &Tables{}
 			if f, err := targets.OpenELF(mem, tm); err == nil {
 				if tm.IsVDSO() {
-					t = LoadTablesWith(f, opts)
+					t = LoadTablesWith(f.File, opts)
 				} else {
-					t = LoadFileTables(f, file, opts)
+					t = LoadFileTables(f.File, file, opts)
 				}
 				f.Close()
 			} else {

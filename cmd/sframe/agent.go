@@ -32,6 +32,9 @@ ships:
 
   --pyroscope URL   pushed to Grafana Pyroscope (POST URL/ingest), with
                     retries; up to --queue profiles wait while it is down
+  --otlp ENDPOINT   exported as OpenTelemetry profiles (v1development) to
+                    a collector: http://HOST:PORT for OTLP/HTTP, HOST:PORT
+                    for OTLP/gRPC
   --listen ADDR     served over HTTP: GET /debug/pprof/profile?seconds=N
                     (as Go's net/http/pprof: go tool pprof, Parca, Grafana
                     Alloy's pyroscope.scrape read it) and GET /healthz
@@ -59,6 +62,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	serviceLabel := fs.String("service-label", "executable", "name services by `LABEL`: executable, container_id or cgroup")
 	hostname := fs.String("hostname", "", "label profiles with `NAME` (default: this machine's name)")
 	pyroscope := fs.String("pyroscope", "", "push profiles to the Grafana Pyroscope server at `URL`")
+	otlpEndpoint := fs.String("otlp", "", "export OpenTelemetry profiles to the collector at `ENDPOINT` (http://HOST:PORT for OTLP/HTTP, HOST:PORT for OTLP/gRPC)")
 	listen := fs.String("listen", "", "serve /debug/pprof/profile and /healthz on `ADDR` (e.g. 127.0.0.1:6060)")
 	queue := fs.Int("queue", agent.DefaultQueueLen, "keep at most `N` unsent profiles per destination")
 	stackSize := fs.Uint("stack-size", recorder.DefaultStackSize, "copy `BYTES` of user stack per sample (a multiple of 8, at most 65528)")
@@ -73,7 +77,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("unexpected operand %q (the agent profiles running processes: -p, -a or --cgroup)", operands[0])
 	}
 	opts := agent.Options{Cgroup: *cgroup, Period: time.Duration(period), ServiceLabel: *serviceLabel, Hostname: *hostname,
-		Pyroscope: *pyroscope, Listen: *listen, QueueLen: *queue, Log: stderr}
+		Pyroscope: *pyroscope, OTLP: *otlpEndpoint, Listen: *listen, QueueLen: *queue, Log: stderr}
 	opts.Record = recorder.Options{Freq: *freq, Kernel: *kernel, OffCPU: *offCPU, MaxDepth: *maxDepth, SystemWide: *all,
 		StackSize: uint32(*stackSize)}
 	targets := 0
@@ -116,8 +120,8 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("unknown --service-label %q (executable, container_id or cgroup)", *serviceLabel)
 	}
 	opts.Record.Event = ev
-	if *pyroscope == "" && *listen == "" {
-		fmt.Fprintln(stderr, "sframe agent: warning: no --pyroscope nor --listen: profiles go nowhere")
+	if *pyroscope == "" && *listen == "" && *otlpEndpoint == "" {
+		fmt.Fprintln(stderr, "sframe agent: warning: no --pyroscope, --otlp nor --listen: profiles go nowhere")
 	}
 	// The agent runs for days: garbage is collected as usual, and the
 	// heap stays near what the period needs.

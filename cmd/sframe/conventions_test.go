@@ -27,7 +27,7 @@ import (
 // .eh_frame.
 const sample = "../../testdata/drap-O2.elf"
 
-var subcommands = []string{"cfi", "convert", "dump", "gen", "record", "report", "stack", "verify"}
+var subcommands = []string{"agent", "cfi", "convert", "dump", "gen", "record", "report", "stack", "verify"}
 
 // TestEveryCommandTested keeps the lists of this file in step with the
 // registered commands.
@@ -48,6 +48,9 @@ func TestEveryCommandTested(t *testing.T) {
 // string".
 func TestHelp(t *testing.T) {
 	flags := map[string][]string{
+		"agent": {"-a, --all-cpus", "--cgroup PATH", "-e, --event EVENT", "-F, --freq HZ", "--hostname NAME", "--kernel",
+			"--listen ADDR", "--max-depth N", "--off-cpu", "--otlp ENDPOINT", "--period D", "-p, --pid PIDS", "--pyroscope URL",
+			"--queue N", "--service-label LABEL", "--stack-size BYTES"},
 		"dump":    {"--base ADDR", "--json", "--raw", "--section NAME"},
 		"cfi":     {"--json", "--section SECTION"},
 		"convert": {"--base ADDR", "--drop-unrepresentable", "-o, --output FILE", "--raw", "--section NAME", "--to-version VERSION"},
@@ -123,6 +126,8 @@ func TestUsageErrors(t *testing.T) {
 		)
 		switch cmd {
 		case "report": // which reads perf.data by default, as perf report
+		case "agent": // which profiles every process by default, and takes no operand
+			cases = append(cases, tc{[]string{cmd, sample}, see(cmd, fmt.Sprintf("unexpected operand %q (the agent profiles running processes: -p, -a or --cgroup)", sample))})
 		case "record": // whose operand is a command, and the flags after it the command's
 			cases = cases[:len(cases)-2]
 			cases = append(cases, tc{[]string{cmd, "-x", sample}, see(cmd, "unknown flag -x")},

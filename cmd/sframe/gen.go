@@ -64,7 +64,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	res, err := sframegen.FromCFI(f, sframegen.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
+	res, err := sframegen.FromCFI(f.File, sframegen.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
 	if err != nil {
 		return fail(err)
 	}
@@ -96,7 +96,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 		if out, err = elffile.AddSFrameSegment(src, plan, data); err != nil {
 			return fail(err)
 		}
-		if old := elffile.FindSFrame(f, ""); old != nil {
+		if old := elffile.FindSFrame(f.File, ""); old != nil {
 			fmt.Fprintf(stderr, "sframe gen: note: %s already has an SFrame section (%s%s); the output has the new one instead\n",
 				in, old.Name, sectionVersion(old))
 		}
@@ -133,16 +133,18 @@ func count(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-// sectionVersion returns ", SFRAME_VERSION_N" for an SFrame section that
-// parses, or "".
+// sectionVersion returns ", SFRAME_VERSION_N" for a section that starts
+// with SFrame's magic number, or "": it reads the preamble's first four
+// bytes only (through elffile, so a compressed section is decompressed
+// that far), since a note is not worth reading a section that may claim a
+// gigabyte.
 func sectionVersion(s *elf.Section) string {
-	data, err := s.Data()
-	if err != nil {
+	var b [4]byte
+	if _, err := elffile.ReadSectionAt(s, b[:], 0); err != nil {
 		return ""
 	}
-	sec, err := sframe.Parse(data, s.Addr)
-	if err != nil {
+	if m := uint16(b[0]) | uint16(b[1])<<8; m != sframe.Magic && m>>8|m<<8 != sframe.Magic {
 		return ""
 	}
-	return ", " + sec.Version.String()
+	return ", " + sframe.Version(b[2]).String()
 }

@@ -24,20 +24,16 @@ func displayName(path string) string {
 // openELF opens the ELF file path, or for "-" reads one from standard
 // input into memory (at most elffile.MaxStreamSize bytes), since
 // debug/elf needs to seek. Errors say what is wrong with input that is
-// not a whole ELF file (elffile.Open).
+// not a whole ELF file (elffile.OpenArg).
 func openELF(path string) (*elffile.File, error) {
 	if path != "-" {
-		return elffile.Open(path)
+		return elffile.OpenArg(path)
 	}
 	data, err := elffile.ReadStream(stdin)
 	if err != nil {
 		return nil, err
 	}
-	f, err := elffile.NewFile(data)
-	if err != nil {
-		return nil, err
-	}
-	return &elffile.File{File: f}, nil
+	return elffile.NewFile(data)
 }
 
 // readInput reads the whole file path, or standard input for "-".

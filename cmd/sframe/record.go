@@ -13,8 +13,12 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sframekit/sframekit/internal/hugeheap"
 	"github.com/sframekit/sframekit/internal/outfile"
@@ -35,11 +39,25 @@ from its first instruction, with perf events, and unwinds each sample's
 user stack as soon as it is read: SFrame, then CFI, then frame pointers,
 per frame, over the files the processes map. Only the stacks' addresses
 are kept, merged; functions are named at the end, once per address.
+Code that a JIT compiler made is named from the perf map it writes
+(node --perf-basic-prof, python3 -X perf, Java agents: /tmp/perf-PID.map,
+read in the process's own mount namespace while it runs) or the jitdump
+file it maps (node --perf-prof), as perf names it.
 Recording ends when the processes or the command exit, after --duration,
-or on Ctrl-C (which the command, in the same terminal, gets too). The
-profiled programs are never stopped, traced or signalled: when recording
-ends before COMMAND, sframe waits for it to exit after writing the
-profile.
+or on Ctrl-C (which the command, in the same terminal, gets too),
+SIGTERM, SIGHUP or SIGQUIT, and the profile is written all the same; a
+second signal ends sframe at once. The profiled programs are never
+stopped, traced or signalled: when recording ends before COMMAND, sframe
+waits for it to exit after writing the profile, and exits with its exit
+status (128+N when signal N killed it), as perf record does.
+
+Time in the kernel (system calls, page faults) is sampled wherever
+kernel.perf_event_paranoid (1 or lower) or CAP_PERFMON allow it, with
+the user stack of the thread in the kernel; --kernel adds the kernel's
+frames. The summary says when it was not allowed.
+
+The output file is opened before sampling starts, so that a path that
+cannot be written fails at once, and filled atomically at the end.
 
 With --bpf, the stacks are walked in the kernel instead, by a BPF program
 attached to the sampling events, from each file's SFrame rows (its own
@@ -61,7 +79,7 @@ Formats (--format):
           (the thread id) and thread_name; go tool pprof reads it
   folded  one line per distinct stack, "comm;outer;...;inner count", as
           flamegraph.pl, inferno and speedscope read, to standard output
-          unless -o is given
+          unless -o is given (the command's own output goes there too)
 
 A summary goes to standard error: samples taken and lost, how stacks
 were unwound (SFrame only, some CFI, some frame pointers), why and where
@@ -84,7 +102,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	var duration durationValue
 	fs.Var(&duration, "duration", "stop after `D` (10s, 1m30s; a number is seconds)")
 	stackSize := fs.Uint("stack-size", recorder.DefaultStackSize, "copy `BYTES` of user stack per sample (a multiple of 8, at most 65528)")
-	kernel := fs.Bool("kernel", false, "add kernel frames to samples taken in the kernel")
+	kernel := fs.Bool("kernel", false, "add kernel frames to samples taken in the kernel (which are taken without it too, where permitted)")
 	offCPU := fs.Bool("off-cpu", false, "also record where threads wait, weighted by the time off the CPU")
 	format := fs.String("format", "pprof", "output `FORMAT`: pprof or folded")
 	output := fs.String("output", "", "write to `FILE` (- for standard output; default profile.pb.gz for pprof, else standard output)")
@@ -155,9 +173,22 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		opts.Command = cmd
 	}
 	out := *output
-	if out == "" && *format == "pprof" {
-		out = "profile.pb.gz"
+	if out == "" {
+		out = "-" // folded stacks to standard output, as perf script's habits expect
+		if *format == "pprof" {
+			out = "profile.pb.gz"
+		}
 	}
+	// The output is opened before sampling starts, so that a path that
+	// cannot be written fails now, not after the recording; it is filled
+	// (a temporary file renamed over it) once the profile is made.
+	file, err := outfile.Create(out, 0o644, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "sframe record: %v\n", err)
+		return 1
+	}
+	sig := newRecordSignals(file, stderr)
+	defer sig.stop() // and the output dropped, unless committed
 
 	// The heap the profiler touches first (the files' tables and symbols,
 	// the profile: a few MB) in 2 MiB pages, as sframe report does:
@@ -167,16 +198,13 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	// A recording runs for long: collect garbage as usual, not only at
 	// main's memory limit.
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
-	prof, err := recorder.Record(ctx, opts)
+	prof, err := recorder.Record(sig.ctx, opts)
+	sig.ended()
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe record: %s\n", recordError(err, operands))
 		return 1
 	}
 	defer prof.Close()
-	// A second Ctrl-C ends sframe while it writes or waits.
-	stopSignals()
 	for _, w := range prof.Warnings {
 		fmt.Fprintf(stderr, "sframe record: warning: %s\n", w)
 	}
@@ -189,20 +217,142 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		err = prof.WritePprof(&buf)
 	}
 	if err == nil {
-		err = outfile.Write(out, buf.Bytes(), 0o644, stdout)
+		err = sig.commit(buf.Bytes())
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe record: %v\n", err)
 		return 1
 	}
+	if s := sig.received(); s != nil {
+		fmt.Fprintf(stderr, "sframe record: %s: recording stopped, profile written to %s\n", signalName(s), outName(out))
+	}
 	if !*quiet {
 		prof.WriteSummary(stderr)
 	}
-	if prof.Command() != nil && !prof.Exited() {
-		fmt.Fprintf(stderr, "sframe record: profile written; waiting for %s (process %d) to exit\n", operands[0], prof.Command().Pid)
-		prof.Wait()
+	if prof.Command() == nil {
+		return 0
 	}
-	return 0
+	if !prof.Exited() {
+		fmt.Fprintf(stderr, "sframe record: profile written; waiting for %s (process %d) to exit\n", operands[0], prof.Command().Pid)
+	}
+	// The command's exit status is sframe's, as perf record and shells
+	// give it: 128+N for a command killed by signal N.
+	return exitStatus(prof.Wait())
+}
+
+// recordSignals stops a recording on SIGINT (Ctrl-C), SIGTERM, SIGHUP (a
+// closed terminal) and SIGQUIT, so that the profile is written all the
+// same; one that comes after the recording (a second one, or one while
+// the command is waited for) ends sframe at once, its output file
+// removed (or left as it was).
+type recordSignals struct {
+	ctx    context.Context
+	ch     chan os.Signal
+	done   chan struct{}
+	mu     sync.Mutex // held while the output is committed or aborted
+	file   *outfile.File
+	first  atomic.Value // the signal that stopped the recording
+	over   atomic.Bool  // the recording has ended
+	stderr io.Writer
+}
+
+// newRecordSignals starts catching the signals, for the output file.
+func newRecordSignals(file *outfile.File, stderr io.Writer) *recordSignals {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &recordSignals{ctx: ctx, ch: make(chan os.Signal, 2), done: make(chan struct{}), file: file, stderr: stderr}
+	signal.Notify(s.ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	go func() {
+		defer cancel()
+		for {
+			select {
+			case sig := <-s.ch:
+				if !s.over.Load() && s.first.Load() == nil {
+					s.first.Store(sig)
+					cancel()
+					continue
+				}
+				s.mu.Lock() // not while the output is being put in place
+				s.file.Abort()
+				fmt.Fprintf(s.stderr, "sframe record: %s: stopped\n", signalName(sig))
+				os.Exit(exitSignaled(sig))
+			case <-s.done:
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// ended says that the recording is over: a signal now ends sframe.
+func (s *recordSignals) ended() { s.over.Store(true) }
+
+// commit writes data to the output file and puts it in place.
+func (s *recordSignals) commit(data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.file.Write(data); err != nil {
+		return err
+	}
+	return s.file.Commit()
+}
+
+// received returns the signal that stopped the recording, or nil.
+func (s *recordSignals) received() os.Signal {
+	sig, _ := s.first.Load().(os.Signal)
+	return sig
+}
+
+// stop stops catching the signals and drops the output if it was not
+// committed.
+func (s *recordSignals) stop() {
+	signal.Stop(s.ch)
+	close(s.done)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.file.Abort()
+}
+
+// signalName names a signal as kill -l does (SIGINT).
+func signalName(sig os.Signal) string {
+	if n, ok := sig.(syscall.Signal); ok {
+		if name := unix.SignalName(n); name != "" {
+			return name
+		}
+	}
+	return sig.String()
+}
+
+// exitSignaled returns the exit status a shell gives a command killed by
+// sig: 128+N.
+func exitSignaled(sig os.Signal) int {
+	if n, ok := sig.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 1
+}
+
+// exitStatus returns sframe's exit status for the command's Wait error:
+// its exit status, or 128+N when signal N killed it.
+func exitStatus(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case !errors.As(err, &ee):
+		return 1
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitSignaled(ws.Signal())
+	}
+	return ee.ExitCode()
+}
+
+// outName is the output's name in messages.
+func outName(path string) string {
+	if path == "-" {
+		return "standard output"
+	}
+	return path
 }
 
 // recordError words an error of recorder.Record in one line: perfevent's

@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
+	"golang.org/x/sys/unix"
 
 	"github.com/sframekit/sframekit/internal/testprog"
 )
@@ -168,6 +174,13 @@ func TestRecordUnprivileged(t *testing.T) {
 	if paranoid > 2 {
 		return
 	}
+	// Without --kernel, time in the kernel is sampled where permitted;
+	// here it is not, and the summary says so.
+	errs, code = asNobody("record", "-o", "p.pb.gz", "--", prog, "spin", "0.2")
+	want = "in user space only (kernel.perf_event_paranoid is 2; samples in the kernel need 1 or lower, or CAP_PERFMON: the time in system calls and page faults is missing)"
+	if code != 0 || !strings.Contains(errs, want) {
+		t.Errorf("as nobody: exit %d, stderr:\n%s\nwant %q", code, errs, want)
+	}
 	// --bpf without CAP_BPF and CAP_PERFMON: one line says so, and the
 	// stacks are walked in user space.
 	errs, code = asNobody("record", "--bpf", "--format", "folded", "-o", filepath.Join(dir, "bpf.folded"), "--", prog, "spin", "0.3")
@@ -203,4 +216,251 @@ func asNobodyLimited(t *testing.T, bin, dir string, args ...string) (string, int
 		t.Fatal(err)
 	}
 	return errb.String(), 0
+}
+
+// TestRecordFoldedToStdout: folded stacks without -o go to standard
+// output, after the command's own output, and no file is left in the
+// current directory.
+func TestRecordFoldedToStdout(t *testing.T) {
+	needPerf(t)
+	exe := recprog(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	out, errs, code := runCLI(t, "record", "-q", "--format", "folded", "--", exe, "spin", "0.3")
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if !strings.HasPrefix(out, "ready\n") || !regexp.MustCompile(`(?m)^spin5;.*;a5 \d+$`).MatchString(out) {
+		t.Errorf("standard output without the folded stacks:\n%s", out)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files left in the current directory: %v", ents)
+	}
+}
+
+// TestRecordOutputCheckedFirst: an output path that cannot be written
+// fails before anything is recorded: the command is never started.
+func TestRecordOutputCheckedFirst(t *testing.T) {
+	needPerf(t)
+	exe := recprog(t)
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "p.pb.gz")
+	for _, format := range []string{"pprof", "folded"} {
+		out, errs, code := runCLI(t, "record", "--format", format, "-o", bad, "--", exe, "spin", "0.3")
+		if code != 1 || out != "" || !strings.HasPrefix(errs, "sframe record: "+bad+": ") || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%s: exit %d, stdout %q (the command's), stderr %q", format, code, out, errs)
+		}
+	}
+}
+
+// TestRecordExitStatus: sframe record exits with the command's status, or
+// 128+N when signal N killed it, the profile written all the same.
+func TestRecordExitStatus(t *testing.T) {
+	needPerf(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		script string
+		want   int
+	}{
+		{"exit 0", 0},
+		{"exit 3", 3},
+		{"kill -TERM $$", 128 + 15},
+	} {
+		pb := filepath.Join(dir, "p.pb.gz")
+		os.Remove(pb)
+		_, errs, code := runCLI(t, "record", "-o", pb, "--", "sh", "-c", c.script)
+		if code != c.want {
+			t.Errorf("%q: exit %d, want %d; stderr:\n%s", c.script, code, c.want, errs)
+		}
+		if _, err := os.Stat(pb); err != nil {
+			t.Errorf("%q: %v", c.script, err)
+		}
+	}
+}
+
+// TestRecordSignals stops a recording with each signal that ends a
+// terminal session or a service: the profile is written, sframe says so,
+// and no temporary file is left. SIGHUP, SIGINT and SIGTERM go to the
+// process group, as a terminal sends them (the command dies of them, and
+// sframe exits as it did); SIGQUIT to sframe alone, which then waits for
+// the command.
+func TestRecordSignals(t *testing.T) {
+	needPerf(t)
+	exe := recprog(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sframe")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		sig   syscall.Signal
+		group bool
+	}{
+		{syscall.SIGHUP, true},
+		{syscall.SIGQUIT, false},
+		{syscall.SIGINT, true},
+		{syscall.SIGTERM, true},
+	} {
+		name := unix.SignalName(c.sig)
+		t.Run(name, func(t *testing.T) {
+			pb := filepath.Join(dir, name+".pb.gz")
+			// The shell says the command's process ID, then becomes it.
+			cmd := exec.Command(bin, "record", "-o", pb, "--", "sh", "-c", `echo $$; exec "$0" spin 120`, exe)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var errb lockedBuffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var prog int
+			defer func() {
+				if prog != 0 {
+					syscall.Kill(prog, syscall.SIGKILL)
+				}
+				cmd.Process.Kill()
+				cmd.Wait()
+			}()
+			r := bufio.NewReader(stdout)
+			line, err := testprog.ReadLine(r, time.Minute)
+			if prog, _ = strconv.Atoi(strings.TrimSpace(line)); err != nil || prog == 0 {
+				t.Fatalf("first line %q: %v", line, err)
+			}
+			if line, err := testprog.ReadLine(r, time.Minute); err != nil || strings.TrimSpace(line) != "ready" {
+				t.Fatalf("recprog said %q: %v", line, err)
+			}
+			// Some samples of its threads first: 100 ms of their CPU.
+			waitFor(t, "100 ms of recprog's CPU time", func() bool { return procTicks(prog) >= 10 })
+			target := cmd.Process.Pid
+			if c.group {
+				target = -target
+			}
+			if err := syscall.Kill(target, c.sig); err != nil {
+				t.Fatal(err)
+			}
+			if !c.group {
+				// sframe writes the profile, then waits for the command.
+				waitFor(t, "sframe waiting for the command", func() bool { return strings.Contains(errb.String(), "waiting for") })
+				syscall.Kill(prog, syscall.SIGKILL)
+			}
+			go io.Copy(io.Discard, r)
+			err = cmd.Wait()
+			prog = 0
+			want := 128 + int(c.sig)
+			if !c.group {
+				want = 128 + int(syscall.SIGKILL)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != want {
+				t.Errorf("exit %d (%v), want %d", code, err, want)
+			}
+			errs := errb.String()
+			if !strings.Contains(errs, "sframe record: "+name+": recording stopped, profile written to "+pb+"\n") {
+				t.Errorf("stderr:\n%s", errs)
+			}
+			f, err := os.Open(pb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := profile.Parse(f)
+			f.Close()
+			if err != nil || len(p.Sample) == 0 {
+				t.Errorf("profile: %v, %d samples", err, len(p.Sample))
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if strings.Contains(e.Name(), ".tmp") {
+					t.Errorf("temporary file left: %s", e.Name())
+				}
+			}
+		})
+	}
+}
+
+// procTicks returns the CPU time of process pid so far, in clock ticks
+// (utime and stime of /proc/PID/stat), 0 when it cannot be read.
+func procTicks(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s
+}
+
+// waitFor waits until done returns true, and fails after a minute
+// (a loaded machine takes its time; a broken one never gets there).
+func waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after a minute", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a command writes while a test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRecordOneName: a function has one name in pprof and folded output:
+// dd's stacks go through the C library's __libc_start_main, whose symbol
+// is versioned (__libc_start_main@@GLIBC_2.34 in glibc 2.34 and later),
+// and neither output shows the version.
+func TestRecordOneName(t *testing.T) {
+	needPerf(t)
+	testprog.NeedTool(t, "dd")
+	dir := t.TempDir()
+	dd := []string{"--", "dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=300000", "status=none"}
+	folded := filepath.Join(dir, "dd.folded")
+	if _, errs, code := runCLI(t, append([]string{"record", "-q", "--format", "folded", "-o", folded}, dd...)...); code != 0 {
+		t.Fatalf("folded: exit %d: %s", code, errs)
+	}
+	b, _ := os.ReadFile(folded)
+	if !bytes.Contains(b, []byte(";__libc_start_main;")) || regexp.MustCompile(`@[^p;]`).Match(b) {
+		t.Errorf("folded stacks without __libc_start_main, or with symbol versions:\n%s", b)
+	}
+	pb := filepath.Join(dir, "dd.pb.gz")
+	if _, errs, code := runCLI(t, append([]string{"record", "-q", "-o", pb}, dd...)...); code != 0 {
+		t.Fatalf("pprof: exit %d: %s", code, errs)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, fn := range p.Function {
+		found = found || fn.Name == "__libc_start_main"
+	}
+	if !found {
+		t.Error("no function __libc_start_main in the pprof profile")
+	}
 }

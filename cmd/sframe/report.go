@@ -39,7 +39,12 @@ ends cleanly where the stack copy ends. Kernel frames come from the
 sample's callchain, named from perf's copy of the recorded kernel's
 kallsyms (~/.debug/[kernel.kallsyms]/BUILDID/kallsyms), or from
 /proc/kallsyms when the recording is from the running kernel, or from
---kallsyms FILE; else they are shown as addresses.
+--kallsyms FILE; else they are shown as addresses. Code that a JIT
+compiler made (anonymous executable memory, which perf names
+/tmp/perf-PID.map) is named from that perf map, as perf names it (node
+--perf-basic-prof, python3 -X perf, Java agents write one), under
+--symfs or at its path, and from the jitdump files the process mapped
+(node --perf-prof), which perf reads only after perf inject --jit.
 
 Formats (--format):
   pprof   (default) a pprof profile, -o FILE (default profile.pb.gz):

@@ -121,7 +121,7 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		if path == "" {
 			continue
 		}
-		f, err := elffile.Open(path)
+		f, err := elffile.OpenArg(path)
 		if err != nil {
 			fs.fileError(path, err)
 			return 1

@@ -31,7 +31,7 @@ type Seed struct {
 	Flags uint8
 }
 
-// Corpus returns the .eh_frame sections (relocated, as cfi.SectionData
+// Corpus returns the .eh_frame sections (relocated, as cfi.Load
 // reads them) and .eh_frame_hdr sections of small corpus files of each
 // architecture, or nil when there is no corpus: the fuzz targets still
 // run on their synthetic seeds.
@@ -55,12 +55,12 @@ func Corpus() []Seed {
 		}
 		flags |= uint8(arch.FromELF(f.Machine)&3) << 3
 		if s := f.Section(".eh_frame"); s != nil {
-			if d, err := elffile.RelocatedData(f, s, true); err == nil {
+			if d, err := elffile.SectionData(f, s, elffile.RelocatedLenient); err == nil {
 				seeds = append(seeds, Seed{d, flags})
 			}
 		}
 		if s := f.Section(".eh_frame_hdr"); s != nil {
-			if d, err := s.Data(); err == nil {
+			if d, err := elffile.SectionData(f, s, elffile.Unrelocated); err == nil {
 				seeds = append(seeds, Seed{d, flags | Hdr})
 			}
 		}

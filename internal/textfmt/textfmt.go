@@ -1,12 +1,14 @@
 // Package textfmt holds the number formatting of the binutils-style
 // printers (package dump's objdump and readelf texts): they format
 // thousands of lines and append into byte slices rather than go through
-// fmt.
+// fmt. It also holds the one quoting of untrusted names for printing
+// (Printable).
 package textfmt
 
 import (
 	"encoding/binary"
 	"strconv"
+	"unicode/utf8"
 )
 
 // AppendHex appends the low nbytes bytes of v (1 to 8) as 2*nbytes
@@ -73,4 +75,73 @@ func PadTo(b []byte, start, width int) []byte {
 		b = append(b, spaces[:n]...)
 	}
 	return b
+}
+
+// Printable returns s with every byte that could drive a terminal or
+// forge a line written as \xNN: C0 control characters (newline and tab
+// included), DEL, the C1 controls (U+0080 to U+009F, two bytes each)
+// and bytes that are not UTF-8 (a lone 0x9b is a CSI to some terminals).
+// A string without them is returned as it is, without allocating.
+// Names that come from a recording, a core, a process or a file's
+// symbols (process, file and function names, and errors quoting them)
+// are printed through it or AppendPrintable: the one quoting of the
+// tree. A backslash is left as it is, so that ordinary names print as
+// perf prints them.
+func Printable(s string) string {
+	if printable(s) {
+		return s
+	}
+	return string(AppendPrintable(make([]byte, 0, len(s)+16), s))
+}
+
+// AppendPrintable appends s to b as Printable returns it.
+func AppendPrintable(b []byte, s string) []byte {
+	if printable(s) {
+		return append(b, s...)
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f {
+			b = append(b, c)
+			i++
+			continue
+		}
+		n := 1
+		if c >= 0x80 {
+			var r rune
+			r, n = utf8.DecodeRuneInString(s[i:])
+			if !(r == utf8.RuneError && n == 1) && (r < 0x80 || r > 0x9f) {
+				b = append(b, s[i:i+n]...)
+				i += n
+				continue
+			}
+		}
+		for _, c := range []byte(s[i : i+n]) {
+			b = append(b, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
+		}
+		i += n
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// printable reports whether s has nothing Printable escapes.
+func printable(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f {
+			i++
+			continue
+		}
+		if c < 0x80 {
+			return false
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || r >= 0x80 && r <= 0x9f {
+			return false
+		}
+		i += n
+	}
+	return true
 }

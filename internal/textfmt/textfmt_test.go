@@ -40,3 +40,31 @@ func TestPadTo(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintable checks that what could drive a terminal or forge a line
+// is escaped and everything else, UTF-8 included, is kept.
+func TestPrintable(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"/usr/lib/libc.so.6", "/usr/lib/libc.so.6"},
+		{"std::vector<int>::at(unsigned long) const", "std::vector<int>::at(unsigned long) const"},
+		{"naïve_π", "naïve_π"},
+		{`back\slash`, `back\slash`},
+		{"\x1b[2J\x1b]0;pwned\x07", `\x1b[2J\x1b]0;pwned\x07`},
+		{"a\nb\tc\rd\x7f", `a\x0ab\x09c\x0dd\x7f`},
+		{"csi\u009b31m", `csi\xc2\x9b31m`},
+		{"lone\x9b31m", `lone\x9b31m`},
+		{"cut\xe2\x82", `cut\xe2\x82`},
+	} {
+		if got := Printable(c.in); got != c.want {
+			t.Errorf("Printable(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got := string(AppendPrintable([]byte("x"), c.in)); got != "x"+c.want {
+			t.Errorf("AppendPrintable(%q) = %q", c.in, got)
+		}
+	}
+	clean := "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"
+	if n := testing.AllocsPerRun(10, func() { _ = Printable(clean) }); n != 0 {
+		t.Errorf("Printable of a clean name allocates %v times", n)
+	}
+}

@@ -26,6 +26,13 @@
  *                          C sys K": the seconds the work took, and the
  *                          CPU and system seconds of the process (the
  *                          kernel takes samples in the program's time)
+ *   recprog zero ITERATIONS
+ *                          thread "reader" reads 16 KiB of /dev/zero
+ *                          ITERATIONS times in reader() -> read1() ->
+ *                          read2() -> read3() -> read(), nearly all of its
+ *                          time in the kernel, then the program prints
+ *                          "cpu C sys K": the thread's CPU and system
+ *                          seconds
  *   recprog late SECONDS [auto]
  *                          on the line "spawn" on stdin (with "auto": 200
  *                          ms after start) starts thread "late", spinning
@@ -45,6 +52,7 @@
  * pointers alone.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -221,6 +229,18 @@ NOIPA void nap3(void) {
 NOIPA void nap2(void) { nap3(); sink++; }
 NOIPA void nap1(void) { nap2(); sink++; }
 
+static unsigned long zero_reads;
+static int zero_fd;
+static char zero_buf[16384];
+
+NOIPA void read3(void) {
+	for (unsigned long i = 0; i < zero_reads; i++)
+		if (read(zero_fd, zero_buf, sizeof zero_buf) != sizeof zero_buf) exit(1);
+	sink++;
+}
+NOIPA void read2(void) { read3(); sink++; }
+NOIPA void read1(void) { read2(); sink++; }
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static int running;
@@ -255,6 +275,18 @@ NOIPA int rec(int n) {
 NOIPA void *recurse_spin(void *arg) { started("recurse"); rec(RECURSE - 1); return arg; }
 NOIPA void *work(void *arg) { started((const char *)arg); d1(); return arg; }
 NOIPA void *late_spin(void *arg) { started("late"); late1(); return arg; }
+
+static double reader_cpu, reader_sys;
+
+NOIPA void *reader(void *arg) {
+	pthread_setname_np(pthread_self(), "reader");
+	read1();
+	struct rusage ru;
+	getrusage(RUSAGE_THREAD, &ru);
+	reader_sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	reader_cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + reader_sys;
+	return arg;
+}
 static long long napped_ns, sleeper_start_ns;
 
 static long long now_ns(void) {
@@ -320,7 +352,7 @@ static void *timer(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: recprog spin|deep|recurse|sleep|late SECONDS [auto] | recprog work ITERATIONS\n");
+		fprintf(stderr, "usage: recprog spin|deep|recurse|sleep|late SECONDS [auto] | recprog work|zero ITERATIONS\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "work") == 0) {
@@ -337,6 +369,15 @@ int main(int argc, char **argv) {
 		getrusage(RUSAGE_SELF, &ru);
 		double user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 		printf("elapsed %.6f cpu %.6f sys %.6f\n", (now_ns() - t0) / 1e9, user + sys, sys);
+		return 0;
+	}
+	if (strcmp(argv[1], "zero") == 0) {
+		zero_reads = strtoul(argv[2], NULL, 10);
+		zero_fd = open("/dev/zero", O_RDONLY);
+		pthread_t r;
+		if (zero_fd < 0 || pthread_create(&r, NULL, reader, NULL) != 0) return 1;
+		pthread_join(r, NULL);
+		printf("cpu %.6f sys %.6f\n", reader_cpu, reader_sys);
 		return 0;
 	}
 	seconds = atof(argv[2]);

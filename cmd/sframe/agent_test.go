@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestAgentSIGTERM runs sframe agent on a spinning program and sends it
+// SIGTERM in the middle of its first period: it ships that period (the
+// log says one period, one profile, with samples), exits 0, and the
+// program runs on.
+func TestAgentSIGTERM(t *testing.T) {
+	needPerf(t)
+	prog := exec.Command(recprog(t), "spin", "120")
+	if err := prog.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { prog.Process.Kill(); prog.Wait() }()
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"agent", "-p", strconv.Itoa(prog.Process.Pid), "--listen", "127.0.0.1:0", "--period", "1h"}, &stdout, &stderr)
+	}()
+	// Its signal handler is in place once it says where it serves.
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(stderr.String(), "serving http://") {
+		if time.Now().After(deadline) {
+			t.Fatalf("sframe agent did not start in a minute:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // a few ticks of samples
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("exit status %d after SIGTERM:\n%s", c, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("sframe agent still running a minute after SIGTERM:\n%s", stderr.String())
+	}
+	if log := stderr.String(); !strings.Contains(log, "stopped after 1 periods, 1 profiles,") || strings.Contains(log, " 0 samples") {
+		t.Errorf("SIGTERM in the first period did not ship it:\n%s", log)
+	}
+	if err := prog.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the profiled program is gone: %v", err)
+	}
+}
+
+// TestAgentUsage: usage errors are one line and exit status 2.
+func TestAgentUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"agent", "-p", "1", "-a"},
+		{"agent", "--period", "100ms"},
+		{"agent", "--service-label", "colour"},
+		{"agent", "--queue", "0"},
+		{"agent", "extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if c := run(args, &stdout, &stderr); c != 2 || strings.Count(stderr.String(), "\n") != 1 || !strings.HasPrefix(stderr.String(), "sframe agent: ") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and one line", args, c, stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if c := run([]string{"agent", "-h"}, &stdout, &stderr); c != 0 || !strings.Contains(stdout.String(), "--pyroscope") {
+		t.Errorf("agent -h: exit %d:\n%s", c, stdout.String())
+	}
+}

@@ -1,0 +1,322 @@
+package jitmap
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sframekit/sframekit/internal/memtest"
+)
+
+func TestParsePerfMap(t *testing.T) {
+	tab := ParsePerfMap([]byte("1000 100 JS:*fib /tmp/fib.js:1:13\n" +
+		"1100 10 Builtin:X\n" +
+		"garbage\n" +
+		"0x2000 10 prefixed\n" + // perf reads "0" and then fails at "x"
+		"1180 40 later (overlaps the first)\n" +
+		"3000 0 empty\n" +
+		"4000 10 \n" + // no name
+		"5000 10 last, no newline"))
+	if tab.Len() != 5 || tab.Skipped != 3 {
+		t.Errorf("%d entries, %d skipped; want 5, 3", tab.Len(), tab.Skipped)
+	}
+	for _, c := range []struct {
+		addr uint64
+		name string
+	}{
+		{0xfff, ""}, {0x1000, "JS:*fib /tmp/fib.js:1:13"}, {0x10ff, "JS:*fib /tmp/fib.js:1:13"}, {0x1100, "Builtin:X"},
+		{0x110f, "Builtin:X"}, {0x1110, ""}, {0x117f, ""}, {0x1180, "later (overlaps the first)"},
+		{0x11bf, "later (overlaps the first)"}, {0x11c0, ""}, {0x3000, "empty"}, {0x3001, ""},
+		{0x500f, "last, no newline"}, {0x5010, ""},
+	} {
+		s, ok := tab.Lookup(c.addr)
+		if s.Name != c.name || ok != (c.name != "") {
+			t.Errorf("%#x: %q %v, want %q", c.addr, s.Name, ok, c.name)
+		}
+	}
+	// Overlap: the later entry wins where they share addresses, the
+	// earlier one keeps the rest.
+	tab = ParsePerfMap([]byte("1000 100 old\n1040 20 new\n"))
+	for addr, want := range map[uint64]string{0x103f: "old", 0x1040: "new", 0x105f: "new", 0x1060: "old", 0x10ff: "old"} {
+		if s, _ := tab.Lookup(addr); s.Name != want {
+			t.Errorf("overlap %#x: %q, want %q", addr, s.Name, want)
+		}
+	}
+	tab = ParsePerfMap([]byte("1040 20 small\n1000 100 big\n"))
+	if s, _ := tab.Lookup(0x1050); s.Name != "big" {
+		t.Errorf("a later big entry: %q", s.Name)
+	}
+	// A line at the end of the address space.
+	tab = ParsePerfMap([]byte("ffffffffffffff00 1000 top\n"))
+	if s, _ := tab.Lookup(0xfffffffffffffffe); s.Name != "top" {
+		t.Errorf("top: %q", s.Name)
+	}
+	// Too long a line is skipped.
+	tab = ParsePerfMap([]byte("1000 10 " + strings.Repeat("x", MaxLine) + "\n2000 10 ok\n"))
+	if tab.Len() != 1 || tab.Skipped != 1 {
+		t.Errorf("long line: %d entries, %d skipped", tab.Len(), tab.Skipped)
+	}
+}
+
+func TestPerfMapEntryLimit(t *testing.T) {
+	var b bytes.Buffer
+	for i := range MaxEntries + 10 {
+		fmt.Fprintf(&b, "%x 1 f\n", i)
+	}
+	tab := ParsePerfMap(b.Bytes())
+	if tab.Len() != MaxEntries || !tab.Truncated {
+		t.Errorf("%d entries, truncated %v", tab.Len(), tab.Truncated)
+	}
+}
+
+// jitdump builds a jitdump file in byte order bo from records.
+func jitdump(bo binary.ByteOrder, recs ...[]byte) []byte {
+	h := make([]byte, jitHeaderSize)
+	bo.PutUint32(h, jitdumpMagic)
+	bo.PutUint32(h[4:], 1)
+	bo.PutUint32(h[8:], jitHeaderSize)
+	bo.PutUint32(h[12:], 62)
+	bo.PutUint32(h[20:], 1234)
+	for _, r := range recs {
+		h = append(h, r...)
+	}
+	return h
+}
+
+func load(bo binary.ByteOrder, addr, size, index uint64, name string) []byte {
+	r := make([]byte, jitRecordSize+jitLoadFixed)
+	bo.PutUint32(r, jitCodeLoad)
+	bo.PutUint64(r[jitRecordSize+16:], addr)
+	bo.PutUint64(r[jitRecordSize+24:], size)
+	bo.PutUint64(r[jitRecordSize+32:], index)
+	r = append(r, name...)
+	r = append(r, 0)
+	r = append(r, make([]byte, size)...) // the code
+	bo.PutUint32(r[4:], uint32(len(r)))
+	return r
+}
+
+func move(bo binary.ByteOrder, from, to, size, index uint64) []byte {
+	r := make([]byte, jitRecordSize+jitMoveFixed)
+	bo.PutUint32(r, jitCodeMove)
+	bo.PutUint32(r[4:], uint32(len(r)))
+	bo.PutUint64(r[jitRecordSize+16:], from)
+	bo.PutUint64(r[jitRecordSize+24:], to)
+	bo.PutUint64(r[jitRecordSize+32:], size)
+	bo.PutUint64(r[jitRecordSize+40:], index)
+	return r
+}
+
+func TestParseJitdump(t *testing.T) {
+	for _, bo := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+		other := make([]byte, jitRecordSize+8)
+		bo.PutUint32(other, 2) // debug info: skipped
+		bo.PutUint32(other[4:], uint32(len(other)))
+		data := jitdump(bo, load(bo, 0x1000, 0x40, 1, "f"), other, load(bo, 0x2000, 0x10, 2, "g"), move(bo, 0x2000, 0x3000, 0x10, 2))
+		tab, err := ParseJitdump(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for addr, want := range map[uint64]string{0x1000: "f", 0x103f: "f", 0x1040: "", 0x2000: "g", 0x3000: "g", 0x300f: "g", 0x3010: ""} {
+			if s, _ := tab.Lookup(addr); s.Name != want {
+				t.Errorf("%v %#x: %q, want %q", bo, addr, s.Name, want)
+			}
+		}
+		if tab.Truncated {
+			t.Errorf("%v: truncated", bo)
+		}
+		// Cut inside the last record: the records before it.
+		tab, err = ParseJitdump(data[:len(data)-3])
+		if err != nil || !tab.Truncated || tab.Len() != 2 {
+			t.Errorf("%v cut: %v, %d entries, truncated %v", bo, err, tab.Len(), tab.Truncated)
+		}
+	}
+	if _, err := ParseJitdump([]byte("ELF not a jitdump file at all, 40 bytes+")); err == nil {
+		t.Error("not a jitdump: no error")
+	}
+}
+
+// TestNodeJitdump reads the jitdump file that node --perf-prof writes:
+// the functions of the script must be there, and every record read.
+func TestNodeJitdump(t *testing.T) {
+	node := needNode(t)
+	dir := t.TempDir()
+	js := filepath.Join(dir, "fib.js")
+	os.WriteFile(js, []byte("function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nfor (let i = 0; i < 30; i++) fib(20);\n"), 0o644)
+	c := exec.Command(node, "--perf-prof", js)
+	c.Dir = dir
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	data, err := ReadFile(filepath.Join(dir, fmt.Sprintf("jit-%d.dump", c.Process.Pid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := ParseJitdump(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.Truncated || tab.Skipped != 0 || tab.Len() < 100 {
+		t.Errorf("%d functions, %d skipped, truncated %v", tab.Len(), tab.Skipped, tab.Truncated)
+	}
+	found := false
+	for _, s := range tab.syms {
+		if strings.Contains(s.Name, "fib") && strings.Contains(s.Name, js) {
+			found = true
+			if got, ok := tab.Lookup(s.Start + s.Size/2); !ok || !strings.Contains(got.Name, "fib") {
+				t.Errorf("%#x: %q", s.Start+s.Size/2, got.Name)
+			}
+		}
+	}
+	if !found {
+		t.Error("no function fib")
+	}
+}
+
+func needNode(t *testing.T) string {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return node
+}
+
+// TestReadFileRegularOnly: a FIFO is refused at once (no writer is
+// waited for), and so are a device and a symbolic link.
+func TestReadFileRegularOnly(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "perf-1.map")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("FIFO: %v", err)
+	}
+	if _, err := ReadFile("/dev/zero"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("/dev/zero: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "m")
+	os.WriteFile(p, []byte("10 2 a\n"), 0o644)
+	if data, err := ReadFile(p); err != nil || string(data) != "10 2 a\n" {
+		t.Errorf("regular file: %q %v", data, err)
+	}
+	link := filepath.Join(filepath.Dir(p), "perf-2.map")
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(link); err == nil || !strings.Contains(err.Error(), "symbolic link, not followed") {
+		t.Errorf("a symbolic link: %v", err)
+	}
+}
+
+func FuzzParsePerfMap(f *testing.F) {
+	f.Add([]byte("1000 100 JS:*fib /tmp/fib.js:1:13\n1040 10 x\n"), uint64(0x1040))
+	f.Add([]byte("ffffffffffffffff ffffffffffffffff wrap\n0 0 z"), uint64(0))
+	f.Fuzz(func(t *testing.T, data []byte, addr uint64) {
+		tab := ParsePerfMap(data)
+		checkTable(t, tab, addr)
+	})
+}
+
+func FuzzParseJitdump(f *testing.F) {
+	bo := binary.LittleEndian
+	f.Add(jitdump(bo, load(bo, 0x1000, 0x40, 1, "f"), move(bo, 0x1000, 0x2000, 0x40, 1)), uint64(0x2000))
+	f.Add(jitdump(binary.BigEndian, load(binary.BigEndian, 0x1000, 0x4, 1, "g")), uint64(0x1000))
+	f.Fuzz(func(t *testing.T, data []byte, addr uint64) {
+		tab, err := ParseJitdump(data)
+		if err != nil {
+			return
+		}
+		checkTable(t, tab, addr)
+	})
+}
+
+// checkTable checks a table's invariants: spans sorted and disjoint,
+// each inside its symbol, and a lookup that answers one of the symbols
+// covering the address.
+func checkTable(t *testing.T, tab *Table, addr uint64) {
+	for i, s := range tab.spans {
+		if s.start >= s.end || i > 0 && tab.spans[i-1].end > s.start {
+			t.Fatalf("span %d: %+v after %+v", i, s, tab.spans[max(i-1, 0)])
+		}
+		sym := tab.syms[s.sym]
+		if s.start < sym.Start || s.end-sym.Start > max(sym.Size, 1) && sym.Start+max(sym.Size, 1) > sym.Start {
+			t.Fatalf("span %+v outside its symbol %+v", s, sym)
+		}
+	}
+	if s, ok := tab.Lookup(addr); ok && (addr < s.Start || addr-s.Start >= max(s.Size, 1) && s.Start+max(s.Size, 1) > s.Start) {
+		t.Fatalf("%#x: %+v does not cover it", addr, s)
+	}
+}
+
+// bigMap returns a perf map of n functions of 0x40 bytes, as a JIT
+// writes them (names of a node program's size).
+func bigMap(n int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "%x 40 JS:*function%d /home/user/app/src/module%d.js:%d:%d\n", 0x7f0000000000+i*0x40, i, i%100, i%1000, i%80)
+	}
+	return b.Bytes()
+}
+
+func TestLookupAllocs(t *testing.T) {
+	tab := ParsePerfMap(bigMap(1000))
+	if n := testing.AllocsPerRun(100, func() { tab.Lookup(0x7f0000000000 + 500*0x40 + 3) }); n != 0 {
+		t.Errorf("Lookup allocates %v times", n)
+	}
+}
+
+// BenchmarkParsePerfMap reads a perf map of 100,000 functions.
+func BenchmarkParsePerfMap(b *testing.B) {
+	data := bigMap(100000)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		ParsePerfMap(data)
+	}
+}
+
+// BenchmarkLookup looks up addresses spread over 100,000 functions.
+func BenchmarkLookup(b *testing.B) {
+	tab := ParsePerfMap(bigMap(100000))
+	addr := uint64(0x7f0000000000)
+	for b.Loop() {
+		tab.Lookup(addr)
+		addr += 0x40*7919 + 3
+		if addr >= 0x7f0000000000+100000*0x40 {
+			addr -= 100000 * 0x40
+		}
+	}
+}
+
+// TestLargestMapCost reads the largest perf map ReadFile accepts, of the
+// shortest lines (the most entries a file can hold), from disk: the
+// whole costs at most 400 MB (the file, the text its names share, the
+// table of MaxEntries and the sweep that builds it).
+func TestLargestMapCost(t *testing.T) {
+	if memtest.InChild(t) {
+		line := []byte("0 1 f\n")
+		data := bytes.Repeat(line, MaxFileSize/len(line))
+		p := filepath.Join(t.TempDir(), "perf-1.map")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		data = nil
+		b, err := ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tab := ParsePerfMap(b); tab.Len() != MaxEntries || !tab.Truncated {
+			t.Errorf("%d entries, truncated %v", tab.Len(), tab.Truncated)
+		}
+		return
+	}
+	memtest.AtMost(t, 400<<20, "reading a perf map of the largest size")
+}

@@ -1,0 +1,243 @@
+package perfunwind
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sframekit/sframekit/jitmap"
+)
+
+// jitSyms names the code a process's JIT compiler made, in its anonymous
+// executable mappings: from the perf map the JIT wrote (/tmp/perf-PID.map,
+// PID as the process sees itself) and the jitdump files it mapped. The
+// files are read once, when a frame in such a mapping is first named, so
+// that the JIT has written what it made by then (a recording is reported
+// after the program ran; a live recording names its frames at the end).
+// The Session adds jitdump files as their mappings come, while a
+// pipelined writer may be naming frames on another goroutine: mu guards
+// what both touch.
+type jitSyms struct {
+	// name is the perf map's path in the process's mount namespace, the
+	// name perf gives the process's JIT mappings.
+	name string
+	// mapPaths are the paths to read the perf map from, in order: in the
+	// process's mount namespace while it lives, under SymFS, the path.
+	mapPaths []string
+	// budget is what the Session may still read of JIT files, shared by
+	// its processes.
+	budget *atomic.Int64
+
+	mu sync.Mutex
+	// dumps are the jitdump files the process mapped, each the paths to
+	// try.
+	dumps  [][]string
+	loaded bool
+	bytes  int64           // of the files read, taken from budget
+	tables []*jitmap.Table // the jitdump files' (later first), then the perf map's
+	// Read lists the files read and what they gave, Errs those that could
+	// not be, for the summary.
+	read []string
+	errs []error
+	locs map[uint64]*Loc
+}
+
+// perfMapName reports whether perf names an executable mapping of this
+// name after the process's perf map: anonymous memory, and areas that
+// have no file (perf's is_anon_memory and is_no_dso_memory), or a
+// mapping already so named.
+func perfMapName(name string) bool {
+	switch {
+	case name == "//anon", strings.HasPrefix(name, "/dev/zero"), strings.HasPrefix(name, "/anon_hugepage"),
+		strings.HasPrefix(name, "[stack"), strings.HasPrefix(name, "/SYSV"), name == "[heap]":
+		return true
+	}
+	return strings.HasPrefix(name, "/tmp/perf-") && strings.HasSuffix(name, ".map")
+}
+
+// jit returns the JIT symbols of process pid, made on first use.
+func (s *Session) jit(pid uint32) *jitSyms {
+	if j := s.jits[pid]; j != nil {
+		return j
+	}
+	nspid, root := pid, ""
+	if s.opts.Live {
+		nspid, root = liveNamespace(pid)
+	}
+	j := &jitSyms{name: "/tmp/perf-" + strconv.FormatUint(uint64(nspid), 10) + ".map", locs: map[uint64]*Loc{}, budget: &s.jitBudget}
+	j.mapPaths = s.jitPaths(j.name, root)
+	s.jits[pid] = j
+	return j
+}
+
+// jitPaths returns where to read a file that a process names path: in
+// its mount namespace through /proc/PID/root (root, while it lives),
+// else under SymFS, else the path itself (a live process in this mount
+// namespace, or one that was recorded here).
+func (s *Session) jitPaths(path, root string) []string {
+	var out []string
+	if root != "" {
+		out = append(out, filepath.Join(root, path))
+	}
+	if s.opts.SymFS != "" {
+		out = append(out, filepath.Join(s.opts.SymFS, path))
+	}
+	if root == "" || root == "/" {
+		out = append(out, path)
+	}
+	return out
+}
+
+// liveNamespace returns, for a running process, its own PID (the last
+// of /proc/PID/status's NStgid, which differs in a PID namespace), and
+// the root through which its files are read ("" when it shares this
+// process's mount namespace, whose paths are the same). A process that
+// is gone is taken for one of this namespace.
+func liveNamespace(pid uint32) (uint32, string) {
+	p := "/proc/" + strconv.FormatUint(uint64(pid), 10)
+	nspid := pid
+	if st, err := os.ReadFile(p + "/status"); err == nil {
+		for line := range bytes.Lines(st) {
+			if f, ok := bytes.CutPrefix(line, []byte("NStgid:")); ok {
+				if fs := strings.Fields(string(f)); len(fs) > 0 {
+					if v, err := strconv.ParseUint(fs[len(fs)-1], 10, 32); err == nil {
+						nspid = uint32(v)
+					}
+				}
+				break
+			}
+		}
+	}
+	own, err1 := os.Readlink("/proc/self/ns/mnt")
+	theirs, err2 := os.Readlink(p + "/ns/mnt")
+	if err1 != nil || err2 != nil || own == theirs {
+		return nspid, ""
+	}
+	return nspid, p + "/root"
+}
+
+// addDump notes that the process mapped the jitdump file path.
+func (s *Session) addDump(pid uint32, path string) {
+	j := s.jit(pid)
+	root := ""
+	if s.opts.Live {
+		_, root = liveNamespace(pid)
+	}
+	paths := s.jitPaths(path, root)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, d := range j.dumps {
+		if d[len(d)-1] == paths[len(paths)-1] {
+			return
+		}
+	}
+	j.dumps = append(j.dumps, paths)
+	j.loaded = false // read again, with it
+}
+
+// maxJITBytes bounds the bytes of JIT files (perf maps, jitdump files) a
+// Session reads, over all its processes: each file is bounded by
+// jitmap.MaxFileSize, and a system-wide recording may see many JITs.
+// Their tables, kept until the end, cost up to twice their bytes.
+const maxJITBytes = 256 << 20
+
+// load reads the process's jitdump files and perf map, once: the first
+// readable path of each (see jitmap.ReadFile for what is refused), while
+// the Session's budget (maxJITBytes) lasts.
+func (j *jitSyms) load() {
+	if j.loaded {
+		return
+	}
+	j.loaded = true
+	j.budget.Add(j.bytes) // what an earlier load read is given back
+	j.bytes = 0
+	j.tables, j.read, j.errs = nil, nil, nil
+	j.locs = map[uint64]*Loc{}
+	read := func(paths []string, parse func([]byte) (*jitmap.Table, error)) {
+		var first error
+		for _, p := range paths {
+			if j.budget.Load() <= 0 {
+				j.errs = append(j.errs, fmt.Errorf("%s: not read: %d bytes of JIT symbol files read already", p, maxJITBytes))
+				return
+			}
+			data, err := jitmap.ReadFile(p)
+			if err == nil {
+				j.budget.Add(-int64(len(data)))
+				j.bytes += int64(len(data))
+				var t *jitmap.Table
+				if t, err = parse(data); err == nil {
+					j.tables = append(j.tables, t)
+					note := ""
+					if t.Truncated || t.Skipped > 0 {
+						note = fmt.Sprintf(", %d entries not read", t.Skipped)
+						if t.Truncated {
+							note += ", truncated"
+						}
+					}
+					j.read = append(j.read, fmt.Sprintf("%s (%d functions%s)", p, t.Len(), note))
+					return
+				}
+				err = fmt.Errorf("%s: %w", p, err)
+			}
+			if first == nil || !os.IsNotExist(err) {
+				first = err
+			}
+		}
+		if first != nil && !os.IsNotExist(first) {
+			j.errs = append(j.errs, first)
+		}
+	}
+	for i := len(j.dumps) - 1; i >= 0; i-- {
+		read(j.dumps[i], jitmap.ParseJitdump)
+	}
+	read(j.mapPaths, func(b []byte) (*jitmap.Table, error) { return jitmap.ParsePerfMap(b), nil })
+}
+
+// resolve names the runtime address pc of the process's JIT code.
+func (j *jitSyms) resolve(pc uint64) *Loc {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.load()
+	if l, ok := j.locs[pc]; ok {
+		return l
+	}
+	l := unknown
+	for _, t := range j.tables {
+		if sym, ok := t.Lookup(pc); ok {
+			// A JIT's names carry no symbol versions: "@" is part of the name.
+			l = &Loc{Sym: sym.Name, Name: sym.Name, Short: sym.Name, Unversioned: sym.Name, Offset: pc - sym.Start}
+			break
+		}
+	}
+	j.locs[pc] = l
+	return l
+}
+
+// ForgetJIT drops what the Session read of JIT symbol files, so that a
+// long recording cut into periods (a continuous profiler's) reads them
+// again, with the code the JITs made since, when a frame in JIT code is
+// next named; and forgets the JIT symbols of processes that have exited.
+// What Resolve returned stays valid. Call it between periods, when no
+// frame is being named.
+func (s *Session) ForgetJIT() {
+	for pid, j := range s.jits {
+		j.mu.Lock()
+		j.budget.Add(j.bytes)
+		j.bytes = 0
+		j.loaded, j.tables, j.read, j.errs = false, nil, nil, nil
+		j.locs = map[uint64]*Loc{}
+		j.mu.Unlock()
+		if s.procs[pid] == nil {
+			delete(s.jits, pid)
+		}
+	}
+	// The budget is per period: what a JIT of a process that exited
+	// loads after this (for stacks of its last period still to be named)
+	// is garbage with those stacks.
+	s.jitBudget.Store(maxJITBytes)
+}

@@ -1,0 +1,79 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/sframekit/sframekit/internal/testprog"
+)
+
+// TestPeriodsJIT records node --perf-basic-prof cut into periods, as the
+// agent does: a function that the JIT compiles only after the first
+// periods (late) is named in the periods after it, from the perf map read
+// again for each period.
+func TestPeriodsJIT(t *testing.T) {
+	needPerf(t)
+	testprog.NeedTool(t, "node")
+	dir := t.TempDir()
+	js := filepath.Join(dir, "phases.js")
+	os.WriteFile(js, []byte(`function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+function late(n) { return n < 2 ? n : late(n - 1) + late(n - 2); }
+let s = 0;
+let end = Date.now() + 1500;
+while (Date.now() < end) s += fib(22);
+end = Date.now() + 1500;
+while (Date.now() < end) s += late(22);
+console.log(s > 0);
+`), 0o644)
+	cmd := exec.Command("node", "--perf-basic-prof", js)
+	cmd.Dir = dir
+	var names []map[string]bool
+	opts := Options{Command: cmd, Period: 200 * time.Millisecond, OnPeriod: func(p *Profile) {
+		var buf bytes.Buffer
+		if err := p.WritePprof(&buf); err != nil {
+			t.Error(err)
+			return
+		}
+		q, err := profile.Parse(&buf)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		fns := map[string]bool{}
+		for _, f := range q.Function {
+			fns[f.Name] = true
+		}
+		names = append(names, fns)
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := Record(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	t.Cleanup(func() { os.Remove("/tmp/perf-" + strconv.Itoa(cmd.Process.Pid) + ".map") })
+	fib, late := -1, -1
+	for i, fns := range names {
+		for n := range fns {
+			switch {
+			case fib < 0 && strings.HasPrefix(n, "JS:") && strings.Contains(n, "fib "+js):
+				fib = i
+			case late < 0 && strings.HasPrefix(n, "JS:") && strings.Contains(n, "late "+js):
+				late = i
+			}
+		}
+	}
+	if fib < 0 || late < 0 {
+		t.Errorf("%d periods; fib named first in period %d, late in %d", len(names), fib, late)
+	}
+}
