@@ -275,7 +275,7 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 	for len(u.files) >= u.opts.MaxFiles-1 && u.evictIdle() {
 	}
 	fe := &fileEntry{f: f, id: u.nextID}
-	tab, err := loadTable(f)
+	tab, err := loadTable(f, u.opts.MaxRows)
 	if err != nil {
 		u.Tables.Failed++
 		return nil
@@ -321,13 +321,19 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 }
 
 // loadTable reads the tables of f (its .sframe, else SFrame compiled
-// from its CFI) and reduces them to the walker's rows.
-func loadTable(f *perfunwind.File) (*Table, error) {
+// from its CFI) and reduces them to the walker's rows. A file with more
+// SFrame rows than the rows map holds (maxRows) gets none: its frames
+// follow frame pointers, and what the table would cost in memory (16
+// bytes a row, beside unwind's own bounds) stays bounded.
+func loadTable(f *perfunwind.File, maxRows int) (*Table, error) {
 	ef, err := elf.NewFile(io.NewSectionReader(f, 0, math.MaxInt64>>1))
 	if err != nil {
 		return nil, err
 	}
 	t := unwind.LoadFileTables(ef, f.Path, unwind.LoadOptions{SFrameFromCFI: true})
+	if t.SFrame != nil && int(t.SFrame.NumFREs) > maxRows {
+		return &Table{}, nil
+	}
 	return BuildTable(t, arch.FromELF(ef.Machine)), nil
 }
 
