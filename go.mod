@@ -11,6 +11,7 @@ require github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 require github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/klauspost/compress v1.20.3
 	go.opentelemetry.io/collector/pdata v1.71.0
 	go.opentelemetry.io/collector/pdata/pprofile v0.165.0

@@ -62,6 +62,7 @@ type event struct {
 	fd       int
 	attr     *Attr
 	tid, cpu int
+	output   bool // a bpf-output event (Options.BPFOutput)
 }
 
 // Hooks for tests: the system calls whose failures are hard to provoke.
@@ -156,9 +157,14 @@ func open(opts Options) (*Session, error) {
 		return nil, err
 	}
 	opened := map[int]bool{} // processes with at least one thread opened
-	for _, a := range s.attrs {
+	for ai, a := range s.attrs {
 		attr := a.unix()
-		for _, t := range targets {
+		output := opts.BPFOutput && ai == len(s.attrs)-1
+		ts := targets
+		if output {
+			ts = []target{{tid: -1}}
+		}
+		for _, t := range ts {
 			for _, cpu := range cpus {
 				fd, err := perfEventOpen(attr, t.tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 				if err == unix.ESRCH && t.pid != 0 {
@@ -167,8 +173,10 @@ func open(opts Options) (*Session, error) {
 				if err != nil {
 					return nil, s.openError(err, a, t.tid, t.pid, cpu, len(targets), len(cpus))
 				}
-				s.events = append(s.events, event{fd: fd, attr: a, tid: t.tid, cpu: cpu})
-				opened[t.pid] = true
+				s.events = append(s.events, event{fd: fd, attr: a, tid: t.tid, cpu: cpu, output: output})
+				if !output {
+					opened[t.pid] = true
+				}
 				var id uint64
 				if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
 					return nil, &Error{Op: "read the ID of " + a.Event.Name, Err: e}
@@ -336,11 +344,14 @@ func (s *Session) setupPoll() error {
 		return &Error{Op: "epoll_ctl", Err: err}
 	}
 	for _, ev := range s.events {
+		if ev.output {
+			continue // never hangs up; its ring's wakeups reach the others
+		}
 		if err := add(ev.fd); err != nil {
 			return &Error{Op: "epoll_ctl", Err: err}
 		}
+		s.live++
 	}
-	s.live = len(s.events)
 	return nil
 }
 
@@ -395,6 +406,55 @@ func (s *Session) Warnings() []string { return s.warnings }
 // Options.KernelIfPermitted asked for the kernel too and was refused
 // ("kernel.perf_event_paranoid is 2; ..."); "" otherwise.
 func (s *Session) UserOnly() string { return s.userOnly }
+
+// BPFOutputs returns the file descriptor of each CPU's bpf-output event
+// (Options.BPFOutput), by CPU number, for a BPF program's
+// BPF_MAP_TYPE_PERF_EVENT_ARRAY; nil without.
+func (s *Session) BPFOutputs() map[int]int {
+	var m map[int]int
+	for _, ev := range s.events {
+		if ev.output {
+			if m == nil {
+				m = map[int]int{}
+			}
+			m[ev.cpu] = ev.fd
+		}
+	}
+	return m
+}
+
+// WakeOn makes Run read the rings whenever fd polls readable (edge
+// triggered: each time it becomes so), besides the rings' wakeups: a BPF
+// program's signal that records it needs are waiting. Call it before
+// Run.
+func (s *Session) WakeOn(fd int) error {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: int32(fd)}
+	if err := unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		return &Error{Op: "epoll_ctl", Err: err}
+	}
+	return nil
+}
+
+// SetBPF attaches BPF programs (file descriptors of
+// BPF_PROG_TYPE_PERF_EVENT programs) to the sampled events
+// (PERF_EVENT_IOC_SET_BPF), progs[i] to the event of Attrs()[i]: it runs
+// at each sample, and the sample is written only when it returns
+// non-zero. Threads that inherit the events later inherit the program.
+// Call it before Enable, or before the command starts.
+func (s *Session) SetBPF(progs []int) error {
+	for _, ev := range s.events {
+		if ev.output {
+			continue
+		}
+		if ev.attr.Index >= len(progs) {
+			return &Error{Op: fmt.Sprintf("attach a BPF program to %s", ev.attr.Event.Name), Err: unix.EINVAL}
+		}
+		if err := unix.IoctlSetInt(ev.fd, unix.PERF_EVENT_IOC_SET_BPF, progs[ev.attr.Index]); err != nil {
+			return &Error{Op: fmt.Sprintf("attach the BPF program to %s on CPU %d", ev.attr.Event.Name, ev.cpu), Err: err}
+		}
+	}
+	return nil
+}
 
 // Enable starts the events.
 func (s *Session) Enable() error { return s.ioctlAll(unix.PERF_EVENT_IOC_ENABLE, "enable") }

@@ -70,6 +70,11 @@ type Options struct {
 	// their own mount namespace (/proc/PID/root), and the perf map is
 	// named with their PID in their PID namespace, as perf names it.
 	Live bool
+	// CallchainSource names, in WriteSummary, where the user frames of
+	// samples without registers and stack come from: "the kernel's
+	// callchain" when empty (a live profiler whose stacks a BPF program
+	// walked says so).
+	CallchainSource string
 }
 
 // OptionsFor returns the options for a recording with header h read on
@@ -595,6 +600,24 @@ func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string
 	p.insert(m)
 }
 
+// MappingOf returns the mapping that an MMAP record of an executable
+// mapping would add to its process (its file found as the session finds
+// it, once and shared, and its load bias), without adding it anywhere:
+// for a mirror of the processes' mappings kept by an in-kernel unwinder
+// (package bpfunwind), which applies the records as soon as they are
+// read, while the session applies them in time order.
+func (s *Session) MappingOf(start, length, pgoff uint64, name string, buildID []byte, ino uint64) *Mapping {
+	m := &Mapping{Start: start, End: start + length, Pgoff: pgoff, Name: name, Exec: true}
+	m.anon = isAnon(name)
+	if !m.anon {
+		m.File = s.file(name, buildID, ino)
+		if m.File.Path != "" {
+			m.Bias = m.File.bias(start, pgoff)
+		}
+	}
+	return m
+}
+
 // module returns the unwinder module of the executable mapping m: its
 // file's tables when found (loaded once per file), else none (the
 // unwinder then follows frame pointers through it).
@@ -637,6 +660,23 @@ func (s *Session) module(m *Mapping) *unwind.Module {
 func (s *Session) Mapped(pid uint32, addr uint64) bool {
 	p := s.procs[pid]
 	return p != nil && p.find(addr) != nil
+}
+
+// Mappings returns the mappings process pid has now, sorted by Start and
+// disjoint, or nil for a process the session does not know (never seen,
+// or forgotten at its exit): what an in-kernel unwinder (package
+// bpfunwind) mirrors. The slice is new; the mappings are the session's
+// and must not be modified.
+func (s *Session) Mappings(pid uint32) []*Mapping {
+	p := s.procs[pid]
+	if p == nil {
+		return nil
+	}
+	ms := make([]*Mapping, 0, p.sp.maps.Len())
+	for _, m := range p.sp.maps.All() {
+		ms = append(ms, *m)
+	}
+	return ms
 }
 
 // Comm records the name of thread tid of process pid; exec says the name

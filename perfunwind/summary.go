@@ -35,8 +35,12 @@ func WriteSummary(w io.Writer, s *Session) error {
 	fmt.Fprintf(&b, "user stacks unwound: %d (%d by SFrame alone, %d with CFI for some frame, %d with frame pointers for some frame, %d not past the first frame)\n",
 		st.Unwound, st.OnlySFrame, st.WithCFI, st.WithFP, st.FirstOnly)
 	if n := st.NoMappings + st.Callchain + st.NoUser + st.IPOnly; n > 0 {
-		fmt.Fprintf(&b, "other samples: %d (%d of processes with no known mapping, %d from the kernel's callchain, %d without user registers or stack, %d without a call graph)\n",
-			n, st.NoMappings, st.Callchain, st.NoUser, st.IPOnly)
+		src := s.opts.CallchainSource
+		if src == "" {
+			src = "the kernel's callchain"
+		}
+		fmt.Fprintf(&b, "other samples: %d (%d of processes with no known mapping, %d from %s, %d without user registers or stack, %d without a call graph)\n",
+			n, st.NoMappings, st.Callchain, src, st.NoUser, st.IPOnly)
 	}
 	if st.IPOnly > 0 {
 		fmt.Fprintf(&b, "hint: %d samples were recorded without call graphs (perf record without -g): each shows the sampled function alone; record with perf record --call-graph dwarf for whole stacks\n", st.IPOnly)

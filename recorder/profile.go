@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sframekit/sframekit/bpfunwind"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/perfunwind"
@@ -257,6 +258,28 @@ func (p *Profile) WriteSummary(w io.Writer) error {
 		return err
 	}
 	b.Reset()
+	if st.BPF {
+		c := &st.BPFCounters
+		fmt.Fprintf(&b, "walked in the kernel (--bpf): %d samples (%d taken in the kernel, walked from the saved user registers), %s per sample in the BPF program (the kernel's BPF statistics: %d runs)\n",
+			c.Samples, c.KernelMode, c.RunTimePerSample(), c.Runs)
+		fmt.Fprintf(&b, "  callers found by the files' rows %d, by frame pointers %d; frames in no mapping %d, samples of processes without a table yet %d; samples passed on to the user-space walk %d\n",
+			c.SFrameFrames, c.FPFrames, c.NoMapping, c.NoProcess, c.Fallback)
+		fmt.Fprintf(&b, "  walks ended:")
+		for i, n := range c.Stops {
+			fmt.Fprintf(&b, " %s %d", bpfunwind.Stop(i), n)
+		}
+		if c.OutputErrors > 0 || st.BPFTruncated > 0 {
+			fmt.Fprintf(&b, "; stacks lost by the output event %d, cut short %d", c.OutputErrors, st.BPFTruncated)
+		}
+		t := &st.BPFTables
+		fmt.Fprintf(&b, "\n  tables: %d files, %d rows (%d idle, %d evicted, %d failed, %d without room)", t.Files, t.Rows, t.Idle, t.Evicted, t.Failed, t.Full)
+		for i, n := range t.Skipped {
+			if n > 0 {
+				fmt.Fprintf(&b, "; rows left to frame pointers, %s: %d", bpfunwind.Reason(i), n)
+			}
+		}
+		b.WriteString("\n")
+	}
 	if st.Lost > 0 {
 		fmt.Fprintf(&b, "lost: %d samples dropped by the kernel (rings full: a larger ring, --stack-size or -F helps)\n", st.Lost)
 	}

@@ -4,6 +4,7 @@ package recorder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/bpfunwind"
+	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/perfunwind"
 )
@@ -33,6 +36,39 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 		return nil, fmt.Errorf("no unwinder for %s", runtime.GOARCH)
 	}
 	ev := opts.event()
+	var warnings []string
+	var bu *bpfunwind.Unwinder
+	if opts.BPF {
+		var err error
+		switch {
+		case !bpfunwind.Supported:
+			warnings = append(warnings, fmt.Sprintf("--bpf: no BPF walker for %s; walking the stacks in user space", runtime.GOARCH))
+			opts.BPF = false
+		default:
+			events := 1
+			if opts.OffCPU {
+				events = 2
+			}
+			depth := opts.MaxDepth
+			if depth == 0 {
+				depth = bpfunwind.DefaultMaxDepth
+				opts.MaxDepth = depth
+			}
+			if bu, err = bpfunwind.Load(bpfunwind.Options{MaxDepth: depth, Kernel: opts.Kernel, Fallback: true, Events: events}); err != nil {
+				// Without the privilege, or on a kernel without what the
+				// program needs (BTF, bpf_loop: Linux 5.17), the stacks
+				// are walked here.
+				why := err
+				if errors.Is(err, bpfunwind.ErrPermission) {
+					why = bpfunwind.ErrPermission
+				}
+				warnings = append(warnings, fmt.Sprintf("--bpf: %v; walking the stacks in user space", why))
+				opts.BPF = false
+			} else {
+				defer bu.Close()
+			}
+		}
+	}
 	po, cs := opts.perfOptions(host)
 	// Without SFrame compiled from the CFI of files that have none
 	// (perfunwind.Options.SFrameFromCFI): the unwinder's Context keeps
@@ -45,11 +81,35 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	if opts.Kernel {
 		sopts.Kallsyms = "/proc/kallsyms"
 	}
+	if bu != nil {
+		sopts.CallchainSource = "the BPF walker"
+	}
 	sess, err := perfunwind.NewSession(sopts)
 	if err != nil {
 		return nil, err
 	}
 	p := &Profile{opts: opts, event: ev, sess: sess, csEvent: cs}
+	// attach gives the program the session's events, before they start.
+	attach := func(s *perfevent.Session) error {
+		if bu == nil {
+			return nil
+		}
+		if err := bu.SetOutputs(s.BPFOutputs()); err != nil {
+			return err
+		}
+		if err := s.WakeOn(bu.WakeFD()); err != nil {
+			return err
+		}
+		return s.SetBPF(bu.Programs())
+	}
+	mirror := bpfunwind.NewMirror()
+	seed := func(pid int) {
+		sess.SeedProcess(pid)
+		if bu != nil {
+			mirror.Set(uint32(pid), sess.Mappings(uint32(pid)))
+			bu.SyncProcess(uint32(pid), mirror.Mappings(uint32(pid)))
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -61,13 +121,17 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	var s *perfevent.Session
 	var waited <-chan error
 	if opts.Command != nil {
-		if s, waited, err = startCommand(po, opts.Command); err != nil {
+		if s, waited, err = startCommand(po, opts.Command, attach); err != nil {
 			return nil, err
 		}
 		p.cmd, p.waited = opts.Command.Process, waited
 	} else {
 		po.PIDs, po.SystemWide = opts.PIDs, opts.SystemWide
 		if s, err = perfevent.Open(po); err != nil {
+			return nil, err
+		}
+		if err := attach(s); err != nil {
+			s.Close()
 			return nil, err
 		}
 		// What the processes mapped before: from /proc. For given
@@ -78,7 +142,13 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 		// starts in between is missed, as with perf record -a.
 		if opts.SystemWide {
 			for _, pid := range allProcesses() {
-				sess.SeedProcess(pid)
+				seed(pid)
+			}
+		} else if bu != nil {
+			// The walker's tables, before the first samples: seeded again
+			// below for what changes in between.
+			for _, pid := range opts.PIDs {
+				seed(pid)
 			}
 		}
 		if err := s.Enable(); err != nil {
@@ -86,19 +156,28 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 			return nil, err
 		}
 		for _, pid := range opts.PIDs {
-			sess.SeedProcess(pid)
+			seed(pid)
 		}
 	}
 	defer s.Close()
 	p.start = time.Now()
+	var attrs []*perfdata.Attr
 	for _, a := range s.Attrs() {
-		p.attrs = append(p.attrs, a.Attr)
+		attrs = append(attrs, a.Attr)
 	}
-	p.Warnings, p.UserOnly = s.Warnings(), s.UserOnly()
+	// The profile's events are the sampled ones, not the bpf-output.
+	p.attrs = attrs
+	if bu != nil {
+		p.attrs = attrs[:len(attrs)-1]
+	}
+	p.Warnings, p.UserOnly = append(warnings, s.Warnings()...), s.UserOnly()
 	p.Stats.RingBytes = s.RingPages() * os.Getpagesize()
 	// Samples wait for the records before them at most two passes over
 	// the rings: about two rings' worth per CPU.
-	r := newRecorder(sess, host, p.attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
+	r := newRecorder(sess, host, attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
+	if bu != nil {
+		r.bpf, r.outEvent, r.mirror = bu, len(attrs)-1, mirror
+	}
 	r.poll = s.SetPollInterval
 	if opts.OnPeriod != nil {
 		// Periods name their frames as they are cut.
@@ -152,6 +231,9 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	r.stats.Lost = st.Lost
 	r.stats.Wall, r.stats.RingBytes = p.Stats.Wall, p.Stats.RingBytes
 	p.Stats = r.stats
+	if bu != nil {
+		p.Stats.BPF, p.Stats.BPFCounters, p.Stats.BPFTables = true, bu.Counters(), bu.Tables
+	}
 	sess.Stats.Read = r.stats.Samples
 	if r.onCut == nil {
 		p.stacks, p.maps = r.order, r.maps
@@ -168,9 +250,10 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 // thread waiting for the child: it is the child's parent, whose death
 // would fire a PR_SET_PDEATHSIG the command may have asked for, and no
 // other goroutine may fork from it while it holds the events. The thread
-// ends with the goroutine (it is never unlocked). The returned channel
-// receives the command's Wait error when it exits.
-func startCommand(po perfevent.Options, cmd *exec.Cmd) (*perfevent.Session, <-chan error, error) {
+// ends with the goroutine (it is never unlocked). attach is called on
+// the session before the command starts. The returned channel receives
+// the command's Wait error when it exits.
+func startCommand(po perfevent.Options, cmd *exec.Cmd, attach func(*perfevent.Session) error) (*perfevent.Session, <-chan error, error) {
 	type started struct {
 		s   *perfevent.Session
 		err error
@@ -183,6 +266,11 @@ func startCommand(po perfevent.Options, cmd *exec.Cmd) (*perfevent.Session, <-ch
 		po.EnableOnExec = true
 		s, err := perfevent.Open(po)
 		if err != nil {
+			ch <- started{err: err}
+			return
+		}
+		if err := attach(s); err != nil {
+			s.Close()
 			ch <- started{err: err}
 			return
 		}

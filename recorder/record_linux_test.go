@@ -308,8 +308,14 @@ func TestChains(t *testing.T) {
 // nap1() (about 90%, less when the machine is busy), within 5 points.
 func TestOffCPU(t *testing.T) {
 	needKernelSampling(t)
+	testOffCPU(t, Options{OffCPU: true})
+}
+
+// testOffCPU is TestOffCPU with opts (TestBPFOffCPU's walk in the
+// kernel).
+func testOffCPU(t *testing.T, opts Options) *Profile {
 	exe := buildProg(t, "-O2", "-Wa,--gsframe")
-	p, out := recordCommand(t, Options{OffCPU: true}, exe, "sleep", "2")
+	p, out := recordCommand(t, opts, exe, "sleep", "2")
 	q := pprofOf(t, p)
 	cpu, off := valueIndex(t, q, "cpu"), valueIndex(t, q, "off-cpu")
 	if q.SampleType[off].Unit != "nanoseconds" || q.DefaultSampleType != "cpu" {
@@ -354,6 +360,7 @@ func TestOffCPU(t *testing.T) {
 	if p.Stats.OffCPU == 0 || p.Stats.Dropped > p.Stats.OffCPU/20 {
 		t.Errorf("%d switch-outs weighted, %d dropped", p.Stats.OffCPU, p.Stats.Dropped)
 	}
+	return p
 }
 
 // TestFollowsNewThreadsAndProcesses records a running process (-p) that

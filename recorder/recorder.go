@@ -70,6 +70,7 @@ import (
 	"time"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/bpfunwind"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
 )
@@ -140,6 +141,19 @@ type Options struct {
 	// lost.
 	Period   time.Duration
 	OnPeriod func(*Profile)
+	// BPF walks the user stacks in the kernel, in a BPF program attached
+	// to the sampling events (package bpfunwind), from each file's SFrame
+	// rows (its own, or compiled from its CFI), instead of copying
+	// StackSize bytes of stack per sample and walking the copy here: no
+	// copy, and no limit but MaxDepth (bpfunwind.DefaultMaxDepth, 4,096
+	// frames, when 0). Without the privileges BPF needs (CAP_BPF and
+	// CAP_PERFMON), or on a kernel that refuses the program,
+	// Profile.Warnings says so and the stacks are walked here. With
+	// OffCPU, the switch-outs are walked in the kernel too. The first
+	// samples of a new program, library or process, taken before the
+	// recorder has read its records and loaded its tables into the
+	// kernel, come with their stack copy (StackSize) and are walked here.
+	BPF bool
 }
 
 // check validates o.
@@ -237,7 +251,11 @@ func (o *Options) perfOptions(a arch.Arch) (po perfevent.Options, cs int) {
 		FinishedRound: true, RingPages: o.ringPages(),
 		// Rings are read at their wakeup watermark (half full) and at
 		// Stop; waking up more often only costs the profiler CPU time.
-		PollInterval: time.Second}, cs
+		PollInterval: time.Second,
+		// With BPF, the program's stacks come through bpf-output
+		// events; the events' own samples, with their stack copies, only
+		// when the program passes them on (bpfunwind.Options.Fallback).
+		BPFOutput: o.BPF}, cs
 }
 
 // TimeBased reports whether the periods of event e's samples are
@@ -279,6 +297,16 @@ type Stats struct {
 	CPU time.Duration
 	// RingBytes is the size of each CPU's ring buffer.
 	RingBytes int
+	// BPF says the stacks were walked in the kernel (Options.BPF); then
+	// BPFCounters are the program's counts and run time, BPFTables what
+	// its tables held, and BPFTruncated the stacks whose record did not
+	// decode whole. BPFFallback counts the samples the program passed on,
+	// walked here.
+	BPF          bool
+	BPFFallback  uint64
+	BPFCounters  bpfunwind.Counters
+	BPFTables    bpfunwind.TableStats
+	BPFTruncated uint64
 }
 
 // CPUPerSample returns Stats.CPU per sample read, 0 without samples.

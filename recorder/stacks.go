@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/bpfunwind"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/perfunwind"
@@ -138,6 +139,13 @@ type recorder struct {
 	onCut       func(stacks []*stack, maps []*perfunwind.Mapping, start, end time.Time)
 	period      time.Duration
 	periodStart time.Time
+
+	// bpf, when not nil, walks the stacks in the kernel: its samples are
+	// those of event outEvent (the bpf-output), whose raw data are the
+	// stacks, and its tables of processes are mirror's.
+	bpf      *bpfunwind.Unwinder
+	outEvent int
+	mirror   *bpfunwind.Mirror
 }
 
 // Waits between passes over the rings. A sample read before the records
@@ -165,7 +173,7 @@ const (
 func newRecorder(sess *perfunwind.Session, a arch.Arch, attrs []*perfdata.Attr, csEvent, maxKept int) *recorder {
 	return &recorder{sess: sess, arch: a, csEvent: csEvent, dec: perfdata.NewDecoder(binary.NativeEndian, attrs), maxKept: maxKept,
 		stacks: map[string]*stack{}, mapIDs: map[*perfunwind.Mapping]uint32{}, pending: map[uint32]pendingOut{},
-		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}}
+		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}, outEvent: -1}
 }
 
 // handle takes one record of the rings.
@@ -194,6 +202,9 @@ func (r *recorder) record(rec *perfdata.Record) {
 	case perfdata.RecordSample:
 		r.sample(rec, t, false)
 	case perfdata.RecordMmap, perfdata.RecordMmap2, perfdata.RecordComm, perfdata.RecordFork, perfdata.RecordExit:
+		if r.bpf != nil {
+			r.mirrorRecord(rec)
+		}
 		e := event{time: t, kind: evRecord, raw: slices.Clone(rec.Raw)}
 		switch {
 		case rec.Mmap() != nil:
@@ -234,6 +245,15 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 	}
 	r.smp.FromPerf(ps, r.arch)
 	r.smp.Event = rec.Attr.Index
+	if r.bpf != nil {
+		if r.smp.Event == r.outEvent {
+			r.fromBPF(ps.RawData)
+		} else if !late {
+			// Passed on by the program, which had no table for it: walked
+			// here from its stack copy.
+			r.stats.BPFFallback++
+		}
+	}
 	if !late {
 		r.stats.Samples++
 		if r.mustWait(ps.Pid, ps.Tid) && r.kept+len(rec.Raw) <= r.maxKept {
@@ -259,7 +279,55 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 	}
 	r.stats.OnCPU++
 	st.n++
-	st.period += ps.Period
+	st.period += r.smp.Period // FromPerf's, or the walker's (fromBPF)
+}
+
+// fromBPF makes r.smp the sample of a stack the BPF program walked: its
+// frames as the sample's callchain, which the session takes as they are,
+// and the period of the event sampled.
+func (r *recorder) fromBPF(raw []byte) {
+	var ok bool
+	r.smp.Callchain, r.smp.Period, r.smp.Event, _, ok = bpfunwind.Decode(raw, r.smp.Callchain)
+	if !ok {
+		r.stats.BPFTruncated++
+	}
+	r.smp.IP = 0
+	for i, pc := range r.smp.Callchain {
+		if pc == perfdata.ContextUser && i+1 < len(r.smp.Callchain) {
+			r.smp.IP = r.smp.Callchain[i+1]
+		}
+	}
+}
+
+// mirrorRecord applies a record that changes a process's executable
+// mappings (MMAP, FORK of a process, exec) to the mirror of the kernel's
+// tables as soon as it is read, and updates the process's table: the
+// walker needs the tables of a new program, library or process as soon
+// as it runs, while the session applies the records in time order.
+func (r *recorder) mirrorRecord(rec *perfdata.Record) {
+	var pid uint32
+	switch {
+	case rec.Mmap() != nil:
+		m := rec.Mmap()
+		if !m.Executable || m.Pid == ^uint32(0) || m.Len == 0 {
+			return
+		}
+		var id []byte
+		if m.HasBuildID {
+			id = m.BuildID
+		}
+		pid = m.Pid
+		r.mirror.Mmap(pid, r.sess.MappingOf(m.Addr, m.Len, m.Pgoff, string(m.Filename), id, m.Ino))
+	case rec.Comm() != nil && rec.Comm().Exec:
+		pid = rec.Comm().Pid
+		r.mirror.Exec(pid)
+	case rec.Type == perfdata.RecordFork && rec.Task() != nil && rec.Task().Pid != rec.Task().Ppid:
+		pid = rec.Task().Pid
+		r.mirror.Fork(pid, rec.Task().Ppid)
+	default:
+		return
+	}
+	r.bpf.SyncProcess(pid, r.mirror.Mappings(pid))
 }
 
 // mustWait reports whether the sample just read into r.smp, of thread tid
@@ -267,6 +335,9 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 func (r *recorder) mustWait(pid, tid uint32) bool {
 	if len(r.heldProc) > 0 && r.heldProc[pid] > 0 || len(r.heldTid) > 0 && r.heldTid[tid] > 0 {
 		return true
+	}
+	if r.bpf != nil {
+		return r.smp.IP != 0 && !r.sess.Mapped(pid, r.smp.IP)
 	}
 	return r.smp.Regs.Arch != 0 && !r.sess.Mapped(pid, r.smp.Regs.PC())
 }
@@ -324,6 +395,9 @@ func (r *recorder) mapID(m *perfunwind.Mapping) uint32 {
 // written before it have been read by now (perf's rule for its
 // FINISHED_ROUND records), and are applied in time order.
 func (r *recorder) round() {
+	if r.bpf != nil {
+		r.bpf.Woken()
+	}
 	r.flush(r.prevMax)
 	r.prevMax = r.roundMax
 	r.rounds++
@@ -446,6 +520,10 @@ func (r *recorder) apply(e *event) {
 		if r.late.Type == perfdata.RecordExit {
 			t := r.late.Task()
 			r.sess.Exit(t.Pid, t.Tid)
+			if r.bpf != nil && r.sess.Mappings(t.Pid) == nil {
+				r.mirror.Exit(t.Pid) // its last thread
+				r.bpf.DropProcess(t.Pid)
+			}
 			if _, ok := r.pending[t.Tid]; ok {
 				delete(r.pending, t.Tid)
 				r.stats.Dropped++ // it never ran again

@@ -89,6 +89,18 @@ type Tables struct {
 // by the modules made from t (Cache.Modules); nil when it has none.
 func (t *Tables) CFITable() *CFITable { return t.cfi }
 
+// Outermost returns the code of the file where every walk ends (see
+// outermost.go: Go's TOPFRAME and SPWRITE functions, the entry point's
+// code without CFI), as sorted, disjoint ELF address ranges [lo, hi):
+// an unwinder of its own (package bpfunwind) ends its walks there too.
+func (t *Tables) Outermost() [][2]uint64 {
+	r := make([][2]uint64, len(t.outer))
+	for i, o := range t.outer {
+		r[i] = [2]uint64{o.lo, o.hi}
+	}
+	return r
+}
+
 // LoadTables reads the SFrame and CFI tables of f: .sframe, .eh_frame
 // and .debug_frame. A missing table is not an error; a corrupt one is
 // recorded in Errs and left out.

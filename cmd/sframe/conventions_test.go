@@ -62,7 +62,7 @@ func TestHelp(t *testing.T) {
 			"--no-demangle", "--pprof FILE", "-s, --source", "--sysroot DIR"},
 		"report": {"--comm NAMES", "--format FORMAT", "--inlines", "-i, --input FILE", "--kallsyms FILE", "--max-depth N", "--no-demangle",
 			"-o, --output FILE", "--pid PIDS", "-q, --quiet", "-s, --sort KEYS", "--source", "--symfs DIR", "--tid TIDS"},
-		"record": {"-a, --all-cpus", "--duration D", "-e, --event EVENT", "--format FORMAT", "-F, --freq HZ", "-i, --inlines",
+		"record": {"-a, --all-cpus", "--bpf", "--duration D", "-e, --event EVENT", "--format FORMAT", "-F, --freq HZ", "-i, --inlines",
 			"--kernel", "--max-depth N", "--no-demangle", "--off-cpu", "-o, --output FILE", "-p, --pid PIDS", "-q, --quiet",
 			"-s, --source", "--stack-size BYTES"},
 	}

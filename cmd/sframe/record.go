@@ -59,6 +59,13 @@ frames. The summary says when it was not allowed.
 The output file is opened before sampling starts, so that a path that
 cannot be written fails at once, and filled atomically at the end.
 
+With --bpf, the stacks are walked in the kernel instead, by a BPF program
+attached to the sampling events, from each file's SFrame rows (its own
+.sframe, or compiled from its CFI) and frame pointers where no row
+applies: no stack is copied, and deep stacks are walked whole (up to
+--max-depth, 4096 by default). It needs CAP_BPF and CAP_PERFMON (root);
+without them, a line says so and the stacks are walked in user space.
+
 With --off-cpu, every switch of a thread off its CPU is a sample too,
 taken where it blocked (or was preempted), weighted by the time until it
 ran again: the profile's off-cpu/nanoseconds beside cpu/nanoseconds, or
@@ -106,6 +113,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	inlines := fs.Bool("inlines", false, "add the calls inlined at each frame, from DWARF (implies -s)")
 	fs.alias("i", "inlines")
 	noDemangle := fs.Bool("no-demangle", false, "keep C++ and Rust symbol names as they are in the symbol table")
+	useBPF := fs.Bool("bpf", false, "walk the user stacks in the kernel, in a BPF program, from the files' SFrame rows: no stack copy, up to --max-depth frames (default 4096 with --bpf)")
 	quiet := fs.Bool("quiet", false, "print no summary")
 	fs.alias("q", "quiet")
 	operands, code, ok := fs.parse(args)
@@ -153,6 +161,12 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("--off-cpu with --format folded needs a time-based event (cpu-clock or task-clock): the counts are microseconds")
 	}
 	opts.Event, opts.StackSize = ev, uint32(*stackSize)
+	if *useBPF {
+		opts.BPF = true
+		if !fs.isSet("max-depth") {
+			opts.MaxDepth = 0 // the BPF walker's default
+		}
+	}
 	if len(operands) > 0 {
 		cmd := exec.Command(operands[0], operands[1:]...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr

@@ -36,7 +36,8 @@ func recprog(t *testing.T) string {
 // TestRecord records a command into each format: the command's output
 // passes through, the summary goes to standard error, and the profile
 // holds the program's threads with their chains, as pprof and as folded
-// stacks; with --off-cpu, off-CPU stacks end in [off-cpu].
+// stacks; with --bpf, walked in the kernel; with --off-cpu, off-CPU
+// stacks end in [off-cpu].
 func TestRecord(t *testing.T) {
 	needPerf(t)
 	exe := recprog(t)
@@ -81,6 +82,15 @@ func TestRecord(t *testing.T) {
 		t.Errorf("folded stacks without spin5's chain:\n%s", b)
 	}
 
+	if os.Geteuid() == 0 {
+		// --bpf: the same chains, walked in the kernel.
+		_, errs, code := runCLI(t, "record", "--bpf", "--format", "folded", "-o", folded, "--", exe, "spin", "0.5")
+		b, _ := os.ReadFile(folded)
+		if code != 0 || !regexp.MustCompile(`(?m)^spin5;.*;start_thread;spin5;a1;a2;a3;a4;a5 \d+$`).Match(b) ||
+			!strings.Contains(errs, "walked in the kernel (--bpf): ") || !strings.Contains(errs, " per sample in the BPF program") {
+			t.Errorf("--bpf: exit %d, stderr:\n%s\nfolded:\n%s", code, errs, b)
+		}
+	}
 	if os.Geteuid() == 0 {
 		_, errs, code := runCLI(t, "record", "--off-cpu", "--format", "folded", "-o", folded, "--", exe, "sleep", "0.5")
 		b, _ := os.ReadFile(folded)
@@ -170,6 +180,14 @@ func TestRecordUnprivileged(t *testing.T) {
 	want = "in user space only (kernel.perf_event_paranoid is 2; samples in the kernel need 1 or lower, or CAP_PERFMON: the time in system calls and page faults is missing)"
 	if code != 0 || !strings.Contains(errs, want) {
 		t.Errorf("as nobody: exit %d, stderr:\n%s\nwant %q", code, errs, want)
+	}
+	// --bpf without CAP_BPF and CAP_PERFMON: one line says so, and the
+	// stacks are walked in user space.
+	errs, code = asNobody("record", "--bpf", "--format", "folded", "-o", filepath.Join(dir, "bpf.folded"), "--", prog, "spin", "0.3")
+	folded, _ := os.ReadFile(filepath.Join(dir, "bpf.folded"))
+	if code != 0 || !regexp.MustCompile(`(?m)^sframe record: warning: --bpf: BPF needs CAP_BPF and CAP_PERFMON \(or root\); walking the stacks in user space$`).MatchString(errs) ||
+		!strings.Contains(errs, "user stacks unwound: ") || !regexp.MustCompile(`(?m)^spin5;.*;start_thread;spin5;a1;a2;a3;a4;a5 \d+$`).Match(folded) {
+		t.Errorf("--bpf as nobody: exit %d, stderr:\n%s\nfolded:\n%s", code, errs, folded)
 	}
 	// Rings of megabytes, where nobody may lock kernel.perf_event_mlock_kb per
 	// CPU (the user has no RLIMIT_MEMLOCK to add: setpriv keeps root's,

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// walk.c: the user-stack walker of sframe record --bpf, attached to the
+// sampling perf events. For each sample it takes the user registers
+// (from the event's context in user mode, from the task's saved user
+// registers in the kernel), then, frame by frame, finds the PC's
+// mapping in the process's table (procs), the row for the PC in the
+// file's rows (rows, files), computes the CFA, reads the return address
+// and frame pointer from the live stack, and goes on with bpf_loop up to
+// max_depth frames. Where no row covers a PC it follows the frame
+// pointer. It writes the program counters as a raw sample into the
+// CPU's bpf-output event, which the profiler has redirected into the
+// CPU's ring: the stack comes in time order with the MMAP/COMM/FORK/EXIT
+// records, and returns 0 so that the event writes no sample of its own.
+// When the walk met a process or an address it has no table for yet
+// (the first milliseconds of a new program or library, until the
+// profiler has read its records and loaded its tables), it writes
+// nothing and returns 1 instead, with fallback set: the event writes its
+// sample, with its copy of the user stack, walked in user space.
+//
+// The layout of the maps is bpfunwind's (maps.go): keep them in step.
+
+#include <linux/bpf.h>
+#include <linux/bpf_perf_event.h>
+#include <bpf/bpf_helpers.h>
+
+typedef __u64 u64;
+typedef __s64 s64;
+typedef __u32 u32;
+typedef __s32 s32;
+typedef __u16 u16;
+typedef __s16 s16;
+typedef __u8 u8;
+
+#define MAX_DEPTH 4096 // frames of user stack at most
+#define MAX_KERN 128   // kernel frames at most (perf_event_max_stack: 127)
+#define MAX_PCS (MAX_DEPTH + MAX_KERN)
+#define MAX_MAPS 512 // executable mappings per process (a power of two)
+#define MAP_STEPS 10 // log2(MAX_MAPS) + 1
+#define ROW_STEPS 24 // rows per file < 1 << 23
+
+// Row flags.
+#define R_CFA_FP 1 // CFA = FP + cfa_off, else SP + cfa_off
+#define R_RA 2     // RA saved at CFA + ra_off
+#define R_FP 4     // FP saved at CFA + fp_off, else unchanged
+#define R_END 8    // outermost: the walk ends at this frame
+#define R_NONE 16  // no rule: follow the frame pointer
+
+struct row {
+	u32 pc; // ELF address - file base
+	s32 cfa_off;
+	s16 ra_off;
+	s16 fp_off;
+	u8 flags;
+	u8 pad[3];
+};
+
+struct file {
+	u64 base;  // ELF address of pc 0 of its rows
+	u64 limit; // ELF address past the last row
+	u32 first; // index of the first row in rows
+	u32 n;     // number of rows
+};
+
+struct mapping {
+	u64 start, end; // runtime addresses
+	u64 bias;       // runtime = ELF + bias
+	u32 file;       // key in files, or 0 for none
+	u32 pad;
+};
+
+struct proc {
+	u32 n;
+	u32 pad;
+	struct mapping m[MAX_MAPS];
+};
+
+// Stop reasons (bpfunwind.Stop).
+#define STOP_END 0   // outermost frame, or a zero return address
+#define STOP_DEPTH 1 // max_depth frames
+#define STOP_READ 2  // a read of the stack failed
+#define STOP_LOOP 3  // the stack pointer did not move up
+#define STOP_NOREGS 4 // no user registers (a kernel thread)
+
+// Counters (bpfunwind.Counters), per CPU.
+enum {
+	C_SAMPLES,
+	C_KERNEL_MODE,
+	C_FRAMES_SFRAME,
+	C_FRAMES_FP,
+	C_NO_PROC,
+	C_NO_MAP,
+	C_OUTPUT_ERR,
+	C_FALLBACK,
+	C_STOP, // C_STOP + reason
+	C_MAX = C_STOP + 8,
+};
+
+// The walk's state, in map memory rather than on the stack: values the
+// verifier does not track, so that it checks each loop's body once
+// instead of once per path through the searches.
+struct state {
+	u64 pc, sp, fp;
+	u64 mstart, mend, bias; // the mapping of the last frame: frames come in runs
+	u64 fbase, flimit;      // its file's table
+	u32 ffirst, fn;
+	u32 mfile; // its file, 0 for none
+	u32 tgid;
+	u32 n; // user frames so far
+	u32 nkern;
+	u32 stop;
+	u32 lo, hi; // a binary search
+	u64 woke;   // when this CPU last woke the profiler
+	u32 missing; // the walk met a process or address without a table
+	u32 frames_sframe, frames_fp;
+};
+
+struct out {
+	u64 period;
+	u32 nuser;
+	u16 nkern;
+	u16 stop;         // the stop reason, the event's index << 8
+	u64 pcs[MAX_PCS]; // kernel frames, then user frames
+	struct state st;  // not output
+};
+
+#define OUT_HDR 16
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct row);
+	__uint(max_entries, 1); // set at load
+} rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, u32);
+	__type(value, struct file);
+	__uint(max_entries, 1); // set at load
+} files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, u32); // tgid
+	__type(value, struct proc);
+	__uint(max_entries, 1); // set at load
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct out);
+	__uint(max_entries, 1); // one per CPU, set at load
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, u32);
+	__type(value, u64);
+	__uint(max_entries, C_MAX);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, sizeof(u32));
+	__uint(max_entries, 1); // one per CPU, set at load
+} output SEC(".maps");
+
+// misses wakes the profiler when a frame's address is in no mapping of
+// its process's table (or the process has none): a program, library or
+// process it has not read the records of yet. At most once per
+// WAKE_NS per CPU.
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} misses SEC(".maps");
+
+#define WAKE_NS 10000000ULL
+
+volatile const u32 max_depth = 128;
+volatile const u32 kernel_stack = 0; // add the kernel's frames
+volatile const u32 fallback = 0;     // pass samples without tables on
+// The index of the event this copy of the program is attached to,
+// written beside the stop reason: one copy per sampled event.
+volatile const u32 event_index = 0;
+
+// The kernel's struct pt_regs (x86-64), its fields found through BTF.
+struct pt_regs___k {
+	unsigned long bp;
+	unsigned long ip;
+	unsigned long cs;
+	unsigned long sp;
+} __attribute__((preserve_access_index));
+
+struct task_struct___k {
+	void *mm;
+} __attribute__((preserve_access_index));
+
+// hide keeps the compiler from dropping a bounds mask it can prove
+// redundant but the verifier cannot.
+#define hide(v) asm volatile("" : "+r"(v))
+
+static __always_inline void add(u32 c, u64 n) {
+	u64 *v = bpf_map_lookup_elem(&counters, &c);
+	if (v)
+		*v += n;
+}
+
+static __always_inline void count(u32 c) { add(c, 1); }
+
+// findmap finds the mapping of st->pc, or leaves st->mfile 0.
+static __always_inline void findmap(struct state *st) {
+	u64 pc = st->pc;
+	if (pc >= st->mstart && pc < st->mend)
+		return;
+	st->mfile = 0;
+	st->mstart = st->mend = 0;
+	u32 tgid = st->tgid;
+	struct proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p)
+		return;
+	st->lo = 0;
+	st->hi = p->n;
+	for (int i = 0; i < MAP_STEPS; i++) {
+		u32 lo = st->lo, hi = st->hi;
+		if (lo >= hi || hi > MAX_MAPS)
+			break;
+		u64 mid = (lo + hi) / 2;
+		hide(mid);
+		struct mapping *m = &p->m[mid & (MAX_MAPS - 1)];
+		if (m->start <= pc)
+			st->lo = mid + 1;
+		else
+			st->hi = mid;
+	}
+	u64 lo = st->lo;
+	if (lo == 0 || lo > MAX_MAPS)
+		return;
+	lo--;
+	hide(lo);
+	struct mapping *m = &p->m[lo & (MAX_MAPS - 1)];
+	if (pc >= m->end)
+		return;
+	st->mstart = m->start;
+	st->mend = m->end;
+	st->bias = m->bias;
+	u32 key = m->file;
+	if (key == 0)
+		return;
+	struct file *f = bpf_map_lookup_elem(&files, &key);
+	if (!f)
+		return;
+	st->fbase = f->base;
+	st->flimit = f->limit;
+	st->ffirst = f->first;
+	st->fn = f->n;
+	st->mfile = key;
+}
+
+// findrow returns the row covering the ELF address a in st's file, or
+// NULL.
+static __always_inline struct row *findrow(struct state *st, u64 a) {
+	if (st->mfile == 0 || a < st->fbase || a >= st->flimit)
+		return 0;
+	u32 key = (u32)(a - st->fbase);
+	u32 first = st->ffirst;
+	// The last row starting at or below key.
+	st->lo = 0;
+	st->hi = st->fn;
+	for (int i = 0; i < ROW_STEPS; i++) {
+		u32 lo = st->lo, hi = st->hi;
+		if (lo >= hi)
+			break;
+		u32 mid = (lo + hi) / 2;
+		u32 k = first + mid;
+		struct row *r = bpf_map_lookup_elem(&rows, &k);
+		if (!r)
+			return 0;
+		if (r->pc <= key)
+			st->lo = mid + 1;
+		else
+			st->hi = mid;
+	}
+	u32 lo = st->lo;
+	if (lo == 0)
+		return 0;
+	u32 k = first + lo - 1;
+	return bpf_map_lookup_elem(&rows, &k);
+}
+
+// wake tells the profiler that st's process needs its table updated.
+static __always_inline void wake(struct state *st) {
+	u64 now = bpf_ktime_get_ns();
+	if (now - st->woke < WAKE_NS)
+		return;
+	st->woke = now;
+	u32 tgid = st->tgid;
+	bpf_ringbuf_output(&misses, &tgid, sizeof(tgid), BPF_RB_FORCE_WAKEUP);
+}
+
+static __always_inline int read(u64 *v, u64 addr) {
+	return bpf_probe_read_user(v, sizeof(*v), (void *)addr);
+}
+
+// step records st->pc and finds its caller: one bpf_loop iteration.
+static long step(u64 i, void *ctx) {
+	u32 cpu = bpf_get_smp_processor_id();
+	struct out *o = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!o)
+		return 1;
+	struct state *st = &o->st;
+	u64 n = st->n;
+	u64 idx = (u64)st->nkern + n;
+	if (idx >= MAX_PCS || n >= max_depth) {
+		st->stop = STOP_DEPTH;
+		return 1;
+	}
+	u64 pc = st->pc, sp = st->sp;
+	o->pcs[idx] = pc;
+	st->n = n + 1;
+
+	// Callers' PCs are return addresses: their rows are those of the
+	// call, one byte before (a call may end its function).
+	u64 look = n > 0 ? pc - 1 : pc;
+	findmap(st);
+	struct row *r = 0;
+	if (st->mfile)
+		r = findrow(st, look - st->bias);
+	else if (st->mend == 0) {
+		count(C_NO_MAP);
+		st->missing = 1;
+		wake(st);
+	}
+
+	u64 cfa, ra, fp = st->fp;
+	if (r && !(r->flags & R_NONE)) {
+		u8 fl = r->flags;
+		if ((fl & R_END) || !(fl & R_RA)) {
+			st->stop = STOP_END;
+			return 1;
+		}
+		cfa = ((fl & R_CFA_FP) ? fp : sp) + (s64)r->cfa_off;
+		if (read(&ra, cfa + (s64)r->ra_off)) {
+			st->stop = STOP_READ;
+			return 1;
+		}
+		if (fl & R_FP) {
+			u64 at = cfa + (s64)r->fp_off;
+			// A slot below SP was popped by the innermost frame's
+			// epilogue: FP holds its value already.
+			if (at >= sp && read(&fp, at)) {
+				st->stop = STOP_READ;
+				return 1;
+			}
+		}
+		st->frames_sframe++;
+	} else {
+		// Frame pointers: [FP] the caller's FP, [FP+8] the return
+		// address, the caller's SP above them.
+		u64 f0 = fp;
+		if (f0 < sp || read(&fp, f0) || read(&ra, f0 + 8)) {
+			st->stop = STOP_READ;
+			return 1;
+		}
+		cfa = f0 + 16;
+		st->frames_fp++;
+	}
+	if (ra == 0) {
+		st->stop = STOP_END;
+		return 1;
+	}
+	if (cfa <= sp) {
+		st->stop = STOP_LOOP;
+		return 1;
+	}
+	st->pc = ra;
+	st->sp = cfa;
+	st->fp = fp;
+	return 0;
+}
+
+SEC("perf_event")
+int walk_stack(struct bpf_perf_event_data *ctx) {
+	u32 cpu = bpf_get_smp_processor_id();
+	struct out *o = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!o)
+		return 0;
+	struct state *st = &o->st;
+	count(C_SAMPLES);
+	o->period = ctx->sample_period;
+
+	u32 nk = 0;
+	if (kernel_stack && (ctx->regs.cs & 3) == 0) {
+		long n = bpf_get_stack(ctx, o->pcs, MAX_KERN * sizeof(u64), 0);
+		if (n > 0)
+			nk = n / sizeof(u64);
+	}
+	st->nkern = nk;
+	st->n = 0;
+	st->mstart = st->mend = 0;
+	st->mfile = 0;
+	st->pc = 0;
+	st->missing = 0;
+	st->frames_sframe = st->frames_fp = 0;
+
+	struct task_struct___k *task = (void *)bpf_get_current_task_btf();
+	if ((ctx->regs.cs & 3) != 0) {
+		st->pc = ctx->regs.rip;
+		st->sp = ctx->regs.rsp;
+		st->fp = ctx->regs.rbp;
+	} else if (task->mm) {
+		struct pt_regs___k *r = (void *)bpf_task_pt_regs((struct task_struct *)task);
+		st->pc = r->ip;
+		st->sp = r->sp;
+		st->fp = r->bp;
+		count(C_KERNEL_MODE);
+	}
+	if (st->pc == 0) {
+		st->stop = STOP_NOREGS;
+	} else {
+		st->tgid = bpf_get_current_pid_tgid() >> 32;
+		u32 tgid = st->tgid;
+		if (!bpf_map_lookup_elem(&procs, &tgid)) {
+			count(C_NO_PROC);
+			st->missing = 1;
+			wake(st);
+		}
+		st->stop = STOP_DEPTH;
+		bpf_loop(max_depth, step, 0, 0);
+	}
+	add(C_FRAMES_SFRAME, st->frames_sframe);
+	add(C_FRAMES_FP, st->frames_fp);
+	if (st->missing && fallback) {
+		count(C_FALLBACK);
+		return 1;
+	}
+	u32 stop = st->stop;
+	count(C_STOP + (stop & 7));
+	u32 nu = st->n;
+	nk = st->nkern;
+	o->nuser = nu;
+	o->nkern = nk;
+	o->stop = stop | (event_index & 0xff) << 8;
+	u64 size = OUT_HDR + (u64)(nk + nu) * sizeof(u64);
+	if (size > OUT_HDR + MAX_PCS * sizeof(u64))
+		size = OUT_HDR + MAX_PCS * sizeof(u64);
+	if (bpf_perf_event_output(ctx, &output, BPF_F_CURRENT_CPU, o, size) < 0)
+		count(C_OUTPUT_ERR);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

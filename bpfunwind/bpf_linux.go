@@ -1,0 +1,416 @@
+//go:build linux && amd64
+
+package bpfunwind
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/perfunwind"
+	"github.com/sframekit/sframekit/unwind"
+)
+
+// Supported reports whether this build has the BPF walker (x86-64 Linux).
+const Supported = true
+
+// Unwinder is the loaded BPF walker with its maps: the per-file row
+// tables and the per-process mapping tables it reads. Its methods are
+// called from one goroutine (the recorder's reader).
+type Unwinder struct {
+	opts  Options
+	objs  walkObjects
+	stats io.Closer // kernel BPF run-time statistics, while loaded
+	// Files by the session's *File (one per file and build), with the
+	// processes mapping them counted.
+	files  map[*perfunwind.File]*fileEntry
+	procs  map[uint32][]*fileEntry // the files each process's table names
+	idle   []*fileEntry            // loaded tables no process names, oldest first
+	nextID uint32
+	free   []span // free ranges of the rows map, sorted
+	// Tables counts what the loaded tables hold.
+	Tables TableStats
+	proc   walkProc // scratch for SyncProcess
+	progs  []*ebpf.Program
+	misses *ringbuf.Reader
+	rec    ringbuf.Record
+}
+
+type fileEntry struct {
+	f     *perfunwind.File
+	id    uint32
+	refs  int
+	first uint32 // rows [first, first+n)
+	n     uint32
+}
+
+type span struct{ first, n uint32 }
+
+// ErrPermission says the kernel refused to load the program or create
+// its maps for want of privilege.
+var ErrPermission = errors.New("BPF needs CAP_BPF and CAP_PERFMON (or root)")
+
+// Load loads the walker and creates its maps, sized by opts: the
+// verifier checks the program here.
+func Load(opts Options) (*Unwinder, error) {
+	opts.defaults()
+	spec, err := loadWalk()
+	if err != nil {
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	spec.Maps[walkMapRows].MaxEntries = uint32(opts.MaxRows)
+	spec.Maps[walkMapFiles].MaxEntries = uint32(opts.MaxFiles)
+	spec.Maps[walkMapProcs].MaxEntries = uint32(opts.MaxProcesses)
+	spec.Maps[walkMapScratch].MaxEntries = uint32(ncpu)
+	spec.Maps[walkMapOutput].MaxEntries = uint32(ncpu)
+	if err := spec.Variables[walkVarMaxDepth].Set(uint32(opts.MaxDepth)); err != nil {
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	ks := uint32(0)
+	if opts.Kernel {
+		ks = 1
+	}
+	if err := spec.Variables[walkVarKernelStack].Set(ks); err != nil {
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	fb := uint32(0)
+	if opts.Fallback {
+		fb = 1
+	}
+	if err := spec.Variables[walkVarFallback].Set(fb); err != nil {
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	spec0 := spec.Copy() // for the other events' copies
+	u := &Unwinder{opts: opts, files: map[*perfunwind.File]*fileEntry{}, procs: map[uint32][]*fileEntry{}, nextID: 1,
+		free: []span{{0, uint32(opts.MaxRows)}}}
+	if err := spec.LoadAndAssign(&u.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			// The verifier's last lines say why.
+			log := ve.Log
+			if len(log) > 8 {
+				log = log[len(log)-8:]
+			}
+			return nil, fmt.Errorf("bpf unwinder: the kernel's verifier refused the program: %s", strings.Join(log, "; "))
+		}
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("bpf unwinder: %w", ErrPermission)
+		}
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	u.progs = []*ebpf.Program{u.objs.WalkStack}
+	// The other events' copies share the maps (but their constants).
+	repl := map[string]*ebpf.Map{walkMapRows: u.objs.Rows, walkMapFiles: u.objs.Files, walkMapProcs: u.objs.Procs,
+		walkMapScratch: u.objs.Scratch, walkMapCounters: u.objs.Counters, walkMapOutput: u.objs.Output, walkMapMisses: u.objs.Misses}
+	for i := 1; i < opts.Events; i++ {
+		sp := spec0.Copy()
+		for name, v := range map[string]uint32{walkVarMaxDepth: uint32(opts.MaxDepth), walkVarKernelStack: ks, walkVarFallback: fb, walkVarEventIndex: uint32(i)} {
+			if err := sp.Variables[name].Set(v); err != nil {
+				u.Close()
+				return nil, fmt.Errorf("bpf unwinder: %w", err)
+			}
+		}
+		var p struct {
+			Prog *ebpf.Program `ebpf:"walk_stack"`
+		}
+		if err := sp.LoadAndAssign(&p, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
+			u.Close()
+			return nil, fmt.Errorf("bpf unwinder: event %d: %w", i, err)
+		}
+		u.progs = append(u.progs, p.Prog)
+	}
+	if u.misses, err = ringbuf.NewReader(u.objs.Misses); err != nil {
+		u.objs.Close()
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	// The kernel counts the program's run time while this is open.
+	if c, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+		u.stats = c
+	}
+	return u, nil
+}
+
+// Programs returns the file descriptors of the program's copies, one per
+// sampled event (Options.Events), to attach to them
+// (perfevent.Session.SetBPF).
+func (u *Unwinder) Programs() []int {
+	fds := make([]int, len(u.progs))
+	for i, p := range u.progs {
+		fds[i] = p.FD()
+	}
+	return fds
+}
+
+// SetOutputs gives the program each CPU's bpf-output event
+// (perfevent.Session.BPFOutputs), which it writes the stacks into.
+func (u *Unwinder) SetOutputs(fds map[int]int) error {
+	for cpu, fd := range fds {
+		if err := u.objs.Output.Put(uint32(cpu), uint32(fd)); err != nil {
+			return fmt.Errorf("bpf unwinder: the output event of CPU %d: %w", cpu, err)
+		}
+	}
+	return nil
+}
+
+// SyncProcess makes the kernel's table of process pid its executable
+// mappings maps (perfunwind.Session.Mappings), loading the tables of the
+// files not loaded yet and evicting those no process maps any more. The
+// first MaxMappings executable mappings are kept.
+func (u *Unwinder) SyncProcess(pid uint32, maps []*perfunwind.Mapping) error {
+	p := &u.proc
+	p.N = 0
+	var used []*fileEntry
+	for _, m := range maps {
+		if !m.Exec || m.Kernel {
+			continue
+		}
+		if int(p.N) >= MaxMappings {
+			u.Tables.Truncated++
+			break
+		}
+		e := &p.M[p.N]
+		e.Start, e.End, e.Bias, e.File = m.Start, m.End, m.Bias, 0
+		if f := m.File; f != nil && f.Err == nil {
+			if fe := u.file(f); fe != nil {
+				e.File = fe.id
+				if !slices.Contains(used, fe) {
+					fe.refs++
+					used = append(used, fe)
+				}
+			}
+		}
+		p.N++
+	}
+	old := u.procs[pid]
+	u.procs[pid] = used
+	var err error
+	if p.N == 0 {
+		delete(u.procs, pid)
+		err = u.objs.Procs.Delete(pid)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			err = nil
+		}
+	} else {
+		err = u.objs.Procs.Put(pid, p)
+	}
+	u.release(old)
+	if err != nil {
+		return fmt.Errorf("bpf unwinder: the mappings of process %d: %w", pid, err)
+	}
+	return nil
+}
+
+// DropProcess forgets process pid (it exited).
+func (u *Unwinder) DropProcess(pid uint32) {
+	if old, ok := u.procs[pid]; ok {
+		delete(u.procs, pid)
+		u.objs.Procs.Delete(pid)
+		u.release(old)
+	}
+}
+
+// maxIdle bounds the tables kept loaded after the last process mapping
+// them is gone: a program started again, or another that maps the same
+// libraries (after an exec, say), finds them loaded. Beyond it, and
+// when the rows or files maps are full, the oldest are evicted.
+const maxIdle = 64
+
+// release drops a process's references to files; the tables of those no
+// process maps any more become idle.
+func (u *Unwinder) release(files []*fileEntry) {
+	for _, fe := range files {
+		if fe.refs--; fe.refs > 0 {
+			continue
+		}
+		u.idle = append(u.idle, fe)
+		if len(u.idle) > maxIdle {
+			u.evictIdle()
+		}
+	}
+	u.Tables.Idle = len(u.idle)
+}
+
+// evictIdle evicts the oldest idle table; false when there is none.
+func (u *Unwinder) evictIdle() bool {
+	if len(u.idle) == 0 {
+		return false
+	}
+	fe := u.idle[0]
+	u.idle = u.idle[1:]
+	delete(u.files, fe.f)
+	u.objs.Files.Delete(fe.id)
+	if fe.n > 0 {
+		u.freeRows(span{fe.first, fe.n})
+	}
+	u.Tables.Evicted++
+	u.Tables.Idle = len(u.idle)
+	return true
+}
+
+// file returns the loaded table of f, loading it first; nil when f
+// cannot be loaded (its frames then follow frame pointers).
+func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
+	if fe, ok := u.files[f]; ok {
+		if fe.refs == 0 {
+			u.idle = slices.DeleteFunc(u.idle, func(e *fileEntry) bool { return e == fe })
+			u.Tables.Idle = len(u.idle)
+		}
+		return fe
+	}
+	for len(u.files) >= u.opts.MaxFiles-1 && u.evictIdle() {
+	}
+	fe := &fileEntry{f: f, id: u.nextID}
+	tab, err := loadTable(f, u.opts.MaxRows)
+	if err != nil {
+		u.Tables.Failed++
+		return nil
+	}
+	for i, n := range tab.Skipped {
+		u.Tables.Skipped[i] += n
+	}
+	wf := walkFile{Base: tab.Base, Limit: tab.Limit}
+	if n := len(tab.Rows); n > 0 {
+		first, ok := u.allocRows(uint32(n))
+		for !ok && u.evictIdle() {
+			first, ok = u.allocRows(uint32(n))
+		}
+		if !ok {
+			u.Tables.Full++
+			wf.Limit = wf.Base // no rows: frame pointers
+		} else {
+			keys := make([]uint32, n)
+			for i := range keys {
+				keys[i] = first + uint32(i)
+			}
+			if _, err := u.objs.Rows.BatchUpdate(keys, tab.Rows, nil); err != nil {
+				u.freeRows(span{first, uint32(n)})
+				u.Tables.Failed++
+				return nil
+			}
+			fe.first, fe.n = first, uint32(n)
+			wf.First, wf.N = first, uint32(n)
+			u.Tables.Rows += n
+		}
+	}
+	if err := u.objs.Files.Put(fe.id, &wf); err != nil {
+		if fe.n > 0 {
+			u.freeRows(span{fe.first, fe.n})
+		}
+		u.Tables.Failed++
+		return nil
+	}
+	u.nextID++
+	u.files[f] = fe
+	u.Tables.Files++
+	return fe
+}
+
+// loadTable reads the tables of f (its .sframe, else SFrame compiled
+// from its CFI) and reduces them to the walker's rows. A file with more
+// SFrame rows than the rows map holds (maxRows) gets none: its frames
+// follow frame pointers, and what the table would cost in memory (16
+// bytes a row, beside unwind's own bounds) stays bounded.
+func loadTable(f *perfunwind.File, maxRows int) (*Table, error) {
+	ef, err := elf.NewFile(io.NewSectionReader(f, 0, math.MaxInt64>>1))
+	if err != nil {
+		return nil, err
+	}
+	t := unwind.LoadFileTables(ef, f.Path, unwind.LoadOptions{SFrameFromCFI: true})
+	if t.SFrame != nil && int(t.SFrame.Header().NumFREs) > maxRows {
+		return &Table{}, nil
+	}
+	return BuildTable(t, arch.FromELF(ef.Machine)), nil
+}
+
+// allocRows takes n consecutive rows of the rows map (first fit).
+func (u *Unwinder) allocRows(n uint32) (uint32, bool) {
+	for i, s := range u.free {
+		if s.n >= n {
+			u.free[i] = span{s.first + n, s.n - n}
+			if u.free[i].n == 0 {
+				u.free = slices.Delete(u.free, i, i+1)
+			}
+			return s.first, true
+		}
+	}
+	return 0, false
+}
+
+// freeRows gives back a range of rows, merged with its free neighbours.
+func (u *Unwinder) freeRows(s span) {
+	i := sort.Search(len(u.free), func(i int) bool { return u.free[i].first > s.first })
+	u.free = slices.Insert(u.free, i, s)
+	if i+1 < len(u.free) && u.free[i].first+u.free[i].n == u.free[i+1].first {
+		u.free[i].n += u.free[i+1].n
+		u.free = slices.Delete(u.free, i+1, i+2)
+	}
+	if i > 0 && u.free[i-1].first+u.free[i-1].n == u.free[i].first {
+		u.free[i-1].n += u.free[i].n
+		u.free = slices.Delete(u.free, i, i+1)
+	}
+}
+
+// Counters returns the program's counters, summed over the CPUs.
+func (u *Unwinder) Counters() Counters {
+	var c Counters
+	var per []uint64
+	for i := uint32(0); i < numCounters; i++ {
+		if err := u.objs.Counters.Lookup(i, &per); err != nil {
+			continue
+		}
+		var sum uint64
+		for _, v := range per {
+			sum += v
+		}
+		c.set(i, sum)
+	}
+	for _, p := range u.progs {
+		if st, err := p.Stats(); err == nil {
+			c.RunTime += st.Runtime
+			c.Runs += st.RunCount
+		}
+	}
+	return c
+}
+
+// WakeFD returns a file descriptor that polls readable when the program
+// met a process or an address it has no table for: the reader of the
+// rings should read them then (perfevent.Session.WakeOn), for the records
+// that describe it, and call Woken.
+func (u *Unwinder) WakeFD() int { return u.objs.Misses.FD() }
+
+// Woken consumes the program's wakeups.
+func (u *Unwinder) Woken() {
+	u.misses.SetDeadline(time.Now())
+	for u.misses.ReadInto(&u.rec) == nil {
+	}
+}
+
+// Close unloads the program and frees its maps.
+func (u *Unwinder) Close() error {
+	if u.misses != nil {
+		u.misses.Close()
+	}
+	for _, p := range u.progs[min(1, len(u.progs)):] {
+		p.Close()
+	}
+	if u.stats != nil {
+		u.stats.Close()
+	}
+	return u.objs.Close()
+}

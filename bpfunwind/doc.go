@@ -1,0 +1,102 @@
+// Package bpfunwind walks user stacks in the kernel: a BPF program
+// (bpf/walk.c, compiled by clang for the BPF target through
+// github.com/cilium/ebpf's bpf2go at go generate time; the object and
+// its Go bindings are committed, so building needs no clang) attached to
+// the sampling perf events of sframe record --bpf, which walks each
+// sample's user stack from per-file SFrame rows and reads nothing but
+// the return addresses and saved frame pointers, with
+// bpf_probe_read_user, from live memory: no stack is copied, and a walk
+// is as deep as --max-depth (4,096 frames by default).
+//
+// # Attachment
+//
+// The program is attached (PERF_EVENT_IOC_SET_BPF) to the events the
+// recorder opens anyway: per thread with inherit for processes and
+// commands (the kernel selects the profiled threads and follows the
+// threads and processes they start, which inherit the program), per CPU
+// for -a. One copy of the program per sampled event (cpu-clock, and
+// context-switches for --off-cpu), which writes its event's index into
+// each stack. For a sample taken in user mode it takes the registers of
+// the event's context; in the kernel (system calls, page faults, the
+// scheduler's switch-outs), the task's saved user registers
+// (bpf_task_pt_regs).
+//
+// # Output
+//
+// Each stack goes out as the raw data of a sample of a bpf-output event
+// (bpf_perf_event_output into a BPF_MAP_TYPE_PERF_EVENT_ARRAY of one
+// software bpf-output event per CPU), which the recorder redirects into
+// the CPU's ring buffer (perfevent.Options.BPFOutput): stacks come in
+// time order with the MMAP, COMM, FORK and EXIT records that name their
+// frames, read and merged by the recorder's one loop. That is why stacks
+// are not aggregated in the kernel (stack id -> count): the recorder
+// keeps its per-thread, per-period merging and its time order (off-CPU
+// weights come from matching switch-outs with switch-ins), and a stack
+// record costs 16 bytes plus 8 per frame instead of a 16 KiB copy. The
+// program returns 0, so that the event writes no sample of its own.
+//
+// # Tables
+//
+// A file's table (Table, BuildTable) is its SFrame (its own .sframe, or
+// compiled from its CFI as record does, unwind.LoadFileTables with
+// SFrameFromCFI) reduced to the rule shapes the walker applies: CFA = SP
+// or FP + offset; RA saved at CFA + offset (x86-64's fixed -8 included);
+// FP saved at CFA + offset or unchanged; outermost (RA undefined, and
+// the file's outermost code, unwind.Tables.Outermost) ends the walk.
+// Rows of other shapes (and signal trampolines, PC-mask PLT stubs) are
+// counted by Reason and left to frame pointers, as are the gaps between
+// functions and the files without tables. Rows are 16 bytes, with PCs
+// relative to the file's first row, in one array map shared by every
+// file (each file a range of it, first fit); a file's table is loaded
+// once, keyed by the recorder's *perfunwind.File (one per file and
+// build), and shared by every process that maps it; once no process's
+// table names it, it stays loaded, idle, for the next process that maps
+// the file (a program run again, the libraries after an exec), and the
+// oldest idle tables are evicted when rows or files are needed, or
+// beyond 64.
+//
+// A process's table is its executable mappings, sorted: start, end, load
+// bias and file. The recorder keeps them in a Mirror, changed as soon as
+// the records that change them are read (MMAP of an executable mapping,
+// FORK of a process, exec), seeded from /proc, and dropped at the
+// process's exit. When a walk meets a process or an address it has no
+// table for (a program, library or process the recorder has not read the
+// records of, or whose tables it is still loading: tens of milliseconds
+// for a C library whose SFrame is compiled from CFI), the program wakes
+// the recorder (a BPF ring buffer polled with the perf rings; at most
+// every 10 ms per CPU) and, with Options.Fallback, passes the sample on
+// (returns 1): the event writes it with its stack copy, walked in user
+// space as record does without --bpf.
+//
+// # The walk
+//
+// Per frame: the mapping of the PC (the last frame's mapping first, then
+// a bounded binary search of the process's table), the row of the PC (a
+// bounded binary search of the file's rows; for callers at the return
+// address - 1, the call), the CFA, the return address and, if saved, the
+// frame pointer read from the stack (a saved slot below SP, popped by
+// the innermost frame's epilogue, keeps the register's value). No row:
+// the frame pointer ([FP] the caller's FP, [FP+8] the return address). A
+// walk ends at an outermost row, a zero return address, a read that
+// fails, a stack pointer that does not move up, or MaxDepth frames. The
+// frames are iterated with bpf_loop; the walk's state lives in the
+// per-CPU scratch map rather than on the stack, so that the verifier
+// checks each search's body once rather than once per path through it.
+//
+// # Bounds
+//
+// rows: DefaultMaxRows rows of 16 bytes (32 MiB). files: DefaultMaxFiles
+// entries of 24 bytes. procs: DefaultMaxProcesses tables of MaxMappings
+// mappings (16 KiB each, allocated as used). scratch: 33 KiB per CPU
+// (4,096 user and 128 kernel frames, the walk's state). counters: 15
+// per-CPU counters. misses: a 4 KiB ring buffer.
+//
+// # Architectures
+//
+// The program is built for x86-64 (bpf2go -target amd64: pt_regs fields
+// ip, sp, bp). The table format and walker are written for AArch64 too
+// (registers from package arch: CFA from SP or FP, RA and FP at CFA +
+// offset), but AArch64 needs its own build of the program, reading the
+// link register for the first frame of a leaf (whose RA is not saved:
+// ReasonRA today) and stripping PAC signatures: not done, and not tested.
+package bpfunwind

@@ -1,0 +1,260 @@
+package bpfunwind
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/sframe"
+	"github.com/sframekit/sframekit/unwind"
+)
+
+// Row flags: the rule shapes the BPF walker applies (bpf/walk.c).
+const (
+	rowCFAFP = 1 << iota // CFA = FP + CFAOff, else SP + CFAOff
+	rowRA                // RA saved at CFA + RAOff
+	rowFP                // FP saved at CFA + FPOff, else unchanged
+	rowEnd               // outermost: the walk ends at this frame
+	rowNone              // no rule the walker applies: frame pointers
+)
+
+// Row is one row of a file's table as the BPF walker reads it (struct
+// row of bpf/walk.c, 16 bytes): from PC (an ELF address minus the table's
+// Base) up to the next row's PC.
+type Row struct {
+	PC     uint32
+	CFAOff int32
+	RAOff  int16
+	FPOff  int16
+	Flags  uint8
+	_      [3]uint8
+}
+
+// Reason says why an SFrame row was not given to the walker, which then
+// follows frame pointers in its range.
+type Reason uint8
+
+// Reasons.
+const (
+	ReasonCFA         Reason = iota // CFA not SP or FP + a 32-bit offset
+	ReasonRA                        // RA not saved at CFA + a 16-bit offset (AArch64: still in the link register)
+	ReasonFP                        // FP saved other than at CFA + a 16-bit offset
+	ReasonSigned                    // RA signed (AArch64 PAC)
+	ReasonSignal                    // a signal trampoline (registers in the signal frame)
+	ReasonPCMask                    // a PC-mask function (PLT stubs)
+	ReasonUndecodable               // the row did not decode
+	NumReasons
+)
+
+var reasonNames = [NumReasons]string{"cfa", "ra", "fp", "signed-ra", "signal", "pc-mask", "undecodable"}
+
+// String names the reason.
+func (r Reason) String() string {
+	if r < NumReasons {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Table is one file's rows for the walker: its SFrame rows (the file's
+// own .sframe, or compiled from its CFI) reduced to the shapes the walker
+// applies, with rowNone in the gaps between functions and where a row
+// does not fit, and rowEnd in the file's outermost code.
+type Table struct {
+	// Base is the ELF address of PC 0; Limit the address past the last
+	// row (lookups at or past it find no row).
+	Base, Limit uint64
+	Rows        []Row
+	// Skipped counts the SFrame rows left to frame pointers, by reason.
+	Skipped [NumReasons]int
+	// SFrameRows counts the rows read.
+	SFrameRows int
+}
+
+// point is a row at a full ELF address, before the table is laid out.
+type point struct {
+	addr uint64
+	row  Row
+}
+
+// BuildTable reduces the tables of a file of architecture a to the
+// walker's rows. A file without SFrame gets no rows: the walker follows
+// frame pointers through it. A table spanning 4 GiB or more gets none
+// either (its rows hold 32-bit offsets).
+func BuildTable(t *unwind.Tables, a arch.Arch) *Table {
+	tab := &Table{}
+	var pts []point
+	if s := t.SFrame; s != nil {
+		pts = tab.sframeRows(s, a)
+	}
+	pts = overlayOutermost(pts, t.Outermost())
+	if len(pts) == 0 {
+		return tab
+	}
+	base, limit := pts[0].addr, pts[len(pts)-1].addr
+	if limit-base >= math.MaxUint32 {
+		return tab
+	}
+	tab.Base, tab.Limit = base, limit
+	tab.Rows = make([]Row, 0, len(pts))
+	for i, p := range pts {
+		if i == len(pts)-1 {
+			break // the end marker: Limit
+		}
+		r := p.row
+		r.PC = uint32(p.addr - base)
+		if n := len(tab.Rows); n > 0 && sameRule(&tab.Rows[n-1], &r) {
+			continue
+		}
+		tab.Rows = append(tab.Rows, r)
+	}
+	return tab
+}
+
+// sameRule reports whether two rows apply the same rule.
+func sameRule(a, b *Row) bool {
+	return a.CFAOff == b.CFAOff && a.RAOff == b.RAOff && a.FPOff == b.FPOff && a.Flags == b.Flags
+}
+
+// sframeRows returns the rows of s, sorted, with a rowNone row at the end
+// of each function that the next does not start at, and a last one at
+// the end of the last function.
+func (tab *Table) sframeRows(s *sframe.Section, a arch.Arch) []point {
+	var pts []point
+	none := Row{Flags: rowNone}
+	for i := 0; i < s.NumFuncs(); i++ {
+		fn, err := s.Func(i)
+		if err != nil || fn.End() <= fn.Start {
+			continue
+		}
+		var why Reason = NumReasons
+		switch {
+		case fn.PCType() == sframe.PCMask:
+			why = ReasonPCMask
+		case fn.Signal():
+			why = ReasonSignal
+		}
+		it := s.FREs(&fn)
+		first := len(pts)
+		for it.Next() {
+			e := it.FRE()
+			tab.SFrameRows++
+			if uint64(e.StartOff) >= fn.End()-fn.Start {
+				break
+			}
+			r := none
+			if why != NumReasons {
+				tab.Skipped[why]++
+			} else if row, err := s.Rules(&fn, e); err != nil {
+				tab.Skipped[ReasonUndecodable]++
+			} else if rr, why := reduce(&row, a); why != NumReasons {
+				tab.Skipped[why]++
+			} else {
+				r = rr
+			}
+			pts = append(pts, point{fn.Start + uint64(e.StartOff), r})
+		}
+		if len(pts) == first || pts[first].addr != fn.Start {
+			pts = slices.Insert(pts, first, point{fn.Start, none})
+		}
+		pts = append(pts, point{fn.End(), none})
+	}
+	// Functions in address order, each one's rows in order; where one
+	// ends at the next one's start, the next one's first row wins.
+	slices.SortStableFunc(pts, func(x, y point) int { return cmp.Compare(x.addr, y.addr) })
+	out := pts[:0]
+	for _, p := range pts {
+		if n := len(out); n > 0 && out[n-1].addr == p.addr {
+			if out[n-1].row.Flags == rowNone {
+				out[n-1] = p
+			}
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// reduce returns the walker's form of an SFrame row, or the reason it
+// has none.
+func reduce(row *sframe.Row, a arch.Arch) (Row, Reason) {
+	var r Row
+	if row.RAUndefined {
+		r.Flags = rowEnd
+		return r, NumReasons
+	}
+	c := row.CFA
+	if c.Kind != sframe.RuleValue || (c.Base != a.SP() && c.Base != a.FP()) || c.Offset != int64(int32(c.Offset)) {
+		return r, ReasonCFA
+	}
+	r.CFAOff = int32(c.Offset)
+	if c.Base == a.FP() {
+		r.Flags |= rowCFAFP
+	}
+	if row.RASigned {
+		return r, ReasonSigned
+	}
+	ra := row.RA
+	if ra.Kind != sframe.RuleDeref || ra.Base != sframe.RegCFA || ra.Offset != int64(int16(ra.Offset)) {
+		return r, ReasonRA
+	}
+	r.RAOff = int16(ra.Offset)
+	r.Flags |= rowRA
+	switch fp := row.FP; fp.Kind {
+	case sframe.RuleUnspecified, sframe.RuleNotSaved:
+	case sframe.RuleDeref:
+		if fp.Base != sframe.RegCFA || fp.Offset != int64(int16(fp.Offset)) {
+			return r, ReasonFP
+		}
+		r.FPOff = int16(fp.Offset)
+		r.Flags |= rowFP
+	default:
+		return r, ReasonFP
+	}
+	return r, NumReasons
+}
+
+// overlayOutermost makes every address of the ranges outer an rowEnd
+// row: the rows starting inside them become rowEnd, and a range's end
+// takes back the rule in force there.
+func overlayOutermost(pts []point, outer [][2]uint64) []point {
+	if len(outer) == 0 {
+		return pts
+	}
+	at := func(addr uint64) Row {
+		i := sort.Search(len(pts), func(i int) bool { return pts[i].addr > addr })
+		if i == 0 {
+			return Row{Flags: rowNone}
+		}
+		return pts[i-1].row
+	}
+	var add []point
+	for _, o := range outer {
+		add = append(add, point{o[0], Row{Flags: rowEnd}}, point{o[1], at(o[1])})
+	}
+	in := func(addr uint64) bool {
+		i := sort.Search(len(outer), func(i int) bool { return outer[i][1] > addr })
+		return i < len(outer) && addr >= outer[i][0]
+	}
+	out := make([]point, 0, len(pts)+len(add))
+	for _, p := range pts {
+		if in(p.addr) {
+			p.row = Row{Flags: rowEnd}
+		}
+		out = append(out, p)
+	}
+	out = append(out, add...)
+	slices.SortStableFunc(out, func(x, y point) int { return cmp.Compare(x.addr, y.addr) })
+	// At an address given twice, the range's point (appended last) wins.
+	res := out[:0]
+	for _, p := range out {
+		if n := len(res); n > 0 && res[n-1].addr == p.addr {
+			res[n-1] = p
+			continue
+		}
+		res = append(res, p)
+	}
+	return res
+}

@@ -1,0 +1,305 @@
+//go:build linux && amd64
+
+package recorder
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/sframekit/sframekit/bpfunwind"
+	"github.com/sframekit/sframekit/internal/testprog"
+	"github.com/sframekit/sframekit/unwind"
+)
+
+// needBPF skips the test where the kernel refuses BPF for want of
+// privilege (failing it under CI, which runs as root).
+func needBPF(t testing.TB) {
+	t.Helper()
+	needPerf(t)
+	u, err := bpfunwind.Load(bpfunwind.Options{MaxRows: 16})
+	if err != nil {
+		if errors.Is(err, bpfunwind.ErrPermission) && os.Getenv("CI") == "" {
+			t.Skipf("BPF refused here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	u.Close()
+}
+
+// checkBPF checks that the recording walked its stacks in the kernel.
+func checkBPF(t *testing.T, p *Profile) *bpfunwind.Counters {
+	t.Helper()
+	if !p.Stats.BPF {
+		t.Fatalf("not walked in the kernel: %q", p.Warnings)
+	}
+	c := &p.Stats.BPFCounters
+	if c.Samples == 0 || c.OutputErrors > 0 || p.Stats.BPFTruncated > 0 {
+		t.Errorf("BPF counters %+v, %d truncated", c, p.Stats.BPFTruncated)
+	}
+	// Only the samples of code whose tables are not loaded yet (a new
+	// command's, library's or process's first tens of milliseconds, more
+	// on a loaded machine) are passed on to the user-space walk.
+	if c.Fallback > c.Samples/3 {
+		t.Errorf("%d of %d samples passed on to the user-space walk, want most walked in the kernel", c.Fallback, c.Samples)
+	}
+	return c
+}
+
+// TestBPFChains records with --bpf the three threads spinning in chains
+// of 5, 20 and 60 functions, built with SFrame, with CFI only and with
+// frame pointers only, of a process given by PID and of a command
+// (whose first samples, before its tables are loaded, the program passes
+// on to the user-space walk: checkBPF): at least 99% of each thread's samples show
+// the exact chain, and the program's frames were walked by the build's
+// method (the rows of its SFrame, own or compiled from its CFI, or frame
+// pointers).
+func TestBPFChains(t *testing.T) {
+	needBPF(t)
+	for _, b := range builds {
+		for _, mode := range []string{"pid", "command"} {
+			t.Run(b.name+"/"+mode, func(t *testing.T) {
+				exe := buildProg(t, b.flags...)
+				opts := Options{BPF: true}
+				var pid int
+				if mode == "pid" {
+					pid = testprog.StartCmd(t, exec.Command(exe, "spin", "120")).PID()
+					opts.PIDs = []int{pid}
+				} else {
+					opts.Command = exec.Command(exe, "spin", "120")
+				}
+				var c5, c20, c60 time.Duration
+				opts.Started = func() {
+					if pid == 0 {
+						pid = opts.Command.Process.Pid
+					}
+					c5, c20, c60 = threadCPU(pid, "spin5"), threadCPU(pid, "spin20"), threadCPU(pid, "spin60")
+				}
+				p := recordUntil(t, opts, func() bool {
+					return threadCPU(pid, "spin5")-c5 >= 300*time.Millisecond && threadCPU(pid, "spin20")-c20 >= 300*time.Millisecond &&
+						threadCPU(pid, "spin60")-c60 >= 300*time.Millisecond
+				})
+				q := pprofOf(t, p)
+				checkChains(t, q, pid, map[string][]string{
+					"spin5":  chain("spin5", "a", 5),
+					"spin20": chain("spin20", "b", 20),
+					"spin60": chain("spin60", "c", 60),
+				})
+				c := checkBPF(t, p)
+				all := c.SFrameFrames + c.FPFrames
+				got := c.SFrameFrames
+				if b.method == unwind.MethodFP {
+					got = c.FPFrames
+				}
+				// 85 of the 88 callers of the chains are the program's.
+				if float64(got) < 0.9*float64(all) {
+					t.Errorf("%d of %d callers found by the build's method (%s): %+v", got, all, b.method, c)
+				}
+			})
+		}
+	}
+}
+
+// TestBPFDeep records a thread spinning 2,000 calls deep, past the stack
+// copy of user-space record: with --bpf, at least 99% of its samples have
+// the whole chain, from clone3 to e1.
+func TestBPFDeep(t *testing.T) {
+	needBPF(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	prog := testprog.StartCmd(t, exec.Command(exe, "recurse", "120"))
+	pid := prog.PID()
+	var c0 time.Duration
+	p := recordUntil(t, Options{PIDs: []int{pid}, BPF: true, Started: func() { c0 = threadCPU(pid, "recurse") }},
+		func() bool { return threadCPU(pid, "recurse")-c0 >= 300*time.Millisecond })
+	q := pprofOf(t, p)
+	want := []string{"e1"}
+	for range 2000 {
+		want = append(want, "rec")
+	}
+	want = append(want, "recurse_spin", "start_thread", "clone3")
+	var total, whole int64
+	for _, s := range q.Sample {
+		if s.Label["thread_name"][0] != "recurse" {
+			continue
+		}
+		total += s.Value[0]
+		if f := funcs(s); slices.Equal(f, want) {
+			whole += s.Value[0]
+		} else {
+			t.Logf("%d samples of %d frames: %q ... %q", s.Value[0], len(f), f[:min(len(f), 3)], f[max(len(f)-3, 0):])
+		}
+	}
+	if total < 50 || float64(whole) < 0.99*float64(total) {
+		t.Errorf("%d of %d samples have the whole %d-frame chain, want 99%%", whole, total, len(want))
+	}
+	checkBPF(t, p)
+}
+
+// TestBPFFollowsNewThreadsAndProcesses: with --bpf, a thread and a child
+// process started after recording began are walked (their process's
+// table follows the records), for a process given by PID and a command.
+func TestBPFFollowsNewThreadsAndProcesses(t *testing.T) {
+	needBPF(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	for _, mode := range []string{"pid", "command"} {
+		t.Run(mode, func(t *testing.T) {
+			var opts Options
+			var pidOf func() int
+			if mode == "pid" {
+				prog := testprog.StartCmd(t, exec.Command(exe, "late", "120"))
+				opts.PIDs, pidOf = []int{prog.PID()}, prog.PID
+				opts.Started = func() {
+					io.WriteString(prog.Stdin, "spawn\n")
+					if line, err := testprog.ReadLine(prog.Out, 10*time.Second); err != nil || !strings.HasPrefix(line, "spawned ") {
+						t.Errorf("spawn: %q, %v", line, err)
+					}
+				}
+			} else {
+				cmd := exec.Command(exe, "late", "120", "auto")
+				opts.Command, pidOf = cmd, func() int { return cmd.Process.Pid }
+			}
+			opts.BPF = true
+			p := recordUntil(t, opts, func() bool {
+				child := childOf(pidOf())
+				return child != 0 && threadCPU(pidOf(), "late") >= 300*time.Millisecond && threadCPU(child, "child") >= 300*time.Millisecond
+			})
+			q := pprofOf(t, p)
+			var child int64
+			for _, s := range q.Sample {
+				if pid := s.NumLabel["pid"][0]; pid != int64(pidOf()) && s.Label["thread_name"][0] == "child" {
+					child = pid
+				}
+			}
+			if child == 0 {
+				t.Fatalf("no samples of a child process named child")
+			}
+			checkChains(t, q, pidOf(), map[string][]string{"late": chain("late_spin", "late", 3)})
+			checkChains(t, q, int(child), map[string][]string{"child": append(chain("child_spin", "child", 3), "spawn", "main")})
+			checkBPF(t, p)
+		})
+	}
+}
+
+// stackShares returns each thread's distinct stacks (function names,
+// innermost first, joined) with their share of the thread's samples.
+func stackShares(q *profile.Profile) map[string]map[string]float64 {
+	n := map[string]map[string]int64{}
+	tot := map[string]int64{}
+	for _, s := range q.Sample {
+		th := s.Label["thread_name"][0]
+		if n[th] == nil {
+			n[th] = map[string]int64{}
+		}
+		n[th][strings.Join(funcs(s), ";")] += s.Value[0]
+		tot[th] += s.Value[0]
+	}
+	r := map[string]map[string]float64{}
+	for th, m := range n {
+		r[th] = map[string]float64{}
+		for k, v := range m {
+			r[th][k] = float64(v) / float64(tot[th])
+		}
+	}
+	return r
+}
+
+// TestBPFAgrees records the same running program with --bpf and with the
+// user-space walk at once: each thread has the same stacks in both (every
+// stack with 2% or more of a thread's samples in one is in the other),
+// with shares within 10 points.
+func TestBPFAgrees(t *testing.T) {
+	needBPF(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	prog := testprog.StartCmd(t, exec.Command(exe, "spin", "120"))
+	pid := prog.PID()
+	var wg sync.WaitGroup
+	var profs [2]*Profile
+	var errs [2]error
+	for i, bpf := range []bool{false, true} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			profs[i], errs[i] = Record(context.Background(), Options{PIDs: []int{pid}, BPF: bpf, Duration: 2 * time.Second})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { profs[i].Close() })
+	}
+	checkBPF(t, profs[1])
+	user, kern := stackShares(pprofOf(t, profs[0])), stackShares(pprofOf(t, profs[1]))
+	for _, th := range []string{"spin5", "spin20", "spin60"} {
+		if len(user[th]) == 0 || len(kern[th]) == 0 {
+			t.Errorf("thread %s: %d stacks in user space, %d with --bpf", th, len(user[th]), len(kern[th]))
+			continue
+		}
+		for _, pair := range [][2]map[string]float64{{user[th], kern[th]}, {kern[th], user[th]}} {
+			for st, share := range pair[0] {
+				if share >= 0.02 && (pair[1][st] == 0 || share-pair[1][st] > 0.1 || pair[1][st]-share > 0.1) {
+					t.Errorf("thread %s: stack %.80s... has %.1f%% of the samples in one recording, %.1f%% in the other", th, st, 100*share, 100*pair[1][st])
+				}
+			}
+		}
+	}
+}
+
+// TestBPFOffCPU is TestOffCPU walked in the kernel: the switch-outs,
+// taken in the scheduler, are walked from the task's saved user
+// registers by the context-switch event's own copy of the program.
+func TestBPFOffCPU(t *testing.T) {
+	needBPF(t)
+	p := testOffCPU(t, Options{OffCPU: true, BPF: true})
+	if c := checkBPF(t, p); c.KernelMode == 0 {
+		t.Errorf("no sample taken in the kernel walked: %+v", c)
+	}
+}
+
+// TestBPFLateCode: with --bpf, a library loaded after the command
+// started (dlopen) and a program the process executes later (exec) are
+// walked: the kernel's tables follow, and at least 99% of the samples of
+// their threads show the exact chain.
+func TestBPFLateCode(t *testing.T) {
+	needBPF(t)
+	dlprog := testprog.Build(t, "testdata/dlprog.c", "-O2", "-Wa,--gsframe")
+	t.Run("dlopen", func(t *testing.T) {
+		lib := testprog.Build(t, "testdata/dllib.c", "-O2", "-Wa,--gsframe", "-shared", "-fPIC")
+		cmd := exec.Command(dlprog, "dlopen", lib, "120")
+		p := recordUntil(t, Options{Command: cmd, BPF: true}, func() bool { return threadCPU(cmd.Process.Pid, "dl") >= 300*time.Millisecond })
+		q := pprofOf(t, p)
+		checkChains(t, q, cmd.Process.Pid, map[string][]string{"dl": {"lib2", "lib1", "lib_spin", "dl_thread", "start_thread", "clone3"}})
+		checkBPF(t, p)
+	})
+	t.Run("exec", func(t *testing.T) {
+		exe := buildProg(t, "-O2", "-Wa,--gsframe")
+		cmd := exec.Command(dlprog, "exec", exe, "spin", "120")
+		p := recordUntil(t, Options{Command: cmd, BPF: true}, func() bool {
+			pid := cmd.Process.Pid
+			return threadCPU(pid, "spin5") >= 300*time.Millisecond && threadCPU(pid, "spin20") >= 300*time.Millisecond &&
+				threadCPU(pid, "spin60") >= 300*time.Millisecond
+		})
+		q := pprofOf(t, p)
+		checkChains(t, q, cmd.Process.Pid, map[string][]string{
+			"spin5":  chain("spin5", "a", 5),
+			"spin20": chain("spin20", "b", 20),
+			"spin60": chain("spin60", "c", 60),
+		})
+		checkBPF(t, p)
+		// dlprog's table, which no process maps after the exec, is kept
+		// for reuse.
+		if p.Stats.BPFTables.Idle == 0 {
+			t.Errorf("no idle table: %+v", p.Stats.BPFTables)
+		}
+	})
+}

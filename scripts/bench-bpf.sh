@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Side by side, in one run: `sframe record --bpf` (stacks walked in the
+# kernel), `sframe record` (16 KiB stack copies walked in user space)
+# and `perf record --call-graph dwarf` + `perf script`, profiling
+# recorder/testdata/recprog.c (mode work, SFrame build, two threads 32
+# frames deep) at 999 Hz, for a short and a long amount of work,
+# interleaved, RUNS times. For each profiler it fits the whole-process
+# CPU time (user+system from /usr/bin/time; for sframe, minus the
+# program's own CPU, which it runs) against the samples taken:
+#   per sample  (median long - median short) / (their samples' difference)
+# and prints, per run, the program's CPU time and wall time (its
+# slowdown), the samples lost, and for --bpf the BPF program's own run
+# time per sample (the kernel's BPF statistics, from the summary).
+# Then the BPF run time per sample for walks of 5, 32 and 2,004 frames
+# (recprog deep with --max-depth 5, deep, recurse), 2 s each.
+#
+# Usage: scripts/bench-bpf.sh [SHORT_ITERS [LONG_ITERS]]
+#        (defaults 1500000000 and 6000000000; RUNS=3; needs root)
+set -euo pipefail
+short=${1:-1500000000}
+long=${2:-6000000000}
+runs=${RUNS:-3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=${BENCH_DIR:-/tmp/sframekit-bench-bpf}
+mkdir -p "$work"
+gcc -O2 -Wa,--gsframe -pthread -o "$work/recprog" "$root/recorder/testdata/recprog.c"
+(cd "$root" && go build -o "$work/sframe" ./cmd/sframe)
+cd "$work"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-5s %-6s %3s %8s %10s %9s %8s %8s %5s %9s\n' mode size run samples prof_cpu_s us/sample prog_cpu elapsed lost bpf_us
+for r in $(seq "$runs"); do
+  for size in short long; do
+    it=$short; [ $size = long ] && it=$long
+    for mode in bpf user perf; do
+      lost=0; bpf=-
+      case $mode in
+      perf)
+        /usr/bin/time -f "TIME %U %S" perf record -q -F 999 --call-graph dwarf -o perf.data -- ./recprog work "$it" >out.txt 2>err.txt
+        /usr/bin/time -f "TIME %U %S" perf script -i perf.data >/dev/null 2>err2.txt
+        cpu=$(awk '/^elapsed/ {print $4}' out.txt)
+        read -r _ u s < <(grep '^TIME' err.txt)
+        read -r _ u2 s2 < <(grep '^TIME' err2.txt)
+        samples=$(perf report -i perf.data --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
+        lost=$(perf report -i perf.data --stats 2>/dev/null | awk '/LOST_SAMPLES events:/ {print $3; exit}')
+        prof=$(awk "BEGIN{printf \"%.4f\", $u + $s - $cpu + $u2 + $s2}")
+        ;;
+      *)
+        flag=; [ $mode = bpf ] && flag=--bpf
+        /usr/bin/time -f "TIME %U %S" ./sframe record $flag -o out.pb.gz -- ./recprog work "$it" >out.txt 2>err.txt
+        cpu=$(awk '/^elapsed/ {print $4}' out.txt)
+        read -r _ u s < <(grep '^TIME' err.txt)
+        samples=$(sed -n 's/^\([0-9]*\) samples read.*/\1/p' err.txt)
+        lost=$(sed -n 's/^lost: \([0-9]*\).*/\1/p' err.txt); lost=${lost:-0}
+        if [ $mode = bpf ]; then bpf=$(sed -n 's/.*), \([0-9.]*\)\(µs\|ms\) per sample in the BPF program.*/\1\2/p' err.txt); fi
+        prof=$(awk "BEGIN{printf \"%.4f\", $u + $s - $cpu}")
+        ;;
+      esac
+      el=$(awk '/^elapsed/ {print $2}' out.txt)
+      printf '%-5s %-6s %3s %8s %10s %9.1f %8s %8s %5s %9s\n' $mode $size "$r" "$samples" "$prof" "$(awk "BEGIN{print 1e6 * $prof / $samples}")" "$cpu" "$el" "${lost:-0}" "$bpf"
+    done
+  done
+done | tee results.txt
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+awk '
+  function med(s,   a, k, i, j, t) { k = split(s, a, " "); for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((k + 1) / 2)] }
+  $2 == "short" || $2 == "long" { n[$1, $2] = n[$1, $2] " " $4; p[$1, $2] = p[$1, $2] " " $5; c[$1, $2] = c[$1, $2] " " $7 }
+  END {
+    split("bpf user perf", ms, " ")
+    for (i = 1; i <= 3; i++) {
+      m = ms[i]
+      ns = med(n[m, "short"]); nl = med(n[m, "long"]); ps = med(p[m, "short"]); pl = med(p[m, "long"])
+      printf "%-5s per sample %.2f us (medians: %d samples %.3f s, %d samples %.3f s); program CPU, long: %s s\n", m, 1e6 * (pl - ps) / (nl - ns), ns, ps, nl, pl, med(c[m, "long"])
+    }
+  }' results.txt
+echo
+echo "BPF run time per sample by depth (2 s at 999 Hz each):"
+for spec in "deep --max-depth 5" "deep" "recurse"; do
+  set -- $spec; prog=$1; shift
+  ./sframe record --bpf --duration 2 "$@" -o depth.pb.gz -- ./recprog "$prog" 3 >/dev/null 2>err.txt
+  echo "  $spec: $(sed -n 's/.*), \([0-9.]*\(µs\|ms\)\) per sample in the BPF program.*/\1/p' err.txt), $(sed -n 's/.*(\([0-9]*\) by SFrame.*//;s/^walked in the kernel (--bpf): \([0-9]*\) samples.*/\1 samples/p' err.txt)"
+done
