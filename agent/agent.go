@@ -84,8 +84,9 @@ const (
 type Options struct {
 	// Record says what to sample and how: PIDs or SystemWide (a Command
 	// is sframe record's), Freq (DefaultFreq when 0), Event, Kernel,
-	// OffCPU, StackSize, MaxDepth. Its Period and OnPeriod are the
-	// agent's.
+	// OffCPU, StackSize, MaxDepth, BPF (stacks walked in the kernel,
+	// where it is permitted; else in user space, with a warning). Its
+	// Period and OnPeriod are the agent's.
 	Record recorder.Options
 	// Cgroup, if not "", keeps only the processes of this cgroup (a path
 	// under /sys/fs/cgroup, or as /proc/PID/cgroup names it) and of the
@@ -324,6 +325,9 @@ func (a *Agent) onTick(p *recorder.Profile) {
 	a.ticks.Add(1)
 	if a.builder == nil {
 		a.builder, a.sess, a.res = p.NewPerfBuilder, p.Session(), p.Resolver()
+		for _, w := range p.Warnings {
+			fmt.Fprintf(a.opts.Log, "sframe agent: warning: %s\n", w)
+		}
 	}
 	a.takeRequests()
 	sess := p.Session()

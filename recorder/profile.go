@@ -59,7 +59,7 @@ type Profile struct {
 // Profile of their own.
 func (p *Profile) cutPeriod(stacks []*stack, maps []*perfunwind.Mapping, start, end time.Time) {
 	q := &Profile{opts: p.opts, event: p.event, start: start, sess: p.sess, res: p.res, attrs: p.attrs, csEvent: p.csEvent,
-		stacks: stacks, maps: maps, part: true}
+		stacks: stacks, maps: maps, part: true, Warnings: p.Warnings}
 	q.Stats.Wall = end.Sub(start)
 	q.Stats.Stacks = len(stacks)
 	for _, s := range stacks {

@@ -69,6 +69,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	stackSize := fs.Uint("stack-size", recorder.DefaultStackSize, "copy `BYTES` of user stack per sample (a multiple of 8, at most 65528)")
 	kernel := fs.Bool("kernel", false, "add kernel frames to samples taken in the kernel")
 	offCPU := fs.Bool("off-cpu", false, "also record where threads wait, weighted by the time off the CPU")
+	bpf := fs.Bool("bpf", false, "walk the stacks in the kernel, in a BPF program, from SFrame rows (falls back to user space where BPF is refused)")
 	maxDepth := fs.Int("max-depth", unwind.DefaultMaxDepth, "unwind at most `N` user frames")
 	operands, code, ok := fs.parse(args)
 	if !ok {
@@ -80,7 +81,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	opts := agent.Options{Cgroup: *cgroup, Period: time.Duration(period), ServiceLabel: *serviceLabel, Hostname: *hostname,
 		Pyroscope: *pyroscope, OTLP: *otlpEndpoint, Listen: *listen, QueueLen: *queue, Log: stderr}
 	opts.Record = recorder.Options{Freq: *freq, Kernel: *kernel, OffCPU: *offCPU, MaxDepth: *maxDepth, SystemWide: *all,
-		StackSize: uint32(*stackSize)}
+		StackSize: uint32(*stackSize), BPF: *bpf}
 	targets := 0
 	if *pids != "" {
 		targets++
