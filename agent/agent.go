@@ -128,6 +128,9 @@ type Stats struct {
 	Periods, Profiles, Samples uint64
 	// Bytes is the size of the profiles made, gzipped pprof.
 	Bytes uint64
+	// Session is what the unwinding session keeps, as of the last
+	// period's end.
+	Session perfunwind.Sizes
 	// Sinks has each sink's counts, by name ("pyroscope", "otlp").
 	Sinks map[string]SinkStats
 }
@@ -170,6 +173,7 @@ type Agent struct {
 	active  []*request
 
 	periods, profiles, samples, bytes atomic.Uint64
+	sizes                             atomic.Pointer[perfunwind.Sizes]
 	ticks                             atomic.Uint64 // the recorder's, so far
 }
 
@@ -263,6 +267,9 @@ func (a *Agent) Stats() Stats {
 	st := Stats{Periods: a.periods.Load(), Profiles: a.profiles.Load(), Samples: a.samples.Load(), Bytes: a.bytes.Load(), Sinks: map[string]SinkStats{}}
 	for _, s := range a.sinks {
 		st.Sinks[s.name] = s.stats()
+	}
+	if sz := a.sizes.Load(); sz != nil {
+		st.Session = *sz
 	}
 	return st
 }
@@ -387,6 +394,8 @@ func (a *Agent) cutPeriod(end time.Time) {
 	if a.sess != nil {
 		// Files no process maps any more, and their tables and symbols.
 		a.sess.Sweep(a.res)
+		sz := a.sess.Sizes()
+		a.sizes.Store(&sz)
 	}
 	// Processes without a sample for a whole period are forgotten.
 	for pid, pi := range a.procs {
