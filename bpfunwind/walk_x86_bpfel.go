@@ -53,7 +53,14 @@ type walkOut struct {
 		FramesSframe uint32
 		FramesFp     uint32
 		_            [4]byte
+		Wbase        uint64
+		Wlen         uint32
+		Nowin        uint32
+		Clook        uint64
+		Cfile        uint32
+		Crow         uint32
 	}
+	Win [4104]uint8
 }
 
 type walkProc struct {
