@@ -100,6 +100,9 @@ type Counters struct {
 	NoProcess, NoMapping, OutputErrors, Fallback uint64
 	// Stops counts walks by why they ended.
 	Stops [NumStops]uint64
+	// Reads counts the program's reads of user memory: windows of the
+	// stack (up to 4 KiB, within a page) and single slots outside them.
+	Reads uint64
 	// RunTime and Runs are the kernel's statistics of the program (0
 	// where the kernel keeps none).
 	RunTime time.Duration
@@ -117,7 +120,8 @@ const (
 	cOutputErr
 	cFallback
 	cStop
-	numCounters = cStop + 8
+	cReads      = cStop + 8
+	numCounters = cReads + 1
 )
 
 func (c *Counters) set(i uint32, v uint64) {
@@ -138,6 +142,8 @@ func (c *Counters) set(i uint32, v uint64) {
 		c.OutputErrors = v
 	case i == cFallback:
 		c.Fallback = v
+	case i == cReads:
+		c.Reads = v
 	case i >= cStop && i-cStop < uint32(NumStops):
 		c.Stops[i-cStop] = v
 	}

@@ -52,7 +52,7 @@ type walkOut struct {
 		Missing      uint32
 		FramesSframe uint32
 		FramesFp     uint32
-		_            [4]byte
+		Reads        uint32
 		Wbase        uint64
 		Wlen         uint32
 		Nowin        uint32

@@ -102,7 +102,8 @@ enum {
 	C_OUTPUT_ERR,
 	C_FALLBACK,
 	C_STOP, // C_STOP + reason
-	C_MAX = C_STOP + 8,
+	C_READS = C_STOP + 8, // reads of user memory: windows and single slots
+	C_MAX,
 };
 
 // The walk's state, in map memory rather than on the stack: values the
@@ -122,6 +123,7 @@ struct state {
 	u64 woke;   // when this CPU last woke the profiler
 	u32 missing; // the walk met a process or address without a table
 	u32 frames_sframe, frames_fp;
+	u32 reads;     // bpf_probe_read_user calls
 	u64 wbase;     // the window's user address
 	u32 wlen;      // bytes of it read, 0 for none
 	u32 nowin;     // a window could not be read: single reads from here on
@@ -340,6 +342,7 @@ static __always_inline int fill(struct out *o, u64 base) {
 	st->wbase = base;
 	if (n < 8 || n > WIN)
 		return -1;
+	st->reads++;
 	if (bpf_probe_read_user(o->win, n, (void *)base)) {
 		st->nowin = 1;
 		return -1;
@@ -356,21 +359,24 @@ static __always_inline int read(struct out *o, u64 *v, u64 addr, u64 sp) {
 	u64 off = addr - st->wbase;
 	if (addr < st->wbase || off + 8 > st->wlen) {
 		if (st->nowin)
-			return bpf_probe_read_user(v, sizeof(*v), (void *)addr);
+			goto single;
 		// From the frame's SP, or the start of addr's page.
 		u64 base = addr & ~(u64)(PAGE - 1);
 		if (addr >= sp && sp > base)
 			base = sp;
 		if (fill(o, base))
-			return bpf_probe_read_user(v, sizeof(*v), (void *)addr);
+			goto single;
 		off = addr - base;
 		if (off + 8 > st->wlen)
-			return bpf_probe_read_user(v, sizeof(*v), (void *)addr);
+			goto single;
 	}
 	hide(off);
 	off &= WIN - 1;
 	__builtin_memcpy(v, &o->win[off], sizeof(*v));
 	return 0;
+single:
+	st->reads++;
+	return bpf_probe_read_user(v, sizeof(*v), (void *)addr);
 }
 
 // step records st->pc and finds its caller: one bpf_loop iteration.
@@ -473,6 +479,7 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	st->pc = 0;
 	st->missing = 0;
 	st->frames_sframe = st->frames_fp = 0;
+	st->reads = 0;
 	st->wlen = 0;
 	st->wbase = 0;
 	st->nowin = 0;
@@ -507,6 +514,7 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	}
 	add(C_FRAMES_SFRAME, st->frames_sframe);
 	add(C_FRAMES_FP, st->frames_fp);
+	add(C_READS, st->reads);
 	if (st->missing && fallback) {
 		count(C_FALLBACK);
 		return 1;
