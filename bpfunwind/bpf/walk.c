@@ -238,8 +238,13 @@ static __always_inline void findmap(struct state *st) {
 	st->mstart = st->mend = 0;
 	u32 tgid = st->tgid;
 	struct proc *p = bpf_map_lookup_elem(&procs, &tgid);
-	if (!p)
+	if (!p) {
+		// Counted once a walk (its first frame), here rather than by a
+		// lookup of its own.
+		if (st->n == 1)
+			count(C_NO_PROC);
 		return;
+	}
 	st->lo = 0;
 	st->hi = p->n;
 	for (int i = 0; i < MAP_STEPS; i++) {
@@ -503,12 +508,6 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		st->stop = STOP_NOREGS;
 	} else {
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
-		u32 tgid = st->tgid;
-		if (!bpf_map_lookup_elem(&procs, &tgid)) {
-			count(C_NO_PROC);
-			st->missing = 1;
-			wake(st);
-		}
 		st->stop = STOP_DEPTH;
 		bpf_loop(max_depth, step, 0, 0);
 	}
