@@ -7,7 +7,8 @@ const (
 	// DefaultMaxDepth is the deepest user stack walked: 4,096 frames.
 	DefaultMaxDepth = 4096
 	// MaxDepth is the most Options.MaxDepth may be (the program's
-	// buffer: 4,096 user frames and 128 kernel frames, 33 KiB per CPU).
+	// buffer: 4,096 user frames and 128 kernel frames, beside the 4 KiB
+	// stack window, 38 KiB per CPU).
 	MaxDepth = 4096
 	// DefaultMaxRows is the size of the rows map: 2 Mi rows of 16 bytes,
 	// 32 MiB, about a hundred libc-sized files.
