@@ -362,7 +362,9 @@ static __always_inline int fill(struct out *o, u64 base) {
 static __always_inline int read(struct out *o, u64 *v, u64 addr, u64 sp) {
 	struct state *st = &o->st;
 	u64 off = addr - st->wbase;
-	if (addr < st->wbase || off + 8 > st->wlen) {
+	// (wlen - off, not off + 8: an address at the top of the address
+	// space must not wrap into the window.)
+	if (addr < st->wbase || off >= st->wlen || st->wlen - off < 8) {
 		if (st->nowin)
 			goto single;
 		// From the frame's SP, or the start of addr's page.
