@@ -262,8 +262,8 @@ func (p *Profile) WriteSummary(w io.Writer) error {
 		c := &st.BPFCounters
 		fmt.Fprintf(&b, "walked in the kernel (--bpf): %d samples (%d taken in the kernel, walked from the saved user registers), %s per sample in the BPF program (the kernel's BPF statistics: %d runs)\n",
 			c.Samples, c.KernelMode, c.RunTimePerSample(), c.Runs)
-		fmt.Fprintf(&b, "  callers found by the files' rows %d, by frame pointers %d; frames in no mapping %d, samples of processes without a table yet %d; samples passed on to the user-space walk %d\n",
-			c.SFrameFrames, c.FPFrames, c.NoMapping, c.NoProcess, c.Fallback)
+		fmt.Fprintf(&b, "  callers found by the files' rows %d, by frame pointers %d; reads of user memory %d; frames in no mapping %d, samples of processes without a table yet %d; samples passed on to the user-space walk %d\n",
+			c.SFrameFrames, c.FPFrames, c.Reads, c.NoMapping, c.NoProcess, c.Fallback)
 		fmt.Fprintf(&b, "  walks ended:")
 		for i, n := range c.Stops {
 			fmt.Fprintf(&b, " %s %d", bpfunwind.Stop(i), n)
