@@ -265,23 +265,6 @@ func TestRegs(t *testing.T) {
 	}
 }
 
-func TestParseMapsLine(t *testing.T) {
-	l, err := parseMapsLine("7f00-7f10 r-xp 00001000 fe:01 1234       /tmp/a dir/lib x.so (deleted)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.start != 0x7f00 || l.end != 0x7f10 || l.offset != 0x1000 || l.inode != 1234 || l.dev != "fe:01" || l.perm != "r-xp" || l.path != "/tmp/a dir/lib x.so (deleted)" {
-		t.Errorf("%+v", l)
-	}
-	l, err = parseMapsLine("7f00-7f10 rw-p 00000000 00:00 0 ")
-	if err != nil || l.path != "" {
-		t.Errorf("%+v %v", l, err)
-	}
-	if _, err := parseMapsLine("7f00 rw-p 0 00:00 0"); err == nil {
-		t.Error("bad range accepted")
-	}
-}
-
 // TestComputeBias covers the RELRO layout where two segments share a file
 // page that is mapped twice: the bias must come from the first segment.
 func TestComputeBias(t *testing.T) {

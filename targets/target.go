@@ -10,6 +10,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/procmaps"
 )
 
 // Target is a stopped program: threads, memory and modules. The values
@@ -48,18 +49,10 @@ type Thread struct {
 	Signal int
 }
 
-// Mapping is one memory mapping of a module's file.
-type Mapping struct {
-	// Start and End delimit the mapping, [Start, End).
-	Start, End uint64
-	// Offset is the file offset mapped at Start.
-	Offset uint64
-	// Perm is the permission string of /proc/PID/maps ("r-xp"). For a
-	// core it is derived from the PT_LOAD segment covering the mapping and
-	// is empty when the core has none; do not rely on its x bit for cores
-	// written by gdb, which records all segments as non-executable.
-	Perm string
-}
+// Mapping is one memory mapping of a module's file: a line of
+// /proc/PID/maps, the one mapping type of the tree. A Module's Mappings
+// have Start, End, Offset and Perm (Module has the path).
+type Mapping = procmaps.Mapping
 
 // Module is one loaded ELF object: the main executable, a shared library,
 // or the vDSO.
