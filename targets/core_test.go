@@ -454,7 +454,7 @@ func TestOpenKernelCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := map[int]Regs{}
+	live := map[int]arch.Regs{}
 	for _, th := range p.Threads() {
 		live[th.TID] = th.Regs
 	}
@@ -527,7 +527,7 @@ func TestOpenKernelCore(t *testing.T) {
 // already prepared the restart when the core was written, rax holds the
 // system call number again (or restart_syscall's) and rip is back on
 // the 2-byte syscall instruction. Every other register must be equal.
-func restartedSyscall(core, live Regs) bool {
+func restartedSyscall(core, live arch.Regs) bool {
 	if core.Arch != arch.AMD64 || live.Arch != arch.AMD64 {
 		return false
 	}

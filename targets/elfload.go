@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
 )
 
@@ -208,7 +209,7 @@ var errNotELF = errors.New("not an ELF image")
 // 0) and, failing that, from the file opened by openFile. isELF reports
 // whether either source was recognised as ELF; modules that are not are
 // dropped by the callers (data files mapped by the program).
-func resolveBias(m *Module, mem Memory, openFile func() (io.ReaderAt, io.Closer, error), pageSize uint64) (isELF bool, err error) {
+func resolveBias(m *Module, mem arch.Memory, openFile func() (io.ReaderAt, io.Closer, error), pageSize uint64) (isELF bool, err error) {
 	var errs []error
 	try := func(r io.ReaderAt) error {
 		segs, err := readLoadSegs(r)

@@ -801,7 +801,7 @@ func (p *Process) loadState() error {
 }
 
 // liveModules builds the module list from the lines of /proc/PID/maps.
-func liveModules(pid int, lines []Mapping, mem Memory) ([]Module, []error, error) {
+func liveModules(pid int, lines []Mapping, mem arch.Memory) ([]Module, []error, error) {
 	pageSize := uint64(os.Getpagesize())
 	var raw []rawMapping
 	devs := map[uint64]string{}
@@ -886,7 +886,7 @@ func (p *Process) Modules() []Module { return p.modules }
 // Memory returns the process memory, read with process_vm_readv (and
 // through /proc/PID/mem for what that cannot read). It fails after
 // Close.
-func (p *Process) Memory() Memory { return p.mem }
+func (p *Process) Memory() arch.Memory { return p.mem }
 
 // Warnings returns non-fatal problems met while attaching, such as modules
 // whose load bias could not be computed.

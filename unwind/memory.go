@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/targets"
 )
 
@@ -14,14 +15,14 @@ import (
 // inside flat, the stack copy of a FlatMemory or StackMemory, skip the
 // interface call.
 type wordReader struct {
-	m    Memory
+	m    arch.Memory
 	flat FlatMemory // Addr and Data only; empty for other memories
 	be   bool
 	buf  [8]byte
 }
 
 // reset makes r read m, in big-endian words if be.
-func (r *wordReader) reset(m Memory, be bool) {
+func (r *wordReader) reset(m arch.Memory, be bool) {
 	r.m, r.be, r.flat = m, be, FlatMemory{}
 	switch m := m.(type) {
 	case *FlatMemory:
@@ -74,7 +75,7 @@ func (noMemory) ReadAt(p []byte, addr int64) (int, error) {
 type FlatMemory struct {
 	Addr uint64 // runtime address of Data[0]
 	Data []byte
-	Next Memory
+	Next arch.Memory
 }
 
 // word reads the little-endian word at addr, if it lies in f's bytes:
@@ -134,10 +135,10 @@ func (e *outsideCopyError) Unwrap() error { return ErrOutsideStackCopy }
 // on) or of nothing: the walk stops cleanly where the copy ends. The
 // unwinder reads the copy directly, as it reads a FlatMemory.
 type StackMemory struct {
-	SP       uint64 // the stack pointer: the address of Stack[0]
-	Stack    []byte // the copy of the stack, from SP up
-	End      uint64 // the end of the stack's mapping, 0 when not known
-	Fallback Memory // reads outside the stack; nil makes them fail
+	SP       uint64      // the stack pointer: the address of Stack[0]
+	Stack    []byte      // the copy of the stack, from SP up
+	End      uint64      // the end of the stack's mapping, 0 when not known
+	Fallback arch.Memory // reads outside the stack; nil makes them fail
 }
 
 // ReadAt implements Memory.
@@ -168,7 +169,7 @@ func (s *StackMemory) ReadAt(p []byte, addr int64) (int, error) {
 // safe for concurrent use.
 type PageCache struct {
 	mu    sync.Mutex
-	m     Memory
+	m     arch.Memory
 	pages map[uint64]*[pageSize]byte
 	bad   map[uint64]error
 	// Limit bounds the number of cached pages (default 4096: 16 MiB).
@@ -178,7 +179,7 @@ type PageCache struct {
 const pageSize = 4096
 
 // NewPageCache wraps m.
-func NewPageCache(m Memory) *PageCache {
+func NewPageCache(m arch.Memory) *PageCache {
 	return &PageCache{m: m, pages: map[uint64]*[pageSize]byte{}, bad: map[uint64]error{}, Limit: 4096}
 }
 
