@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -52,23 +51,16 @@ const maxLine = 1 << 20
 
 // Read reads and parses /proc/PID/maps of process pid (pid 0: the
 // calling process, /proc/self/maps), without attaching to it or stopping
-// it, through sysfile and within MaxSize.
+// it, through sysfile (a file longer than MaxSize is an error wrapping
+// sysfile.ErrTooLong).
 func Read(pid int) ([]Mapping, error) {
 	name := "/proc/self/maps"
 	if pid != 0 {
 		name = fmt.Sprintf("/proc/%d/maps", pid)
 	}
-	f, err := sysfile.Open(name)
+	data, err := sysfile.ReadFileMax(name, MaxSize)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(data) > MaxSize {
-		return nil, fmt.Errorf("%s: longer than %d bytes", name, MaxSize)
 	}
 	ms, err := Parse(data)
 	if err != nil {
