@@ -186,7 +186,7 @@ func ReadUint64(m arch.Memory, addr uint64) (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
-// memReader adapts a Memory to an io.ReaderAt based at base, for parsing
+// memReader adapts an arch.Memory to an io.ReaderAt based at base, for parsing
 // ELF headers out of a target's memory.
 type memReader struct {
 	m    arch.Memory

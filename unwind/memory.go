@@ -66,7 +66,7 @@ func (noMemory) ReadAt(p []byte, addr int64) (int, error) {
 	return 0, fmt.Errorf("reading %d bytes at %#x: no memory: %w", len(p), uint64(addr), targets.ErrUnmapped)
 }
 
-// FlatMemory is a Memory over a copy of one range of a target's memory,
+// FlatMemory is an arch.Memory over a copy of one range of a target's memory,
 // typically a thread's stack captured from its SP up, with reads outside
 // the range passed to Next (or failing with targets.ErrUnmapped when Next
 // is nil). The unwinder reads it directly, without going through the
@@ -89,7 +89,7 @@ func (f *FlatMemory) word(addr uint64) (uint64, bool) {
 	return 0, false
 }
 
-// ReadAt implements Memory.
+// ReadAt implements arch.Memory.
 func (f *FlatMemory) ReadAt(p []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	if a >= f.Addr && a-f.Addr < uint64(len(f.Data)) && uint64(len(f.Data))-(a-f.Addr) >= uint64(len(p)) {
@@ -141,7 +141,7 @@ type StackMemory struct {
 	Fallback arch.Memory // reads outside the stack; nil makes them fail
 }
 
-// ReadAt implements Memory.
+// ReadAt implements arch.Memory.
 func (s *StackMemory) ReadAt(p []byte, addr int64) (int, error) {
 	a, n, size := uint64(addr), uint64(len(p)), uint64(len(s.Stack))
 	if off := a - s.SP; a >= s.SP && off <= size && size-off >= n {
@@ -162,7 +162,7 @@ func (s *StackMemory) ReadAt(p []byte, addr int64) (int, error) {
 	return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
 }
 
-// PageCache is a Memory that keeps the pages it has read, so that
+// PageCache is an arch.Memory that keeps the pages it has read, so that
 // walking a stack costs one read of the target per stack page instead of
 // one per word (a system call each, for a live process). It is meant to
 // live for one capture of a stopped target: it never invalidates. It is
@@ -183,7 +183,7 @@ func NewPageCache(m arch.Memory) *PageCache {
 	return &PageCache{m: m, pages: map[uint64]*[pageSize]byte{}, bad: map[uint64]error{}, Limit: 4096}
 }
 
-// ReadAt implements Memory.
+// ReadAt implements arch.Memory.
 func (c *PageCache) ReadAt(p []byte, addr int64) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
