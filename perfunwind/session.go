@@ -538,7 +538,7 @@ func (p *process) stackEnd(sp uint64, smp *Sample) uint64 {
 // read): the mapped files' bytes.
 type procMemory struct{ p *process }
 
-// ReadAt implements unwind.Memory.
+// ReadAt implements arch.Memory.
 func (m *procMemory) ReadAt(b []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	mp := m.p.find(a)
