@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -150,14 +151,14 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	var stop atomic.Bool
 	var pipe *os.File // a pipe or FIFO read through the poller, or nil
 	var pipeMu sync.Mutex
-	in := catchInterrupts(func() {
+	in := catchInterrupts(func(syscall.Signal) {
 		stop.Store(true)
 		pipeMu.Lock()
 		if pipe != nil {
 			pipe.SetReadDeadline(time.Unix(1, 0))
 		}
 		pipeMu.Unlock()
-	})
+	}, nil)
 	defer in.Stop()
 	p, err := openPipe(input)
 	if err != nil {

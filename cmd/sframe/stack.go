@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/sframekit/sframekit/dump"
@@ -243,7 +244,7 @@ func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), coun
 	// A signal (Ctrl-C, a closed terminal) ends the captures after the
 	// one under way; the profile has those made.
 	wake := make(chan struct{})
-	in := catchInterrupts(func() { close(wake) })
+	in := catchInterrupts(func(syscall.Signal) { close(wake) }, nil)
 	defer in.Stop()
 	p, n, err := stackprof.Sample(tr, capture, stackprof.Sampling{Count: count, Interval: interval, Stop: wake})
 	code := 0
