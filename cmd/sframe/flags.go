@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -185,4 +186,18 @@ func withoutPath(path string, err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// parsePIDs parses the process ids of sframe record's and agent's --pid:
+// comma-separated, positive.
+func parsePIDs(s string) ([]int, error) {
+	var pids []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a process id", f)
+		}
+		pids = append(pids, n)
+	}
+	return pids, nil
 }

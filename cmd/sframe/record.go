@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -124,12 +123,9 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	targets := 0
 	if *pids != "" {
 		targets++
-		for _, f := range strings.Split(*pids, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				return fs.fail("bad --pid: %q is not a process id", f)
-			}
-			opts.PIDs = append(opts.PIDs, n)
+		var err error
+		if opts.PIDs, err = parsePIDs(*pids); err != nil {
+			return fs.fail("bad --pid: %v", err)
 		}
 	}
 	if *all {
