@@ -196,10 +196,10 @@ func (b *buf) uint(n int) uint64 {
 	return 0
 }
 
-// decodeULEB reads an unsigned LEB128 number at data[pos:]. It returns
-// the value, the position after it, and false when data ends inside it.
-// Bits past 64 are dropped.
-func decodeULEB(data []byte, pos int) (uint64, int, bool) {
+// DecodeULEB reads an unsigned LEB128 number at data[pos:], as DWARF
+// writes them. It returns the value, the position after it, and false
+// when data ends inside it. Bits past 64 are dropped.
+func DecodeULEB(data []byte, pos int) (uint64, int, bool) {
 	var v uint64
 	var shift uint
 	for pos < len(data) {
@@ -216,8 +216,8 @@ func decodeULEB(data []byte, pos int) (uint64, int, bool) {
 	return v, pos, false
 }
 
-// decodeSLEB is decodeULEB for signed LEB128 numbers.
-func decodeSLEB(data []byte, pos int) (int64, int, bool) {
+// DecodeSLEB is DecodeULEB for signed LEB128 numbers.
+func DecodeSLEB(data []byte, pos int) (int64, int, bool) {
 	var v int64
 	var shift uint
 	for pos < len(data) {
@@ -238,7 +238,7 @@ func decodeSLEB(data []byte, pos int) (int64, int, bool) {
 }
 
 func (b *buf) uleb() uint64 {
-	v, pos, ok := decodeULEB(b.data, b.pos)
+	v, pos, ok := DecodeULEB(b.data, b.pos)
 	b.pos = pos
 	if !ok {
 		b.fail()
@@ -247,7 +247,7 @@ func (b *buf) uleb() uint64 {
 }
 
 func (b *buf) sleb() int64 {
-	v, pos, ok := decodeSLEB(b.data, b.pos)
+	v, pos, ok := DecodeSLEB(b.data, b.pos)
 	b.pos = pos
 	if !ok {
 		b.fail()
