@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // maxAttrs bounds the events of a recording (perf records a handful; a
@@ -429,7 +431,7 @@ func NewReader(rd io.Reader) (*Reader, error) {
 }
 
 func (r *Reader) init() {
-	r.dec = Decoder{o: r.o, e: endianOf(r.o), byID: make(map[uint64]*Attr)}
+	r.dec = Decoder{o: r.o, e: byteorder.Of(r.o), byID: make(map[uint64]*Attr)}
 	r.dec.setAttrs(r.hdr.Attrs)
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // Words is a view of consecutive 64-bit words of a record, in the file's
@@ -221,34 +223,13 @@ func (s *Sample) WeightVar2() uint16 { return uint16(s.Weight >> 32) }
 // WeightVar3 returns the third, 16-bit part (var3_w).
 func (s *Sample) WeightVar3() uint16 { return uint16(s.Weight >> 48) }
 
-// endian reads integers in one of the two byte orders (true: big-endian)
-// with calls that the compiler inlines, which a binary.ByteOrder's are
-// not: a sample has many fields.
-type endian bool
-
-func endianOf(o binary.ByteOrder) endian { return o.Uint16(bigEndianProbe[:]) == 1 }
-
-func (e endian) u64(b []byte) uint64 {
-	if e {
-		return binary.BigEndian.Uint64(b)
-	}
-	return binary.LittleEndian.Uint64(b)
-}
-
-func (e endian) u32(b []byte) uint32 {
-	if e {
-		return binary.BigEndian.Uint32(b)
-	}
-	return binary.LittleEndian.Uint32(b)
-}
-
 // branchHWIndex is PERF_SAMPLE_BRANCH_HW_INDEX of branch_sample_type.
 const branchHWIndex = 1 << 17
 
 // decodeSample decodes the body of a SAMPLE record (b without the 8-byte
 // header) for event a, in byte order o, which e is. It returns the
 // offset in b where decoding failed with a message, or -1.
-func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder, e endian) (int, string) {
+func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder, e byteorder.Order) (int, string) {
 	*s = Sample{Type: a.SampleType}
 	t := a.SampleType
 	if t&SamplePeriod == 0 && a.Flags&AttrFreq == 0 {
@@ -267,7 +248,7 @@ func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder, e endian) (i
 	pair := func(x, y *uint32) {
 		if ok {
 			if ok = len(b)-p >= 8; ok {
-				*x, *y = e.u32(b[p:]), e.u32(b[p+4:])
+				*x, *y = e.Uint32(b[p:]), e.Uint32(b[p+4:])
 				p += 8
 			}
 		}
@@ -297,11 +278,11 @@ func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder, e endian) (i
 
 // u64At returns the u64 at b[p:] and the offset after it; false past
 // the end of b.
-func u64At(b []byte, p int, e endian) (uint64, int, bool) {
+func u64At(b []byte, p int, e byteorder.Order) (uint64, int, bool) {
 	if len(b)-p < 8 {
 		return 0, p, false
 	}
-	return e.u64(b[p:]), p + 8, true
+	return e.Uint64(b[p:]), p + 8, true
 }
 
 // spanAt returns the n bytes at b[p:] and the offset after them; false
@@ -322,7 +303,7 @@ func truncated(p int, what string) (int, string) {
 // decodeSampleLists decodes the variable-length fields after the fixed
 // ones of a sample, at b[p:]: read values, callchain, raw data, branch
 // stack. It returns the offset after them, or decodeSample's error.
-func decodeSampleLists(s *Sample, b []byte, p int, a *Attr, o binary.ByteOrder, e endian) (int, string) {
+func decodeSampleLists(s *Sample, b []byte, p int, a *Attr, o binary.ByteOrder, e byteorder.Order) (int, string) {
 	t := a.SampleType
 	var ok bool
 	if t&SampleRead != 0 {
@@ -349,7 +330,7 @@ func decodeSampleLists(s *Sample, b []byte, p int, a *Attr, o binary.ByteOrder, 
 		if len(b)-p < 4 {
 			return truncated(p, "raw size")
 		}
-		n := e.u32(b[p:])
+		n := e.Uint32(b[p:])
 		p += 4
 		if s.RawData, p, ok = spanAt(b, p, uint64(n)); !ok {
 			return truncated(p, fmt.Sprintf("raw data of %d bytes", n))
@@ -378,7 +359,7 @@ func decodeSampleLists(s *Sample, b []byte, p int, a *Attr, o binary.ByteOrder, 
 // decodeSampleTail decodes the fields of a sample after its branch stack,
 // at b[p:]: registers, the user stack, weight and what follows. It
 // returns decodeSample's result.
-func decodeSampleTail(s *Sample, b []byte, p int, a *Attr, o binary.ByteOrder, e endian) (int, string) {
+func decodeSampleTail(s *Sample, b []byte, p int, a *Attr, o binary.ByteOrder, e byteorder.Order) (int, string) {
 	t := a.SampleType
 	ok := true
 	regs := func(mask uint64, dst *Regs) bool {
