@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/sframekit/sframekit/elffile"
@@ -43,18 +42,9 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("--base needs --raw")
 	}
 	in := files[0]
-	if *output != "-" && same(in, *output) {
-		fmt.Fprintf(stderr, "sframe gen: %s: refusing to overwrite the input\n", in)
-		return 2
-	}
-	src, err := os.ReadFile(in)
-	if err != nil {
-		fmt.Fprintf(stderr, "sframe gen: %v\n", err)
-		return 1
-	}
-	perm := os.FileMode(0o644) // a bare section is data
-	if st, err := os.Stat(in); err == nil && !*raw {
-		perm = st.Mode().Perm() // a rewritten executable stays one
+	src, perm, code := readRewritten("gen", in, *output, *raw, stderr)
+	if code != 0 {
+		return code
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "sframe gen: %s: %v; nothing written\n", in, err)
