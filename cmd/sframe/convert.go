@@ -20,8 +20,7 @@ func init() {
 func runConvert(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("convert", "--to-version 2|3 -o OUT IN", stdout, stderr)
 	toVersion := fs.Int("to-version", 0, "SFrame `VERSION` to write: 2 or 3 (required)")
-	output := fs.String("output", "", "write the result to `FILE` (required; never the input; - for standard output)")
-	fs.alias("o", "output")
+	output := fs.rewriteOutput()
 	raw := fs.Bool("raw", false, "read IN as a bare SFrame section, not an ELF file")
 	base := fs.String("base", "0", "with --raw: the address `ADDR` the section is loaded at")
 	section := fs.String("section", "", "convert the SFrame section `NAME` (default .sframe or the SHT_GNU_SFRAME section)")
@@ -30,13 +29,10 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	if code, ok := fs.rewriteOperands(files, *output); !ok {
+		return code
+	}
 	switch {
-	case len(files) == 0:
-		return fs.noInput()
-	case len(files) > 1:
-		return fs.fail("one input file, not %d", len(files))
-	case *output == "":
-		return fs.fail("--output OUT is required")
 	case !fs.isSet("to-version"):
 		return fs.fail("--to-version 2 or 3 is required")
 	case *toVersion != 2 && *toVersion != 3:

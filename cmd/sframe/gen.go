@@ -19,8 +19,7 @@ func init() {
 func runGen(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("gen", "[--to-version 2|3] [--raw [--base ADDR]] -o OUT FILE", stdout, stderr)
 	toVersion := fs.Int("to-version", 3, "SFrame `VERSION` to write: 2 or 3")
-	output := fs.String("output", "", "write the result to `FILE` (required; never the input; - for standard output)")
-	fs.alias("o", "output")
+	output := fs.rewriteOutput()
 	raw := fs.Bool("raw", false, "write only the bare SFrame section")
 	base := fs.String("base", "", "with --raw: lay the section out as loaded at `ADDR` (default: the address the loadable copy would use)")
 	cfiSec := fs.String("cfi", "", "read CFI from `SECTION` (.eh_frame or .debug_frame; default .eh_frame, and .debug_frame for the functions it does not cover)")
@@ -29,13 +28,10 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	if code, ok := fs.rewriteOperands(files, *output); !ok {
+		return code
+	}
 	switch {
-	case len(files) == 0:
-		return fs.noInput()
-	case len(files) > 1:
-		return fs.fail("one input file, not %d", len(files))
-	case *output == "":
-		return fs.fail("--output OUT is required")
 	case *toVersion != 2 && *toVersion != 3:
 		return fs.fail("--to-version must be 2 or 3")
 	case *base != "" && !*raw:
