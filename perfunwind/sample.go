@@ -414,7 +414,7 @@ type Stats struct {
 	IPOnly uint64
 	// Frames counts user frames by the method that found their caller
 	// (index: unwind.Method); GenFrames those of Frames[MethodSFrame]
-	// found by SFrame compiled from CFI (Options.SFrameFromCFI).
+	// found by SFrame compiled from CFI (unless Options.NoSFrameFromCFI).
 	Frames    [5]uint64
 	GenFrames uint64
 	// GenFiles counts the files whose SFrame was compiled from their

@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -85,12 +83,9 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	targets := 0
 	if *pids != "" {
 		targets++
-		for _, f := range strings.Split(*pids, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				return fs.fail("bad --pid: %q is not a process id", f)
-			}
-			opts.Record.PIDs = append(opts.Record.PIDs, n)
+		var err error
+		if opts.Record.PIDs, err = parsePIDs(*pids); err != nil {
+			return fs.fail("bad --pid: %v", err)
 		}
 	}
 	if *all {
