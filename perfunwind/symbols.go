@@ -157,7 +157,10 @@ func (r *Resolver) demangled(sym string) [3]string {
 		if short := demangleShort(name); short != "" {
 			d[1] = short + suffix
 		}
-		if short := demangleShort(strings.TrimSuffix(base, "@plt")); short != "" {
+		// Most names have no version: their short form is the one above.
+		if unv := strings.TrimSuffix(base, "@plt"); unv == name {
+			d[2] = d[1]
+		} else if short := demangleShort(unv); short != "" {
 			d[2] = short + suffix
 		}
 	}
