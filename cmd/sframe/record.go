@@ -216,6 +216,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	}
 	res := prof.Resolver()
 	res.Demangle, res.Source, res.Inlines = !*noDemangle, *source || *inlines, *inlines
+	// A pprof profile names functions by Name only.
+	res.NameOnly = *format != "folded"
 	var buf bytes.Buffer
 	if *format == "folded" {
 		err = prof.WriteFolded(&buf)
