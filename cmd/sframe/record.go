@@ -208,8 +208,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	// Naming the frames and building the profile allocate what lives
 	// until it is written (tens of MB for a compiler's 10,000 stacks):
 	// collecting while the heap doubles from the recording's few MB cost
-	// a sixth of that phase's CPU. The command's start-up settings again:
-	// no collection below gcFirst, Go's default above it.
+	// about a quarter of that phase's CPU. The command's start-up
+	// settings again: no collection below gcFirst, Go's default above.
 	delayGC()
 	for _, w := range prof.Warnings {
 		fmt.Fprintf(stderr, "sframe record: warning: %s\n", w)
