@@ -498,15 +498,7 @@ int main() {
 	if _, errs, code := runCLI(t, "record", "-q", "-F", "4999", "-o", pb, "--", exe); code != 1 && code != 0 {
 		t.Fatalf("record: exit %d: %s", code, errs)
 	}
-	f, err := os.Open(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readProfile(t, pb)
 	var syms, names []string
 	for _, fn := range p.Function {
 		if strings.HasPrefix(fn.SystemName, "_Z") && !strings.HasSuffix(fn.SystemName, "@plt") {
