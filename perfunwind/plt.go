@@ -6,6 +6,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/symbolize"
 )
 
 // pltTable names the entries of a file's procedure linkage table as perf
@@ -88,25 +89,34 @@ func (t *pltTable) readNames() {
 	ef, rela := t.ef, t.rela
 	t.ef, t.rela = nil, nil
 	n := (t.end - t.start) / t.entry
-	syms, err := elffile.DynamicSymbols(ef)
-	if err != nil {
-		return
-	}
 	rels, err := elffile.Relocs(ef, rela)
 	if err != nil {
 		return
 	}
-	for _, r := range rels {
-		if uint64(len(t.names)) >= n {
-			break
+	rels = rels[:min(uint64(len(rels)), n)]
+	// Only the entries' symbols are read, not the whole table.
+	idx := make([]uint32, len(rels))
+	for i, r := range rels {
+		idx[i] = r.Sym
+	}
+	syms, ok := symbolize.SymbolNames(ef, elf.SHT_DYNSYM, idx)
+	if !ok {
+		all, err := elffile.DynamicSymbols(ef)
+		if err != nil {
+			return
 		}
-		// Symbol indices count from 1 in the table (0 is the null
-		// symbol, which DynamicSymbols leaves out). Entries without a
-		// symbol (IRELATIVE) are "@plt", as perf names them.
-		name := "@plt"
-		if si := r.Sym; si >= 1 && int(si) <= len(syms) {
-			name = syms[si-1].Name + "@plt"
+		// Indices count from 1 in the table (0 is the null symbol,
+		// which DynamicSymbols leaves out).
+		syms = make([]string, len(idx))
+		for i, si := range idx {
+			if si >= 1 && int(si) <= len(all) {
+				syms[i] = all[si-1].Name
+			}
 		}
-		t.names = append(t.names, name)
+	}
+	// Entries without a symbol (IRELATIVE) are "@plt", as perf names
+	// them.
+	for _, name := range syms {
+		t.names = append(t.names, name+"@plt")
 	}
 }

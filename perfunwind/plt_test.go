@@ -107,6 +107,14 @@ func TestNameForms(t *testing.T) {
 			{"_ZNSo3putEc@@GLIBCXX_3.4",
 				[3]string{"std::basic_ostream<char, std::char_traits<char> >::put(char)", "std::ostream::put", "std::ostream::put"},
 				[3]string{"_ZNSo3putEc", "_ZNSo3putEc@@GLIBCXX_3.4", "_ZNSo3putEc"}},
+			// Without a version: the short form is demangled once, for both.
+			{"_ZNSo5flushEv",
+				[3]string{"std::basic_ostream<char, std::char_traits<char> >::flush()", "std::ostream::flush", "std::ostream::flush"},
+				[3]string{"_ZNSo5flushEv", "_ZNSo5flushEv", "_ZNSo5flushEv"}},
+			{"_ZNSo5flushEv@plt",
+				// (Name: the demangler does not take the suffix, as before.)
+				[3]string{"_ZNSo5flushEv@plt", "std::ostream::flush@plt", "std::ostream::flush@plt"},
+				[3]string{"_ZNSo5flushEv@plt", "_ZNSo5flushEv@plt", "_ZNSo5flushEv@plt"}},
 		} {
 			want := c.want
 			if !demangle && c.wantMangled[0] != "" {
@@ -115,6 +123,20 @@ func TestNameForms(t *testing.T) {
 			if got := r.demangled(c.sym); got != want {
 				t.Errorf("demangle %v: %q: %q, want %q", demangle, c.sym, got, want)
 			}
+		}
+	}
+}
+
+// TestNameOnly: with NameOnly, Name is what it is without (the pprof
+// profile's names do not change), and the perf forms are left as the
+// symbol table has them, not demangled a second time.
+func TestNameOnly(t *testing.T) {
+	for _, sym := range []string{"_ZNSo3putEc@@GLIBCXX_3.4", "_ZNSo5flushEv", "_ZNSo5flushEv@plt", "memcpy@GLIBC_2.2.5", "main"} {
+		full := (&Resolver{Demangle: true, names: map[string][3]string{}}).demangled(sym)
+		mangled := (&Resolver{names: map[string][3]string{}}).demangled(sym)
+		got := (&Resolver{Demangle: true, NameOnly: true, names: map[string][3]string{}}).demangled(sym)
+		if want := [3]string{full[0], mangled[1], mangled[2]}; got != want {
+			t.Errorf("%q: %q, want %q", sym, got, want)
 		}
 	}
 }

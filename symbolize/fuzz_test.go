@@ -46,6 +46,7 @@ func FuzzSymbolize(f *testing.F) {
 		addrs := []uint64{addr, addr + 1, addr - 1}
 		// Addresses inside the object's code, where symbols and lines are.
 		if ef, err := elf.NewFile(bytes.NewReader(data)); err == nil {
+			_, _ = SymbolNames(ef, elf.SHT_DYNSYM, []uint32{0, 1, 2, uint32(addr), 1 << 31})
 			for i, sec := range ef.Sections {
 				if i >= 8 {
 					break

@@ -287,3 +287,40 @@ func sortedByStart(cs []cand) []int {
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cs[a].start, cs[b].start) })
 	return order
 }
+
+// SymbolNames returns the names of the entries idx (indices into the
+// table, 0 being the null entry) of f's first symbol table of type typ,
+// "" for an entry without one, reading only those entries and names:
+// perf's PLT names need a few hundred of cc1plus's 31,000 dynamic
+// symbols, and decoding them all (debug/elf's DynamicSymbols) cost more
+// than the rest of naming that file. ok is false when f has no such
+// table, or when it is compressed (read it whole instead). The names
+// read are bounded as a lazy lookup's are: at most twice the string
+// table's size and 64 KiB, past which names are "".
+func SymbolNames(f *elf.File, typ elf.SectionType, idx []uint32) (names []string, ok bool) {
+	sec, str, err := strtabOf(f, typ)
+	if sec == nil || err != nil {
+		return nil, false
+	}
+	size := uint64(16)
+	if f.Class == elf.ELFCLASS64 {
+		size = 24
+	}
+	nr := &nameReader{str: str, buf: make([]byte, nameChunk), left: 2*str.Size + 64<<10}
+	e := make([]byte, size)
+	names = make([]string, len(idx))
+	for i, k := range idx {
+		if k == 0 || uint64(k) >= sec.Size/size {
+			continue
+		}
+		if n, err := elffile.ReadSectionAt(sec, e, int64(uint64(k)*size)); n < len(e) && err != nil {
+			continue
+		}
+		se := decodeSym(f.ByteOrder, size == 24, e)
+		if se.name == 0 || uint64(se.name) >= str.Size {
+			continue
+		}
+		names[i], _ = nr.read(se.name)
+	}
+	return names, true
+}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sframekit/sframekit/internal/testprog"
+	"github.com/sframekit/sframekit/symbolize"
 )
 
 // needPerf skips the test without perf_event_open (failing it under CI).
@@ -459,5 +460,67 @@ func TestRecordOneName(t *testing.T) {
 	}
 	if !found {
 		t.Error("no function __libc_start_main in the pprof profile")
+	}
+}
+
+// TestRecordCXXNames: the pprof profile of a C++ program names each C++
+// function by its symbol demangled in full, with parameters (without the
+// symbol's version), though record demangles only that form for pprof
+// output (perfunwind's Resolver.NameOnly); folded output keeps perf's
+// short form, without parameters. The full form is symbolize.Demangle's,
+// which c++filt's matches but for one known divergence (an empty
+// parameter pack prints a trailing ", ": "std::_Tuple_impl<0ul, int&&, >").
+func TestRecordCXXNames(t *testing.T) {
+	needPerf(t)
+	testprog.NeedTool(t, "g++")
+	dir := t.TempDir()
+	src, exe := filepath.Join(dir, "p.cc"), filepath.Join(dir, "p")
+	os.WriteFile(src, []byte(`#include <map>
+#include <vector>
+#include <algorithm>
+template <typename T> struct box { T v; bool operator<(const box &o) const { return v < o.v; } };
+int main() {
+	long sum = 0;
+	for (int r = 0; r < 400; r++) {
+		std::map<int, box<long>> m;
+		std::vector<box<int>> v;
+		for (int i = 0; i < 2000; i++) { m[(i * 7919) % 2003] = box<long>{i}; v.push_back(box<int>{(i * 31) % 1009}); }
+		std::sort(v.begin(), v.end());
+		sum += m.begin()->second.v + v[0].v;
+	}
+	return sum == 42;
+}
+`), 0o644)
+	if out, err := exec.Command("g++", "-O0", "-o", exe, src).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	pb := filepath.Join(dir, "p.pb.gz")
+	if _, errs, code := runCLI(t, "record", "-q", "-F", "4999", "-o", pb, "--", exe); code != 1 && code != 0 {
+		t.Fatalf("record: exit %d: %s", code, errs)
+	}
+	p := readProfile(t, pb)
+	var syms, names []string
+	for _, fn := range p.Function {
+		if strings.HasPrefix(fn.SystemName, "_Z") && !strings.HasSuffix(fn.SystemName, "@plt") {
+			sym, _, _ := strings.Cut(fn.SystemName, "@")
+			syms, names = append(syms, sym), append(names, fn.Name)
+		}
+	}
+	if len(syms) < 3 {
+		t.Fatalf("%d C++ functions in the profile, want at least 3: %v", len(syms), syms)
+	}
+	for i, sym := range syms {
+		if want := symbolize.Demangle(sym); names[i] != want || want == sym {
+			t.Errorf("%s: %q, want %q demangled", sym, names[i], want)
+		}
+	}
+
+	folded := filepath.Join(dir, "p.folded")
+	if _, errs, code := runCLI(t, "record", "-q", "-F", "4999", "--format", "folded", "-o", folded, "--", exe); code != 1 && code != 0 {
+		t.Fatalf("record --format folded: exit %d: %s", code, errs)
+	}
+	b, _ := os.ReadFile(folded)
+	if !bytes.Contains(b, []byte(";main;std::sort<")) && !bytes.Contains(b, []byte(";main;std::map<")) || bytes.Contains(b, []byte(";_Z")) {
+		t.Errorf("folded stacks without main's demangled callees in perf's form, or with mangled names:\n%.2000s", b)
 	}
 }

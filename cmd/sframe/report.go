@@ -209,6 +209,8 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	res := perfunwind.NewResolver(sess)
 	defer res.Close()
 	res.Demangle, res.Source, res.Inlines = !*noDemangle, *source || *inlines, *inlines
+	// A pprof profile names functions by Name only.
+	res.NameOnly = *format == "pprof"
 
 	w, err := createOutput(out, stdout)
 	if err != nil {
