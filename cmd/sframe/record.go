@@ -199,7 +199,6 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	// main's memory limit.
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	prof, err := recorder.Record(sig.ctx, opts)
-	sig.ended()
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe record: %s\n", recordError(err, operands))
 		return 1
@@ -242,18 +241,22 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 
 // recordSignals stops a recording on SIGINT (Ctrl-C), SIGTERM, SIGHUP (a
 // closed terminal) and SIGQUIT, so that the profile is written all the
-// same; one that comes after the recording (a second one, or one while
-// the command is waited for) ends sframe at once, its output file
-// removed (or left as it was).
+// same; a second one, or one after the profile is written (while the
+// command is waited for), ends sframe at once, its output file removed
+// (or left as it was). A first one that comes once the recording has
+// ended but before the profile is written lets it be written: a signal
+// sent to the process group (Ctrl-C, a closed terminal) ends the command
+// too, and sframe may see the command's end before its own signal.
 type recordSignals struct {
-	ctx    context.Context
-	ch     chan os.Signal
-	done   chan struct{}
-	mu     sync.Mutex // held while the output is committed or aborted
-	file   *outfile.File
-	first  atomic.Value // the signal that stopped the recording
-	over   atomic.Bool  // the recording has ended
-	stderr io.Writer
+	ctx   context.Context
+	ch    chan os.Signal
+	done  chan struct{}
+	mu    sync.Mutex // held while the output is committed or aborted
+	file  *outfile.File
+	first atomic.Value // the signal that stopped the recording
+	// written says that the profile is in place (guarded by mu).
+	written bool
+	stderr  io.Writer
 }
 
 // newRecordSignals starts catching the signals, for the output file.
@@ -266,12 +269,13 @@ func newRecordSignals(file *outfile.File, stderr io.Writer) *recordSignals {
 		for {
 			select {
 			case sig := <-s.ch:
-				if !s.over.Load() && s.first.Load() == nil {
+				s.mu.Lock() // not while the output is being put in place
+				if !s.written && s.first.Load() == nil {
 					s.first.Store(sig)
+					s.mu.Unlock()
 					cancel()
 					continue
 				}
-				s.mu.Lock() // not while the output is being put in place
 				s.file.Abort()
 				fmt.Fprintf(s.stderr, "sframe record: %s: stopped\n", signalName(sig))
 				os.Exit(exitSignaled(sig))
@@ -283,9 +287,6 @@ func newRecordSignals(file *outfile.File, stderr io.Writer) *recordSignals {
 	return s
 }
 
-// ended says that the recording is over: a signal now ends sframe.
-func (s *recordSignals) ended() { s.over.Store(true) }
-
 // commit writes data to the output file and puts it in place.
 func (s *recordSignals) commit(data []byte) error {
 	s.mu.Lock()
@@ -293,7 +294,9 @@ func (s *recordSignals) commit(data []byte) error {
 	if _, err := s.file.Write(data); err != nil {
 		return err
 	}
-	return s.file.Commit()
+	err := s.file.Commit()
+	s.written = err == nil
+	return err
 }
 
 // received returns the signal that stopped the recording, or nil.
