@@ -84,8 +84,9 @@ const (
 type Options struct {
 	// Record says what to sample and how: PIDs or SystemWide (a Command
 	// is sframe record's), Freq (DefaultFreq when 0), Event, Kernel,
-	// OffCPU, StackSize, MaxDepth. Its Period and OnPeriod are the
-	// agent's.
+	// OffCPU, StackSize, MaxDepth, BPF (stacks walked in the kernel,
+	// where it is permitted; else in user space, with a warning). Its
+	// Period and OnPeriod are the agent's.
 	Record recorder.Options
 	// Cgroup, if not "", keeps only the processes of this cgroup (a path
 	// under /sys/fs/cgroup, or as /proc/PID/cgroup names it) and of the
@@ -127,6 +128,9 @@ type Stats struct {
 	Periods, Profiles, Samples uint64
 	// Bytes is the size of the profiles made, gzipped pprof.
 	Bytes uint64
+	// Session is what the unwinding session keeps, as of the last
+	// period's end.
+	Session perfunwind.Sizes
 	// Sinks has each sink's counts, by name ("pyroscope", "otlp").
 	Sinks map[string]SinkStats
 }
@@ -169,6 +173,7 @@ type Agent struct {
 	active  []*request
 
 	periods, profiles, samples, bytes atomic.Uint64
+	sizes                             atomic.Pointer[perfunwind.Sizes]
 	ticks                             atomic.Uint64 // the recorder's, so far
 }
 
@@ -263,6 +268,9 @@ func (a *Agent) Stats() Stats {
 	for _, s := range a.sinks {
 		st.Sinks[s.name] = s.stats()
 	}
+	if sz := a.sizes.Load(); sz != nil {
+		st.Session = *sz
+	}
 	return st
 }
 
@@ -324,6 +332,9 @@ func (a *Agent) onTick(p *recorder.Profile) {
 	a.ticks.Add(1)
 	if a.builder == nil {
 		a.builder, a.sess, a.res = p.NewPerfBuilder, p.Session(), p.Resolver()
+		for _, w := range p.Warnings {
+			fmt.Fprintf(a.opts.Log, "sframe agent: warning: %s\n", w)
+		}
 	}
 	a.takeRequests()
 	sess := p.Session()
@@ -383,6 +394,8 @@ func (a *Agent) cutPeriod(end time.Time) {
 	if a.sess != nil {
 		// Files no process maps any more, and their tables and symbols.
 		a.sess.Sweep(a.res)
+		sz := a.sess.Sizes()
+		a.sizes.Store(&sz)
 	}
 	// Processes without a sample for a whole period are forgotten.
 	for pid, pi := range a.procs {

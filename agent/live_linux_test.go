@@ -99,9 +99,17 @@ func runAgent(t *testing.T, opts Options) *Agent {
 // chain, labeled with the process; go tool pprof reads the profile, and
 // /healthz answers.
 func TestServePprof(t *testing.T) {
+	for _, bpf := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bpf=%v", bpf), func(t *testing.T) { testServePprof(t, bpf) })
+	}
+}
+
+// testServePprof is TestServePprof with the stacks walked in user space,
+// or in the kernel (bpf).
+func testServePprof(t *testing.T, bpf bool) {
 	cmd := startSpin(t)
 	var log bytes.Buffer
-	a := runAgent(t, Options{Record: recorder.Options{PIDs: []int{cmd.Process.Pid}, Freq: 999}, Period: 2 * time.Second,
+	a := runAgent(t, Options{Record: recorder.Options{PIDs: []int{cmd.Process.Pid}, Freq: 999, BPF: bpf}, Period: 2 * time.Second,
 		Listen: "127.0.0.1:0", Log: &log})
 	url := "http://" + a.Addr().String()
 	// Enough samples of each thread, however loaded the machine: ask
@@ -153,6 +161,14 @@ func TestServePprof(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("seconds=%s: %s, want 400", bad, resp.Status)
+		}
+	}
+	if bpf && strings.Contains(log.String(), "warning") {
+		msg := "the BPF walker was refused: " + log.String()
+		if os.Getenv("CI") != "" {
+			t.Error(msg)
+		} else {
+			t.Log(msg)
 		}
 	}
 	if testing.Verbose() {

@@ -1,10 +1,8 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -83,24 +81,7 @@ func (o *otlp) send(ctx context.Context, s *shipment) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errRefused, err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, o.httpURL, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	hreq.Header.Set("Content-Type", "application/x-protobuf")
-	resp, err := o.client.Do(hreq)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	switch {
-	case resp.StatusCode/100 == 2:
-		return nil
-	case resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusTooManyRequests:
-		return fmt.Errorf("%w: %s: %s", errRefused, resp.Status, oneLine(msg))
-	}
-	return fmt.Errorf("%s: %s", resp.Status, oneLine(msg))
+	return post(ctx, o.client, o.httpURL, "application/x-protobuf", body)
 }
 
 // toOTLP converts a shipment's pprof profile to OpenTelemetry profiles:
@@ -255,26 +236,22 @@ func (x *dict) str(s string) int32 {
 }
 
 func (x *dict) attr(k, v string) int32 {
-	key := k + "\x00s" + v
-	if i, ok := x.attrs[key]; ok {
-		return i
-	}
-	a := x.d.AttributeTable().AppendEmpty()
-	a.SetKeyStrindex(x.str(k))
-	a.Value().SetStr(v)
-	i := int32(x.d.AttributeTable().Len() - 1)
-	x.attrs[key] = i
-	return i
+	return x.attribute(k+"\x00s"+v, k, func(a pcommon.Value) { a.SetStr(v) })
 }
 
 func (x *dict) intAttr(k string, v int64) int32 {
-	key := k + "\x00i" + strconv.FormatInt(v, 10)
+	return x.attribute(k+"\x00i"+strconv.FormatInt(v, 10), k, func(a pcommon.Value) { a.SetInt(v) })
+}
+
+// attribute returns the index of the attribute k (key in x.attrs), added
+// with set giving its value if new.
+func (x *dict) attribute(key, k string, set func(pcommon.Value)) int32 {
 	if i, ok := x.attrs[key]; ok {
 		return i
 	}
 	a := x.d.AttributeTable().AppendEmpty()
 	a.SetKeyStrindex(x.str(k))
-	a.Value().SetInt(v)
+	set(a.Value())
 	i := int32(x.d.AttributeTable().Len() - 1)
 	x.attrs[key] = i
 	return i

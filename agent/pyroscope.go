@@ -68,24 +68,31 @@ func (p *pyroscope) send(ctx context.Context, s *shipment) error {
 	q.Set("format", "pprof")
 	q.Set("spyName", "sframe")
 	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(s.pprof))
+	return post(ctx, p.client, u.String(), "application/octet-stream", s.pprof)
+}
+
+// post sends body to a profile server at url and says how it answered:
+// nil for 2xx, an errRefused error for a refusal (4xx, but for 429), else
+// an error worth a retry; each with the first line of the answer.
+func post(ctx context.Context, client *http.Client, url, contentType string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := p.client.Do(req)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	switch {
 	case resp.StatusCode/100 == 2:
 		return nil
 	case resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusTooManyRequests:
-		return fmt.Errorf("%w: %s: %s", errRefused, resp.Status, oneLine(body))
+		return fmt.Errorf("%w: %s: %s", errRefused, resp.Status, oneLine(msg))
 	}
-	return fmt.Errorf("%s: %s", resp.Status, oneLine(body))
+	return fmt.Errorf("%s: %s", resp.Status, oneLine(msg))
 }
 
 // oneLine makes a server's answer fit in one line of the log.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sframekit/sframekit/perfunwind"
 	"github.com/sframekit/sframekit/stackprof"
 )
 
@@ -146,6 +147,7 @@ type health struct {
 	Profiles uint64               `json:"profiles"`
 	Samples  uint64               `json:"samples"`
 	Bytes    uint64               `json:"bytes"`
+	Session  perfunwind.Sizes     `json:"session"`
 	Sinks    map[string]SinkStats `json:"sinks"`
 }
 
@@ -153,7 +155,7 @@ type health struct {
 // "degraded" while a sink fails.
 func (a *Agent) serveHealth(w http.ResponseWriter, r *http.Request) {
 	st := a.Stats()
-	h := health{Status: "ok", Hostname: a.hostname, Periods: st.Periods, Profiles: st.Profiles, Samples: st.Samples, Bytes: st.Bytes, Sinks: st.Sinks}
+	h := health{Status: "ok", Hostname: a.hostname, Periods: st.Periods, Profiles: st.Profiles, Samples: st.Samples, Bytes: st.Bytes, Session: st.Session, Sinks: st.Sinks}
 	for _, s := range st.Sinks {
 		if s.LastError != "" {
 			h.Status = "degraded"

@@ -7,7 +7,8 @@ const (
 	// DefaultMaxDepth is the deepest user stack walked: 4,096 frames.
 	DefaultMaxDepth = 4096
 	// MaxDepth is the most Options.MaxDepth may be (the program's
-	// buffer: 4,096 user frames and 128 kernel frames, 33 KiB per CPU).
+	// buffer: 4,096 user frames and 128 kernel frames, beside the 4 KiB
+	// stack window, 38 KiB per CPU).
 	MaxDepth = 4096
 	// DefaultMaxRows is the size of the rows map: 2 Mi rows of 16 bytes,
 	// 32 MiB, about a hundred libc-sized files.
@@ -100,6 +101,9 @@ type Counters struct {
 	NoProcess, NoMapping, OutputErrors, Fallback uint64
 	// Stops counts walks by why they ended.
 	Stops [NumStops]uint64
+	// Reads counts the program's reads of user memory: windows of the
+	// stack (up to 4 KiB, within a page) and single slots outside them.
+	Reads uint64
 	// RunTime and Runs are the kernel's statistics of the program (0
 	// where the kernel keeps none).
 	RunTime time.Duration
@@ -117,7 +121,8 @@ const (
 	cOutputErr
 	cFallback
 	cStop
-	numCounters = cStop + 8
+	cReads      = cStop + 8
+	numCounters = cReads + 1
 )
 
 func (c *Counters) set(i uint32, v uint64) {
@@ -138,6 +143,8 @@ func (c *Counters) set(i uint32, v uint64) {
 		c.OutputErrors = v
 	case i == cFallback:
 		c.Fallback = v
+	case i == cReads:
+		c.Reads = v
 	case i >= cStop && i-cStop < uint32(NumStops):
 		c.Stops[i-cStop] = v
 	}

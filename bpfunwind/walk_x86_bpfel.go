@@ -52,8 +52,15 @@ type walkOut struct {
 		Missing      uint32
 		FramesSframe uint32
 		FramesFp     uint32
-		_            [4]byte
+		Reads        uint32
+		Wbase        uint64
+		Wlen         uint32
+		Nowin        uint32
+		Clook        uint64
+		Cfile        uint32
+		Crow         uint32
 	}
+	Win [4104]uint8
 }
 
 type walkProc struct {

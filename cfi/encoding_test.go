@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // TestReadEncoded checks every pointer format and application.
@@ -60,7 +61,7 @@ func TestReadEncoded(t *testing.T) {
 		{"bad application", PtrEnc(0x60) | PEUData4, []byte{1, 2, 3, 4}, 0, 8, le, 0, 0, "unknown pointer application"},
 	}
 	for _, c := range cases {
-		b := buf{data: c.data, pos: c.pos, order: endianOf(c.order)}
+		b := buf{data: c.data, pos: c.pos, order: byteorder.Of(c.order)}
 		ctx := ptrCtx{secAddr: 0x4000, addrSize: c.size, text: 0x1000, data: 0x3000, funcBase: 0x7000, deref: deref}
 		got, err := b.readEncoded(c.enc, &ctx)
 		if c.err != "" {

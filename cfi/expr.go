@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // DWARF expression opcodes used by CFI (DWARF 5 section 2.5).
@@ -149,7 +150,7 @@ var errUnknownOp = errors.New("unknown DWARF expression operation")
 func NewOperationIter(expr []byte, order binary.ByteOrder, addrSize int) OperationIter {
 	e := little
 	if order != nil {
-		e = endianOf(order)
+		e = byteorder.Of(order)
 	}
 	if addrSize == 0 {
 		addrSize = 8

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // EHFrameHdr is a parsed .eh_frame_hdr: a pointer to .eh_frame and a
@@ -102,7 +104,7 @@ func ParseEHFrameHdr(data []byte, addr uint64, order binary.ByteOrder, addrSize 
 		return nil, herr(ErrTruncated, 0, "section too small")
 	}
 	h := &EHFrameHdr{Version: data[0], EHFramePtrEnc: PtrEnc(data[1]), FDECountEnc: PtrEnc(data[2]),
-		TableEnc: PtrEnc(data[3]), data: data, addr: addr, order: endianOf(order), addrSize: addrSize}
+		TableEnc: PtrEnc(data[3]), data: data, addr: addr, order: byteorder.Of(order), addrSize: addrSize}
 	if h.Version != 1 {
 		return nil, herr(ErrUnsupported, 0, "unsupported version %d", h.Version)
 	}

@@ -172,7 +172,7 @@ func (it *InstructionIter) fail(kind ErrKind, format string, args ...any) {
 }
 
 func (it *InstructionIter) uleb() uint64 {
-	v, pos, ok := decodeULEB(it.data, it.pos)
+	v, pos, ok := DecodeULEB(it.data, it.pos)
 	it.pos = pos
 	if !ok {
 		it.fail(ErrTruncated, "truncated LEB128 operand")
@@ -181,7 +181,7 @@ func (it *InstructionIter) uleb() uint64 {
 }
 
 func (it *InstructionIter) sleb() int64 {
-	v, pos, ok := decodeSLEB(it.data, it.pos)
+	v, pos, ok := DecodeSLEB(it.data, it.pos)
 	it.pos = pos
 	if !ok {
 		it.fail(ErrTruncated, "truncated LEB128 operand")

@@ -1,10 +1,11 @@
 package cfi
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // Error is a problem found in CFI data. It carries the section and the
@@ -84,52 +85,13 @@ type buf struct {
 	err   error
 }
 
-// endian is a byte order as a plain value: calls through it inline,
-// unlike calls through the binary.ByteOrder interface, which matters in
-// the lookup hot path.
-type endian bool
+// endian is the byte order of the decoders (inlined calls).
+type endian = byteorder.Order
 
 const (
-	little endian = false
-	big    endian = true
+	little = byteorder.Little
+	big    = byteorder.Big
 )
-
-// endianOf converts a binary.ByteOrder. The standard orders are told
-// apart without a call: probing through the interface makes its 2-byte
-// argument escape, an allocation in every EvalExpression.
-func endianOf(o binary.ByteOrder) endian {
-	switch o {
-	case binary.ByteOrder(binary.LittleEndian):
-		return little
-	case binary.ByteOrder(binary.BigEndian):
-		return big
-	}
-	return o.Uint16([]byte{0, 1}) == 1
-}
-
-// Uint16 decodes 2 bytes in this byte order.
-func (e endian) Uint16(b []byte) uint16 {
-	if e {
-		return binary.BigEndian.Uint16(b)
-	}
-	return binary.LittleEndian.Uint16(b)
-}
-
-// Uint32 decodes 4 bytes in this byte order.
-func (e endian) Uint32(b []byte) uint32 {
-	if e {
-		return binary.BigEndian.Uint32(b)
-	}
-	return binary.LittleEndian.Uint32(b)
-}
-
-// Uint64 decodes 8 bytes in this byte order.
-func (e endian) Uint64(b []byte) uint64 {
-	if e {
-		return binary.BigEndian.Uint64(b)
-	}
-	return binary.LittleEndian.Uint64(b)
-}
 
 func (b *buf) left() int { return len(b.data) - b.pos }
 
@@ -196,10 +158,10 @@ func (b *buf) uint(n int) uint64 {
 	return 0
 }
 
-// decodeULEB reads an unsigned LEB128 number at data[pos:]. It returns
-// the value, the position after it, and false when data ends inside it.
-// Bits past 64 are dropped.
-func decodeULEB(data []byte, pos int) (uint64, int, bool) {
+// DecodeULEB reads an unsigned LEB128 number at data[pos:], as DWARF
+// writes them. It returns the value, the position after it, and false
+// when data ends inside it. Bits past 64 are dropped.
+func DecodeULEB(data []byte, pos int) (uint64, int, bool) {
 	var v uint64
 	var shift uint
 	for pos < len(data) {
@@ -216,8 +178,8 @@ func decodeULEB(data []byte, pos int) (uint64, int, bool) {
 	return v, pos, false
 }
 
-// decodeSLEB is decodeULEB for signed LEB128 numbers.
-func decodeSLEB(data []byte, pos int) (int64, int, bool) {
+// DecodeSLEB is DecodeULEB for signed LEB128 numbers.
+func DecodeSLEB(data []byte, pos int) (int64, int, bool) {
 	var v int64
 	var shift uint
 	for pos < len(data) {
@@ -238,7 +200,7 @@ func decodeSLEB(data []byte, pos int) (int64, int, bool) {
 }
 
 func (b *buf) uleb() uint64 {
-	v, pos, ok := decodeULEB(b.data, b.pos)
+	v, pos, ok := DecodeULEB(b.data, b.pos)
 	b.pos = pos
 	if !ok {
 		b.fail()
@@ -247,7 +209,7 @@ func (b *buf) uleb() uint64 {
 }
 
 func (b *buf) sleb() int64 {
-	v, pos, ok := decodeSLEB(b.data, b.pos)
+	v, pos, ok := DecodeSLEB(b.data, b.pos)
 	b.pos = pos
 	if !ok {
 		b.fail()

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // Options describe a CFI section to New: where it is loaded and how to
@@ -139,7 +140,7 @@ func New(data []byte, o Options) (*Table, error) {
 		return nil, fmt.Errorf("unsupported address size %d", o.AddrSize)
 	}
 	t := &Table{
-		kind: o.Kind, name: o.Kind.String(), data: data, addr: o.Addr, order: o.ByteOrder, end: endianOf(o.ByteOrder),
+		kind: o.Kind, name: o.Kind.String(), data: data, addr: o.Addr, order: o.ByteOrder, end: byteorder.Of(o.ByteOrder),
 		addrSize: o.AddrSize, arch: o.Arch, text: o.TextBase, dataBase: o.DataBase, deref: o.ReadPointer,
 		cies: make(map[uint64]*CIE),
 	}

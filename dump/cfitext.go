@@ -264,38 +264,22 @@ func (r *rawReader) uint(n int) uint64 {
 
 // uleb reads an unsigned LEB128 number; bits past 64 are dropped.
 func (r *rawReader) uleb() uint64 {
-	var v uint64
-	for shift := uint(0); r.pos < len(r.data); shift += 7 {
-		c := r.data[r.pos]
-		r.pos++
-		if shift < 64 {
-			v |= uint64(c&0x7f) << shift
-		}
-		if c&0x80 == 0 {
-			return v
-		}
+	v, pos, ok := cfi.DecodeULEB(r.data, r.pos)
+	if !ok {
+		return r.fail()
 	}
-	return r.fail()
+	r.pos = pos
+	return v
 }
 
 // sleb reads a signed LEB128 number.
 func (r *rawReader) sleb() int64 {
-	var v int64
-	for shift := uint(0); r.pos < len(r.data); {
-		c := r.data[r.pos]
-		r.pos++
-		if shift < 64 {
-			v |= int64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v
-		}
+	v, pos, ok := cfi.DecodeSLEB(r.data, r.pos)
+	if !ok {
+		return int64(r.fail())
 	}
-	return int64(r.fail())
+	r.pos = pos
+	return v
 }
 
 // shownCIE is a CIE as readelf remembers it while walking a section: its

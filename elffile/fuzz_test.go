@@ -3,6 +3,7 @@ package elffile
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"os"
 	"strings"
 	"testing"
@@ -77,6 +78,18 @@ func FuzzAddSFrameSegment(f *testing.F) {
 		}
 		if _, err := PlanSFrameSegment(out); err != nil {
 			t.Fatalf("output does not plan again: %v", err)
+		}
+	})
+}
+
+// FuzzNoteBuildID feeds arbitrary note bytes (seeded with a real build-ID
+// note) to NoteBuildID: it may not panic, and what it returns lies within
+// the input.
+func FuzzNoteBuildID(f *testing.F) {
+	f.Add([]byte("\x04\x00\x00\x00\x05\x00\x00\x00\x03\x00\x00\x00GNU\x00\x01\x02\x03\x04\x05\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if id := NoteBuildID(data, binary.LittleEndian); len(id) > len(data) {
+			t.Fatalf("build ID of %d bytes from %d", len(id), len(data))
 		}
 	})
 }

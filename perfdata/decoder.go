@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // Decoder decodes records in the kernel's layout, those of a perf.data
@@ -21,7 +23,7 @@ import (
 // Decoder with NewDecoder; the zero value decodes nothing.
 type Decoder struct {
 	o     binary.ByteOrder
-	e     endian // what o is
+	e     byteorder.Order // what o is
 	attrs []*Attr
 	byID  map[uint64]*Attr
 	// Positions of the sample ID, the same in every event (see Attr.idPos
@@ -41,7 +43,7 @@ type Decoder struct {
 // holds its sample ID, records cannot be matched to their event and
 // Decode fails for those that need it, with an error of kind ErrBadAttr.
 func NewDecoder(o binary.ByteOrder, attrs []*Attr) *Decoder {
-	d := &Decoder{o: o, e: endianOf(o), byID: make(map[uint64]*Attr)}
+	d := &Decoder{o: o, e: byteorder.Of(o), byID: make(map[uint64]*Attr)}
 	d.setAttrs(slices.Clone(attrs))
 	return d
 }

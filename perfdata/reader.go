@@ -10,6 +10,9 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
+
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // maxAttrs bounds the events of a recording (perf records a handful; a
@@ -104,6 +107,7 @@ type Reader struct {
 	// it. While the records of one chunk are decoded, the next ones are
 	// read on another goroutine (ahead; see load).
 	file     *os.File
+	modTime  time.Time // file's
 	cur      *chunk
 	ahead    []*chunk  // being read, or read, in file order
 	nextRead int64     // the file offset the read after ahead's starts at
@@ -160,7 +164,7 @@ func Open(name string) (*Reader, error) {
 		r.close = f
 		return r, nil
 	}
-	r, err := newFile(f, st.Size())
+	r, err := newFile(f, st)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -169,11 +173,11 @@ func Open(name string) (*Reader, error) {
 	return r, nil
 }
 
-// newFile reads the regular file f of the given size: its header and
+// newFile reads the regular file f, described by st: its header and
 // features through a mapping, its records with pread (see Reader.file).
 // The caller closes f after the Reader.
-func newFile(f *os.File, size int64) (*Reader, error) {
-	b, release, _, err := mapFile(f, size)
+func newFile(f *os.File, st os.FileInfo) (*Reader, error) {
+	b, release, _, err := mapFile(f, st.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +186,7 @@ func newFile(f *os.File, size int64) (*Reader, error) {
 		release()
 		return nil, err
 	}
-	r.release, r.file = release, f
+	r.release, r.file, r.modTime = release, f, st.ModTime()
 	r.cs = &chunkSet{}
 	// A Reader dropped without Close still ends the goroutines and
 	// releases the chunks.
@@ -401,7 +405,7 @@ func NewReader(rd io.Reader) (*Reader, error) {
 	if f, ok := rd.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			if off, err := f.Seek(0, io.SeekCurrent); err == nil && off == 0 {
-				return newFile(f, st.Size())
+				return newFile(f, st)
 			}
 		}
 	}
@@ -427,13 +431,18 @@ func NewReader(rd io.Reader) (*Reader, error) {
 }
 
 func (r *Reader) init() {
-	r.dec = Decoder{o: r.o, e: endianOf(r.o), byID: make(map[uint64]*Attr)}
+	r.dec = Decoder{o: r.o, e: byteorder.Of(r.o), byID: make(map[uint64]*Attr)}
 	r.dec.setAttrs(r.hdr.Attrs)
 }
 
 // Header returns what the recording says about itself. In pipe mode it
 // fills in as records are read; it must not be modified.
 func (r *Reader) Header() *Header { return r.hdr }
+
+// ModTime returns the modification time of the regular file read, zero
+// for a stream or bytes: perf record writes the header last, so it is
+// when the recording ended.
+func (r *Reader) ModTime() time.Time { return r.modTime }
 
 // SetTimeOrder selects perf's time order (true) or file order (false,
 // the default). It must be called before the first Next.

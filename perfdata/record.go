@@ -3,6 +3,8 @@ package perfdata
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // recordHeaderSize is the size of struct perf_event_header.
@@ -125,7 +127,7 @@ type Record struct {
 	PayloadSize uint64
 
 	o        binary.ByteOrder
-	e        endian // what o is
+	e        byteorder.Order // what o is
 	sample   Sample
 	mmap     Mmap
 	comm     Comm

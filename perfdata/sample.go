@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+
+	"github.com/sframekit/sframekit/internal/byteorder"
 )
 
 // Words is a view of consecutive 64-bit words of a record, in the file's
@@ -221,34 +223,13 @@ func (s *Sample) WeightVar2() uint16 { return uint16(s.Weight >> 32) }
 // WeightVar3 returns the third, 16-bit part (var3_w).
 func (s *Sample) WeightVar3() uint16 { return uint16(s.Weight >> 48) }
 
-// endian reads integers in one of the two byte orders (true: big-endian)
-// with calls that the compiler inlines, which a binary.ByteOrder's are
-// not: a sample has many fields.
-type endian bool
-
-func endianOf(o binary.ByteOrder) endian { return o.Uint16(bigEndianProbe[:]) == 1 }
-
-func (e endian) u64(b []byte) uint64 {
-	if e {
-		return binary.BigEndian.Uint64(b)
-	}
-	return binary.LittleEndian.Uint64(b)
-}
-
-func (e endian) u32(b []byte) uint32 {
-	if e {
-		return binary.BigEndian.Uint32(b)
-	}
-	return binary.LittleEndian.Uint32(b)
-}
-
 // branchHWIndex is PERF_SAMPLE_BRANCH_HW_INDEX of branch_sample_type.
 const branchHWIndex = 1 << 17
 
 // decodeSample decodes the body of a SAMPLE record (b without the 8-byte
-// header) for event a, in byte order o, which e is. It returns the offset in b where decoding failed
-// with a message, or -1.
-func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder, e endian) (int, string) {
+// header) for event a, in byte order o, which e is. It returns the
+// offset in b where decoding failed with a message, or -1.
+func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder, e byteorder.Order) (int, string) {
 	*s = Sample{Type: a.SampleType}
 	t := a.SampleType
 	if t&SamplePeriod == 0 && a.Flags&AttrFreq == 0 {
@@ -258,131 +239,163 @@ func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder, e endian) (i
 		return 0, fmt.Sprintf("sample_type has unknown bits %#x", uint64(t&^sampleKnown))
 	}
 	p := 0
-	u64 := func() (uint64, bool) {
-		if len(b)-p < 8 {
-			return 0, false
-		}
-		v := e.u64(b[p:])
-		p += 8
-		return v, true
-	}
-	pair := func() (uint32, uint32, bool) {
-		if len(b)-p < 8 {
-			return 0, 0, false
-		}
-		x, y := e.u32(b[p:]), e.u32(b[p+4:])
-		p += 8
-		return x, y, true
-	}
-	span := func(n uint64) ([]byte, bool) {
-		if n > uint64(len(b)-p) {
-			return nil, false
-		}
-		v := b[p : p+int(n)]
-		p += int(n)
-		return v, true
-	}
-	var ok = true
+	ok := true
 	field := func(bit SampleType, dst *uint64) {
 		if ok && t&bit != 0 {
-			*dst, ok = u64()
+			*dst, p, ok = u64At(b, p, e)
 		}
 	}
-	trunc := func(what string) (int, string) {
-		return p, what + " past the end of the record"
+	pair := func(x, y *uint32) {
+		if ok {
+			if ok = len(b)-p >= 8; ok {
+				*x, *y = e.Uint32(b[p:]), e.Uint32(b[p+4:])
+				p += 8
+			}
+		}
 	}
 	field(SampleIdentifier, &s.Identifier)
 	field(SampleIP, &s.IP)
-	if ok && t&SampleTID != 0 {
-		s.Pid, s.Tid, ok = pair()
+	if t&SampleTID != 0 {
+		pair(&s.Pid, &s.Tid)
 	}
 	field(SampleTime, &s.Time)
 	field(SampleAddr, &s.Addr)
 	field(SampleID, &s.ID)
 	field(SampleStreamID, &s.StreamID)
-	if ok && t&SampleCPU != 0 {
-		s.CPU, s.Res, ok = pair()
+	if t&SampleCPU != 0 {
+		pair(&s.CPU, &s.Res)
 	}
 	field(SamplePeriod, &s.Period)
 	if !ok {
-		return trunc("fixed fields")
+		return truncated(p, "fixed fields")
 	}
+	p, msg := decodeSampleLists(s, b, p, a, o, e)
+	if msg != "" {
+		return p, msg
+	}
+	return decodeSampleTail(s, b, p, a, o, e)
+}
+
+// u64At returns the u64 at b[p:] and the offset after it; false past
+// the end of b.
+func u64At(b []byte, p int, e byteorder.Order) (uint64, int, bool) {
+	if len(b)-p < 8 {
+		return 0, p, false
+	}
+	return e.Uint64(b[p:]), p + 8, true
+}
+
+// spanAt returns the n bytes at b[p:] and the offset after them; false
+// past the end of b.
+func spanAt(b []byte, p int, n uint64) ([]byte, int, bool) {
+	if n > uint64(len(b)-p) {
+		return nil, p, false
+	}
+	return b[p : p+int(n)], p + int(n), true
+}
+
+// truncated is decodeSample's result for a field what past the end of
+// the record at offset p.
+func truncated(p int, what string) (int, string) {
+	return p, what + " past the end of the record"
+}
+
+// decodeSampleLists decodes the variable-length fields after the fixed
+// ones of a sample, at b[p:]: read values, callchain, raw data, branch
+// stack. It returns the offset after them, or decodeSample's error.
+func decodeSampleLists(s *Sample, b []byte, p int, a *Attr, o binary.ByteOrder, e byteorder.Order) (int, string) {
+	t := a.SampleType
+	var ok bool
 	if t&SampleRead != 0 {
 		n, err := readSize(a.ReadFormat, b[p:], o)
 		if err != nil {
 			return p, err.Error()
 		}
-		w, ok := span(uint64(n))
-		if !ok {
-			return trunc("read values")
+		var w []byte
+		if w, p, ok = spanAt(b, p, uint64(n)); !ok {
+			return truncated(p, "read values")
 		}
 		s.Read = ReadValues{Format: a.ReadFormat, Words: Words{w, o}}
 	}
 	if t&SampleCallchain != 0 {
-		nr, ok := u64()
+		var nr uint64
+		nr, p, ok = u64At(b, p, e)
 		if !ok || nr > uint64(len(b)-p)/8 {
-			return trunc(fmt.Sprintf("callchain of %d entries", nr))
+			return truncated(p, fmt.Sprintf("callchain of %d entries", nr))
 		}
-		w, _ := span(nr * 8)
-		s.Callchain = Words{w, o}
+		s.Callchain = Words{b[p : p+int(nr*8)], o}
+		p += int(nr * 8)
 	}
 	if t&SampleRaw != 0 {
 		if len(b)-p < 4 {
-			return trunc("raw size")
+			return truncated(p, "raw size")
 		}
-		n := e.u32(b[p:])
+		n := e.Uint32(b[p:])
 		p += 4
-		if s.RawData, ok = span(uint64(n)); !ok {
-			return trunc(fmt.Sprintf("raw data of %d bytes", n))
+		if s.RawData, p, ok = spanAt(b, p, uint64(n)); !ok {
+			return truncated(p, fmt.Sprintf("raw data of %d bytes", n))
 		}
 	}
 	if t&SampleBranchStack != 0 {
-		nr, ok := u64()
-		if !ok {
-			return trunc("branch stack")
+		var nr uint64
+		if nr, p, ok = u64At(b, p, e); !ok {
+			return truncated(p, "branch stack")
 		}
 		if a.BranchSampleType&branchHWIndex != 0 {
-			if s.BranchHWIndex, ok = u64(); !ok {
-				return trunc("branch hw_idx")
+			if s.BranchHWIndex, p, ok = u64At(b, p, e); !ok {
+				return truncated(p, "branch hw_idx")
 			}
 			s.HasHWIndex = true
 		}
 		if nr > uint64(len(b)-p)/24 {
-			return trunc(fmt.Sprintf("branch stack of %d entries", nr))
+			return truncated(p, fmt.Sprintf("branch stack of %d entries", nr))
 		}
-		w, _ := span(nr * 24)
-		s.Branches = Branches{Words{w, o}}
+		s.Branches = Branches{Words{b[p : p+int(nr*24)], o}}
+		p += int(nr * 24)
 	}
+	return p, ""
+}
+
+// decodeSampleTail decodes the fields of a sample after its branch stack,
+// at b[p:]: registers, the user stack, weight and what follows. It
+// returns decodeSample's result.
+func decodeSampleTail(s *Sample, b []byte, p int, a *Attr, o binary.ByteOrder, e byteorder.Order) (int, string) {
+	t := a.SampleType
+	ok := true
 	regs := func(mask uint64, dst *Regs) bool {
-		abi, ok := u64()
-		if !ok {
+		var abi uint64
+		if abi, p, ok = u64At(b, p, e); !ok {
 			return false
 		}
 		*dst = Regs{ABI: abi, Mask: mask, Words: Words{o: o}}
 		if abi == RegsABINone {
 			return true
 		}
-		w, ok := span(8 * uint64(bits.OnesCount64(mask)))
-		dst.b = w
+		dst.b, p, ok = spanAt(b, p, 8*uint64(bits.OnesCount64(mask)))
 		return ok
 	}
+	field := func(bit SampleType, dst *uint64) {
+		if ok && t&bit != 0 {
+			*dst, p, ok = u64At(b, p, e)
+		}
+	}
 	if t&SampleRegsUser != 0 && !regs(a.SampleRegsUser, &s.RegsUser) {
-		return trunc("user registers")
+		return truncated(p, "user registers")
 	}
 	if t&SampleStackUser != 0 {
-		size, ok := u64()
-		if !ok {
-			return trunc("user stack size")
+		var size uint64
+		if size, p, ok = u64At(b, p, e); !ok {
+			return truncated(p, "user stack size")
 		}
 		s.StackUserSize = size
 		if size != 0 {
-			data, ok := span(size)
-			if !ok {
-				return trunc(fmt.Sprintf("user stack of %d bytes", size))
+			var data []byte
+			if data, p, ok = spanAt(b, p, size); !ok {
+				return truncated(p, fmt.Sprintf("user stack of %d bytes", size))
 			}
-			dyn, ok := u64()
-			if !ok {
-				return trunc("user stack dyn_size")
+			var dyn uint64
+			if dyn, p, ok = u64At(b, p, e); !ok {
+				return truncated(p, "user stack dyn_size")
 			}
 			if dyn > size {
 				return p - 8, fmt.Sprintf("user stack dyn_size %d exceeds its size %d", dyn, size)
@@ -391,32 +404,32 @@ func decodeSample(s *Sample, b []byte, a *Attr, o binary.ByteOrder, e endian) (i
 		}
 	}
 	if t&(SampleWeight|SampleWeightStruct) != 0 {
-		if s.Weight, ok = u64(); !ok {
-			return trunc("weight")
+		if s.Weight, p, ok = u64At(b, p, e); !ok {
+			return truncated(p, "weight")
 		}
 	}
 	field(SampleDataSrc, &s.DataSrc)
 	field(SampleTransaction, &s.Transaction)
 	if !ok {
-		return trunc("data_src/transaction")
+		return truncated(p, "data_src/transaction")
 	}
 	if t&SampleRegsIntr != 0 && !regs(a.SampleRegsIntr, &s.RegsIntr) {
-		return trunc("interrupt registers")
+		return truncated(p, "interrupt registers")
 	}
 	field(SamplePhysAddr, &s.PhysAddr)
 	field(SampleCgroup, &s.Cgroup)
 	field(SampleDataPageSize, &s.DataPageSize)
 	field(SampleCodePageSize, &s.CodePageSize)
 	if !ok {
-		return trunc("phys_addr/cgroup/page sizes")
+		return truncated(p, "phys_addr/cgroup/page sizes")
 	}
 	if t&SampleAux != 0 {
-		n, ok := u64()
-		if !ok {
-			return trunc("aux size")
+		var n uint64
+		if n, p, ok = u64At(b, p, e); !ok {
+			return truncated(p, "aux size")
 		}
-		if s.Aux, ok = span(n); !ok {
-			return trunc(fmt.Sprintf("aux data of %d bytes", n))
+		if s.Aux, p, ok = spanAt(b, p, n); !ok {
+			return truncated(p, fmt.Sprintf("aux data of %d bytes", n))
 		}
 	}
 	return -1, ""

@@ -27,7 +27,7 @@
 //	}
 //	defer s.Close()
 //	s.Enable()
-//	proc, err := perfevent.ReadProcess(pid) // threads and mappings from before
+//	err = sess.SeedProcess(pid) // a perfunwind.Session: mappings and threads from before
 //	go func() { <-ctx.Done(); s.Stop() }()
 //	err = s.Run(func(r *perfevent.Record) error {
 //		rec, err := r.Decode() // a *perfdata.Record, as a perf.data file's

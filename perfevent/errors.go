@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Kinds of failure, for errors.Is on the errors of Open and ReadProcess.
+// Kinds of failure, for errors.Is on the errors of Open and Tasks.
 var (
 	// ErrPermission: perf_event_open refused (perf_event_paranoid, or a
 	// process of another user).

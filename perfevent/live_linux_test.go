@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/procmaps"
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/perfdata"
 	"golang.org/x/sys/unix"
@@ -36,13 +37,13 @@ func needPerf(t testing.TB) {
 // prog is a running spinprog.
 type prog struct {
 	*testprog.Proc
-	exe     string
-	spin    []int // the spinners' thread IDs
-	syms    map[string][2]uint64
-	textLo  uint64 // the executable's text, in ELF addresses
-	textHi  uint64
-	bias    uint64 // runtime address - ELF address, from /proc/PID/maps
-	process *Process
+	exe    string
+	spin   []int // the spinners' thread IDs
+	syms   map[string][2]uint64
+	textLo uint64 // the executable's text, in ELF addresses
+	textHi uint64
+	bias   uint64 // runtime address - ELF address, from /proc/PID/maps
+	maps   []procmaps.Mapping
 }
 
 // buildProg compiles spinprog with frame pointers in every function.
@@ -79,7 +80,7 @@ func startProg(t testing.TB) *prog {
 	text := ef.Section(".text")
 	p.textLo, p.textHi = text.Addr, text.Addr+text.Size
 	// The bias from the executable's mapping of the segment holding .text.
-	if p.process, err = ReadProcess(p.PID()); err != nil {
+	if p.maps, err = procmaps.Read(p.PID()); err != nil {
 		t.Fatal(err)
 	}
 	var seg *elf.Prog
@@ -88,13 +89,13 @@ func startProg(t testing.TB) *prog {
 			seg = pr
 		}
 	}
-	for _, m := range p.process.Mappings {
+	for _, m := range p.maps {
 		if m.Path == exe && m.Offset <= seg.Off && seg.Off < m.Offset+(m.End-m.Start) {
 			p.bias = m.Start + (seg.Off - m.Offset) - seg.Vaddr
 		}
 	}
 	if p.bias == 0 && ef.Type == elf.ET_DYN {
-		t.Fatalf("no executable mapping of %s in %+v", exe, p.process.Mappings)
+		t.Fatalf("no executable mapping of %s in %+v", exe, p.maps)
 	}
 	return p
 }
@@ -385,48 +386,6 @@ func TestTwoEvents(t *testing.T) {
 		t.Errorf("records %v", n)
 	}
 	t.Logf("records %v", n)
-}
-
-func TestReadProcess(t *testing.T) {
-	p := startProg(t)
-	pr, err := ReadProcess(p.PID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[int]string{}
-	for _, th := range pr.Threads {
-		names[th.TID] = th.Comm
-	}
-	want := map[int]string{p.PID(): "spinprog", p.spin[0]: "spin0", p.spin[1]: "spin1"}
-	if fmt.Sprint(names) != fmt.Sprint(want) || pr.Comm != "spinprog" {
-		t.Errorf("threads %v (comm %q), want %v", names, pr.Comm, want)
-	}
-	var exe, vdso bool
-	for _, m := range pr.Mappings {
-		if !strings.Contains(m.Perm, "x") {
-			t.Errorf("mapping %+v is not executable", m)
-		}
-		if m.Path == p.exe {
-			var st unix.Stat_t
-			unix.Stat(p.exe, &st)
-			if m.Inode != st.Ino || m.Maj != unix.Major(st.Dev) || m.Min != unix.Minor(st.Dev) {
-				t.Errorf("mapping %+v: want inode %d, device %d:%d", m, st.Ino, unix.Major(st.Dev), unix.Minor(st.Dev))
-			}
-			exe = true
-		}
-		vdso = vdso || m.Path == "[vdso]"
-	}
-	if !exe || !vdso {
-		t.Errorf("no executable mapping of %s or [vdso] in %+v", p.exe, pr.Mappings)
-	}
-	// A process that has exited.
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadProcess(cmd.Process.Pid); !errors.Is(err, ErrNoProcess) {
-		t.Errorf("ReadProcess of an exited process: %v, want ErrNoProcess", err)
-	}
 }
 
 // userTime returns the clock ticks thread tid of pid has run in user

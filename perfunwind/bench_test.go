@@ -25,7 +25,7 @@ import (
 // the session knows the program's mappings: reading the file is not
 // measured. frames/s counts user and kernel frames. The "+gen" variants
 // compile SFrame for the functions the walks take CFI for
-// (Options.SFrameFromCFI, as sframe report does; compiled during the
+// (the zero Options, as sframe report does; compiled during the
 // first iteration).
 //
 //	go test ./perfunwind -run '^$' -bench UnwindSamples -benchtime 20x
@@ -86,7 +86,7 @@ func loadSamples(b *testing.B, path string, gen bool) (*perfunwind.Session, []pe
 	defer r.Close()
 	r.SetTimeOrder(true)
 	opts := perfunwind.OptionsFor(r.Header())
-	opts.SFrameFromCFI = gen
+	opts.NoSFrameFromCFI = !gen
 	s, err := perfunwind.NewSession(opts)
 	if err != nil {
 		b.Fatal(err)
@@ -139,7 +139,7 @@ func BenchmarkProcess(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				s, err := perfunwind.NewSession(perfunwind.Options{SFrameFromCFI: true})
+				s, err := perfunwind.NewSession(perfunwind.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -205,7 +205,7 @@ func BenchmarkCutWalks(b *testing.B) {
 // scripts/bench-cc1plus.cc with NUM=1 (cc1plus: no SFrame, thousands of
 // functions, stacks of 30-40 frames); each iteration unwinds every sample
 // once in a new Session, so that every CFI lookup, row cached and SFrame
-// compiled (the "+gen" variant, Options.SFrameFromCFI) is counted.
+// compiled (the "+gen" variant, the zero Options) is counted.
 // cpu-us/sample is the process's CPU time per sample.
 //
 //	go test ./perfunwind -run '^$' -bench ColdCXX -benchtime 3x

@@ -12,7 +12,7 @@ import (
 // costs ten times what copying it does. It is the Session's, used by one
 // goroutine at a time.
 //
-// With Options.SFrameFromCFI it also compiles SFrame for the functions
+// Unless Options.NoSFrameFromCFI, it also compiles SFrame for the functions
 // the walks take its CFI for (see compile), in a file without SFrame of
 // its own.
 type cfiCache struct {

@@ -19,7 +19,7 @@
 //
 //	r, err := perfdata.Open("perf.data")
 //	...
-//	s, err := perfunwind.NewSession(perfunwind.Options{}) // the rest from r's header
+//	s, err := perfunwind.NewSession(perfunwind.Options{}) // as sframe report: the rest from r's header
 //	res := perfunwind.NewResolver(s)                      // names, lines, inlined calls
 //	err = s.Process(r, perfunwind.ProcessOptions{}, func(st *perfunwind.Stack) error {
 //		for _, f := range st.Frames {

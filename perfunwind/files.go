@@ -3,7 +3,6 @@ package perfunwind
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -239,55 +238,12 @@ func readELFInfo(r io.ReaderAt, size int64) ([]loadSeg, []byte, error) {
 		return nil, nil, err
 	}
 	var segs []loadSeg
-	var id []byte
 	for _, p := range ef.Progs {
-		switch p.Type {
-		case elf.PT_LOAD:
+		if p.Type == elf.PT_LOAD {
 			segs = append(segs, loadSeg{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz, exec: p.Flags&elf.PF_X != 0})
-		case elf.PT_NOTE:
-			if id == nil && p.Filesz <= 1<<20 {
-				buf := make([]byte, p.Filesz)
-				if _, err := p.ReadAt(buf, 0); err == nil {
-					id = noteBuildID(buf, ef.ByteOrder)
-				}
-			}
 		}
 	}
-	if id == nil {
-		for _, sec := range ef.Sections {
-			if sec.Type == elf.SHT_NOTE && sec.Size <= 1<<20 {
-				if buf, err := elffile.SectionData(ef.File, sec, elffile.Unrelocated); err == nil {
-					if id = noteBuildID(buf, ef.ByteOrder); id != nil {
-						break
-					}
-				}
-			}
-		}
-	}
-	return segs, id, nil
-}
-
-// noteBuildID returns the NT_GNU_BUILD_ID descriptor among the notes in
-// data, or nil.
-func noteBuildID(data []byte, bo binary.ByteOrder) []byte {
-	for len(data) >= 12 {
-		namesz := uint64(bo.Uint32(data))
-		descsz := uint64(bo.Uint32(data[4:]))
-		typ := bo.Uint32(data[8:])
-		descOff := 12 + (namesz+3)&^3
-		if descOff+descsz > uint64(len(data)) {
-			return nil
-		}
-		if typ == 3 && namesz == 4 && string(data[12:15]) == "GNU" {
-			return append([]byte(nil), data[descOff:descOff+descsz]...)
-		}
-		end := descOff + (descsz+3)&^3
-		if end > uint64(len(data)) {
-			return nil
-		}
-		data = data[end:]
-	}
-	return nil
+	return segs, elffile.BuildID(ef.File), nil
 }
 
 // vdsoFile finds the vDSO image for f: perf's cached copy of the recorded

@@ -70,15 +70,15 @@ func findRecording(t testing.TB, name string) recording {
 // TestSFrameFromCFI unwinds recordings with and without SFrame compiled
 // from the CFI of the files that have none (libc, ld.so, the CFI-only
 // program, libpython), for the functions the walks go through, as they
-// go (Options.SFrameFromCFI): every sample must give the same frames, with the
-// same canonical frame addresses (but those two kinds of frames say
-// nothing about), and the same end.
+// go (the zero Options; NoSFrameFromCFI without): every sample must give
+// the same frames, with the same canonical frame addresses (but those two
+// kinds of frames say nothing about), and the same end.
 func TestSFrameFromCFI(t *testing.T) {
 	for _, name := range []string{"sframe", "cfi", "cxx", "python", "exec"} {
 		t.Run(name, func(t *testing.T) {
 			path := record(t, findRecording(t, name))
-			cfi, cst := walks(t, path, perfunwind.Options{})
-			gen, gst := walks(t, path, perfunwind.Options{SFrameFromCFI: true})
+			cfi, cst := walks(t, path, perfunwind.Options{NoSFrameFromCFI: true})
+			gen, gst := walks(t, path, perfunwind.Options{})
 			if len(cfi) != len(gen) {
 				t.Fatalf("%d samples with CFI, %d with compiled SFrame", len(cfi), len(gen))
 			}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"unsafe"
+
+	"github.com/sframekit/sframekit/elffile"
 )
 
 // kernelSyms are the kernel's function symbols, as /proc/kallsyms lists
@@ -301,7 +303,7 @@ func kernelBuildID() []byte {
 	if err != nil {
 		return nil
 	}
-	return noteBuildID(data, binary.NativeEndian)
+	return elffile.NoteBuildID(data, binary.NativeEndian)
 }
 
 // osRelease returns the running kernel's release (uname -r), or "".

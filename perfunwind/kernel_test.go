@@ -115,28 +115,6 @@ func TestKallsymsSearch(t *testing.T) {
 	}
 }
 
-// TestParseMapsLine checks /proc/PID/maps lines: paths with spaces,
-// deleted files, anonymous memory named as perf names it, bad lines.
-func TestParseMapsLine(t *testing.T) {
-	for _, c := range []struct {
-		line string
-		want mapsLine
-		ok   bool
-	}{
-		{"55d0c8a00000-55d0c8a01000 r-xp 00001000 08:01 1234                       /usr/bin/my prog", mapsLine{0x55d0c8a00000, 0x55d0c8a01000, 0x1000, true, "/usr/bin/my prog"}, true},
-		{"7f0000000000-7f0000002000 rw-p 00000000 00:00 0 ", mapsLine{0x7f0000000000, 0x7f0000002000, 0, false, "//anon"}, true},
-		{"7f0000000000-7f0000002000 r-xp 00002000 08:01 99 /tmp/lib.so (deleted)", mapsLine{0x7f0000000000, 0x7f0000002000, 0x2000, true, "/tmp/lib.so (deleted)"}, true},
-		{"7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]", mapsLine{0x7ffc00000000, 0x7ffc00021000, 0, false, "[stack]"}, true},
-		{"zzzz-7ffc00021000 rw-p 00000000 00:00 0", mapsLine{}, false},
-		{"7ffc00021000-7ffc00000000 rw-p 00000000 00:00 0", mapsLine{}, false},
-	} {
-		got, ok := parseMapsLine(c.line)
-		if ok != c.ok || ok && got != c.want {
-			t.Errorf("%q: %+v %v, want %+v %v", c.line, got, ok, c.want, c.ok)
-		}
-	}
-}
-
 // TestKallsymsLongLines checks the bound on a kallsyms line: a line
 // longer than maxLine (a crafted file: KSYM_NAME_LEN is 512) does not
 // parse, and the lines around it are still found past it and a few lines

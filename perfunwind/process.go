@@ -79,6 +79,9 @@ func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *
 			opts.Progress(rec.Offset)
 		}
 		if rec.Type < perfdata.RecordUserTypeStart && !s.adopted {
+			if s.opts.RecordingEnd.IsZero() {
+				s.opts.RecordingEnd = r.ModTime()
+			}
 			if err := s.adopt(r.Header()); err != nil {
 				return err
 			}

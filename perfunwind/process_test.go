@@ -17,7 +17,7 @@ func TestPipeline(t *testing.T) {
 	for _, name := range []string{"sframe", "cfi", "exec", "sframe-pipe", "sframe-z"} {
 		t.Run(name, func(t *testing.T) {
 			path := record(t, findRecording(t, name))
-			opts := perfunwind.Options{SFrameFromCFI: true}
+			opts := perfunwind.Options{}
 			plain, pst := walksWith(t, path, opts, perfunwind.ProcessOptions{})
 			piped, qst := walksWith(t, path, opts, perfunwind.ProcessOptions{Pipeline: true})
 			if len(plain) != len(piped) || len(plain) == 0 {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfdata"
-	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
 )
 
@@ -33,7 +32,7 @@ type Sample struct {
 	Callchain []uint64
 	// Regs are the user registers, DWARF-numbered; Regs.Arch is zero when
 	// the sample has none (a kernel thread).
-	Regs targets.Regs
+	Regs arch.Regs
 	// Stack is the copy of the user stack from the stack pointer up.
 	Stack []byte
 	// StackSize is the number of bytes the kernel was asked to copy
@@ -56,7 +55,7 @@ type regMap struct {
 // set makes m the map of mask on a.
 func (m *regMap) set(a arch.Arch, mask uint64) {
 	m.arch, m.mask = a, mask
-	n, lim := 0, targets.NumDWARFRegs(a)
+	n, lim := 0, arch.NumDWARFRegs(a)
 	for b := mask; b != 0; b &= b - 1 {
 		i := int8(-1)
 		if d, ok := perfdata.DWARFRegister(a, bits.TrailingZeros64(b)); ok && int64(d) < int64(lim) {
@@ -76,7 +75,7 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 	for i, n := 0, ps.Callchain.Len(); i < n; i++ {
 		s.Callchain = append(s.Callchain, ps.Callchain.At(i))
 	}
-	s.Regs = targets.Regs{}
+	s.Regs = arch.Regs{}
 	s.Stack, s.StackSize = nil, 0
 	if r := &ps.RegsUser; r.ABI != perfdata.RegsABINone && r.Mask != 0 {
 		// As r.DWARFRegs(a, s.Regs.Set), without a call per register.
@@ -415,7 +414,7 @@ type Stats struct {
 	IPOnly uint64
 	// Frames counts user frames by the method that found their caller
 	// (index: unwind.Method); GenFrames those of Frames[MethodSFrame]
-	// found by SFrame compiled from CFI (Options.SFrameFromCFI).
+	// found by SFrame compiled from CFI (unless Options.NoSFrameFromCFI).
 	Frames    [5]uint64
 	GenFrames uint64
 	// GenFiles counts the files whose SFrame was compiled from their

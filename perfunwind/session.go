@@ -32,7 +32,8 @@ type Options struct {
 	SymFS string
 	// BuildIDDir is perf's build-ID cache, where perf record keeps a copy
 	// of each file it saw (~/.debug): searched by build ID when the file
-	// at its path is missing or is another build. Empty: none.
+	// at its path is missing or is another build. Empty: $HOME/.debug
+	// when Arch is zero too (OptionsFor, as sframe report), else none.
 	BuildIDDir string
 	// BuildIDs are the recorded build IDs, by file name (the recording's
 	// BUILD_ID table); MMAP2 records that carry one override it.
@@ -50,21 +51,23 @@ type Options struct {
 	SameKernel bool
 	// SameMachine says the recording was made on this machine, so that
 	// the inode numbers of its MMAP2 records are those of this machine's
-	// files; RecordingEnd, when not zero, is when it ended (a perf.data
-	// file's modification time). A mapped file without a build ID is
-	// then refused when the file at its path now has another inode or
+	// files; RecordingEnd is when it ended (zero: the modification
+	// time of the perf.data file Process reads, if a file). A mapped
+	// file without a build ID is then refused when the file at its path now has another inode or
 	// was modified after the recording: another build may be there, and
 	// nothing else tells (see Session.Mmap).
 	SameMachine  bool
 	RecordingEnd time.Time
-	// SFrameFromCFI compiles SFrame from the CFI of the files that have
+	// NoSFrameFromCFI turns off what the zero Options do, as sframe
+	// report does: compile SFrame from the CFI of the files that have
 	// none of their own, as unwind.CompileSFrame does, so that their
 	// frames take the unwinder's SFrame path: for the functions the walks
 	// go through, once they have taken their CFI a few hundred times,
 	// again as new ones come (the whole of libc would cost 15 ms and
 	// 8 MB, where a recording goes through a hundred of its functions).
-	// The frames are the same either way.
-	SFrameFromCFI bool
+	// The frames are the same either way; a live profiler whose walks
+	// keep their CFI rows (sframe record) spends less without.
+	NoSFrameFromCFI bool
 	// Live says the recorded processes are running now (a live
 	// profiler's): their JIT's perf map and jitdump files are read in
 	// their own mount namespace (/proc/PID/root), and the perf map is
@@ -538,7 +541,7 @@ func (p *process) stackEnd(sp uint64, smp *Sample) uint64 {
 // read): the mapped files' bytes.
 type procMemory struct{ p *process }
 
-// ReadAt implements unwind.Memory.
+// ReadAt implements arch.Memory.
 func (m *procMemory) ReadAt(b []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	mp := m.p.find(a)
@@ -643,7 +646,7 @@ func (s *Session) module(m *Mapping) *unwind.Module {
 	mod.Name = m.Name
 	if c := s.cachedCFI(mod.CFI); c != nil {
 		mod.CFI = c
-		if s.opts.SFrameFromCFI && mod.SFrame == nil {
+		if !s.opts.NoSFrameFromCFI && mod.SFrame == nil {
 			c.wantGen()
 			mod.SFrame, mod.SFrameGen = c.gen, c.stats
 		}

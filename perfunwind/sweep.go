@@ -67,3 +67,17 @@ func (s *Session) Sweep(r *Resolver) int {
 	}
 	return n
 }
+
+// Sizes are what a Session keeps, for a long-running caller to watch
+// (sframe agent's /healthz).
+type Sizes struct {
+	Processes int `json:"processes"` // known, not exited
+	Threads   int `json:"threads"`
+	Files     int `json:"files"`      // found for mappings (Sweep forgets those unmapped)
+	CFITables int `json:"cfi_tables"` // with cached rows
+}
+
+// Sizes returns what s keeps now.
+func (s *Session) Sizes() Sizes {
+	return Sizes{Processes: len(s.procs), Threads: len(s.threads), Files: len(s.files), CFITables: len(s.cfis)}
+}

@@ -1,11 +1,10 @@
 package perfunwind
 
 import (
-	"bufio"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/sframekit/sframekit/internal/procmaps"
 )
 
 var (
@@ -20,25 +19,16 @@ var (
 // build IDs agree, as perf uses its own when its cache has none.
 func ownVDSO() ([]byte, []byte) {
 	vdsoOnce.Do(func() {
-		f, err := os.Open("/proc/self/maps")
+		maps, err := procmaps.Read(0)
 		if err != nil {
 			return
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			line := sc.Text()
-			if !strings.HasSuffix(line, "[vdso]") {
+		for _, m := range maps {
+			if m.Path != "[vdso]" {
 				continue
 			}
-			rng, _, _ := strings.Cut(line, " ")
-			lo, hi, ok := strings.Cut(rng, "-")
-			if !ok {
-				return
-			}
-			start, err1 := strconv.ParseUint(lo, 16, 64)
-			end, err2 := strconv.ParseUint(hi, 16, 64)
-			if err1 != nil || err2 != nil || end <= start || end-start > 1<<24 {
+			start, end := m.Start, m.End
+			if end <= start || end-start > 1<<24 {
 				return
 			}
 			mem, err := os.Open("/proc/self/mem")

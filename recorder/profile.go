@@ -59,7 +59,7 @@ type Profile struct {
 // Profile of their own.
 func (p *Profile) cutPeriod(stacks []*stack, maps []*perfunwind.Mapping, start, end time.Time) {
 	q := &Profile{opts: p.opts, event: p.event, start: start, sess: p.sess, res: p.res, attrs: p.attrs, csEvent: p.csEvent,
-		stacks: stacks, maps: maps, part: true}
+		stacks: stacks, maps: maps, part: true, Warnings: p.Warnings}
 	q.Stats.Wall = end.Sub(start)
 	q.Stats.Stacks = len(stacks)
 	for _, s := range stacks {
@@ -262,8 +262,8 @@ func (p *Profile) WriteSummary(w io.Writer) error {
 		c := &st.BPFCounters
 		fmt.Fprintf(&b, "walked in the kernel (--bpf): %d samples (%d taken in the kernel, walked from the saved user registers), %s per sample in the BPF program (the kernel's BPF statistics: %d runs)\n",
 			c.Samples, c.KernelMode, c.RunTimePerSample(), c.Runs)
-		fmt.Fprintf(&b, "  callers found by the files' rows %d, by frame pointers %d; frames in no mapping %d, samples of processes without a table yet %d; samples passed on to the user-space walk %d\n",
-			c.SFrameFrames, c.FPFrames, c.NoMapping, c.NoProcess, c.Fallback)
+		fmt.Fprintf(&b, "  callers found by the files' rows %d, by frame pointers %d; reads of user memory %d; frames in no mapping %d, samples of processes without a table yet %d; samples passed on to the user-space walk %d\n",
+			c.SFrameFrames, c.FPFrames, c.Reads, c.NoMapping, c.NoProcess, c.Fallback)
 		fmt.Fprintf(&b, "  walks ended:")
 		for i, n := range c.Stops {
 			fmt.Fprintf(&b, " %s %d", bpfunwind.Stop(i), n)

@@ -71,13 +71,13 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	}
 	po, cs := opts.perfOptions(host)
 	// Without SFrame compiled from the CFI of files that have none
-	// (perfunwind.Options.SFrameFromCFI): the unwinder's Context keeps
+	// (perfunwind.Options.NoSFrameFromCFI): the unwinder's Context keeps
 	// the CFI rows it applied to return addresses in the fast path's
 	// form, which costs less. Compiling, again for every new batch of
 	// functions, took more than it saved on the thousands of functions
 	// of a C++ compiler's stacks (cc1plus: 4.8-5.8 µs of unwinding per
 	// sample with it, 3.5-4.5 without).
-	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SameMachine: true, Live: true}
+	sopts := perfunwind.Options{Arch: host, MaxDepth: opts.MaxDepth, SameKernel: true, SameMachine: true, Live: true, NoSFrameFromCFI: true}
 	if opts.Kernel {
 		sopts.Kallsyms = "/proc/kallsyms"
 	}

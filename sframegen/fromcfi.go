@@ -615,9 +615,8 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 	if cie == nil {
 		return fail(ReasonCFIError, "FDE without CIE")
 	}
-	raCol := cie.RA
-	if raCol != c.ra {
-		return fail(ReasonRAColumn, fmt.Sprintf("column %d", raCol))
+	if cie.RA != c.ra {
+		return fail(ReasonRAColumn, fmt.Sprintf("column %d", cie.RA))
 	}
 	maxRows := math.MaxUint32
 	if c.v == sframe.Version3 {
@@ -629,8 +628,34 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 	// row, each row kept needs an advance and a rule change, two bytes at
 	// least, but the last, kept even when equal, needs only the advance.
 	slab := c.rowSlab(min(len(fde.Instructions)/2+2, maxRows+1))
-	segs := c.segs[:0]
+	segs, slab, e := c.segmentRows(fde, ut, maxRows, slab)
 	defer func() { c.segs = segs[:0] }()
+	if e != nil {
+		return fail(e.reason, e.detail)
+	}
+	out := make([]sframe.EncFunc, 0, len(segs))
+	for i := range segs {
+		end := fde.PCEnd
+		if i+1 < len(segs) {
+			end = segs[i+1].start
+		}
+		f, e := c.segmentFunc(fde, &segs[i], end, slab, maxRows)
+		if e != nil {
+			return fail(e.reason, e.detail)
+		}
+		out = append(out, f)
+	}
+	c.keepSlab(slab)
+	return out, nil
+}
+
+// segmentRows maps the rows of fde, streamed from ut, and cuts them into
+// segments (a PLT block's rows, or a run of others), each one's rows kept
+// appended to slab, at most maxRows; it returns the segments (in
+// c.segs's array) and the slab.
+func (c *converter) segmentRows(fde *cfi.FDE, ut *cfi.UnwindTable, maxRows int, slab []sframe.EncRow) ([]segment, []sframe.EncRow, *rowError) {
+	raCol := fde.CIE.RA
+	segs := c.segs[:0]
 	var m mapped
 	for ut.Next() {
 		cr := ut.Row()
@@ -641,7 +666,7 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 		// described (mapped again below if it starts a new segment).
 		detail := len(segs) == 0 || segs[len(segs)-1].flex == 0
 		if e := c.mapRow(cr, raCol, &m, detail); e != nil {
-			return fail(e.reason, e.detail)
+			return segs, slab, e
 		}
 		var cur *segment
 		if n := len(segs); n > 0 {
@@ -674,71 +699,69 @@ func (c *converter) convertFDE(fde *cfi.FDE, ut *cfi.UnwindTable) ([]sframe.EncF
 		}
 	}
 	if err := ut.Err(); err != nil {
-		return fail(ReasonCFIError, err.Error())
+		return segs, slab, &rowError{ReasonCFIError, err.Error()}
 	}
 	if len(segs) == 0 {
-		return fail(ReasonCFIError, "no rows")
+		return segs, slab, &rowError{ReasonCFIError, "no rows"}
 	}
-	out := make([]sframe.EncFunc, 0, len(segs))
-	for i := range segs {
-		s := &segs[i]
-		end := fde.PCEnd
-		if i+1 < len(segs) {
-			end = segs[i+1].start
-		}
-		f := sframe.EncFunc{Start: s.start, Size: uint32(end - s.start), PAuthKeyB: cie.BKey && c.a == arch.ARM64}
-		if c.v == sframe.Version3 {
-			f.Signal = signal
-		}
-		if s.isPLT {
-			p := &s.plt
-			rep := p.mask + 1
-			if s.start%rep != 0 {
-				return fail(ReasonPLTAlign, fmt.Sprintf("block at %#x, entry size %d", s.start, rep))
-			}
-			f.PCType, f.RepSize = sframe.PCMask, uint8(rep)
-			f.Rows = []sframe.EncRow{
-				{StartOff: 0, Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: c.sp, Offset: p.cfaAt(0)}, RA: c.fixed}},
-				{StartOff: uint32(p.thresh), Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: c.sp, Offset: p.cfaAt(p.thresh)}, RA: c.fixed}},
-			}
-		} else {
-			if s.flex != 0 && !c.flexOK {
-				return fail(s.flex, s.flexWhy)
-			}
-			if s.n > maxRows {
-				// What sframe's Check says, without holding the rows.
-				msg := "too many rows"
-				if c.v == sframe.Version3 {
-					msg = fmt.Sprintf("%d rows; version 3 allows at most 65535 per function", s.n)
-				}
-				return fail(ReasonEncode, msg)
-			}
-			if s.flex != 0 {
-				f.Type = sframe.FDEFlex
-			}
-			// adjust keeps distinct rows distinct (mapRow never writes
-			// padding or not-saved rules), so no rows merge here.
-			rows := slab[s.first : s.first+s.n : s.first+s.n]
-			for j := range rows {
-				c.adjust(&rows[j].Row, s.flex != 0)
-			}
-			f.Rows = rows
-		}
-		if err := c.encOpts.Check(&f); err != nil {
-			var ee *sframe.EncodeError
-			msg := err.Error()
-			if errors.As(err, &ee) {
-				msg = ee.Msg
-				if ee.Row >= 0 && ee.Row < len(f.Rows) {
-					msg += fmt.Sprintf(" at %#x", f.Start+uint64(f.Rows[ee.Row].StartOff))
-				}
-			}
-			return fail(ReasonEncode, msg)
-		}
-		out = append(out, f)
+	return segs, slab, nil
+}
+
+// segmentFunc makes the SFrame function of segment s of fde, which ends
+// at end, its rows in slab: a PLT block's two masked rows, or the rows
+// kept in the form the encoder writes; or says why it cannot be one.
+func (c *converter) segmentFunc(fde *cfi.FDE, s *segment, end uint64, slab []sframe.EncRow, maxRows int) (sframe.EncFunc, *rowError) {
+	cie := fde.CIE
+	f := sframe.EncFunc{Start: s.start, Size: uint32(end - s.start), PAuthKeyB: cie.BKey && c.a == arch.ARM64}
+	if c.v == sframe.Version3 {
+		f.Signal = cie.SignalFrame
 	}
-	c.keepSlab(slab)
-	return out, nil
+	if s.isPLT {
+		p := &s.plt
+		rep := p.mask + 1
+		if s.start%rep != 0 {
+			return f, &rowError{ReasonPLTAlign, fmt.Sprintf("block at %#x, entry size %d", s.start, rep)}
+		}
+		f.PCType, f.RepSize = sframe.PCMask, uint8(rep)
+		f.Rows = []sframe.EncRow{
+			{StartOff: 0, Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: c.sp, Offset: p.cfaAt(0)}, RA: c.fixed}},
+			{StartOff: uint32(p.thresh), Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: c.sp, Offset: p.cfaAt(p.thresh)}, RA: c.fixed}},
+		}
+	} else {
+		if s.flex != 0 && !c.flexOK {
+			return f, &rowError{s.flex, s.flexWhy}
+		}
+		if s.n > maxRows {
+			// What sframe's Check says, without holding the rows.
+			msg := "too many rows"
+			if c.v == sframe.Version3 {
+				msg = fmt.Sprintf("%d rows; version 3 allows at most 65535 per function", s.n)
+			}
+			return f, &rowError{ReasonEncode, msg}
+		}
+		if s.flex != 0 {
+			f.Type = sframe.FDEFlex
+		}
+		// adjust keeps distinct rows distinct (mapRow never writes
+		// padding or not-saved rules), so no rows merge here.
+		rows := slab[s.first : s.first+s.n : s.first+s.n]
+		for j := range rows {
+			c.adjust(&rows[j].Row, s.flex != 0)
+		}
+		f.Rows = rows
+	}
+	if err := c.encOpts.Check(&f); err != nil {
+		var ee *sframe.EncodeError
+		msg := err.Error()
+		if errors.As(err, &ee) {
+			msg = ee.Msg
+			if ee.Row >= 0 && ee.Row < len(f.Rows) {
+				msg += fmt.Sprintf(" at %#x", f.Start+uint64(f.Rows[ee.Row].StartOff))
+			}
+		}
+		return f, &rowError{ReasonEncode, msg}
+	}
+	return f, nil
 }
 
 // adjust puts a row in the form the encoder writes and the decoder

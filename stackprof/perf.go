@@ -238,6 +238,23 @@ func eventName(a *perfdata.Attr) string {
 // labels by giving it new maps.
 func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 	p := b.p
+	col := b.sampleTypes()
+	if b.maxTime > b.minTime {
+		p.DurationNanos = int64(b.maxTime - b.minTime)
+	}
+	keys := b.sortedSamples()
+	b.setSamples(keys, col)
+	b.orderMappings(keys)
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("invalid profile: %w", err)
+	}
+	return p, nil
+}
+
+// sampleTypes sets the profile's sample types (samples, then one per
+// event) and period, and returns the column of each event's values.
+func (b *PerfBuilder) sampleTypes() []int {
+	p := b.p
 	attrs := b.hdr.Attrs
 	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}}
 	col := make([]int, len(attrs))
@@ -268,11 +285,12 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 		}
 		p.DefaultSampleType = p.SampleType[col[0]].Type
 	}
-	if b.maxTime > b.minTime {
-		p.DurationNanos = int64(b.maxTime - b.minTime)
-	}
-	// Samples in a stable order: by their first location, then labels.
-	p.Sample = p.Sample[:0]
+	return col
+}
+
+// sortedSamples returns the samples added in a stable order: by their
+// first location, then labels.
+func (b *PerfBuilder) sortedSamples() []*perfSample {
 	keys := make([]*perfSample, 0, len(b.smp))
 	for _, s := range b.smp {
 		keys = append(keys, s)
@@ -292,6 +310,14 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 		}
 		return strings.Compare(x.comm, y.comm)
 	})
+	return keys
+}
+
+// setSamples makes the profile's samples of keys, each event's periods
+// in its column col.
+func (b *PerfBuilder) setSamples(keys []*perfSample, col []int) {
+	p := b.p
+	p.Sample = p.Sample[:0]
 	// The samples of a thread share its label maps (which the profile
 	// only reads), and all samples one array of values.
 	type thread struct{ pid, tid uint32 }
@@ -321,6 +347,13 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 		}
 		p.Sample = append(p.Sample, ps)
 	}
+}
+
+// orderMappings gives the kernel mappings the span of their addresses,
+// and puts the main program's mapping first (samples are the profile's,
+// for mainMapping), the kernel's last.
+func (b *PerfBuilder) orderMappings(samples []*perfSample) {
+	p := b.p
 	// Kernel mappings span the addresses seen in them.
 	seen := map[*profile.Mapping]bool{}
 	for _, l := range p.Location {
@@ -336,7 +369,7 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 	// pprof takes the first mapping for the main binary: the main
 	// program's (mainMapping), then the user mappings by address, the
 	// kernel's last.
-	main := b.mainMapping(keys)
+	main := b.mainMapping(samples)
 	slices.SortStableFunc(p.Mapping, func(x, y *profile.Mapping) int {
 		if (x == main) != (y == main) {
 			if x == main {
@@ -355,10 +388,6 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 	for i, m := range p.Mapping {
 		m.ID = uint64(i + 1)
 	}
-	if err := p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("invalid profile: %w", err)
-	}
-	return p, nil
 }
 
 // mainMapping returns the mapping of the profile's main program: of the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -29,7 +30,7 @@ func TestFindDebugFileSkipsFIFOs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	id := buildID(f)
+	id := elffile.BuildID(f)
 	if len(id) < 2 {
 		t.Fatal("no build ID")
 	}

@@ -547,7 +547,7 @@ func (m *module) inExec(addr uint64) bool {
 // reader of separate debug files (symbols, lines, the unwinder's
 // .debug_frame) finds them here.
 func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elffile.File) {
-	id := buildID(f)
+	id := elffile.BuildID(f)
 	if len(id) >= 2 {
 		h := hex.EncodeToString(id)
 		for _, d := range debugDirs {
@@ -587,37 +587,6 @@ func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elffi
 	return "", nil
 }
 
-// buildID returns the NT_GNU_BUILD_ID of f, or nil.
-func buildID(f *elf.File) []byte {
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE {
-			continue
-		}
-		data, err := elffile.SectionData(f, s, elffile.Unrelocated)
-		if err != nil {
-			continue
-		}
-		for len(data) >= 12 {
-			namesz := uint64(f.ByteOrder.Uint32(data))
-			descsz := uint64(f.ByteOrder.Uint32(data[4:]))
-			typ := f.ByteOrder.Uint32(data[8:])
-			descOff := 12 + (namesz+3)&^3
-			end := descOff + (descsz+3)&^3
-			if descOff+descsz > uint64(len(data)) {
-				break
-			}
-			if typ == 3 && namesz == 4 && string(data[12:15]) == "GNU" {
-				return data[descOff : descOff+descsz]
-			}
-			if end > uint64(len(data)) {
-				break
-			}
-			data = data[end:]
-		}
-	}
-	return nil
-}
-
 // openSameBuildID opens the ELF file at path if it is a regular file
 // (elffile.Open: not a FIFO, whose open would wait for a writer, nor a
 // device) and its build ID is id.
@@ -626,7 +595,7 @@ func openSameBuildID(path string, id []byte) *elffile.File {
 	if err != nil {
 		return nil
 	}
-	if !bytes.Equal(buildID(f.File), id) {
+	if !bytes.Equal(elffile.BuildID(f.File), id) {
 		f.Close()
 		return nil
 	}

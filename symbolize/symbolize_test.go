@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -251,7 +252,7 @@ func TestSeparateDebugFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := buildID(f)
+		id := elffile.BuildID(f)
 		f.Close()
 		if len(id) < 2 {
 			t.Fatal("no build id")
@@ -416,7 +417,7 @@ func TestReadFuncSymsMatchesDebugElf(t *testing.T) {
 	// libc's debug file, when installed: a .symtab of 10,000 entries with
 	// the untyped labels of glibc's assembly.
 	if f, err := elf.Open(paths[0]); err == nil {
-		if id := buildID(f); len(id) > 1 {
+		if id := elffile.BuildID(f); len(id) > 1 {
 			if dbg := fmt.Sprintf("/usr/lib/debug/.build-id/%x/%x.debug", id[:1], id[1:]); fileExists(dbg) {
 				paths = append(paths, dbg)
 			}

@@ -69,7 +69,7 @@ const maxWarnings = 100
 // coreThread is one NT_PRSTATUS note, and the NT_SIGINFO note after it.
 type coreThread struct {
 	tid, sig int
-	regs     Regs
+	regs     arch.Regs
 	info     *Termination // from NT_SIGINFO: Signal, Code, Errno, Addr
 }
 
@@ -354,7 +354,7 @@ func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err e
 		return nil, fmt.Errorf("%v cores are not supported", ef.Class)
 	}
 	a := arch.FromELF(ef.Machine)
-	if NumDWARFRegs(a) == 0 {
+	if arch.NumDWARFRegs(a) == 0 {
 		return nil, fmt.Errorf("unsupported machine %v", ef.Machine)
 	}
 	c = &Core{path: corePath, arch: a}
@@ -527,7 +527,7 @@ func (c *Core) checkFiles() {
 // what the process had mapped.
 type dumpedMem struct{ m *coreMem }
 
-// ReadAt implements Memory.
+// ReadAt implements arch.Memory.
 func (d dumpedMem) ReadAt(p []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	s := d.m.segAt(a)
@@ -781,7 +781,7 @@ func (c *Core) Termination() *Termination {
 }
 
 // Memory returns the core's memory.
-func (c *Core) Memory() Memory { return c.mem }
+func (c *Core) Memory() arch.Memory { return c.mem }
 
 // Warnings returns non-fatal problems found while opening the core: a
 // truncated core, modules whose file is missing, is not the one the

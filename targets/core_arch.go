@@ -26,7 +26,7 @@ const (
 
 // prstatusRegs decodes the pr_reg field of an NT_PRSTATUS note desc of
 // machine, in byte order bo.
-func prstatusRegs(a arch.Arch, desc []byte, bo binary.ByteOrder) (Regs, error) {
+func prstatusRegs(a arch.Arch, desc []byte, bo binary.ByteOrder) (arch.Regs, error) {
 	nregs := 0
 	switch a {
 	case arch.AMD64:
@@ -36,10 +36,10 @@ func prstatusRegs(a arch.Arch, desc []byte, bo binary.ByteOrder) (Regs, error) {
 	case arch.S390X:
 		nregs = s390xNumUser
 	default:
-		return Regs{}, fmt.Errorf("NT_PRSTATUS of unsupported architecture %v", a)
+		return arch.Regs{}, fmt.Errorf("NT_PRSTATUS of unsupported architecture %v", a)
 	}
 	if len(desc) < prstatusReg+8*nregs {
-		return Regs{}, fmt.Errorf("NT_PRSTATUS: %d bytes, want at least %d", len(desc), prstatusReg+8*nregs)
+		return arch.Regs{}, fmt.Errorf("NT_PRSTATUS: %d bytes, want at least %d", len(desc), prstatusReg+8*nregs)
 	}
 	word := func(i int) uint64 { return bo.Uint64(desc[prstatusReg+8*i:]) }
 	switch a {
@@ -67,8 +67,8 @@ func prstatusRegs(a arch.Arch, desc []byte, bo binary.ByteOrder) (Regs, error) {
 // the PSW address becomes the PC (arch.S390XPC), gprs r0-r15 DWARF 0-15, and
 // the PSW mask Flags. The floating-point registers come from NT_PRFPREG
 // (addS390XFPRs).
-func s390xFromUser(u *[s390xNumUser]uint64) Regs {
-	r := Regs{Arch: arch.S390X}
+func s390xFromUser(u *[s390xNumUser]uint64) arch.Regs {
+	r := arch.Regs{Arch: arch.S390X}
 	copy(r.R[:16], u[s390xGPRs:s390xGPRs+16])
 	r.R[arch.S390XPC] = u[s390xPSWAddr]
 	r.Valid = 1<<(arch.S390XR15+1) - 1 | 1<<arch.S390XPC
@@ -81,7 +81,7 @@ func s390xFromUser(u *[s390xNumUser]uint64) Regs {
 // gcore write one after each thread's NT_PRSTATUS; qemu-user writes none.
 // Compilers spill call-saved general registers of leaf functions into
 // them, and say so in the CFI.
-func addS390XFPRs(r *Regs, desc []byte, bo binary.ByteOrder) error {
+func addS390XFPRs(r *arch.Regs, desc []byte, bo binary.ByteOrder) error {
 	if len(desc) < s390xFPRsOff+16*8 {
 		return fmt.Errorf("NT_PRFPREG: %d bytes, want at least %d", len(desc), s390xFPRsOff+16*8)
 	}

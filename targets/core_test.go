@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/procmaps"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -26,7 +27,7 @@ import (
 type coreFixture struct {
 	exe, core string
 	pid       int
-	maps      []mapsLine
+	maps      []Mapping
 	threads   []Thread
 	modules   []Module
 	stacks    map[int][]byte // 512 bytes at each thread's SP
@@ -63,7 +64,7 @@ func makeCore(t testing.TB, exe string) (*coreFixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fx.maps, err = parseMaps(mapsText); err != nil {
+	if fx.maps, err = procmaps.Parse(mapsText); err != nil {
 		return nil, err
 	}
 	p, err := AttachProcess(c.pid)
@@ -150,8 +151,8 @@ func TestOpenCore(t *testing.T) {
 	// from the live process, with the bias the live attach computed.
 	firstStart := map[string]uint64{}
 	for _, l := range fx.maps {
-		if _, ok := firstStart[l.path]; !ok {
-			firstStart[l.path] = l.start
+		if _, ok := firstStart[l.Path]; !ok {
+			firstStart[l.Path] = l.Start
 		}
 	}
 	liveBias := map[string]uint64{}
@@ -453,7 +454,7 @@ func TestOpenKernelCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := map[int]Regs{}
+	live := map[int]arch.Regs{}
 	for _, th := range p.Threads() {
 		live[th.TID] = th.Regs
 	}
@@ -526,7 +527,7 @@ func TestOpenKernelCore(t *testing.T) {
 // already prepared the restart when the core was written, rax holds the
 // system call number again (or restart_syscall's) and rip is back on
 // the 2-byte syscall instruction. Every other register must be equal.
-func restartedSyscall(core, live Regs) bool {
+func restartedSyscall(core, live arch.Regs) bool {
 	if core.Arch != arch.AMD64 || live.Arch != arch.AMD64 {
 		return false
 	}

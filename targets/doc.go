@@ -11,7 +11,7 @@
 //
 // Both implement Target: Threads (registers and stop signal of each
 // thread), Modules (sorted by address; FindModule finds the one holding
-// an address) and Memory (an io.ReaderAt-like reader of runtime
+// an address) and Memory (an arch.Memory: an io.ReaderAt-like reader of runtime
 // addresses; ReadUint64 reads a little-endian word). Their Warnings
 // method says what could not be read but did not stop the opening:
 //
@@ -28,7 +28,7 @@
 //
 //	runtime address = ELF (symbol, SFrame, .eh_frame) address + Module.Bias
 //
-// Registers are exposed by DWARF register number through Regs.Get/Regs.Set,
+// Registers (arch.Regs) are exposed by DWARF register number through Get/Set,
 // so that CFI and SFrame rules can be applied without architecture switches.
 //
 // A live Process must be closed: Close detaches every thread and leaves the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
 )
 
@@ -76,9 +77,6 @@ func readProgs(r io.ReaderAt) ([]prog, binary.ByteOrder, error) {
 	return out, h.ByteOrder, nil
 }
 
-// ntGNUBuildID is the note type of a GNU build ID.
-const ntGNUBuildID = 3
-
 // maxBuildIDNotes bounds the bytes of PT_NOTE segments read for a build
 // ID (real ones hold a few notes, under 1 KiB).
 const maxBuildIDNotes = 64 << 10
@@ -86,8 +84,9 @@ const maxBuildIDNotes = 64 << 10
 // readBuildID returns the GNU build ID (NT_GNU_BUILD_ID) of the ELF
 // image readable through r, or nil when it has none. r reads the file's
 // bytes from offset 0, or the image's first mapping in memory (which
-// maps the file from offset 0): notes are found at their file offsets
-// below limit.
+// maps the file from offset 0, without section headers): notes are found
+// in PT_NOTE segments at their file offsets below limit, and decoded by
+// elffile.NoteBuildID.
 func readBuildID(r io.ReaderAt, limit uint64) ([]byte, error) {
 	phs, bo, err := readProgs(r)
 	if err != nil {
@@ -101,20 +100,8 @@ func readBuildID(r io.ReaderAt, limit uint64) ([]byte, error) {
 		if _, err := r.ReadAt(buf, int64(p.off)); err != nil {
 			return nil, fmt.Errorf("reading notes: %w", err)
 		}
-		for len(buf) >= 12 {
-			namesz, descsz, typ := uint64(bo.Uint32(buf)), uint64(bo.Uint32(buf[4:])), bo.Uint32(buf[8:])
-			name := 12 + (namesz+3)&^3
-			end := name + (descsz+3)&^3
-			if namesz > uint64(len(buf)) || descsz > uint64(len(buf)) || name+descsz > uint64(len(buf)) {
-				break
-			}
-			if typ == ntGNUBuildID && namesz == 4 && string(buf[12:16]) == "GNU\x00" && descsz > 0 {
-				return append([]byte(nil), buf[name:name+descsz]...), nil
-			}
-			if end >= uint64(len(buf)) {
-				break
-			}
-			buf = buf[end:]
+		if id := elffile.NoteBuildID(buf, bo); id != nil {
+			return id, nil
 		}
 	}
 	return nil, nil
@@ -222,7 +209,7 @@ var errNotELF = errors.New("not an ELF image")
 // 0) and, failing that, from the file opened by openFile. isELF reports
 // whether either source was recognised as ELF; modules that are not are
 // dropped by the callers (data files mapped by the program).
-func resolveBias(m *Module, mem Memory, openFile func() (io.ReaderAt, io.Closer, error), pageSize uint64) (isELF bool, err error) {
+func resolveBias(m *Module, mem arch.Memory, openFile func() (io.ReaderAt, io.Closer, error), pageSize uint64) (isELF bool, err error) {
 	var errs []error
 	try := func(r io.ReaderAt) error {
 		segs, err := readLoadSegs(r)

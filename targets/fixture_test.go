@@ -158,7 +158,7 @@ func elfSym(t testing.TB, file, name string) (uint64, uint64) {
 }
 
 // regsOf returns the x86-64 registers gdb prints for a thread.
-func regsOf(r *Regs) map[string]uint64 {
+func regsOf(r *arch.Regs) map[string]uint64 {
 	return map[string]uint64{"rip": r.R[arch.AMD64RIP], "rsp": r.R[arch.AMD64RSP], "rbp": r.R[arch.AMD64RBP], "rbx": r.R[3], "r12": r.R[12]}
 }
 

@@ -371,7 +371,7 @@ func segPerm(f elf.ProgFlag) string {
 
 // orderedMem reads words of the target's byte order.
 type orderedMem struct {
-	m  Memory
+	m  arch.Memory
 	bo binary.ByteOrder
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/procmaps"
 	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
@@ -788,7 +789,7 @@ func (p *Process) loadState() error {
 		mm = p.threads[0].TID
 	}
 	p.mem = &procMem{pid: mm, fd: -1}
-	maps, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/maps", mm))
+	maps, err := procmaps.Read(mm)
 	if err != nil {
 		return fmt.Errorf("attach to process %d: reading maps: %w", p.pid, err)
 	}
@@ -799,24 +800,20 @@ func (p *Process) loadState() error {
 	return nil
 }
 
-// liveModules builds the module list from the text of /proc/PID/maps.
-func liveModules(pid int, maps []byte, mem Memory) ([]Module, []error, error) {
-	lines, err := parseMaps(maps)
-	if err != nil {
-		return nil, nil, err
-	}
+// liveModules builds the module list from the lines of /proc/PID/maps.
+func liveModules(pid int, lines []Mapping, mem arch.Memory) ([]Module, []error, error) {
 	pageSize := uint64(os.Getpagesize())
 	var raw []rawMapping
 	devs := map[uint64]string{}
 	var mods []Module
 	for _, l := range lines {
-		mp := Mapping{Start: l.start, End: l.end, Offset: l.offset, Perm: l.perm}
+		mp := Mapping{Start: l.Start, End: l.End, Offset: l.Offset, Perm: l.Perm}
 		switch {
-		case l.path == "[vdso]":
-			mods = append(mods, Module{Path: l.path, Start: l.start, End: l.end, Perm: permUnion([]Mapping{mp}), Mappings: []Mapping{mp}})
-		case l.inode != 0 && strings.HasPrefix(l.path, "/"):
-			raw = append(raw, rawMapping{Mapping: mp, path: l.path, inode: l.inode})
-			devs[l.inode] = l.dev
+		case l.Path == "[vdso]":
+			mods = append(mods, Module{Path: l.Path, Start: l.Start, End: l.End, Perm: permUnion([]Mapping{mp}), Mappings: []Mapping{mp}})
+		case l.Inode != 0 && strings.HasPrefix(l.Path, "/"):
+			raw = append(raw, rawMapping{Mapping: mp, path: l.Path, inode: l.Inode})
+			devs[l.Inode] = l.Dev
 		}
 	}
 	mods = append(mods, groupModules(raw)...)
@@ -889,7 +886,7 @@ func (p *Process) Modules() []Module { return p.modules }
 // Memory returns the process memory, read with process_vm_readv (and
 // through /proc/PID/mem for what that cannot read). It fails after
 // Close.
-func (p *Process) Memory() Memory { return p.mem }
+func (p *Process) Memory() arch.Memory { return p.mem }
 
 // Warnings returns non-fatal problems met while attaching, such as modules
 // whose load bias could not be computed.

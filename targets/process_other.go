@@ -29,7 +29,7 @@ func (p *Process) Threads() []Thread { return nil }
 func (p *Process) Modules() []Module { return nil }
 
 // Memory returns nil.
-func (p *Process) Memory() Memory { return nil }
+func (p *Process) Memory() arch.Memory { return nil }
 
 // Close does nothing.
 func (p *Process) Close() error { return nil }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -160,7 +161,7 @@ func hasSym(syms []elf.Symbol, name string) bool {
 
 // checkTextBytes compares 64 bytes of the module's executable mapping in
 // mem with the file.
-func checkTextBytes(t *testing.T, mem Memory, m *Module) {
+func checkTextBytes(t *testing.T, mem arch.Memory, m *Module) {
 	t.Helper()
 	f, err := elf.Open(m.File)
 	if err != nil {
@@ -258,7 +259,7 @@ func TestAttachCallerThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int]Regs{}
+	want := map[int]arch.Regs{}
 	for _, th := range ref.Threads() {
 		want[th.TID] = th.Regs
 	}

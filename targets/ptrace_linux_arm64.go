@@ -14,10 +14,10 @@ const hostArch = arch.ARM64
 
 // getRegs reads a stopped tracee's registers with PTRACE_GETREGSET
 // NT_PRSTATUS.
-func getRegs(tid int) (Regs, error) {
+func getRegs(tid int) (arch.Regs, error) {
 	var u unix.PtraceRegsArm64
 	if err := unix.PtraceGetRegSetArm64(tid, int(elf.NT_PRSTATUS), &u); err != nil {
-		return Regs{}, err
+		return arch.Regs{}, err
 	}
 	var w [34]uint64
 	copy(w[:31], u.Regs[:])

@@ -12,6 +12,6 @@ import (
 const hostArch = arch.Unknown
 
 // getRegs is not implemented on this architecture.
-func getRegs(tid int) (Regs, error) {
-	return Regs{}, errors.New("reading registers is not supported on this architecture")
+func getRegs(tid int) (arch.Regs, error) {
+	return arch.Regs{}, errors.New("reading registers is not supported on this architecture")
 }

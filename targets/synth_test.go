@@ -236,52 +236,6 @@ func TestNoteParserRejects(t *testing.T) {
 	}
 }
 
-func TestRegs(t *testing.T) {
-	r := Regs{Arch: arch.AMD64}
-	if _, ok := r.Get(arch.AMD64RSP); ok {
-		t.Error("zero Regs has rsp")
-	}
-	if !r.Set(arch.AMD64RSP, 0x10) || r.SP() != 0x10 {
-		t.Error("Set rsp")
-	}
-	if r.Set(17, 1) || r.Set(^arch.Reg(0), 1) || r.Set(64, 1) {
-		t.Error("Set out of range accepted")
-	}
-	r.Invalidate(64) // out of range: ignored
-	if !r.Set(arch.AMD64RIP, 0x20) || r.String() != "rsp=0x10 rip=0x20" {
-		t.Errorf("String: %q", r.String())
-	}
-	r.Invalidate(arch.AMD64RSP)
-	if _, ok := r.Get(arch.AMD64RSP); ok {
-		t.Error("Invalidate")
-	}
-	a := Regs{Arch: arch.ARM64}
-	if !a.Set(arch.ARM64PC, 5) || a.PC() != 5 || !a.Set(arch.ARM64SP, 6) || !a.Set(arch.ARM64X29, 7) || a.String() != "x29=0x7 sp=0x6 pc=0x5" {
-		t.Errorf("arm64: %q", a.String())
-	}
-	z := Regs{Arch: arch.S390X}
-	if !z.Set(arch.S390XPC, 5) || !z.Set(17, 6) || z.String() != "f2=0x6 pc=0x5" {
-		t.Errorf("s390x: %q", z.String())
-	}
-}
-
-func TestParseMapsLine(t *testing.T) {
-	l, err := parseMapsLine("7f00-7f10 r-xp 00001000 fe:01 1234       /tmp/a dir/lib x.so (deleted)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.start != 0x7f00 || l.end != 0x7f10 || l.offset != 0x1000 || l.inode != 1234 || l.dev != "fe:01" || l.perm != "r-xp" || l.path != "/tmp/a dir/lib x.so (deleted)" {
-		t.Errorf("%+v", l)
-	}
-	l, err = parseMapsLine("7f00-7f10 rw-p 00000000 00:00 0 ")
-	if err != nil || l.path != "" {
-		t.Errorf("%+v %v", l, err)
-	}
-	if _, err := parseMapsLine("7f00 rw-p 0 00:00 0"); err == nil {
-		t.Error("bad range accepted")
-	}
-}
-
 // TestComputeBias covers the RELRO layout where two segments share a file
 // page that is mapped twice: the bias must come from the first segment.
 func TestComputeBias(t *testing.T) {

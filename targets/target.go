@@ -10,6 +10,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/procmaps"
 )
 
 // Target is a stopped program: threads, memory and modules. The values
@@ -26,7 +27,7 @@ type Target interface {
 	// Modules returns the loaded ELF modules, sorted by Start.
 	Modules() []Module
 	// Memory returns the target's memory.
-	Memory() Memory
+	Memory() arch.Memory
 	// Close releases the target. For a live process it detaches every
 	// thread, leaving the process running. Close is idempotent.
 	Close() error
@@ -40,7 +41,7 @@ type Thread struct {
 	// process, only the main thread of a core (from NT_PRPSINFO).
 	Name string
 	// Regs are the registers at the stop. All of them are valid.
-	Regs Regs
+	Regs arch.Regs
 	// Signal is the signal the thread was stopped with, or 0: for a core,
 	// pr_cursig (the fatal signal, for the crashing thread of a kernel
 	// core); for a live process, a signal that arrived during the attach
@@ -48,18 +49,10 @@ type Thread struct {
 	Signal int
 }
 
-// Mapping is one memory mapping of a module's file.
-type Mapping struct {
-	// Start and End delimit the mapping, [Start, End).
-	Start, End uint64
-	// Offset is the file offset mapped at Start.
-	Offset uint64
-	// Perm is the permission string of /proc/PID/maps ("r-xp"). For a
-	// core it is derived from the PT_LOAD segment covering the mapping and
-	// is empty when the core has none; do not rely on its x bit for cores
-	// written by gdb, which records all segments as non-executable.
-	Perm string
-}
+// Mapping is one memory mapping of a module's file: a line of
+// /proc/PID/maps, the one mapping type of the tree. A Module's Mappings
+// have Start, End, Offset and Perm (Module has the path).
+type Mapping = procmaps.Mapping
 
 // Module is one loaded ELF object: the main executable, a shared library,
 // or the vDSO.
@@ -131,7 +124,7 @@ func FindModule(mods []Module, addr uint64) *Module {
 // ReadImage returns the bytes [m.Start, m.End) of m from mem. It is meant
 // for the vDSO, whose memory image is a complete ELF file; parse the result
 // with elf.NewFile(bytes.NewReader(img)). The size is capped at 64 MiB.
-func ReadImage(mem Memory, m *Module) ([]byte, error) {
+func ReadImage(mem arch.Memory, m *Module) ([]byte, error) {
 	size := m.End - m.Start
 	if m.End <= m.Start || size > 64<<20 {
 		return nil, fmt.Errorf("module %s: bad image size %#x", m.Path, size)
@@ -145,7 +138,7 @@ func ReadImage(mem Memory, m *Module) ([]byte, error) {
 
 // OpenELF opens the ELF file of m: m.File, or for the vDSO its image read
 // from mem. The caller must Close the result.
-func OpenELF(mem Memory, m *Module) (*elffile.File, error) {
+func OpenELF(mem arch.Memory, m *Module) (*elffile.File, error) {
 	if m.IsVDSO() || m.File == "" {
 		if !m.IsVDSO() {
 			return nil, fmt.Errorf("module %s: no file available", m.Path)
@@ -167,14 +160,6 @@ func OpenELF(mem Memory, m *Module) (*elffile.File, error) {
 	return f, nil
 }
 
-// Memory reads the target's memory. ReadAt follows io.ReaderAt: addr is the
-// runtime address (converted with int64(uint64addr), so addresses above
-// 1<<63 are negative), and a short read returns a non-nil error. It is safe
-// for concurrent use.
-type Memory interface {
-	ReadAt(p []byte, addr int64) (int, error)
-}
-
 // ErrUnmapped is wrapped by errors for memory a target does not have: not
 // mapped in a live process, or neither dumped in a core nor backed by a
 // readable mapped file.
@@ -193,7 +178,7 @@ func (e *goneError) Error() string        { return e.msg }
 func (e *goneError) Is(target error) bool { return target == ErrGone }
 
 // ReadUint64 reads a little-endian 64-bit word at addr.
-func ReadUint64(m Memory, addr uint64) (uint64, error) {
+func ReadUint64(m arch.Memory, addr uint64) (uint64, error) {
 	var b [8]byte
 	if _, err := m.ReadAt(b[:], int64(addr)); err != nil {
 		return 0, err
@@ -201,10 +186,10 @@ func ReadUint64(m Memory, addr uint64) (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
-// memReader adapts a Memory to an io.ReaderAt based at base, for parsing
+// memReader adapts an arch.Memory to an io.ReaderAt based at base, for parsing
 // ELF headers out of a target's memory.
 type memReader struct {
-	m    Memory
+	m    arch.Memory
 	base uint64
 }
 

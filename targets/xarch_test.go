@@ -97,7 +97,7 @@ func numbered(prefix string, n int) []string {
 }
 
 // namedRegs returns r's registers under gdb's names.
-func namedRegs(r *Regs, names []string) map[string]uint64 {
+func namedRegs(r *arch.Regs, names []string) map[string]uint64 {
 	m := map[string]uint64{}
 	for _, n := range names {
 		var v uint64

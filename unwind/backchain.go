@@ -2,7 +2,6 @@ package unwind
 
 import (
 	"github.com/sframekit/sframekit/arch"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // The s390x back chain (gcc -mbackchain), the frame-pointer-like chain of
@@ -21,7 +20,7 @@ const (
 // stepBackchain unwinds one s390x frame through the back chain. The
 // other registers keep their values, as gdb assumes: the chain does not
 // say which ones the function saved.
-func (w *Context) stepBackchain(cur, next *targets.Regs) error {
+func (w *Context) stepBackchain(cur, next *arch.Regs) error {
 	sp, ok := cur.Get(arch.S390XSP)
 	if !ok || sp == 0 || sp&7 != 0 {
 		return errNoRule

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/targets"
 )
 
@@ -19,7 +20,7 @@ import (
 // to the end of the stack mapping, and the process's modules with their
 // tables loaded.
 type snapshot struct {
-	regs  targets.Regs
+	regs  arch.Regs
 	stack *FlatMemory
 	mods  []*Module // with SFrame where the files have it
 	cfi   []*Module // the same with SFrame removed: CFI (or FP) only
@@ -129,7 +130,7 @@ func captureCore(env string) (*snapshot, error) {
 }
 
 // newSnapshot loads the modules' tables, and a copy of them without SFrame.
-func newSnapshot(regs targets.Regs, sp uint64, stack []byte, mods []targets.Module, mem targets.Memory) *snapshot {
+func newSnapshot(regs arch.Regs, sp uint64, stack []byte, mods []targets.Module, mem arch.Memory) *snapshot {
 	s := &snapshot{regs: regs, stack: &FlatMemory{Addr: sp, Data: stack}}
 	s.mods = NewCache().Modules(mods, mem)
 	for _, m := range s.mods {

@@ -10,7 +10,6 @@ import (
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/internal/cfibuild"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // countedCFI counts the lookups of a real CFI table.
@@ -100,7 +99,7 @@ func TestCFIRowsCachedRAColumn(t *testing.T) {
 	binary.LittleEndian.PutUint64(stack[0:], 0x1050)  // h's RA: into f
 	binary.LittleEndian.PutUint64(stack[16:], 0x9999) // f's column 16: no code
 	binary.LittleEndian.PutUint64(stack[24:], 0x2050) // f's RA (r15): into g
-	regs := targets.Regs{Arch: arch.AMD64}
+	regs := arch.Regs{Arch: arch.AMD64}
 	regs.Set(arch.AMD64RSP, 0x7000)
 	regs.Set(arch.AMD64RIP, 0x3010)
 	fs, stop, err := unwindBothWays(t, u, &regs, &FlatMemory{Addr: 0x7000, Data: stack})

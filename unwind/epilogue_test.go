@@ -9,7 +9,6 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // loadEpilogue builds testdata/epilogue.s and returns the library, its
@@ -77,7 +76,7 @@ func TestEpilogueSavedBelowSP(t *testing.T) {
 		{MethodSFrame, "fp_epilogue_ret"},
 	} {
 		u := epilogueUnwinder(t, so, tabs, bias, c.method)
-		regs := targets.Regs{Arch: arch.AMD64}
+		regs := arch.Regs{Arch: arch.AMD64}
 		regs.Set(arch.AMD64RIP, bias+addr[c.fn])
 		regs.Set(arch.AMD64RSP, sp)
 		regs.Set(arch.AMD64RBP, 0x1111)
@@ -108,7 +107,7 @@ func TestEpiloguePoppedFP(t *testing.T) {
 	binary.LittleEndian.PutUint64(stack[rbp-sp+8:], outer)
 	for _, method := range []Method{MethodCFI, MethodSFrame} {
 		u := epilogueUnwinder(t, so, tabs, bias, method)
-		regs := targets.Regs{Arch: arch.AMD64}
+		regs := arch.Regs{Arch: arch.AMD64}
 		regs.Set(arch.AMD64RIP, bias+addr["fp_epilogue_ret"])
 		regs.Set(arch.AMD64RSP, sp)
 		regs.Set(arch.AMD64RBP, rbp)

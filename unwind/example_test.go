@@ -44,12 +44,12 @@ func ExampleTracer() {
 // gives, walked with a Context that the sampling goroutine reuses.
 func ExampleUnwinder() {
 	type sample struct {
-		regs  targets.Regs // the sampled thread's registers
-		stack []byte       // a copy of its stack from SP up
+		regs  arch.Regs // the sampled thread's registers
+		stack []byte    // a copy of its stack from SP up
 	}
 	var (
 		mods    []targets.Module // the process's mappings
-		memory  targets.Memory   // the rest of its memory (code), if at hand
+		memory  arch.Memory      // the rest of its memory (code), if at hand
 		samples []sample
 	)
 	cache := unwind.NewCache() // one for every process

@@ -5,15 +5,15 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/corpus"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // unwindBothWays unwinds regs over mem with u as it is (twice with one
 // Context: the second walk takes the CFI rows the first cached) and with
 // the fast path off, fails t if the walks differ in any frame, in how
 // they stop, or in whether they fail, and returns the first walk.
-func unwindBothWays(t testing.TB, u *Unwinder, regs *targets.Regs, mem Memory) ([]Frame, Stop, error) {
+func unwindBothWays(t testing.TB, u *Unwinder, regs *arch.Regs, mem arch.Memory) ([]Frame, Stop, error) {
 	t.Helper()
 	ctx := new(Context)
 	fs, stop, err := u.Unwind(ctx, regs, mem, nil)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/sframe"
@@ -253,7 +254,7 @@ func (c *Cache) Load(paths []string) {
 
 // Modules turns a target's modules into unwinder modules, loading each
 // file's tables once (the vDSO's from the target's memory).
-func (c *Cache) Modules(mods []targets.Module, mem targets.Memory) []*Module {
+func (c *Cache) Modules(mods []targets.Module, mem arch.Memory) []*Module {
 	out := make([]*Module, 0, len(mods))
 	for i := range mods {
 		tm := &mods[i]

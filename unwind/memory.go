@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/targets"
 )
 
@@ -14,14 +15,14 @@ import (
 // inside flat, the stack copy of a FlatMemory or StackMemory, skip the
 // interface call.
 type wordReader struct {
-	m    Memory
+	m    arch.Memory
 	flat FlatMemory // Addr and Data only; empty for other memories
 	be   bool
 	buf  [8]byte
 }
 
 // reset makes r read m, in big-endian words if be.
-func (r *wordReader) reset(m Memory, be bool) {
+func (r *wordReader) reset(m arch.Memory, be bool) {
 	r.m, r.be, r.flat = m, be, FlatMemory{}
 	switch m := m.(type) {
 	case *FlatMemory:
@@ -65,7 +66,7 @@ func (noMemory) ReadAt(p []byte, addr int64) (int, error) {
 	return 0, fmt.Errorf("reading %d bytes at %#x: no memory: %w", len(p), uint64(addr), targets.ErrUnmapped)
 }
 
-// FlatMemory is a Memory over a copy of one range of a target's memory,
+// FlatMemory is an arch.Memory over a copy of one range of a target's memory,
 // typically a thread's stack captured from its SP up, with reads outside
 // the range passed to Next (or failing with targets.ErrUnmapped when Next
 // is nil). The unwinder reads it directly, without going through the
@@ -74,7 +75,7 @@ func (noMemory) ReadAt(p []byte, addr int64) (int, error) {
 type FlatMemory struct {
 	Addr uint64 // runtime address of Data[0]
 	Data []byte
-	Next Memory
+	Next arch.Memory
 }
 
 // word reads the little-endian word at addr, if it lies in f's bytes:
@@ -88,7 +89,7 @@ func (f *FlatMemory) word(addr uint64) (uint64, bool) {
 	return 0, false
 }
 
-// ReadAt implements Memory.
+// ReadAt implements arch.Memory.
 func (f *FlatMemory) ReadAt(p []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	if a >= f.Addr && a-f.Addr < uint64(len(f.Data)) && uint64(len(f.Data))-(a-f.Addr) >= uint64(len(p)) {
@@ -134,13 +135,13 @@ func (e *outsideCopyError) Unwrap() error { return ErrOutsideStackCopy }
 // on) or of nothing: the walk stops cleanly where the copy ends. The
 // unwinder reads the copy directly, as it reads a FlatMemory.
 type StackMemory struct {
-	SP       uint64 // the stack pointer: the address of Stack[0]
-	Stack    []byte // the copy of the stack, from SP up
-	End      uint64 // the end of the stack's mapping, 0 when not known
-	Fallback Memory // reads outside the stack; nil makes them fail
+	SP       uint64      // the stack pointer: the address of Stack[0]
+	Stack    []byte      // the copy of the stack, from SP up
+	End      uint64      // the end of the stack's mapping, 0 when not known
+	Fallback arch.Memory // reads outside the stack; nil makes them fail
 }
 
-// ReadAt implements Memory.
+// ReadAt implements arch.Memory.
 func (s *StackMemory) ReadAt(p []byte, addr int64) (int, error) {
 	a, n, size := uint64(addr), uint64(len(p)), uint64(len(s.Stack))
 	if off := a - s.SP; a >= s.SP && off <= size && size-off >= n {
@@ -161,14 +162,14 @@ func (s *StackMemory) ReadAt(p []byte, addr int64) (int, error) {
 	return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
 }
 
-// PageCache is a Memory that keeps the pages it has read, so that
+// PageCache is an arch.Memory that keeps the pages it has read, so that
 // walking a stack costs one read of the target per stack page instead of
 // one per word (a system call each, for a live process). It is meant to
 // live for one capture of a stopped target: it never invalidates. It is
 // safe for concurrent use.
 type PageCache struct {
 	mu    sync.Mutex
-	m     Memory
+	m     arch.Memory
 	pages map[uint64]*[pageSize]byte
 	bad   map[uint64]error
 	// Limit bounds the number of cached pages (default 4096: 16 MiB).
@@ -178,11 +179,11 @@ type PageCache struct {
 const pageSize = 4096
 
 // NewPageCache wraps m.
-func NewPageCache(m Memory) *PageCache {
+func NewPageCache(m arch.Memory) *PageCache {
 	return &PageCache{m: m, pages: map[uint64]*[pageSize]byte{}, bad: map[uint64]error{}, Limit: 4096}
 }
 
-// ReadAt implements Memory.
+// ReadAt implements arch.Memory.
 func (c *PageCache) ReadAt(p []byte, addr int64) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

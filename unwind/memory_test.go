@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/targets"
 )
 
@@ -73,7 +74,7 @@ func TestStackMemoryReadAt(t *testing.T) {
 // [lo, hi) it passes to m. It is not a *FlatMemory: every read goes
 // through it.
 type recorder struct {
-	m      Memory
+	m      arch.Memory
 	lo, hi uint64
 	top    uint64
 }
@@ -92,7 +93,7 @@ func (r *recorder) ReadAt(p []byte, addr int64) (int, error) {
 // StopMemory and ErrOutsideStackCopy, without asking the fallback for the
 // stack beyond the copy, though it holds the whole image. A copy up to the
 // highest word read must give full.
-func checkStackCopies(t *testing.T, u *Unwinder, regs *targets.Regs, lo uint64, image []byte, code Memory, full []Frame, stop Stop) {
+func checkStackCopies(t *testing.T, u *Unwinder, regs *arch.Regs, lo uint64, image []byte, code arch.Memory, full []Frame, stop Stop) {
 	t.Helper()
 	sp := regs.SP()
 	end := lo + uint64(len(image))

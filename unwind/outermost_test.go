@@ -11,7 +11,6 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // funcSyms returns the function symbols of f by name (".abi0" kept).
@@ -91,7 +90,7 @@ func TestGoOutermost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			regs := targets.Regs{Arch: arch.AMD64}
+			regs := arch.Regs{Arch: arch.AMD64}
 			regs.Set(arch.AMD64RIP, inner.Value)
 			regs.Set(arch.AMD64RSP, sp)
 			mem := &StackMemory{SP: sp, Stack: stack[:]}
@@ -173,7 +172,7 @@ func TestEntryOutermost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	regs := targets.Regs{Arch: arch.AMD64}
+	regs := arch.Regs{Arch: arch.AMD64}
 	regs.Set(arch.AMD64RIP, bias+dlStart)
 	regs.Set(arch.AMD64RSP, sp)
 	regs.Set(arch.AMD64RBP, 0)

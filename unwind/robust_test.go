@@ -9,7 +9,6 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/corpus"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // loadCorpusTables loads both tables of a corpus file as a module.
@@ -82,7 +81,7 @@ func TestRandomStacks(t *testing.T) {
 		stops := map[Stop]int{}
 		for it := 0; it < iters; it++ {
 			mem := &FlatMemory{Addr: lo, Data: randomStack(r, lo, 4096, mods, order)}
-			var pm Memory = mem
+			var pm arch.Memory = mem
 			if it%2 == 1 {
 				pm = NewPageCache(mem) // the interface path
 			}
@@ -91,8 +90,8 @@ func TestRandomStacks(t *testing.T) {
 				t.Fatal(err)
 			}
 			u.MaxDepth = 64
-			regs := targets.Regs{Arch: c.arch}
-			for n := arch.Reg(0); int(n) < targets.NumDWARFRegs(c.arch); n++ {
+			regs := arch.Regs{Arch: c.arch}
+			for n := arch.Reg(0); int(n) < arch.NumDWARFRegs(c.arch); n++ {
 				if r.Intn(4) != 0 {
 					regs.Set(n, lo+uint64(r.Intn(4096)))
 				}
@@ -135,7 +134,7 @@ func FuzzUnwind(f *testing.F) {
 			t.Fatal(err)
 		}
 		u.MaxDepth = 32
-		regs := targets.Regs{Arch: a}
+		regs := arch.Regs{Arch: a}
 		regs.Set(a.PC(), mods[0].Start+pcOff%0x4000)
 		regs.Set(a.SP(), sp)
 		regs.Set(a.FP(), fp)
@@ -159,8 +158,8 @@ func TestStops(t *testing.T) {
 		u.MaxDepth = depth
 		return u
 	}
-	regs := func(pc, sp, fp uint64) *targets.Regs {
-		r := &targets.Regs{Arch: arch.AMD64}
+	regs := func(pc, sp, fp uint64) *arch.Regs {
+		r := &arch.Regs{Arch: arch.AMD64}
 		r.Set(arch.AMD64RIP, pc)
 		r.Set(arch.AMD64RSP, sp)
 		r.Set(arch.AMD64RBP, fp)
@@ -196,7 +195,7 @@ func TestStops(t *testing.T) {
 		}
 	}
 	// Wrong architecture.
-	r := &targets.Regs{Arch: arch.ARM64}
+	r := &arch.Regs{Arch: arch.ARM64}
 	if _, stop, err := newU(0).Unwind(nil, r, mem, nil); err == nil || stop != StopNoRule {
 		t.Errorf("arch mismatch: %v %v", stop, err)
 	}

@@ -2,7 +2,6 @@ package unwind
 
 import (
 	"github.com/sframekit/sframekit/arch"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // s390x signal trampolines: "svc 119" (sigreturn, for handlers installed
@@ -43,7 +42,7 @@ func s390xSigreturn(code []byte) (ok, rt bool) {
 // rt_sigreturn, in the ucontext after the save area, the return code and
 // the siginfo; for sigreturn, through the sigcontext's pointer, which
 // lies after the save area.
-func (w *Context) stepSignalS390X(cur, next *targets.Regs, rt bool) error {
+func (w *Context) stepSignalS390X(cur, next *arch.Regs, rt bool) error {
 	sp := cur.SP()
 	sregs := sp + s390xRtSigregsOff
 	if !rt {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"github.com/sframekit/sframekit/arch"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // Signal trampolines, recognized by their code as gdb does when neither
@@ -57,7 +56,7 @@ var amd64Gregs = [17]arch.Reg{
 }
 
 // stepSignal restores the interrupted registers from the signal frame.
-func (w *Context) stepSignal(cur, next *targets.Regs) error {
+func (w *Context) stepSignal(cur, next *arch.Regs) error {
 	sp := cur.SP()
 	newFrame(cur, next)
 	switch w.arch {

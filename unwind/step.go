@@ -7,7 +7,6 @@ import (
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/sframe"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // errRegister means a rule needs a register whose value is not known in
@@ -15,7 +14,7 @@ import (
 var errRegister = errors.New("register not available")
 
 // reg reads register r of the current frame.
-func reg(cur *targets.Regs, r arch.Reg) (uint64, error) {
+func reg(cur *arch.Regs, r arch.Reg) (uint64, error) {
 	v, ok := cur.Get(r)
 	if !ok {
 		return 0, errRegister
@@ -29,7 +28,7 @@ func (w *Context) spOffset() uint64 { return w.spOff }
 
 // newFrame starts the caller's register set: same architecture, nothing
 // known yet.
-func newFrame(cur, next *targets.Regs) {
+func newFrame(cur, next *arch.Regs) {
 	next.Arch = cur.Arch
 	next.Valid = 0
 	next.Flags, next.FSBase, next.GSBase, next.OrigRAX = 0, 0, 0, 0
@@ -41,7 +40,7 @@ func (w *Context) strip(ra uint64) uint64 { return ra & w.pacMask }
 
 // stepSFrame applies the SFrame row covering pc (ELF address), found
 // through the decoded index x when there is one.
-func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *targets.Regs, top bool) error {
+func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *arch.Regs, top bool) error {
 	s := m.SFrame
 	var r *sframe.Row
 	signal := false
@@ -149,7 +148,7 @@ func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *target
 // so that the register holds the caller's value again, and the slot,
 // outside a sample's stack copy, need not be read. Frames further up
 // have no live registers of their own to take instead.
-func (w *Context) popped(top bool, cur *targets.Regs, addr uint64) bool {
+func (w *Context) popped(top bool, cur *arch.Regs, addr uint64) bool {
 	if !top {
 		return false
 	}
@@ -160,7 +159,7 @@ func (w *Context) popped(top bool, cur *targets.Regs, addr uint64) bool {
 // ruleValue evaluates an SFrame rule. cfa is the base of CFA-relative
 // rules. Rules based on registers other than SP and FP are trusted only
 // in the topmost frame.
-func (w *Context) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, cfa uint64, top bool) (uint64, error) {
+func (w *Context) ruleValue(r sframe.Rule, abi sframe.ABI, cur *arch.Regs, cfa uint64, top bool) (uint64, error) {
 	var base uint64
 	switch r.Base {
 	case sframe.RegCFA:
@@ -185,7 +184,7 @@ func (w *Context) ruleValue(r sframe.Rule, abi sframe.ABI, cur *targets.Regs, cf
 // stepFP follows the frame-pointer chain: the frame record at FP holds
 // the caller's FP and the return address (AMD64 and AArch64); on s390x,
 // the back chain.
-func (w *Context) stepFP(cur, next *targets.Regs) error {
+func (w *Context) stepFP(cur, next *arch.Regs) error {
 	if w.arch == arch.S390X {
 		return w.stepBackchain(cur, next) // backchain.go
 	}
@@ -233,14 +232,14 @@ func recovers(k cfi.RuleKind) bool {
 	return false
 }
 
-// regsView adapts targets.Regs to the CFI expression evaluator.
-type regsView struct{ r *targets.Regs }
+// regsView adapts arch.Regs to the CFI expression evaluator.
+type regsView struct{ r *arch.Regs }
 
 // Reg implements cfi.Registers.
 func (v regsView) Reg(r arch.Reg) (uint64, bool) { return v.r.Get(r) }
 
 // stepCFI applies the CFI row covering pc (ELF address).
-func (w *Context) stepCFI(m *Module, pc uint64, cur, next *targets.Regs, top bool) error {
+func (w *Context) stepCFI(m *Module, pc uint64, cur, next *arch.Regs, top bool) error {
 	cie, ok, err := m.CFI.Lookup(&w.cfi.ctx, pc, &w.cfi.row)
 	if err != nil || !ok {
 		return errNoRule

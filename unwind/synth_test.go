@@ -12,7 +12,6 @@ import (
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/corpus"
 	"github.com/sframekit/sframekit/sframe"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // Synthetic stacks: a chain of functions from corpus files of other
@@ -184,7 +183,7 @@ type want struct {
 // innermost SP at sp0, and returns the thread's registers and the frames
 // the unwinder must find. The outermost frame's row must say "RA
 // undefined", or its caller's RA is planted as 0.
-func (p *planter) plant(frames []synthFrame, sp0 uint64) (targets.Regs, []want) {
+func (p *planter) plant(frames []synthFrame, sp0 uint64) (arch.Regs, []want) {
 	t := p.t
 	t.Helper()
 	n := len(frames)
@@ -195,8 +194,8 @@ func (p *planter) plant(frames []synthFrame, sp0 uint64) (targets.Regs, []want) 
 	fpv := make([]uint64, n+1)
 	// Register sets of "top" frames: frame 0 and those after signal
 	// frames. Their registers are the thread's or a signal context's.
-	ctx := make([]*targets.Regs, n+1)
-	ctx[0] = &targets.Regs{Arch: p.arch}
+	ctx := make([]*arch.Regs, n+1)
+	ctx[0] = &arch.Regs{Arch: p.arch}
 	spOff := uint64(0)
 	if p.arch == arch.S390X {
 		spOff = ^uint64(159)
@@ -208,7 +207,7 @@ func (p *planter) plant(frames []synthFrame, sp0 uint64) (targets.Regs, []want) 
 		if fr.signal {
 			cfa[i] = sp[i]
 			sp[i+1] = sp[i] + 0x400
-			ctx[i+1] = &targets.Regs{Arch: p.arch}
+			ctx[i+1] = &arch.Regs{Arch: p.arch}
 			continue
 		}
 		lookup := fr.pc
@@ -324,7 +323,7 @@ func (p *planter) plant(frames []synthFrame, sp0 uint64) (targets.Regs, []want) 
 
 // plantRule stores v where rule r of frame i says the caller's value is.
 // fp is the frame's own FP value.
-func (p *planter) plantRule(r sframe.Rule, inReg arch.Reg, cfa uint64, ctx *targets.Regs, fp, v uint64, i int, what string) {
+func (p *planter) plantRule(r sframe.Rule, inReg arch.Reg, cfa uint64, ctx *arch.Regs, fp, v uint64, i int, what string) {
 	t := p.t
 	t.Helper()
 	switch {
@@ -349,7 +348,7 @@ func (p *planter) plantRule(r sframe.Rule, inReg arch.Reg, cfa uint64, ctx *targ
 
 // putSigContext writes the registers a signal handler's return restores,
 // as the kernel lays them out (see stepSignal).
-func (p *planter) putSigContext(sp uint64, r *targets.Regs) {
+func (p *planter) putSigContext(sp uint64, r *arch.Regs) {
 	switch p.arch {
 	case arch.ARM64:
 		for i := 0; i < 33; i++ {
@@ -381,7 +380,7 @@ func runSynth(t *testing.T, a arch.Arch, mods []*Module, frames []synthFrame, co
 		p.order = binary.BigEndian
 	}
 	regs, wants := p.plant(frames, p.lo+0x1000)
-	var next Memory
+	var next arch.Memory
 	if code != nil {
 		next = code
 	}

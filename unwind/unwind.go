@@ -41,7 +41,6 @@ import (
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/internal/cowseq"
 	"github.com/sframekit/sframekit/sframe"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // Method says which rules unwound a frame.
@@ -331,19 +330,6 @@ func (w *Context) moduleInfo(pc uint64) *modInfo {
 	return in
 }
 
-// Memory is what a walk reads the target's memory through: a live process
-// or a core file (any targets.Memory), a copy of a thread's stack
-// (StackMemory, FlatMemory), or a cache in front of one (PageCache).
-// ReadAt reads len(p) bytes at the runtime address uint64(addr), or
-// returns an error: a short read is an error. A Memory that walks running
-// in parallel share must be safe for concurrent use (those of targets and
-// this package are). Copies of the stack (*StackMemory, *FlatMemory) are
-// read directly, without the interface call, which makes them the
-// fastest.
-type Memory interface {
-	ReadAt(p []byte, addr int64) (n int, err error)
-}
-
 // Context is what a walk changes: the register sets of the frames it is
 // between, the rules it decodes, the module it found last. Give each
 // goroutine its own and reuse it for its walks, of any Unwinder: a walk
@@ -360,7 +346,7 @@ type Context struct {
 	sig bool   // the last step went through a signal frame
 	// Scratch kept across walks.
 	last *modInfo // the module found last, in mods (lookup cache)
-	regs [2]targets.Regs
+	regs [2]arch.Regs
 	srow sframe.Row // row decoded without an index
 	cfi  cfiScratch
 	code [9]byte // instruction bytes read to recognize sigreturn
@@ -389,16 +375,16 @@ type cfiScratch struct {
 
 // get and set access register n of r without the checks of Regs.Get
 // and Regs.Set: the hot path knows its register numbers are valid for
-// the architecture. Numbers from targets.NumRegs on (noReg) are none.
-func get(r *targets.Regs, n arch.Reg) (uint64, bool) {
-	if n < targets.NumRegs && r.Valid&(1<<n) != 0 {
+// the architecture. Numbers from arch.NumRegs on (noReg) are none.
+func get(r *arch.Regs, n arch.Reg) (uint64, bool) {
+	if n < arch.NumRegs && r.Valid&(1<<n) != 0 {
 		return r.R[n], true
 	}
 	return 0, false
 }
 
-func set(r *targets.Regs, n arch.Reg, v uint64) {
-	if n < targets.NumRegs {
+func set(r *arch.Regs, n arch.Reg, v uint64) {
+	if n < arch.NumRegs {
 		r.R[n] = v
 		r.Valid |= 1 << n
 	}
@@ -419,7 +405,7 @@ var errEnd = errors.New("outermost frame")
 // (and, to recognize signal trampolines, code) through mem, and keeps
 // what it changes in ctx: nil makes it use a new Context, which costs an
 // allocation. regs is not modified.
-func (u *Unwinder) Unwind(ctx *Context, regs *targets.Regs, mem Memory, frames []Frame) ([]Frame, Stop, error) {
+func (u *Unwinder) Unwind(ctx *Context, regs *arch.Regs, mem arch.Memory, frames []Frame) ([]Frame, Stop, error) {
 	if ctx == nil {
 		ctx = new(Context)
 	}
@@ -444,7 +430,7 @@ func (u *Unwinder) Unwind(ctx *Context, regs *targets.Regs, mem Memory, frames [
 }
 
 // begin prepares w for a walk of u's modules over mem.
-func (w *Context) begin(u *Unwinder, mem Memory) {
+func (w *Context) begin(u *Unwinder, mem arch.Memory) {
 	w.config = u.cfg
 	w.pacMask = u.PACMask
 	if ms := u.mods.Load(); ms != w.mods {
@@ -455,7 +441,7 @@ func (w *Context) begin(u *Unwinder, mem Memory) {
 }
 
 // walk is Unwind, once begin has set w up.
-func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, Stop, error) {
+func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Stop, error) {
 	if regs.Arch != w.arch {
 		return frames, StopNoRule, fmt.Errorf("registers of %s, unwinder for %s", regs.Arch, w.arch)
 	}
@@ -527,7 +513,7 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 		}
 		if !inRegs {
 			// Only these are known after fast steps.
-			*cur = targets.Regs{Arch: w.arch}
+			*cur = arch.Regs{Arch: w.arch}
 			set(cur, w.pcReg, pc)
 			set(cur, w.spReg, sp)
 			if st.fpOK {
@@ -565,7 +551,7 @@ func (w *Context) walk(regs *targets.Regs, frames []Frame, limit int) ([]Frame, 
 }
 
 // step computes the caller's registers into next, trying each method.
-func (w *Context) step(in *modInfo, pc, lookup uint64, cur, next *targets.Regs, top bool) (Method, error) {
+func (w *Context) step(in *modInfo, pc, lookup uint64, cur, next *arch.Regs, top bool) (Method, error) {
 	w.cfa, w.sig = 0, false
 	if in == nil {
 		// walk checked: a sigreturn trampoline in no module.

@@ -38,6 +38,15 @@ typedef __u8 u8;
 #define MAX_MAPS 512 // executable mappings per process (a power of two)
 #define MAP_STEPS 10 // log2(MAX_MAPS) + 1
 #define ROW_STEPS 24 // rows per file < 1 << 23
+// The window: the walk reads the user stack WIN bytes at a time into
+// scratch (one bpf_probe_read_user for the frames it holds, where one a
+// slot cost most of a frame's time), read again at the frame's SP when
+// a slot falls outside it.
+#define WIN 4096
+#ifndef WIN0
+#define WIN0 512 // the first window: most stacks are shallow
+#endif
+#define PAGE 4096
 
 // Row flags.
 #define R_CFA_FP 1 // CFA = FP + cfa_off, else SP + cfa_off
@@ -93,7 +102,8 @@ enum {
 	C_OUTPUT_ERR,
 	C_FALLBACK,
 	C_STOP, // C_STOP + reason
-	C_MAX = C_STOP + 8,
+	C_READS = C_STOP + 8, // reads of user memory: windows and single slots
+	C_MAX,
 };
 
 // The walk's state, in map memory rather than on the stack: values the
@@ -113,6 +123,13 @@ struct state {
 	u64 woke;   // when this CPU last woke the profiler
 	u32 missing; // the walk met a process or address without a table
 	u32 frames_sframe, frames_fp;
+	u32 reads;     // bpf_probe_read_user calls
+	u64 wbase;     // the window's user address
+	u32 wlen;      // bytes of it read, 0 for none
+	u32 nowin;     // a window could not be read: single reads from here on
+	u64 clook;     // the last row lookup's ELF address
+	u32 cfile;     // ... its file (0 for none)
+	u32 crow;      // ... the row's index in rows, or ~0 for none
 };
 
 struct out {
@@ -122,6 +139,7 @@ struct out {
 	u16 stop;         // the stop reason, the event's index << 8
 	u64 pcs[MAX_PCS]; // kernel frames, then user frames
 	struct state st;  // not output
+	u8 win[WIN + 8];  // the window (8 bytes of slack for the verifier)
 };
 
 #define OUT_HDR 16
@@ -220,8 +238,13 @@ static __always_inline void findmap(struct state *st) {
 	st->mstart = st->mend = 0;
 	u32 tgid = st->tgid;
 	struct proc *p = bpf_map_lookup_elem(&procs, &tgid);
-	if (!p)
+	if (!p) {
+		// Counted once a walk (its first frame), here rather than by a
+		// lookup of its own.
+		if (st->n == 1)
+			count(C_NO_PROC);
 		return;
+	}
 	st->lo = 0;
 	st->hi = p->n;
 	for (int i = 0; i < MAP_STEPS; i++) {
@@ -267,6 +290,14 @@ static __always_inline struct row *findrow(struct state *st, u64 a) {
 		return 0;
 	u32 key = (u32)(a - st->fbase);
 	u32 first = st->ffirst;
+	// The same address as the last lookup (a recursion's frames).
+	if (a == st->clook && st->mfile == st->cfile) {
+		u32 k = st->crow;
+		return bpf_map_lookup_elem(&rows, &k);
+	}
+	st->clook = a;
+	st->cfile = st->mfile;
+	st->crow = ~0U;
 	// The last row starting at or below key.
 	st->lo = 0;
 	st->hi = st->fn;
@@ -288,6 +319,7 @@ static __always_inline struct row *findrow(struct state *st, u64 a) {
 	if (lo == 0)
 		return 0;
 	u32 k = first + lo - 1;
+	st->crow = k;
 	return bpf_map_lookup_elem(&rows, &k);
 }
 
@@ -301,7 +333,56 @@ static __always_inline void wake(struct state *st) {
 	bpf_ringbuf_output(&misses, &tgid, sizeof(tgid), BPF_RB_FORCE_WAKEUP);
 }
 
-static __always_inline int read(u64 *v, u64 addr) {
+// fill reads the window from base: WIN0 bytes for a walk's first, WIN
+// for the next, but never beyond base's page, so that a window never
+// faults on the next mapping (a thread's stack ends where the guard page
+// of the next one starts). It returns 0 if a window was read.
+static __always_inline int fill(struct out *o, u64 base) {
+	struct state *st = &o->st;
+	u64 n = st->wbase ? WIN : WIN0;
+	u64 rest = PAGE - (base & (PAGE - 1));
+	if (n > rest)
+		n = rest;
+	st->wlen = 0;
+	st->wbase = base;
+	if (n < 8 || n > WIN)
+		return -1;
+	st->reads++;
+	if (bpf_probe_read_user(o->win, n, (void *)base)) {
+		st->nowin = 1;
+		return -1;
+	}
+	st->wlen = n;
+	return 0;
+}
+
+// read reads the u64 at addr of the user stack, the frame's SP being sp:
+// from the window, read again from sp (or addr, beyond a window from sp)
+// when it does not hold addr; with single reads once a window failed.
+static __always_inline int read(struct out *o, u64 *v, u64 addr, u64 sp) {
+	struct state *st = &o->st;
+	u64 off = addr - st->wbase;
+	// (wlen - off, not off + 8: an address at the top of the address
+	// space must not wrap into the window.)
+	if (addr < st->wbase || off >= st->wlen || st->wlen - off < 8) {
+		if (st->nowin)
+			goto single;
+		// From the frame's SP, or the start of addr's page.
+		u64 base = addr & ~(u64)(PAGE - 1);
+		if (addr >= sp && sp > base)
+			base = sp;
+		if (fill(o, base))
+			goto single;
+		off = addr - base;
+		if (off + 8 > st->wlen)
+			goto single;
+	}
+	hide(off);
+	off &= WIN - 1;
+	__builtin_memcpy(v, &o->win[off], sizeof(*v));
+	return 0;
+single:
+	st->reads++;
 	return bpf_probe_read_user(v, sizeof(*v), (void *)addr);
 }
 
@@ -343,7 +424,7 @@ static long step(u64 i, void *ctx) {
 			return 1;
 		}
 		cfa = ((fl & R_CFA_FP) ? fp : sp) + (s64)r->cfa_off;
-		if (read(&ra, cfa + (s64)r->ra_off)) {
+		if (read(o, &ra, cfa + (s64)r->ra_off, sp)) {
 			st->stop = STOP_READ;
 			return 1;
 		}
@@ -351,7 +432,7 @@ static long step(u64 i, void *ctx) {
 			u64 at = cfa + (s64)r->fp_off;
 			// A slot below SP was popped by the innermost frame's
 			// epilogue: FP holds its value already.
-			if (at >= sp && read(&fp, at)) {
+			if (at >= sp && read(o, &fp, at, sp)) {
 				st->stop = STOP_READ;
 				return 1;
 			}
@@ -361,7 +442,7 @@ static long step(u64 i, void *ctx) {
 		// Frame pointers: [FP] the caller's FP, [FP+8] the return
 		// address, the caller's SP above them.
 		u64 f0 = fp;
-		if (f0 < sp || read(&fp, f0) || read(&ra, f0 + 8)) {
+		if (f0 < sp || read(o, &fp, f0, sp) || read(o, &ra, f0 + 8, sp)) {
 			st->stop = STOP_READ;
 			return 1;
 		}
@@ -405,6 +486,13 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	st->pc = 0;
 	st->missing = 0;
 	st->frames_sframe = st->frames_fp = 0;
+	st->reads = 0;
+	st->wlen = 0;
+	st->wbase = 0;
+	st->nowin = 0;
+	st->cfile = 0;
+	st->clook = 0;
+	st->crow = ~0U;
 
 	struct task_struct___k *task = (void *)bpf_get_current_task_btf();
 	if ((ctx->regs.cs & 3) != 0) {
@@ -422,17 +510,12 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		st->stop = STOP_NOREGS;
 	} else {
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
-		u32 tgid = st->tgid;
-		if (!bpf_map_lookup_elem(&procs, &tgid)) {
-			count(C_NO_PROC);
-			st->missing = 1;
-			wake(st);
-		}
 		st->stop = STOP_DEPTH;
 		bpf_loop(max_depth, step, 0, 0);
 	}
 	add(C_FRAMES_SFRAME, st->frames_sframe);
 	add(C_FRAMES_FP, st->frames_fp);
+	add(C_READS, st->reads);
 	if (st->missing && fallback) {
 		count(C_FALLBACK);
 		return 1;

@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -69,6 +67,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	stackSize := fs.Uint("stack-size", recorder.DefaultStackSize, "copy `BYTES` of user stack per sample (a multiple of 8, at most 65528)")
 	kernel := fs.Bool("kernel", false, "add kernel frames to samples taken in the kernel")
 	offCPU := fs.Bool("off-cpu", false, "also record where threads wait, weighted by the time off the CPU")
+	bpf := fs.Bool("bpf", false, "walk the stacks in the kernel, in a BPF program, from SFrame rows (falls back to user space where BPF is refused)")
 	maxDepth := fs.Int("max-depth", unwind.DefaultMaxDepth, "unwind at most `N` user frames")
 	operands, code, ok := fs.parse(args)
 	if !ok {
@@ -80,16 +79,13 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	opts := agent.Options{Cgroup: *cgroup, Period: time.Duration(period), ServiceLabel: *serviceLabel, Hostname: *hostname,
 		Pyroscope: *pyroscope, OTLP: *otlpEndpoint, Listen: *listen, QueueLen: *queue, Log: stderr}
 	opts.Record = recorder.Options{Freq: *freq, Kernel: *kernel, OffCPU: *offCPU, MaxDepth: *maxDepth, SystemWide: *all,
-		StackSize: uint32(*stackSize)}
+		StackSize: uint32(*stackSize), BPF: *bpf}
 	targets := 0
 	if *pids != "" {
 		targets++
-		for _, f := range strings.Split(*pids, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				return fs.fail("bad --pid: %q is not a process id", f)
-			}
-			opts.Record.PIDs = append(opts.Record.PIDs, n)
+		var err error
+		if opts.Record.PIDs, err = parsePIDs(*pids); err != nil {
+			return fs.fail("bad --pid: %v", err)
 		}
 	}
 	if *all {

@@ -50,7 +50,7 @@ func TestEveryCommandTested(t *testing.T) {
 // string".
 func TestHelp(t *testing.T) {
 	flags := map[string][]string{
-		"agent": {"-a, --all-cpus", "--cgroup PATH", "-e, --event EVENT", "-F, --freq HZ", "--hostname NAME", "--kernel",
+		"agent": {"-a, --all-cpus", "--bpf", "--cgroup PATH", "-e, --event EVENT", "-F, --freq HZ", "--hostname NAME", "--kernel",
 			"--listen ADDR", "--max-depth N", "--off-cpu", "--otlp ENDPOINT", "--period D", "-p, --pid PIDS", "--pyroscope URL",
 			"--queue N", "--service-label LABEL", "--stack-size BYTES"},
 		"dump":    {"--base ADDR", "--json", "--raw", "--section NAME"},

@@ -20,8 +20,7 @@ func init() {
 func runConvert(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("convert", "--to-version 2|3 -o OUT IN", stdout, stderr)
 	toVersion := fs.Int("to-version", 0, "SFrame `VERSION` to write: 2 or 3 (required)")
-	output := fs.String("output", "", "write the result to `FILE` (required; never the input; - for standard output)")
-	fs.alias("o", "output")
+	output := fs.rewriteOutput()
 	raw := fs.Bool("raw", false, "read IN as a bare SFrame section, not an ELF file")
 	base := fs.String("base", "0", "with --raw: the address `ADDR` the section is loaded at")
 	section := fs.String("section", "", "convert the SFrame section `NAME` (default .sframe or the SHT_GNU_SFRAME section)")
@@ -30,13 +29,10 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	if code, ok := fs.rewriteOperands(files, *output); !ok {
+		return code
+	}
 	switch {
-	case len(files) == 0:
-		return fs.noInput()
-	case len(files) > 1:
-		return fs.fail("one input file, not %d", len(files))
-	case *output == "":
-		return fs.fail("--output OUT is required")
 	case !fs.isSet("to-version"):
 		return fs.fail("--to-version 2 or 3 is required")
 	case *toVersion != 2 && *toVersion != 3:
@@ -49,14 +45,9 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("bad --base %q", *base)
 	}
 	in := files[0]
-	if *output != "-" && same(in, *output) {
-		fmt.Fprintf(stderr, "sframe convert: %s: refusing to overwrite the input\n", in)
-		return 2
-	}
-	src, err := os.ReadFile(in)
-	if err != nil {
-		fmt.Fprintf(stderr, "sframe convert: %v\n", err)
-		return 1
+	src, perm, code := readRewritten("convert", in, *output, *raw, stderr)
+	if code != 0 {
+		return code
 	}
 	if !*raw {
 		if _, err := elffile.NewFile(src); err != nil {
@@ -82,10 +73,6 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sframe convert: note: %s: the %s section does not fit in the place of the old one; it goes to a new loadable segment at %#x\n",
 			in, sframe.Version(*toVersion), res.Segment.Addr)
 	}
-	perm := os.FileMode(0o644) // a bare section is data
-	if st, err := os.Stat(in); err == nil && !*raw {
-		perm = st.Mode().Perm() // a converted executable stays one
-	}
 	if err := outfile.Write(*output, res.Data, perm, stdout); err != nil {
 		fmt.Fprintf(stderr, "sframe convert: %v\n", err)
 		return 1
@@ -96,6 +83,28 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(msgs, "%s: %s -> %s, %s written, %d dropped\n", *output, res.From, sframe.Version(*toVersion), count(res.Funcs, "function"), len(res.Dropped))
 	return 0
+}
+
+// readRewritten reads the input file in of a command (convert, gen)
+// that writes a rewritten copy to output, which must not be in. It
+// returns the input, and the output's mode: the input's (an executable
+// stays one), 0644 for a bare section; or nil and the exit status, after
+// saying why.
+func readRewritten(cmd, in, output string, bare bool, stderr io.Writer) ([]byte, os.FileMode, int) {
+	if output != "-" && same(in, output) {
+		fmt.Fprintf(stderr, "sframe %s: %s: refusing to overwrite the input\n", cmd, in)
+		return nil, 0, 2
+	}
+	src, err := os.ReadFile(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "sframe %s: %v\n", cmd, err)
+		return nil, 0, 1
+	}
+	perm := os.FileMode(0o644) // a bare section is data
+	if st, err := os.Stat(in); err == nil && !bare {
+		perm = st.Mode().Perm()
+	}
+	return src, perm, 0
 }
 
 // same reports whether the two paths name the same existing file.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -112,6 +113,28 @@ func (f *flagSet) fail(format string, args ...any) int {
 // noInput is the error of every command run without its operand.
 func (f *flagSet) noInput() int { return f.fail("no input file given") }
 
+// rewriteOutput declares -o/--output of a command that writes a rewritten
+// copy of one file (convert, gen).
+func (f *flagSet) rewriteOutput() *string {
+	output := f.String("output", "", "write the result to `FILE` (required; never the input; - for standard output)")
+	f.alias("o", "output")
+	return output
+}
+
+// rewriteOperands checks the operands of such a command, files, and its
+// output: the exit status and false when they are wrong.
+func (f *flagSet) rewriteOperands(files []string, output string) (int, bool) {
+	switch {
+	case len(files) == 0:
+		return f.noInput(), false
+	case len(files) > 1:
+		return f.fail("one input file, not %d", len(files)), false
+	case output == "":
+		return f.fail("--output OUT is required"), false
+	}
+	return 0, true
+}
+
 // parse parses flags that may come before or after the operands, as
 // binutils tools accept them; a lone "--" ends flag parsing. When ok is
 // false the subcommand returns code at once: 0 after -h printed the
@@ -185,4 +208,18 @@ func withoutPath(path string, err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// parsePIDs parses the process ids of sframe record's and agent's --pid:
+// comma-separated, positive.
+func parsePIDs(s string) ([]int, error) {
+	var pids []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a process id", f)
+		}
+		pids = append(pids, n)
+	}
+	return pids, nil
 }

@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/sframekit/sframekit/elffile"
@@ -20,8 +19,7 @@ func init() {
 func runGen(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("gen", "[--to-version 2|3] [--raw [--base ADDR]] -o OUT FILE", stdout, stderr)
 	toVersion := fs.Int("to-version", 3, "SFrame `VERSION` to write: 2 or 3")
-	output := fs.String("output", "", "write the result to `FILE` (required; never the input; - for standard output)")
-	fs.alias("o", "output")
+	output := fs.rewriteOutput()
 	raw := fs.Bool("raw", false, "write only the bare SFrame section")
 	base := fs.String("base", "", "with --raw: lay the section out as loaded at `ADDR` (default: the address the loadable copy would use)")
 	cfiSec := fs.String("cfi", "", "read CFI from `SECTION` (.eh_frame or .debug_frame; default .eh_frame, and .debug_frame for the functions it does not cover)")
@@ -30,31 +28,19 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	if code, ok := fs.rewriteOperands(files, *output); !ok {
+		return code
+	}
 	switch {
-	case len(files) == 0:
-		return fs.noInput()
-	case len(files) > 1:
-		return fs.fail("one input file, not %d", len(files))
-	case *output == "":
-		return fs.fail("--output OUT is required")
 	case *toVersion != 2 && *toVersion != 3:
 		return fs.fail("--to-version must be 2 or 3")
 	case *base != "" && !*raw:
 		return fs.fail("--base needs --raw")
 	}
 	in := files[0]
-	if *output != "-" && same(in, *output) {
-		fmt.Fprintf(stderr, "sframe gen: %s: refusing to overwrite the input\n", in)
-		return 2
-	}
-	src, err := os.ReadFile(in)
-	if err != nil {
-		fmt.Fprintf(stderr, "sframe gen: %v\n", err)
-		return 1
-	}
-	perm := os.FileMode(0o644) // a bare section is data
-	if st, err := os.Stat(in); err == nil && !*raw {
-		perm = st.Mode().Perm() // a rewritten executable stays one
+	src, perm, code := readRewritten("gen", in, *output, *raw, stderr)
+	if code != 0 {
+		return code
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "sframe gen: %s: %v; nothing written\n", in, err)

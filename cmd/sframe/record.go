@@ -9,12 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -125,12 +122,9 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	targets := 0
 	if *pids != "" {
 		targets++
-		for _, f := range strings.Split(*pids, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				return fs.fail("bad --pid: %q is not a process id", f)
-			}
-			opts.PIDs = append(opts.PIDs, n)
+		var err error
+		if opts.PIDs, err = parsePIDs(*pids); err != nil {
+			return fs.fail("bad --pid: %v", err)
 		}
 	}
 	if *all {
@@ -239,21 +233,20 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	return exitStatus(prof.Wait())
 }
 
-// recordSignals stops a recording on SIGINT (Ctrl-C), SIGTERM, SIGHUP (a
-// closed terminal) and SIGQUIT, so that the profile is written all the
-// same; a second one, or one after the profile is written (while the
-// command is waited for), ends sframe at once, its output file removed
-// (or left as it was). A first one that comes once the recording has
-// ended but before the profile is written lets it be written: a signal
-// sent to the process group (Ctrl-C, a closed terminal) ends the command
-// too, and sframe may see the command's end before its own signal.
+// recordSignals stops a recording on a signal (interruptSignals), so
+// that the profile is written all the same; a second one, or one after
+// the profile is written (while the command is waited for), ends sframe
+// at once, its output file removed (or left as it was). A first one that
+// comes once the recording has ended but before the profile is written
+// lets it be written: a signal sent to the process group (Ctrl-C, a
+// closed terminal) ends the command too, and sframe may see the
+// command's end before its own signal.
 type recordSignals struct {
-	ctx   context.Context
-	ch    chan os.Signal
-	done  chan struct{}
-	mu    sync.Mutex // held while the output is committed or aborted
-	file  *outfile.File
-	first atomic.Value // the signal that stopped the recording
+	in     *interrupt
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex // held while the output is committed or aborted
+	file   *outfile.File
 	// written says that the profile is in place (guarded by mu).
 	written bool
 	stderr  io.Writer
@@ -262,29 +255,25 @@ type recordSignals struct {
 // newRecordSignals starts catching the signals, for the output file.
 func newRecordSignals(file *outfile.File, stderr io.Writer) *recordSignals {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &recordSignals{ctx: ctx, ch: make(chan os.Signal, 2), done: make(chan struct{}), file: file, stderr: stderr}
-	signal.Notify(s.ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	go func() {
-		defer cancel()
-		for {
-			select {
-			case sig := <-s.ch:
-				s.mu.Lock() // not while the output is being put in place
-				if !s.written && s.first.Load() == nil {
-					s.first.Store(sig)
-					s.mu.Unlock()
-					cancel()
-					continue
-				}
-				s.file.Abort()
-				fmt.Fprintf(s.stderr, "sframe record: %s: stopped\n", signalName(sig))
-				os.Exit(exitSignaled(sig))
-			case <-s.done:
-				return
-			}
+	s := &recordSignals{ctx: ctx, cancel: cancel, file: file, stderr: stderr}
+	s.in = catchInterrupts(func(sig syscall.Signal) {
+		s.mu.Lock() // not while the output is being put in place
+		written := s.written
+		s.mu.Unlock()
+		if written {
+			s.exit(sig)
 		}
-	}()
+		cancel()
+	}, s.exit)
 	return s
+}
+
+// exit ends sframe on signal sig, the output dropped.
+func (s *recordSignals) exit(sig syscall.Signal) {
+	s.mu.Lock() // not while the output is being put in place
+	s.file.Abort()
+	fmt.Fprintf(s.stderr, "sframe record: %s: stopped\n", signalName(sig))
+	os.Exit(exitSignaled(sig))
 }
 
 // commit writes data to the output file and puts it in place.
@@ -301,15 +290,17 @@ func (s *recordSignals) commit(data []byte) error {
 
 // received returns the signal that stopped the recording, or nil.
 func (s *recordSignals) received() os.Signal {
-	sig, _ := s.first.Load().(os.Signal)
-	return sig
+	if sig := s.in.Signal(); sig != 0 {
+		return sig
+	}
+	return nil
 }
 
 // stop stops catching the signals and drops the output if it was not
 // committed.
 func (s *recordSignals) stop() {
-	signal.Stop(s.ch)
-	close(s.done)
+	s.in.Stop()
+	s.cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.file.Abort()

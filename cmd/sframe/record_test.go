@@ -479,7 +479,7 @@ func TestRecordSignalAfterRecording(t *testing.T) {
 	s := newRecordSignals(file, &errb)
 	defer s.stop()
 	// The recording has ended (Record returned); sframe's SIGHUP comes.
-	s.ch <- syscall.SIGHUP
+	s.in.ch <- syscall.SIGHUP
 	<-s.ctx.Done() // taken as the first signal
 	if err := s.commit([]byte("profile")); err != nil {
 		t.Fatal(err)

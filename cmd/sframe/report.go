@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -150,14 +151,14 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	var stop atomic.Bool
 	var pipe *os.File // a pipe or FIFO read through the poller, or nil
 	var pipeMu sync.Mutex
-	in := catchInterrupts(func() {
+	in := catchInterrupts(func(syscall.Signal) {
 		stop.Store(true)
 		pipeMu.Lock()
 		if pipe != nil {
 			pipe.SetReadDeadline(time.Unix(1, 0))
 		}
 		pipeMu.Unlock()
-	})
+	}, nil)
 	defer in.Stop()
 	p, err := openPipe(input)
 	if err != nil {
@@ -175,7 +176,6 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	}
 	var r *perfdata.Reader
 	var size int64
-	var end time.Time
 	switch {
 	case p != nil:
 		r, err = perfdata.NewReader(p.f)
@@ -183,10 +183,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		r, err = perfdata.NewReader(stdin)
 	default:
 		if st, serr := os.Stat(input); serr == nil && st.Mode().IsRegular() {
-			// perf record writes the header last: the file's time is
-			// the recording's end, after which a mapped file without a
-			// build ID must not have changed.
-			size, end = st.Size(), st.ModTime()
+			size = st.Size() // for the progress bar
 		}
 		r, err = perfdata.Open(input)
 	}
@@ -199,9 +196,10 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer r.Close()
-	// The rest of the options come from the recording's header, which a
-	// pipe delivers with its first records.
-	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms, SFrameFromCFI: true, RecordingEnd: end}
+	// The rest of the options are the zero Options' (what a library user
+	// gets): from the recording's header, which a pipe delivers with its
+	// first records, and the file.
+	opts := perfunwind.Options{SymFS: *symfs, MaxDepth: *maxDepth, Kallsyms: *kallsyms}
 	sess, err := perfunwind.NewSession(opts)
 	if err != nil {
 		fs.fileError(input, err)

@@ -15,7 +15,8 @@ var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGH
 // interrupt catches interruptSignals for a command that writes what it has
 // when one arrives: the first is kept and onSignal called (on another
 // goroutine); a second one has its default action again, ending the
-// program at once.
+// program at once, or, when the command has an again handler (one that
+// must remove its unfinished output first), is given to it.
 type interrupt struct {
 	sig  atomic.Value // syscall.Signal
 	ch   chan os.Signal
@@ -23,18 +24,31 @@ type interrupt struct {
 	once sync.Once
 }
 
-// catchInterrupts starts catching interruptSignals; Stop ends it.
-func catchInterrupts(onSignal func()) *interrupt {
-	in := &interrupt{ch: make(chan os.Signal, 1), done: make(chan struct{})}
+// catchInterrupts starts catching interruptSignals; Stop ends it. again,
+// if not nil, takes the signals after the first, until Stop.
+func catchInterrupts(onSignal func(syscall.Signal), again func(syscall.Signal)) *interrupt {
+	in := &interrupt{ch: make(chan os.Signal, 2), done: make(chan struct{})}
 	signal.Notify(in.ch, interruptSignals...)
 	go func() {
 		select {
 		case s := <-in.ch:
-			in.sig.Store(s.(syscall.Signal))
-			signal.Stop(in.ch)
-			if onSignal != nil {
-				onSignal()
+			sig := s.(syscall.Signal)
+			in.sig.Store(sig)
+			if again == nil {
+				signal.Stop(in.ch)
 			}
+			if onSignal != nil {
+				onSignal(sig)
+			}
+		case <-in.done:
+			return
+		}
+		if again == nil {
+			return
+		}
+		select {
+		case s := <-in.ch:
+			again(s.(syscall.Signal))
 		case <-in.done:
 		}
 	}()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/sframekit/sframekit/dump"
@@ -243,37 +244,22 @@ func stackProfile(tr *unwind.Tracer, capture func() (*unwind.Trace, error), coun
 	// A signal (Ctrl-C, a closed terminal) ends the captures after the
 	// one under way; the profile has those made.
 	wake := make(chan struct{})
-	in := catchInterrupts(func() { close(wake) })
+	in := catchInterrupts(func(syscall.Signal) { close(wake) }, nil)
 	defer in.Stop()
-	b := stackprof.NewBuilder()
-	code, n := 0, 0
-captures:
-	for ; n < count && in.Signal() == 0; n++ {
-		if n > 0 {
-			select {
-			case <-time.After(interval):
-			case <-wake:
-				break captures
-			}
-		}
-		trace, err := capture()
-		if err != nil {
-			switch {
-			case n == 0:
-				fmt.Fprintf(stderr, "sframe stack: %v\n", err)
-				return 1
-			case errors.Is(err, targets.ErrGone):
-				// The end of the process ends the sampling; what was
-				// captured is the profile.
-				fmt.Fprintf(stderr, "sframe stack: the process exited after %d of %d captures; the profile has those %d\n", n, count, n)
-			default:
-				fmt.Fprintf(stderr, "sframe stack: capture %d: %v; the profile has the first %d\n", n+1, err, n)
-				code = 1
-			}
-			break captures
-		}
-		tr.Symbolize(trace)
-		b.Add(trace)
+	p, n, err := stackprof.Sample(tr, capture, stackprof.Sampling{Count: count, Interval: interval, Stop: wake})
+	code := 0
+	switch {
+	case err == nil:
+	case p == nil: // the first capture's error, or the profile's
+		fmt.Fprintf(stderr, "sframe stack: %v\n", err)
+		return 1
+	case errors.Is(err, targets.ErrGone):
+		// The end of the process ends the sampling; what was captured
+		// is the profile.
+		fmt.Fprintf(stderr, "sframe stack: the process exited after %d of %d captures; the profile has those %d\n", n, count, n)
+	default:
+		fmt.Fprintf(stderr, "sframe stack: capture %d: %v; the profile has the first %d\n", n+1, err, n)
+		code = 1
 	}
 	sig := in.Signal()
 	if sig != 0 {
@@ -283,11 +269,8 @@ captures:
 		}
 		code = exitSignaled(sig)
 	}
-	p, err := b.Profile()
 	var buf bytes.Buffer
-	if err == nil {
-		err = p.Write(&buf) // gzipped protobuf, what pprof reads
-	}
+	err = p.Write(&buf) // gzipped protobuf, what pprof reads
 	if err == nil {
 		err = outfile.Write(path, buf.Bytes(), 0o644, nil) // nil: - is os.Stdout
 	}

@@ -15,12 +15,49 @@ package sysfile
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 )
 
 // ErrNotRegular is wrapped by OpenRegular's error for a path that names
 // a FIFO, a device, a socket or a directory.
 var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLong is wrapped by ReadFileMax's error for a file longer than
+// its limit.
+var ErrTooLong = errors.New("file too long")
+
+// ReadFileMax reads the whole of name through Open, as ReadFile does (a
+// buffer that starts at 4 KB and grows as the file turns out longer:
+// files of /proc have no size to start from), but at most limit bytes: a
+// longer file is an error wrapping ErrTooLong, found once limit+1 bytes
+// are read.
+func ReadFileMax(name string, limit int) ([]byte, error) {
+	f, err := Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, 0, min(4096, max(limit, 1)))
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if len(b) > limit {
+			return nil, &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w (over %d bytes)", ErrTooLong, limit)}
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
 
 // Under returns the path of name (a path a recording or a core names,
 // absolute or not) inside the directory root (--symfs, a sysroot), as

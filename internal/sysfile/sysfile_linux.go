@@ -1,7 +1,7 @@
 package sysfile
 
 import (
-	"io"
+	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -70,23 +70,5 @@ func OpenRegular(name string) (*os.File, error) {
 // a buffer that starts at 4 KB: files of /proc have no size to start
 // from.
 func ReadFile(name string) ([]byte, error) {
-	f, err := Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, 0, 4096)
-	for {
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-	}
+	return ReadFileMax(name, math.MaxInt)
 }

@@ -36,6 +36,16 @@ func TestReadFile(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("ReadFile(%s) = %d bytes, %v; os.ReadFile gave %d bytes", name, len(got), err, len(want))
 		}
+		// ReadFileMax: a limit of the file's length reads it whole, one
+		// byte less is an error.
+		if got, err := ReadFileMax(name, max(len(want), 1)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("ReadFileMax(%s, %d) = %d bytes, %v", name, len(want), len(got), err)
+		}
+		if len(want) > 1 {
+			if _, err := ReadFileMax(name, len(want)-1); !errors.Is(err, ErrTooLong) {
+				t.Errorf("ReadFileMax(%s, %d) of %d bytes: %v, want ErrTooLong", name, len(want)-1, len(want), err)
+			}
+		}
 	}
 	if _, err := ReadFile(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ReadFile of a missing file: %v, want ErrNotExist", err)

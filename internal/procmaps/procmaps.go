@@ -1,0 +1,141 @@
+// Package procmaps reads /proc/PID/maps, the kernel's list of a
+// process's memory mappings: the one parser of it, for the live-process
+// target (targets) and the profiler (perfunwind, which seeds a session
+// with a running process's mappings and finds its own vDSO).
+package procmaps
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sframekit/sframekit/internal/sysfile"
+)
+
+// Mapping is one line of /proc/PID/maps, or one mapping of a module's
+// file as a core describes it (targets fills the fields a core has).
+type Mapping struct {
+	// Start and End delimit the mapping, [Start, End).
+	Start, End uint64
+	// Offset is the file offset mapped at Start.
+	Offset uint64
+	// Perm is the permission string ("r-xp"). For a core it is derived
+	// from the PT_LOAD segment covering the mapping and is empty when the
+	// core has none; do not rely on its x bit for cores written by gdb,
+	// which records all segments as non-executable.
+	Perm string
+	// Dev is the file's device as "major:minor" in hexadecimal ("fe:01"),
+	// empty for a core.
+	Dev string
+	// Inode is the file's inode number, 0 for anonymous memory and cores.
+	Inode uint64
+	// Path is the file name, possibly ending in " (deleted)", a special
+	// area such as "[vdso]" or "[stack]", or empty (anonymous memory, or
+	// a module's mapping, whose Module has the name).
+	Path string
+}
+
+// Exec reports whether the mapping is executable (Perm's x).
+func (m *Mapping) Exec() bool { return len(m.Perm) >= 3 && m.Perm[2] == 'x' }
+
+// MaxSize bounds the bytes of a maps file Read reads: 64 MiB, some ten
+// times what the most mappings the kernel allows by default
+// (vm.max_map_count, 65530) take with ordinary path lengths. A longer
+// file is an error.
+const MaxSize = 64 << 20
+
+// maxLine bounds one line (a path is at most PATH_MAX, 4 KiB, long).
+const maxLine = 1 << 20
+
+// Read reads and parses /proc/PID/maps of process pid (pid 0: the
+// calling process, /proc/self/maps), without attaching to it or stopping
+// it, through sysfile (a file longer than MaxSize is an error wrapping
+// sysfile.ErrTooLong).
+func Read(pid int) ([]Mapping, error) {
+	name := "/proc/self/maps"
+	if pid != 0 {
+		name = fmt.Sprintf("/proc/%d/maps", pid)
+	}
+	data, err := sysfile.ReadFileMax(name, MaxSize)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return ms, nil
+}
+
+// Parse parses the text of a /proc/PID/maps file. A line that does not
+// parse is an error naming it; lines longer than 1 MiB are an error.
+func Parse(data []byte) ([]Mapping, error) {
+	out := make([]Mapping, 0, bytes.Count(data, []byte{'\n'})+1)
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		m, err := ParseLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("maps line %d: %w", n, err)
+		}
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+// ParseLine parses one line, "start-end perm offset dev inode   path";
+// the path may contain spaces and is everything after the inode and its
+// padding.
+func ParseLine(line string) (Mapping, error) {
+	var m Mapping
+	rest := line
+	field := func() (string, bool) {
+		rest = strings.TrimLeft(rest, " ")
+		i := strings.IndexByte(rest, ' ')
+		if i < 0 {
+			f := rest
+			rest = ""
+			return f, f != ""
+		}
+		f := rest[:i]
+		rest = rest[i+1:]
+		return f, true
+	}
+	rng, ok1 := field()
+	perm, ok2 := field()
+	off, ok3 := field()
+	dev, ok4 := field()
+	ino, ok5 := field()
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
+		return m, fmt.Errorf("too few fields in %q", line)
+	}
+	dash := strings.IndexByte(rng, '-')
+	if dash < 0 {
+		return m, fmt.Errorf("bad range in %q", line)
+	}
+	var err error
+	if m.Start, err = strconv.ParseUint(rng[:dash], 16, 64); err != nil {
+		return m, fmt.Errorf("bad start in %q", line)
+	}
+	if m.End, err = strconv.ParseUint(rng[dash+1:], 16, 64); err != nil || m.End < m.Start {
+		return m, fmt.Errorf("bad end in %q", line)
+	}
+	if m.Offset, err = strconv.ParseUint(off, 16, 64); err != nil {
+		return m, fmt.Errorf("bad offset in %q", line)
+	}
+	if m.Inode, err = strconv.ParseUint(ino, 10, 64); err != nil {
+		return m, fmt.Errorf("bad inode in %q", line)
+	}
+	m.Perm = perm
+	m.Dev = dev
+	m.Path = strings.TrimLeft(rest, " ")
+	return m, nil
+}

@@ -1,0 +1,100 @@
+package procmaps
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestParseLine checks lines of /proc/PID/maps: paths with spaces,
+// deleted files, anonymous memory, special areas, bad lines.
+func TestParseLine(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want Mapping
+		ok   bool
+	}{
+		{"7f00-7f10 r-xp 00001000 fe:01 1234       /tmp/a dir/lib x.so (deleted)", Mapping{0x7f00, 0x7f10, 0x1000, "r-xp", "fe:01", 1234, "/tmp/a dir/lib x.so (deleted)"}, true},
+		{"55d0c8a00000-55d0c8a01000 r-xp 00001000 08:01 1234                       /usr/bin/my prog", Mapping{0x55d0c8a00000, 0x55d0c8a01000, 0x1000, "r-xp", "08:01", 1234, "/usr/bin/my prog"}, true},
+		{"7f0000000000-7f0000002000 rw-p 00000000 00:00 0 ", Mapping{0x7f0000000000, 0x7f0000002000, 0, "rw-p", "00:00", 0, ""}, true},
+		{"7f0000000000-7f0000002000 rw-p 00000000 00:00 0", Mapping{0x7f0000000000, 0x7f0000002000, 0, "rw-p", "00:00", 0, ""}, true},
+		{"7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]", Mapping{0x7ffc00000000, 0x7ffc00021000, 0, "rw-p", "00:00", 0, "[stack]"}, true},
+		{"7f00 rw-p 0 00:00 0", Mapping{}, false},
+		{"zzzz-7ffc00021000 rw-p 00000000 00:00 0", Mapping{}, false},
+		{"7ffc00021000-7ffc00000000 rw-p 00000000 00:00 0", Mapping{}, false},
+		{"7f00-7f10 rw-p 00000000 00:00", Mapping{}, false},
+		{"7f00-7f10 rw-p 00000000 00:00 x /a", Mapping{}, false},
+	} {
+		got, err := ParseLine(c.line)
+		if (err == nil) != c.ok || c.ok && got != c.want {
+			t.Errorf("%q: %+v %v, want %+v (ok %v)", c.line, got, err, c.want, c.ok)
+		}
+	}
+	if m := (Mapping{Perm: "r-xp"}); !m.Exec() {
+		t.Error("r-xp not executable")
+	}
+	if m := (Mapping{Perm: "rw"}); m.Exec() {
+		t.Error("rw executable")
+	}
+}
+
+// TestParseBadLine checks that a bad line fails the file, naming its
+// line number.
+func TestParseBadLine(t *testing.T) {
+	_, err := Parse([]byte("7f00-7f10 r-xp 00001000 fe:01 1234 /a\n\nbad\n"))
+	if err == nil || !strings.Contains(err.Error(), "maps line 3") {
+		t.Errorf("error %v, want one naming line 3", err)
+	}
+}
+
+// TestRead reads this process's maps and finds its executable mapped
+// with its inode and device, and the vDSO; a process that does not exist
+// is an error.
+func TestRead(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := fi.Sys().(*syscall.Stat_t).Ino
+	for _, pid := range []int{0, os.Getpid()} {
+		maps, err := Read(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, vdso := false, false
+		for _, m := range maps {
+			if m.End <= m.Start || len(m.Perm) != 4 {
+				t.Errorf("bad entry %+v", m)
+			}
+			if m.Path == exe && m.Exec() && m.Inode == ino && strings.Contains(m.Dev, ":") {
+				found = true
+			}
+			vdso = vdso || m.Path == "[vdso]"
+		}
+		if !found || !vdso {
+			t.Errorf("pid %d: executable mapping of %s found %v, [vdso] %v, in %d entries", pid, exe, found, vdso, len(maps))
+		}
+	}
+	if _, err := Read(-1); err == nil {
+		t.Error("Read(-1): no error")
+	}
+}
+
+// FuzzParse feeds arbitrary text to Parse: it may not panic, and what it
+// returns are mappings whose end is not below their start.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("7f00-7f10 r-xp 00001000 fe:01 1234       /tmp/a dir/lib x.so (deleted)\n7f10-7f20 rw-p 00000000 00:00 0 \n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, err := Parse(data)
+		for _, m := range ms {
+			if err == nil && m.End < m.Start {
+				t.Fatalf("mapping %+v", m)
+			}
+		}
+	})
+}
