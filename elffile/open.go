@@ -91,10 +91,14 @@ func Open(path string) (*File, error) {
 // OpenArg is Open for a file the user named on the command line: a pipe
 // or character device given by name (<(cmd), /dev/stdin) is read into
 // memory first, as ReadStream does, since debug/elf seeks.
+//
+// The type is checked with stat, not with Open's non-blocking open: any
+// open of a FIFO's read end lets its writer in, and closing it again
+// before the second open makes the writer fail (EPIPE: the data is lost)
+// or leaves the second open waiting for a writer that already quit.
 func OpenArg(path string) (*File, error) {
-	f, err := Open(path)
-	if !errors.Is(err, sysfile.ErrNotRegular) {
-		return f, err
+	if st, err := os.Stat(path); err != nil || st.Mode().IsRegular() {
+		return Open(path)
 	}
 	osf, err := os.Open(path)
 	if err != nil {

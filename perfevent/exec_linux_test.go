@@ -82,7 +82,7 @@ func TestEnableOnExec(t *testing.T) {
 	}
 	var evs []ev
 	rounds := 0
-	runWithWatchdog(t, s, 20*time.Second, func(r *Record) error {
+	runWithWatchdog(t, s, time.Minute, func(r *Record) error {
 		if r.Type == perfdata.RecordFinishedRound {
 			if r.CPU != -1 || len(r.Raw) != headerSize {
 				t.Errorf("FINISHED_ROUND of CPU %d, %d bytes", r.CPU, len(r.Raw))

@@ -107,7 +107,7 @@ func (p *prog) cmd(t testing.TB, line string) []string {
 	if _, err := io.WriteString(p.Stdin, line+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	ans, err := testprog.ReadLine(p.Out, 10*time.Second)
+	ans, err := testprog.ReadLine(p.Out, time.Minute)
 	if err != nil {
 		t.Fatalf("%s: %v", line, err)
 	}
@@ -406,7 +406,7 @@ func userTime(pid, tid int) (int, error) {
 // runMore waits until each of threads tids of pid has run ticks more clock
 // ticks in user space than now.
 func runMore(pid int, tids []int, ticks int) error {
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for _, tid := range tids {
 		u0, err := userTime(pid, tid)
 		if err != nil {
@@ -891,7 +891,7 @@ func TestWakeups(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := 0
-			runWithWatchdog(t, s, 20*time.Second, func(r *Record) error {
+			runWithWatchdog(t, s, time.Minute, func(r *Record) error {
 				n++
 				s.Stop()
 				return nil
@@ -915,11 +915,11 @@ func TestStopAndClose(t *testing.T) {
 	}
 	// A Stop before Run makes it return after one pass.
 	s.Stop()
-	runWithWatchdog(t, s, 20*time.Second, func(*Record) error { return nil })
+	runWithWatchdog(t, s, time.Minute, func(*Record) error { return nil })
 	// Stop from another goroutine wakes a Run that has nothing to read (the
 	// events are disabled).
 	time.AfterFunc(50*time.Millisecond, s.Stop)
-	runWithWatchdog(t, s, 20*time.Second, func(*Record) error { return nil })
+	runWithWatchdog(t, s, time.Minute, func(*Record) error { return nil })
 	if s.Exited() {
 		t.Error("Exited after Stop")
 	}
@@ -966,7 +966,7 @@ func TestRunEndsWhenTargetsExit(t *testing.T) {
 	forked := p.cmdInt(t, "fork") // dies with its parent
 	exits := map[uint32]bool{}
 	time.AfterFunc(100*time.Millisecond, func() { p.Cmd.Process.Kill() })
-	runWithWatchdog(t, s, 20*time.Second, func(r *Record) error {
+	runWithWatchdog(t, s, time.Minute, func(r *Record) error {
 		if r.Type == perfdata.RecordExit {
 			d, err := r.Decode()
 			if err != nil {

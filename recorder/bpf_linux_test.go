@@ -164,7 +164,7 @@ func TestBPFFollowsNewThreadsAndProcesses(t *testing.T) {
 				opts.PIDs, pidOf = []int{prog.PID()}, prog.PID
 				opts.Started = func() {
 					io.WriteString(prog.Stdin, "spawn\n")
-					if line, err := testprog.ReadLine(prog.Out, 10*time.Second); err != nil || !strings.HasPrefix(line, "spawned ") {
+					if line, err := testprog.ReadLine(prog.Out, time.Minute); err != nil || !strings.HasPrefix(line, "spawned ") {
 						t.Errorf("spawn: %q, %v", line, err)
 					}
 				}

@@ -389,7 +389,7 @@ func TestFollowsNewThreadsAndProcesses(t *testing.T) {
 		child := 0
 		opts := Options{PIDs: []int{prog.PID()}, Started: func() {
 			io.WriteString(prog.Stdin, "spawn\n")
-			line, err := testprog.ReadLine(prog.Out, 10*time.Second)
+			line, err := testprog.ReadLine(prog.Out, time.Minute)
 			if err == nil {
 				_, err = fmt.Sscanf(line, "spawned %d", &child)
 			}

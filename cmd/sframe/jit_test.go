@@ -16,11 +16,13 @@ import (
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
-// fibJS is a node program whose time goes to one JIT-compiled function.
+// fibJS is a node program whose time goes to one JIT-compiled function,
+// for 700 ms of its CPU time (not wall time: a loaded machine gives the
+// recordings, sampled on CPU time, as many samples as an idle one).
 const fibJS = `function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
 let s = 0;
-const end = Date.now() + 700;
-while (Date.now() < end) s += fib(22);
+const start = process.cpuUsage();
+while (process.cpuUsage(start).user < 700000) s += fib(22);
 console.log(s > 0);
 `
 

@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -194,7 +193,6 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	// main's memory limit.
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	prof, err := recorder.Record(sig.ctx, opts)
-	sig.ended()
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe record: %s\n", recordError(err, operands))
 		return 1
@@ -244,17 +242,22 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 }
 
 // recordSignals stops a recording on a signal (interruptSignals), so
-// that the profile is written all the same; one that comes after the
-// recording (a second one, or one while the command is waited for) ends
-// sframe at once, its output file removed (or left as it was).
+// that the profile is written all the same; a second one, or one after
+// the profile is written (while the command is waited for), ends sframe
+// at once, its output file removed (or left as it was). A first one that
+// comes once the recording has ended but before the profile is written
+// lets it be written: a signal sent to the process group (Ctrl-C, a
+// closed terminal) ends the command too, and sframe may see the
+// command's end before its own signal.
 type recordSignals struct {
 	in     *interrupt
 	ctx    context.Context
 	cancel context.CancelFunc
 	mu     sync.Mutex // held while the output is committed or aborted
 	file   *outfile.File
-	over   atomic.Bool // the recording has ended
-	stderr io.Writer
+	// written says that the profile is in place (guarded by mu).
+	written bool
+	stderr  io.Writer
 }
 
 // newRecordSignals starts catching the signals, for the output file.
@@ -262,7 +265,10 @@ func newRecordSignals(file *outfile.File, stderr io.Writer) *recordSignals {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &recordSignals{ctx: ctx, cancel: cancel, file: file, stderr: stderr}
 	s.in = catchInterrupts(func(sig syscall.Signal) {
-		if s.over.Load() {
+		s.mu.Lock() // not while the output is being put in place
+		written := s.written
+		s.mu.Unlock()
+		if written {
 			s.exit(sig)
 		}
 		cancel()
@@ -278,9 +284,6 @@ func (s *recordSignals) exit(sig syscall.Signal) {
 	os.Exit(exitSignaled(sig))
 }
 
-// ended says that the recording is over: a signal now ends sframe.
-func (s *recordSignals) ended() { s.over.Store(true) }
-
 // commit writes data to the output file and puts it in place.
 func (s *recordSignals) commit(data []byte) error {
 	s.mu.Lock()
@@ -288,7 +291,9 @@ func (s *recordSignals) commit(data []byte) error {
 	if _, err := s.file.Write(data); err != nil {
 		return err
 	}
-	return s.file.Commit()
+	err := s.file.Commit()
+	s.written = err == nil
+	return err
 }
 
 // received returns the signal that stopped the recording, or nil.

@@ -19,6 +19,7 @@ import (
 	"github.com/google/pprof/profile"
 	"golang.org/x/sys/unix"
 
+	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/symbolize"
 )
@@ -522,5 +523,34 @@ int main() {
 	b, _ := os.ReadFile(folded)
 	if !bytes.Contains(b, []byte(";main;std::sort<")) && !bytes.Contains(b, []byte(";main;std::map<")) || bytes.Contains(b, []byte(";_Z")) {
 		t.Errorf("folded stacks without main's demangled callees in perf's form, or with mangled names:\n%.2000s", b)
+	}
+}
+
+// TestRecordSignalAfterRecording checks that a first signal that sframe
+// handles after the recording ended, before the profile is written, lets
+// the profile be written and is reported: a signal sent to the process
+// group ends the command too, and under load sframe can see the
+// command's end before its own copy of the signal (TestRecordSignals
+// lost the profile so).
+func TestRecordSignalAfterRecording(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "profile.pb.gz")
+	file, err := outfile.Create(out, 0o644, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb lockedBuffer
+	s := newRecordSignals(file, &errb)
+	defer s.stop()
+	// The recording has ended (Record returned); sframe's SIGHUP comes.
+	s.in.ch <- syscall.SIGHUP
+	<-s.ctx.Done() // taken as the first signal
+	if err := s.commit([]byte("profile")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "profile" {
+		t.Errorf("output %q, %v; stderr %q", b, err, errb.String())
+	}
+	if sig := s.received(); sig != syscall.SIGHUP {
+		t.Errorf("signal received: %v, want SIGHUP", sig)
 	}
 }

@@ -265,10 +265,14 @@ func TestEpilogueChains(t *testing.T) {
 // TestLdSoStart profiles a shell starting /bin/true 3,000 times, whose
 // samples are mostly in the dynamic linker: the walks that reach ld.so's
 // entry point, _start, which has no CFI, end there at the outermost
-// frame, not for want of a rule (at most 1% may).
+// frame, not for want of a rule (at most 1% may). Sampled at 4999 Hz:
+// each process's CPU-time sampling starts afresh, and at 1999 Hz most of
+// these processes ended before their first 500 us (80-250 samples in
+// all, below the 100 needed to judge); at 200 us most are sampled
+// (thousands).
 func TestLdSoStart(t *testing.T) {
 	testprog.NeedTool(t, "sh")
-	profileBoth(t, 1999, func(t *testing.T, folded []foldedStack, summary string) {
+	profileBoth(t, 4999, func(t *testing.T, folded []foldedStack, summary string) {
 		total := 0
 		for _, s := range folded {
 			total += s.n
