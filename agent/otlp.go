@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -40,7 +41,7 @@ func newOTLP(endpoint string) (*otlp, error) {
 		return &otlp{httpURL: u.String(), client: &http.Client{}}, nil
 	}
 	target := strings.TrimPrefix(endpoint, "grpc://")
-	if _, _, err := splitHostPort(target); err != nil {
+	if _, port, err := net.SplitHostPort(target); err != nil || port == "" {
 		return nil, fmt.Errorf("sframe agent: --otlp %q: want http://HOST:PORT (OTLP/HTTP) or HOST:PORT (OTLP/gRPC)", endpoint)
 	}
 	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -48,18 +49,6 @@ func newOTLP(endpoint string) (*otlp, error) {
 		return nil, fmt.Errorf("sframe agent: --otlp %q: %v", endpoint, err)
 	}
 	return &otlp{conn: conn, grpc: pprofileotlp.NewGRPCClient(conn)}, nil
-}
-
-func splitHostPort(s string) (string, int, error) {
-	i := strings.LastIndexByte(s, ':')
-	if i <= 0 {
-		return "", 0, fmt.Errorf("no port")
-	}
-	port, err := strconv.Atoi(s[i+1:])
-	if err != nil || port <= 0 || port > 65535 {
-		return "", 0, fmt.Errorf("bad port")
-	}
-	return s[:i], port, nil
 }
 
 // send implements sender: a refusal (HTTP 4xx but 429, gRPC

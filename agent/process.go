@@ -2,13 +2,12 @@ package agent
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
+	"github.com/sframekit/sframekit/internal/sysfile"
 	"github.com/sframekit/sframekit/perfunwind"
 )
 
@@ -40,7 +39,7 @@ func (a *Agent) proc(pid uint32, sess *perfunwind.Session) *procInfo {
 		exe = sess.ThreadName(pid)
 	}
 	var all []string
-	if cg, err := readSmall(dir + "/cgroup"); err == nil {
+	if cg, err := sysfile.ReadFileMax(dir+"/cgroup", maxProcFile); err == nil {
 		pi.cgroup = cgroupPath(cg)
 		all = cgroupPaths(cg)
 		for _, p := range all {
@@ -74,20 +73,10 @@ func (a *Agent) proc(pid uint32, sess *perfunwind.Session) *procInfo {
 	return pi
 }
 
-// maxProcFile bounds what is read of a /proc file: a process's cgroup
-// file is one line per hierarchy, 4 KiB holds every real one.
+// maxProcFile bounds what is read of a process's cgroup file: one line
+// per hierarchy, 4 KiB holds every real one (a longer one gives no
+// labels).
 const maxProcFile = 4 << 10
-
-// readSmall reads at most maxProcFile bytes of a /proc file; a FIFO or
-// device is not opened for long (O_NONBLOCK), and not read.
-func readSmall(name string) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxProcFile))
-}
 
 // cgroupPath returns the cgroup v2 path of a /proc/PID/cgroup file (the
 // "0::PATH" line), else the first hierarchy's path.
