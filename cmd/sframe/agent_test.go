@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 )
 
 // TestAgentSIGTERM runs sframe agent on a spinning program and sends it
@@ -36,7 +39,20 @@ func TestAgentSIGTERM(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(2 * time.Second) // a few ticks of samples
+	// Samples flow once a one-second profile from its server has some:
+	// a fixed sleep is not enough on a loaded machine, where starting
+	// to sample can take seconds.
+	addr := stderr.String()
+	addr = addr[strings.Index(addr, "http://"):]
+	addr = addr[:strings.Index(addr, " ")]
+	for {
+		if n := serverSamples(t, addr+"?seconds=1"); n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no samples from sframe agent's server in a minute:\n%s", stderr.String())
+		}
+	}
 	syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	select {
 	case c := <-code:
@@ -52,6 +68,25 @@ func TestAgentSIGTERM(t *testing.T) {
 	if err := prog.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the profiled program is gone: %v", err)
 	}
+}
+
+// serverSamples fetches a profile from the agent's server and counts
+// its samples.
+func serverSamples(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %s", url, resp.Status)
+	}
+	p, err := profile.Parse(resp.Body)
+	if err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	return len(p.Sample)
 }
 
 // TestAgentUsage: usage errors are one line and exit status 2.
