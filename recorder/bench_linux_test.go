@@ -1,8 +1,10 @@
 package recorder
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -104,4 +106,42 @@ func BenchmarkOnlineSample(b *testing.B) {
 	b.ReportMetric(frames, "frames/sample")
 	// On a shared machine, CPU time says more than wall time.
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/sample")
+}
+
+// BenchmarkWritePprofCXX measures naming a C++ compiler's frames and
+// writing its profile, sframe record's phase after the recording: a
+// recording (made at benchmark time) of g++ -O2 compiling
+// scripts/bench-cc1plus.cc with NUM=1 (cc1plus: thousands of distinct
+// stacks and C++ functions), written as pprof each iteration with a new
+// Resolver, so that every symbol table read and name demangled counts.
+// cpu-us/stack is the process's CPU time per distinct stack.
+//
+//	go test ./recorder -run '^$' -bench WritePprofCXX -benchtime 5x
+func BenchmarkWritePprofCXX(b *testing.B) {
+	testprog.NeedPerfEvents(b)
+	testprog.NeedTool(b, "g++")
+	src, err := filepath.Abs("../scripts/bench-cc1plus.cc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := recordCommand(b, Options{}, "g++", "-std=c++17", "-O2", "-DNUM=1", "-c", src, "-o", filepath.Join(b.TempDir(), "tu.o"))
+	if len(p.stacks) < 1000 {
+		b.Fatalf("%d distinct stacks, want thousands", len(p.stacks))
+	}
+	var out bytes.Buffer
+	var cpu time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		p.res.Close()
+		p.res = perfunwind.NewResolver(p.sess)
+		p.res.NameOnly = true
+		out.Reset()
+		cpu0 := cpuTime()
+		if err := p.WritePprof(&out); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime() - cpu0
+	}
+	b.ReportMetric(float64(len(p.stacks)), "stacks")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*len(p.stacks)), "cpu-us/stack")
 }

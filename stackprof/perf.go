@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
 	"strings"
@@ -34,7 +35,17 @@ type PerfBuilder struct {
 	kern map[*profile.Mapping]bool
 	locs map[locID]*profile.Location
 	fns  map[funcKey]*profile.Function
-	smp  map[string]*perfSample
+	// smp are the samples by the hash (seed) of their keys, those of
+	// one hash chained by perfSample.next; all are the samples in the
+	// order added. Keyed by the keys themselves, the map hashed each
+	// again as it grew, and held a copy of each: a profiler's samples are
+	// mostly distinct stacks already (sframe record merges its own).
+	smp  map[uint64]*perfSample
+	all  []*perfSample
+	seed maphash.Seed
+	// Room for the next samples and their locations: allocated in blocks.
+	smpSlab []perfSample
+	locSlab []*profile.Location
 	// types are the sample types set by SetEventType, by event index.
 	types map[int]profile.ValueType
 	key   []byte
@@ -63,6 +74,7 @@ type perfSample struct {
 	comm       string
 	event      int
 	n, periods int64
+	next       *perfSample // the next of the same hash in smp
 }
 
 // NewPerfBuilder returns a PerfBuilder for a recording with header h
@@ -76,7 +88,8 @@ func NewPerfBuilder(r *perfunwind.Resolver, h *perfdata.Header) *PerfBuilder {
 		kern:  map[*profile.Mapping]bool{},
 		locs:  map[locID]*profile.Location{},
 		fns:   map[funcKey]*profile.Function{},
-		smp:   map[string]*perfSample{},
+		smp:   map[uint64]*perfSample{},
+		seed:  maphash.MakeSeed(),
 		types: map[int]profile.ValueType{},
 	}
 }
@@ -110,10 +123,28 @@ func (b *PerfBuilder) AddSamples(st *perfunwind.Stack, n int64) error {
 	k = binary.AppendUvarint(k, uint64(st.Event))
 	k = append(k, st.Comm...)
 	b.ids, b.key = ids, k
-	s := b.smp[string(k)]
+	h := maphash.Bytes(b.seed, k)
+	first := b.smp[h]
+	s := first
+	for ; s != nil; s = s.next {
+		if s.pid == st.Pid && s.tid == st.Tid && s.event == st.Event && s.comm == st.Comm && slices.Equal(s.locs, ids) {
+			break
+		}
+	}
 	if s == nil {
-		s = &perfSample{locs: slices.Clone(ids), pid: st.Pid, tid: st.Tid, comm: st.Comm, event: st.Event}
-		b.smp[string(k)] = s
+		if len(b.smpSlab) == 0 {
+			b.smpSlab = make([]perfSample, 256)
+		}
+		s = &b.smpSlab[0]
+		b.smpSlab = b.smpSlab[1:]
+		if len(ids) > cap(b.locSlab)-len(b.locSlab) {
+			b.locSlab = make([]*profile.Location, 0, max(16<<10, len(ids)))
+		}
+		n := len(b.locSlab)
+		b.locSlab = append(b.locSlab, ids...)
+		*s = perfSample{locs: b.locSlab[n:len(b.locSlab):len(b.locSlab)], pid: st.Pid, tid: st.Tid, comm: st.Comm, event: st.Event, next: first}
+		b.smp[h] = s
+		b.all = append(b.all, s)
 	}
 	s.n += n
 	s.periods += int64(st.Period)
@@ -291,10 +322,7 @@ func (b *PerfBuilder) sampleTypes() []int {
 // sortedSamples returns the samples added in a stable order: by their
 // first location, then labels.
 func (b *PerfBuilder) sortedSamples() []*perfSample {
-	keys := make([]*perfSample, 0, len(b.smp))
-	for _, s := range b.smp {
-		keys = append(keys, s)
-	}
+	keys := slices.Clone(b.all)
 	slices.SortFunc(keys, func(x, y *perfSample) int {
 		if c := slices.CompareFunc(x.locs, y.locs, func(a, b *profile.Location) int { return cmp.Compare(a.ID, b.ID) }); c != 0 {
 			return c
