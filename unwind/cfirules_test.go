@@ -4,6 +4,8 @@ package unwind
 
 import (
 	"encoding/binary"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -105,5 +107,101 @@ func TestCFIRowsCachedRAColumn(t *testing.T) {
 	fs, stop, err := unwindBothWays(t, u, &regs, &FlatMemory{Addr: 0x7000, Data: stack})
 	if stop != StopEnd || len(fs) != 3 || fs[1].PC != 0x1050 || fs[2].PC != 0x2050 {
 		t.Fatalf("%d frames, %v %v; want h, f at 0x1050, g at 0x2050 and the end", len(fs), stop, err)
+	}
+}
+
+// TestRuleTable puts 50,000 addresses (clustered, as return addresses
+// are, and spread, and the ends of the address space) into a ruleTable,
+// some twice, and checks every lookup against a Go map's, for addresses
+// put and not.
+func TestRuleTable(t *testing.T) {
+	var tab ruleTable
+	want := map[uint64]fastRule{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var keys []uint64
+	for i := range 50000 {
+		var pc uint64
+		switch i % 3 {
+		case 0:
+			pc = 0x65a090 + uint64(rng.IntN(1<<20))
+		case 1:
+			pc = rng.Uint64()
+		default:
+			pc = uint64(i)
+		}
+		keys = append(keys, pc)
+	}
+	keys = append(keys, 0, math.MaxUint64, math.MaxUint64-1)
+	for i, pc := range keys {
+		r := fastRule{cfaOff: int32(i), raOff: -8, fpOff: int32(-i), flags: fastOK}
+		_, had := want[pc]
+		if pc != math.MaxUint64 {
+			want[pc] = r
+		}
+		if isNew := tab.put(pc, r); isNew != (!had && pc != math.MaxUint64) {
+			t.Fatalf("put %#x: new %v, the map had it: %v", pc, isNew, had)
+		}
+	}
+	if tab.n != len(want) {
+		t.Errorf("%d entries, want %d", tab.n, len(want))
+	}
+	for _, pc := range append(keys, 1<<40, 0x65a08f, math.MaxUint64) {
+		for _, q := range []uint64{pc, pc + 1, pc - 1} {
+			got, ok := tab.get(q)
+			w, wok := want[q]
+			if ok != wok || got != w {
+				t.Fatalf("get %#x: %+v %v, want %+v %v", q, got, ok, w, wok)
+			}
+		}
+	}
+	var empty *ruleTable
+	if _, ok := empty.get(5); ok {
+		t.Error("a nil table has a rule")
+	}
+}
+
+// BenchmarkRuleTable looks up 16,000 return addresses of a file in the
+// order of a recording's frames (each address many times, spread over
+// 400,000 lookups), as the fast path does for a file without SFrame; and
+// the same in a Go map, which the table replaced.
+//
+//	go test ./unwind -run '^$' -bench RuleTable
+func BenchmarkRuleTable(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pcs := make([]uint64, 16000)
+	var tab ruleTable
+	for i := range pcs {
+		pcs[i] = 0x65a090 + uint64(rng.IntN(0x1530b4c))
+		tab.put(pcs[i], fastRule{cfaOff: 16, raOff: -8, flags: fastOK})
+	}
+	order := make([]uint64, 400000)
+	for i := range order {
+		order[i] = pcs[rng.IntN(len(pcs))]
+	}
+	m := map[uint64]fastRule{}
+	for _, pc := range pcs {
+		m[pc], _ = tab.get(pc)
+	}
+	for _, kind := range []string{"ruleTable", "gomap"} {
+		b.Run(kind, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				for _, pc := range order {
+					var ok bool
+					if kind == "gomap" {
+						_, ok = m[pc]
+					} else {
+						_, ok = tab.get(pc)
+					}
+					if ok {
+						n++
+					}
+				}
+			}
+			if n != b.N*len(order) {
+				b.Fatalf("%d found, want %d", n, b.N*len(order))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(order)), "ns/lookup")
+		})
 	}
 }
