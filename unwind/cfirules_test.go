@@ -110,6 +110,62 @@ func TestCFIRowsCachedRAColumn(t *testing.T) {
 	}
 }
 
+// TestCFIRowsByRange walks synthetic stacks three times with one
+// Context: a row the CFI gave once serves, without a CFI lookup, a top
+// frame at another address it covers and a caller's return address it
+// covers; every walk gives the general path's frames.
+func TestCFIRowsByRange(t *testing.T) {
+	s := cfibuild.Section{Order: binary.LittleEndian}
+	// CFA = rsp + 8, RA (column 16) at CFA-8, at function entry.
+	cie := s.CIE(1, "", nil, 1, -8, 16, []byte{0x0c, 7, 8, 0x90, 1})
+	// f: CFA = rsp + 24 from 0x1004 to its end.
+	s.AbsFDE(cie, 0x1000, 0x100, false, []byte{0x44, 0x0e, 24})
+	// g: the outermost frame (RA undefined).
+	s.AbsFDE(cie, 0x2000, 0x100, false, []byte{0x07, 16})
+	// h: a leaf.
+	s.AbsFDE(cie, 0x3000, 0x100, false, nil)
+	tab, err := cfi.New(s.B, cfi.Options{Addr: 0x5000, ByteOrder: binary.LittleEndian, AddrSize: 8, Arch: arch.AMD64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	u, err := New(arch.AMD64, []*Module{{Name: "synth", Start: 0x1000, End: 0x4000, CFI: countedCFI{&CFITable{T: tab}, &n}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := new(Context)
+	walk := func(pc uint64, words ...uint64) (int, []Frame) {
+		t.Helper()
+		stack := make([]byte, 64)
+		for i, w := range words {
+			binary.LittleEndian.PutUint64(stack[8*i:], w)
+		}
+		regs := arch.Regs{Arch: arch.AMD64}
+		regs.Set(arch.AMD64RSP, 0x7000)
+		regs.Set(arch.AMD64RIP, pc)
+		mem := &FlatMemory{Addr: 0x7000, Data: stack}
+		n = 0
+		fs, stop, err := u.Unwind(ctx, &regs, mem, nil)
+		lookups := n
+		general, gstop, gerr := u.Unwind(&Context{noFast: true}, &regs, mem, nil)
+		if stop != StopEnd || gstop != StopEnd || !slices.Equal(fs, general) {
+			t.Fatalf("walk from %#x: %+v %v %v; the general path: %+v %v %v", pc, fs, stop, err, general, gstop, gerr)
+		}
+		return lookups, fs
+	}
+	// f's frame (CFA 0x7018, RA at 0x7010) into g.
+	if n, fs := walk(0x1010, 0, 0, 0x2050); n != 2 || len(fs) != 2 {
+		t.Errorf("first walk: %d frames, %d CFI lookups; want 2 and 2 (f, g)", len(fs), n)
+	}
+	if n, fs := walk(0x1030, 0, 0, 0x2050); n != 1 || len(fs) != 2 {
+		t.Errorf("top frame at another address of f's row: %d frames, %d CFI lookups; want 2 and 1 (g)", len(fs), n)
+	}
+	// h's frame (RA at 0x7000) into f at 0x1060, then g.
+	if n, fs := walk(0x3010, 0x1060, 0, 0, 0x2050); n != 2 || len(fs) != 3 {
+		t.Errorf("return address at another address of f's row: %d frames, %d CFI lookups; want 3 and 2 (h, g)", len(fs), n)
+	}
+}
+
 // TestRuleTable puts 50,000 addresses (clustered, as return addresses
 // are, and spread, and the ends of the address space) into a ruleTable,
 // some twice, and checks every lookup against a Go map's, for addresses
