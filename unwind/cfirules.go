@@ -8,11 +8,12 @@ import (
 	"github.com/sframekit/sframekit/cfi"
 )
 
-// cfiRules is a Context's cache of the CFI rows its walks applied to
-// return addresses, in the fast path's form: a frame whose caller the
-// CFI finds, in a file without SFrame of its own, costs a general step
-// the first time (the row found, its rules interpreted one by one: about
-// 300-500 ns) and a map lookup in the fast path after that. Profiles hit
+// cfiRules is a Context's cache of the CFI rows its walks applied, in
+// the fast path's form: a frame whose caller the CFI finds, in a file
+// without SFrame of its own, costs a general step the first time (the
+// row found, its rules interpreted one by one: about 300-500 ns) and a
+// table lookup in the fast path after that, for its address or another
+// the row covers; a top frame too. Profiles hit
 // the same return addresses over and over, and in C++ programs (cc1plus)
 // a third of their frames are such, in thousands of functions that
 // SFrame compiled from the CFI (LoadOptions.SFrameFromCFI, CompileSFrame)
@@ -25,8 +26,8 @@ import (
 // Like SFrame compiled from CFI, the fast path keeps only the PC, SP and
 // FP: a walk that uses a cached row counts as one that used compiled
 // SFrame (usedGen), and is redone without either if a CFI rule further up
-// needs another register. At most maxCFIRules entries (about 3 MB) are
-// kept; past it the cache starts over.
+// needs another register. At most maxCFIRules entries (addresses and
+// rows, about 3 MB) are kept; past it the cache starts over.
 type cfiRules struct {
 	tabs map[CFI]*ruleTable // per table, by ELF address looked up
 	n    int                // entries in all tables
