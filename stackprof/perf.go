@@ -46,6 +46,9 @@ type PerfBuilder struct {
 	// Room for the next samples and their locations: allocated in blocks.
 	smpSlab []perfSample
 	locSlab []*profile.Location
+	// Room for the next locations and their lines, allocated in blocks.
+	locBlock  []profile.Location
+	lineBlock []profile.Line
 	// types are the sample types set by SetEventType, by event index.
 	types map[int]profile.ValueType
 	key   []byte
@@ -174,11 +177,24 @@ func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Locat
 	if l := b.locs[k]; l != nil {
 		return l
 	}
-	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: pc, Mapping: m}
+	if len(b.locBlock) == 0 {
+		b.locBlock = make([]profile.Location, 256)
+	}
+	l := &b.locBlock[0]
+	b.locBlock = b.locBlock[1:]
+	*l = profile.Location{ID: uint64(len(b.p.Location) + 1), Address: pc, Mapping: m}
 	loc := b.r.Resolve(f.Map, pc)
+	if n := len(loc.Inlined) + 1; f.Signal || loc.Name != "" {
+		// The lines' room (a signal frame has one), full: appending past
+		// it would not write over the next location's.
+		if len(b.lineBlock) < n {
+			b.lineBlock = make([]profile.Line, max(1024, n))
+		}
+		l.Line, b.lineBlock = b.lineBlock[:0:n], b.lineBlock[n:]
+	}
 	switch {
 	case f.Signal:
-		l.Line = []profile.Line{{Function: b.function("<signal handler called>", "<signal handler called>", "")}}
+		l.Line = append(l.Line, profile.Line{Function: b.function("<signal handler called>", "<signal handler called>", "")})
 	case loc.Name != "":
 		// pprof: innermost inlined call first, the function last.
 		file, line := loc.File, loc.Line
@@ -437,9 +453,13 @@ func (b *PerfBuilder) mainMapping(samples []*perfSample) *profile.Mapping {
 			procs[s.pid] = pr
 		}
 		pr.n += s.n
+		var last *profile.Mapping // frames come in runs of one mapping
 		for _, l := range s.locs {
-			if m := l.Mapping; m != nil && !b.isKernel(m) && (pr.lowest == nil || m.Start < pr.lowest.Start) {
-				pr.lowest = m
+			if m := l.Mapping; m != last {
+				last = m
+				if m != nil && !b.isKernel(m) && (pr.lowest == nil || m.Start < pr.lowest.Start) {
+					pr.lowest = m
+				}
 			}
 		}
 	}
