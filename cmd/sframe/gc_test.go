@@ -48,3 +48,44 @@ func touched(n int) []byte {
 	}
 	return b
 }
+
+// TestGCDelayedAgain: a recording's collector settings (delayGCUntil
+// recordGCFirst) let 40 MiB of garbage go uncollected; once the command
+// sets its own again (delayGC, after the recording), a collection ends
+// only the latest delay: 64 MiB of garbage then take no collection, as
+// with delayGC alone.
+func TestGCDelayedAgain(t *testing.T) {
+	if !memtest.InChild(t) {
+		memtest.AtMost(t, 300<<20, "for 3 GiB of garbage")
+		return
+	}
+	delayGCUntil(recordGCFirst)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	gc0 := ms.NumGC
+	for range 40 {
+		sink = touched(1 << 20)
+	}
+	runtime.ReadMemStats(&ms)
+	if ms.NumGC != gc0 {
+		t.Fatalf("recording: %d collections for 40 MiB of garbage, want none", ms.NumGC-gc0)
+	}
+	delayGC()
+	runtime.GC() // both delays' sentinels finalized
+	runtime.GC() // the finalizers have run
+	runtime.ReadMemStats(&ms)
+	gc0 = ms.NumGC
+	for range 48 {
+		sink = touched(1 << 20)
+	}
+	runtime.ReadMemStats(&ms)
+	if ms.NumGC != gc0 {
+		t.Fatalf("after the recording: %d collections for 48 MiB of garbage, want none", ms.NumGC-gc0)
+	}
+	// 3 GiB of garbage, 8 MiB live: collected as usual from gcFirst on.
+	live := make([][]byte, 8)
+	for i := range 3 << 10 {
+		live[i%len(live)] = touched(1 << 20)
+	}
+	sink = live[0]
+}
