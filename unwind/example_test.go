@@ -49,7 +49,7 @@ func ExampleUnwinder() {
 	}
 	var (
 		mods    []arch.Module // the process's mappings
-		memory  arch.Memory      // the rest of its memory (code), if at hand
+		memory  arch.Memory   // the rest of its memory (code), if at hand
 		samples []sample
 	)
 	cache := unwind.NewCache() // one for every process
