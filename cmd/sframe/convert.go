@@ -19,7 +19,6 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	rw := newRewrite(fs, 0, "SFrame `VERSION` to write: 2 or 3 (required)",
 		"read IN as a bare SFrame section, not an ELF file",
 		"0", "with --raw: the address `ADDR` the section is loaded at")
-	toVersion, raw, base := rw.version, rw.raw, rw.base
 	section := fs.String("section", "", "convert the SFrame section `NAME` (default .sframe or the SHT_GNU_SFRAME section)")
 	drop := fs.Bool("drop-unrepresentable", false, "drop the functions the target version cannot express instead of failing")
 	var baseAddr uint64
@@ -27,14 +26,14 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case !fs.isSet("to-version"):
 			return fs.fail("--to-version 2 or 3 is required")
-		case *toVersion != 2 && *toVersion != 3:
-			return fs.fail("--to-version %d: only versions 2 and 3 can be written", *toVersion)
-		case fs.isSet("base") && !*raw:
+		case *rw.version != 2 && *rw.version != 3:
+			return fs.fail("--to-version %d: only versions 2 and 3 can be written", *rw.version)
+		case fs.isSet("base") && !*rw.raw:
 			return fs.fail("--base needs --raw")
 		}
 		var err error
-		if baseAddr, err = strconv.ParseUint(*base, 0, 64); err != nil {
-			return fs.fail("bad --base %q", *base)
+		if baseAddr, err = strconv.ParseUint(*rw.base, 0, 64); err != nil {
+			return fs.fail("bad --base %q", *rw.base)
 		}
 		return 0
 	})
@@ -42,16 +41,16 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	in := rw.in
-	if !*raw {
+	if !*rw.raw {
 		if _, err := elffile.NewFile(src); err != nil {
 			fs.fileError(in, err)
 			return 1
 		}
 	}
-	opts := sframegen.ToVersionOptions{Version: sframe.Version(*toVersion), Section: *section, DropUnrepresentable: *drop}
+	opts := sframegen.ToVersionOptions{Version: sframe.Version(*rw.version), Section: *section, DropUnrepresentable: *drop}
 	var res *sframegen.ToVersionResult
 	var err error
-	if *raw {
+	if *rw.raw {
 		res, err = sframegen.ToVersionRaw(src, baseAddr, opts)
 	} else {
 		res, err = sframegen.ToVersion(src, opts)
@@ -65,12 +64,12 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	}
 	if res.Segment != nil {
 		fmt.Fprintf(stderr, "sframe convert: note: %s: the %s section does not fit in the place of the old one; it goes to a new loadable segment at %#x\n",
-			in, sframe.Version(*toVersion), res.Segment.Addr)
+			in, sframe.Version(*rw.version), res.Segment.Addr)
 	}
 	msgs := rw.write(res.Data, perm, stdout, stderr)
 	if msgs == nil {
 		return 1
 	}
-	fmt.Fprintf(msgs, "%s: %s -> %s, %s written, %d dropped\n", *rw.output, res.From, sframe.Version(*toVersion), count(res.Funcs, "function"), len(res.Dropped))
+	fmt.Fprintf(msgs, "%s: %s -> %s, %s written, %d dropped\n", *rw.output, res.From, sframe.Version(*rw.version), count(res.Funcs, "function"), len(res.Dropped))
 	return 0
 }

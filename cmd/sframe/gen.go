@@ -20,14 +20,13 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	rw := newRewrite(fs, 3, "SFrame `VERSION` to write: 2 or 3",
 		"write only the bare SFrame section",
 		"", "with --raw: lay the section out as loaded at `ADDR` (default: the address the loadable copy would use)")
-	toVersion, raw, base := rw.version, rw.raw, rw.base
 	cfiSec := fs.String("cfi", "", "read CFI from `SECTION` (.eh_frame or .debug_frame; default .eh_frame, and .debug_frame for the functions it does not cover)")
 	stats := fs.Bool("stats", false, "print how many functions and bytes of code are covered, and why the rest is not")
 	src, perm, code, ok := rw.read(args, func() int {
 		switch {
-		case *toVersion != 2 && *toVersion != 3:
+		case *rw.version != 2 && *rw.version != 3:
 			return fs.fail("--to-version must be 2 or 3")
-		case *base != "" && !*raw:
+		case *rw.base != "" && !*rw.raw:
 			return fs.fail("--base needs --raw")
 		}
 		return 0
@@ -44,22 +43,22 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	res, err := sframegen.FromCFI(f.File, sframegen.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
+	res, err := sframegen.FromCFI(f.File, sframegen.Options{Version: sframe.Version(*rw.version), Section: *cfiSec})
 	if err != nil {
 		return fail(err)
 	}
 	var plan *elffile.SegmentPlan
-	if !*raw || *base == "" {
+	if !*rw.raw || *rw.base == "" {
 		if plan, err = elffile.PlanSFrameSegment(src); err != nil {
 			return fail(err)
 		}
 	}
 	var out []byte
 	var addr uint64
-	if *raw {
-		if *base != "" {
-			if addr, err = strconv.ParseUint(*base, 0, 64); err != nil {
-				return fs.fail("bad --base %q", *base)
+	if *rw.raw {
+		if *rw.base != "" {
+			if addr, err = strconv.ParseUint(*rw.base, 0, 64); err != nil {
+				return fs.fail("bad --base %q", *rw.base)
 			}
 		} else {
 			addr = plan.Addr
@@ -86,10 +85,10 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	what := "loadable .sframe"
-	if *raw {
+	if *rw.raw {
 		what = "bare section"
 	}
-	fmt.Fprintf(msgs, "%s: %s %s at %#x, %s, %d left out\n", *rw.output, sframe.Version(*toVersion), what, addr,
+	fmt.Fprintf(msgs, "%s: %s %s at %#x, %s, %d left out\n", *rw.output, sframe.Version(*rw.version), what, addr,
 		count(res.Stats.Funcs, "function"), res.Stats.SkippedFuncs)
 	if *stats {
 		res.Stats.Write(msgs)
