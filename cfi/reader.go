@@ -3,9 +3,9 @@ package cfi
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/sframekit/sframekit/internal/byteorder"
+	"github.com/sframekit/sframekit/internal/enumstr"
 )
 
 // Error is a problem found in CFI data. It carries the section and the
@@ -46,12 +46,7 @@ var errKindNames = [...]string{
 }
 
 // String describes the kind of error.
-func (k ErrKind) String() string {
-	if int(k) < len(errKindNames) && errKindNames[k] != "" {
-		return errKindNames[k]
-	}
-	return "ErrKind(" + strconv.Itoa(int(k)) + ")"
-}
+func (k ErrKind) String() string { return enumstr.Name(errKindNames[:], k, "ErrKind") }
 
 // Error formats as ".eh_frame+0x1c: message" (no package name: callers
 // name the file).

@@ -15,10 +15,11 @@
 set -euo pipefail
 minutes=${1:-20}
 pyro=${2:-}
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 work=$(mktemp -d /tmp/sframe-soak.XXXXXX)
-go build -o "$work/sframe" ./cmd/sframe
-gcc -O2 -pthread -o "$work/recprog" recorder/testdata/recprog.c
+build_sframe
+build_recprog
+cd "$root"
 # The churn: a new process every second, each working ~0.1 s.
 ( while :; do "$work/recprog" work 300000000 >/dev/null 2>&1 & sleep 1; done ) &
 churn=$!
