@@ -12,10 +12,7 @@ set -euo pipefail
 secs=${1:-120}
 pyro=${2:-}
 . "$(dirname "$0")/lib.sh"
-work=$(mktemp -d /tmp/sframe-agentcpu.XXXXXX)
-build_sframe
-build_recprog -Wa,--gsframe
-cd "$root"
+temp_build sframe-agentcpu -Wa,--gsframe
 pids=()
 for _ in $(seq "$(nproc)"); do "$work/recprog" spin $((secs + 30)) >/dev/null & pids+=($!); done
 trap 'kill ${pids[*]} 2>/dev/null || true' EXIT

@@ -16,10 +16,7 @@ set -euo pipefail
 minutes=${1:-20}
 pyro=${2:-}
 . "$(dirname "$0")/lib.sh"
-work=$(mktemp -d /tmp/sframe-soak.XXXXXX)
-build_sframe
-build_recprog
-cd "$root"
+temp_build sframe-soak
 # The churn: a new process every second, each working ~0.1 s.
 ( while :; do "$work/recprog" work 300000000 >/dev/null 2>&1 & sleep 1; done ) &
 churn=$!

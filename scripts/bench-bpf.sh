@@ -21,11 +21,7 @@ short=${1:-1500000000}
 long=${2:-6000000000}
 runs=${RUNS:-3}
 . "$(dirname "$0")/lib.sh"
-workdir /tmp/sframekit-bench-bpf
-build_recprog -Wa,--gsframe
-build_sframe
-cd "$work"
-print_load
+recprog_bench /tmp/sframekit-bench-bpf
 printf '%-5s %-6s %3s %8s %10s %9s %8s %8s %5s %9s\n' mode size run samples prof_cpu_s us/sample prog_cpu elapsed lost bpf_us
 for r in $(seq "$runs"); do
   for size in short long; do

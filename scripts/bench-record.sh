@@ -36,12 +36,7 @@ iters=${1:-600000000}
 runs=${RUNS:-5}
 freq=${FREQ:-999}
 . "$(dirname "$0")/lib.sh"
-workdir /tmp/sframekit-bench-record
-build_recprog -Wa,--gsframe
-build_sframe
-cd "$work"
-
-print_load
+recprog_bench /tmp/sframekit-bench-record
 printf '%-11s %4s %9s %9s %9s %8s %10s %9s %10s %5s\n' tool run work_s cpu_s sys_s samples prof_cpu_s us/sample size_B lost
 for r in $(seq "$runs"); do
   for tool in baseline sframe ${BASE:+sframe-base} sframe-8k perf-dwarf perf-g; do

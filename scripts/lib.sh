@@ -6,6 +6,11 @@
 #                        build to measure), else built from root
 #   build_recprog FLAGS  $work/recprog from recorder/testdata/recprog.c,
 #                        gcc -O2 FLAGS -pthread (-Wa,--gsframe: SFrame)
+#   recprog_bench DEFAULT  the setup of a benchmark profiling recprog:
+#                        workdir DEFAULT, an SFrame build of recprog,
+#                        build_sframe, cd "$work", print_load
+#   temp_build NAME FLAGS  work: a new folder /tmp/NAME.XXXXXX, with
+#                        build_sframe and build_recprog FLAGS; cd "$root"
 #   tm CMD...            CMD under /usr/bin/time: "TIME user sys elapsed"
 #                        on standard error
 #   print_load           the load averages, before a measurement
@@ -18,5 +23,18 @@ build_sframe() {
   if [ -n "${SFRAME:-}" ]; then cp "$SFRAME" "$work/sframe"; else (cd "$root" && go build -o "$work/sframe" ./cmd/sframe); fi
 }
 build_recprog() { gcc -O2 "$@" -pthread -o "$work/recprog" "$root/recorder/testdata/recprog.c"; }
+recprog_bench() {
+  workdir "$1"
+  build_recprog -Wa,--gsframe
+  build_sframe
+  cd "$work"
+  print_load
+}
+temp_build() {
+  work=$(mktemp -d "/tmp/$1.XXXXXX")
+  build_sframe
+  build_recprog "${@:2}"
+  cd "$root"
+}
 tm() { /usr/bin/time -f "TIME %U %S %e" "$@"; }
 print_load() { echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"; }

@@ -18,11 +18,7 @@ short=${1:-3000000000}
 long=${2:-12000000000}
 runs=${RUNS:-5}
 . "$(dirname "$0")/lib.sh"
-workdir /tmp/sframekit-record-marginal
-build_recprog -Wa,--gsframe
-build_sframe
-cd "$work"
-print_load
+recprog_bench /tmp/sframekit-record-marginal
 printf '%-6s %4s %8s %10s %9s\n' size run samples prof_cpu_s us/sample
 for r in $(seq "$runs"); do
   for size in short long; do
