@@ -20,13 +20,8 @@ set -euo pipefail
 short=${1:-1500000000}
 long=${2:-6000000000}
 runs=${RUNS:-3}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/sframekit-bench-bpf}
-mkdir -p "$work"
-gcc -O2 -Wa,--gsframe -pthread -o "$work/recprog" "$root/recorder/testdata/recprog.c"
-(cd "$root" && go build -o "$work/sframe" ./cmd/sframe)
-cd "$work"
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+. "$(dirname "$0")/lib.sh"
+recprog_bench /tmp/sframekit-bench-bpf
 printf '%-5s %-6s %3s %8s %10s %9s %8s %8s %5s %9s\n' mode size run samples prof_cpu_s us/sample prog_cpu elapsed lost bpf_us
 for r in $(seq "$runs"); do
   for size in short long; do
