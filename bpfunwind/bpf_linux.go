@@ -51,8 +51,12 @@ type fileEntry struct {
 	f     *perfunwind.File
 	id    uint32
 	refs  int
-	first uint32 // rows [first, first+n)
+	first uint32 // rows [first, first+n), buckets [first, first+nb)
 	n     uint32
+	nb    uint32
+	shift uint32
+	base  uint64 // the ELF address of row PC 0
+	span  uint32 // the rows cover [base, base+span)
 }
 
 type span struct{ first, n uint32 }
@@ -74,7 +78,7 @@ func Load(opts Options) (*Unwinder, error) {
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
 	spec.Maps[walkMapRows].MaxEntries = uint32(opts.MaxRows)
-	spec.Maps[walkMapFiles].MaxEntries = uint32(opts.MaxFiles)
+	spec.Maps[walkMapBuckets].MaxEntries = uint32(opts.MaxRows)
 	spec.Maps[walkMapProcs].MaxEntries = uint32(opts.MaxProcesses)
 	spec.Maps[walkMapScratch].MaxEntries = uint32(ncpu)
 	spec.Maps[walkMapOutput].MaxEntries = uint32(ncpu)
@@ -115,7 +119,7 @@ func Load(opts Options) (*Unwinder, error) {
 	}
 	u.progs = []*ebpf.Program{u.objs.WalkStack}
 	// The other events' copies share the maps (but their constants).
-	repl := map[string]*ebpf.Map{walkMapRows: u.objs.Rows, walkMapFiles: u.objs.Files, walkMapProcs: u.objs.Procs,
+	repl := map[string]*ebpf.Map{walkMapRows: u.objs.Rows, walkMapBuckets: u.objs.Buckets, walkMapProcs: u.objs.Procs,
 		walkMapScratch: u.objs.Scratch, walkMapCounters: u.objs.Counters, walkMapOutput: u.objs.Output, walkMapMisses: u.objs.Misses}
 	for i := 1; i < opts.Events; i++ {
 		sp := spec0.Copy()
@@ -184,10 +188,13 @@ func (u *Unwinder) SyncProcess(pid uint32, maps []*perfunwind.Mapping) error {
 			break
 		}
 		e := &p.M[p.N]
-		e.Start, e.End, e.Bias, e.File = m.Start, m.End, m.Bias, 0
+		e.Start, e.End, e.Bias = m.Start, m.End, m.Bias
+		e.Base, e.Span, e.First, e.N, e.Nb, e.Shift, e.File = 0, 0, 0, 0, 0, 0, 0
 		if f := m.File; f != nil && f.Err == nil {
 			if fe := u.file(f); fe != nil {
-				e.File = fe.id
+				if fe.n > 0 {
+					e.Base, e.Span, e.First, e.N, e.Nb, e.Shift, e.File = fe.base, fe.span, fe.first, fe.n, fe.nb, fe.shift, fe.id
+				}
 				if !slices.Contains(used, fe) {
 					fe.refs++
 					used = append(used, fe)
@@ -253,7 +260,6 @@ func (u *Unwinder) evictIdle() bool {
 	fe := u.idle[0]
 	u.idle = u.idle[1:]
 	delete(u.files, fe.f)
-	u.objs.Files.Delete(fe.id)
 	if fe.n > 0 {
 		u.freeRows(span{fe.first, fe.n})
 	}
@@ -283,36 +289,32 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 	for i, n := range tab.Skipped {
 		u.Tables.Skipped[i] += n
 	}
-	wf := walkFile{Base: tab.Base, Limit: tab.Limit}
 	if n := len(tab.Rows); n > 0 {
 		first, ok := u.allocRows(uint32(n))
 		for !ok && u.evictIdle() {
 			first, ok = u.allocRows(uint32(n))
 		}
 		if !ok {
-			u.Tables.Full++
-			wf.Limit = wf.Base // no rows: frame pointers
+			u.Tables.Full++ // no rows: frame pointers
 		} else {
+			shift, idx := tab.Buckets()
 			keys := make([]uint32, n)
 			for i := range keys {
 				keys[i] = first + uint32(i)
 			}
-			if _, err := u.objs.Rows.BatchUpdate(keys, tab.Rows, nil); err != nil {
+			_, err := u.objs.Rows.BatchUpdate(keys, tab.Rows, nil)
+			if err == nil {
+				_, err = u.objs.Buckets.BatchUpdate(keys[:len(idx)], idx, nil)
+			}
+			if err != nil {
 				u.freeRows(span{first, uint32(n)})
 				u.Tables.Failed++
 				return nil
 			}
-			fe.first, fe.n = first, uint32(n)
-			wf.First, wf.N = first, uint32(n)
+			fe.first, fe.n, fe.nb, fe.shift = first, uint32(n), uint32(len(idx)), shift
+			fe.base, fe.span = tab.Base, uint32(tab.Limit-tab.Base)
 			u.Tables.Rows += n
 		}
-	}
-	if err := u.objs.Files.Put(fe.id, &wf); err != nil {
-		if fe.n > 0 {
-			u.freeRows(span{fe.first, fe.n})
-		}
-		u.Tables.Failed++
-		return nil
 	}
 	u.nextID++
 	u.files[f] = fe

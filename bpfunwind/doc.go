@@ -53,10 +53,16 @@
 // table names it, it stays loaded, idle, for the next process that maps
 // the file (a program run again, the libraries after an exec), and the
 // oldest idle tables are evicted when rows or files are needed, or
-// beyond 64.
+// beyond 64. Beside its rows, a file has buckets (Table.Buckets, a
+// second array map at the same indices): for each stretch of 2^k bytes
+// of its code, the last row starting at or before it, k the least that
+// gives no more buckets than rows; the row of a PC is among the few
+// (1-21 for the C library) from its bucket's to the next one's.
 //
 // A process's table is its executable mappings, sorted: start, end, load
-// bias and file. The recorder keeps them in a Mirror, changed as soon as
+// bias and where its file's rows and buckets are (their first index,
+// counts, the bucket size), so that a frame in another mapping costs
+// the search of the process's table and no lookup of its file. The recorder keeps them in a Mirror, changed as soon as
 // the records that change them are read (MMAP of an executable mapping,
 // FORK of a process, exec), seeded from /proc, and dropped at the
 // process's exit. When a walk meets a process or an address it has no
@@ -72,7 +78,7 @@
 //
 // Per frame: the mapping of the PC (the last frame's mapping first, then
 // a bounded binary search of the process's table), the row of the PC (a
-// bounded binary search of the file's rows, skipped for the address of
+// bounded binary search of its bucket's rows, skipped for the address of
 // the last search: a recursion's frames; for callers at the return
 // address - 1, the call), the CFA, the return address and, if saved, the
 // frame pointer read from the stack (a saved slot below SP, popped by
@@ -99,9 +105,10 @@
 //
 // # Bounds
 //
-// rows: DefaultMaxRows rows of 16 bytes (32 MiB). files: DefaultMaxFiles
-// entries of 24 bytes. procs: DefaultMaxProcesses tables of MaxMappings
-// mappings (16 KiB each, allocated as used). scratch: 38 KiB per CPU
+// rows: DefaultMaxRows rows of 16 bytes (32 MiB). buckets: as many of 4
+// bytes (8 MiB). DefaultMaxFiles tables loaded at most. procs:
+// DefaultMaxProcesses tables of MaxMappings mappings of 56 bytes (28 KiB
+// each, allocated as used). scratch: 38 KiB per CPU
 // (4,096 user and 128 kernel frames, the walk's state, the 4 KiB stack
 // window). counters: 15
 // per-CPU counters. misses: a 4 KiB ring buffer.

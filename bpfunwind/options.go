@@ -11,12 +11,14 @@ const (
 	// stack window, 38 KiB per CPU).
 	MaxDepth = 4096
 	// DefaultMaxRows is the size of the rows map: 2 Mi rows of 16 bytes,
-	// 32 MiB, about a hundred libc-sized files.
+	// 32 MiB, about a hundred libc-sized files; and of the buckets map
+	// (at most a bucket per row, 4 bytes each: 8 MiB).
 	DefaultMaxRows = 2 << 20
-	// DefaultMaxFiles bounds the file tables: 4,096 entries of 24 bytes.
+	// DefaultMaxFiles bounds the file tables loaded: 4,096 (each one's
+	// rows in the rows map, its buckets in the buckets map).
 	DefaultMaxFiles = 4096
-	// DefaultMaxProcesses bounds the process tables: 1,024 of 16 KiB
-	// (MaxMappings mappings of 32 bytes), 16 MiB at most, allocated as
+	// DefaultMaxProcesses bounds the process tables: 1,024 of 28 KiB
+	// (MaxMappings mappings of 56 bytes), 28 MiB at most, allocated as
 	// processes are added.
 	DefaultMaxProcesses = 1024
 	// MaxMappings is the most executable mappings a process's table

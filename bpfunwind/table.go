@@ -258,3 +258,31 @@ func overlayOutermost(pts []point, outer [][2]uint64) []point {
 	}
 	return res
 }
+
+// Buckets returns the index of the table's rows the walker searches
+// through: bucket b covers the addresses Base + [b << shift, (b+1) <<
+// shift), and idx[b] is the last row starting at or below the bucket's
+// first address, so that the row of an address is among idx[b] ..
+// idx[b+1] (a few rows) instead of all of them. The shift is the least
+// that makes no more buckets than rows (4 bytes a row at most), nil
+// without rows.
+func (tab *Table) Buckets() (shift uint32, idx []uint32) {
+	n := len(tab.Rows)
+	if n == 0 {
+		return 0, nil
+	}
+	span := tab.Limit - tab.Base
+	for shift < 32 && span>>shift+1 > uint64(n) {
+		shift++
+	}
+	idx = make([]uint32, span>>shift+1)
+	i := 0
+	for b := range idx {
+		start := uint64(b) << shift
+		for i+1 < n && uint64(tab.Rows[i+1].PC) <= start {
+			i++
+		}
+		idx[b] = uint32(i)
+	}
+	return shift, idx
+}

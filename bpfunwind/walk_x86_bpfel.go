@@ -13,14 +13,6 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type walkFile struct {
-	_     structs.HostLayout
-	Base  uint64
-	Limit uint64
-	First uint32
-	N     uint32
-}
-
 type walkOut struct {
 	_      structs.HostLayout
 	Period uint64
@@ -37,9 +29,11 @@ type walkOut struct {
 		Mend         uint64
 		Bias         uint64
 		Fbase        uint64
-		Flimit       uint64
+		Fspan        uint32
 		Ffirst       uint32
 		Fn           uint32
+		Fnb          uint32
+		Fshift       uint32
 		Mfile        uint32
 		Tgid         uint32
 		N            uint32
@@ -47,7 +41,6 @@ type walkOut struct {
 		Stop         uint32
 		Lo           uint32
 		Hi           uint32
-		_            [4]byte
 		Woke         uint64
 		Missing      uint32
 		FramesSframe uint32
@@ -72,8 +65,13 @@ type walkProc struct {
 		Start uint64
 		End   uint64
 		Bias  uint64
+		Base  uint64
+		Span  uint32
+		First uint32
+		N     uint32
+		Nb    uint32
+		Shift uint32
 		File  uint32
-		Pad   uint32
 	}
 }
 
@@ -91,8 +89,8 @@ type walkRow struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	walkMapBuckets     = "buckets"
 	walkMapCounters    = "counters"
-	walkMapFiles       = "files"
 	walkMapMisses      = "misses"
 	walkMapOutput      = "output"
 	walkMapProcs       = "procs"
@@ -154,8 +152,8 @@ type walkProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type walkMapSpecs struct {
+	Buckets  *ebpf.MapSpec `ebpf:"buckets"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
-	Files    *ebpf.MapSpec `ebpf:"files"`
 	Misses   *ebpf.MapSpec `ebpf:"misses"`
 	Output   *ebpf.MapSpec `ebpf:"output"`
 	Procs    *ebpf.MapSpec `ebpf:"procs"`
@@ -193,8 +191,8 @@ func (o *walkObjects) Close() error {
 //
 // It can be passed to loadWalkObjects or ebpf.CollectionSpec.LoadAndAssign.
 type walkMaps struct {
+	Buckets  *ebpf.Map `ebpf:"buckets"`
 	Counters *ebpf.Map `ebpf:"counters"`
-	Files    *ebpf.Map `ebpf:"files"`
 	Misses   *ebpf.Map `ebpf:"misses"`
 	Output   *ebpf.Map `ebpf:"output"`
 	Procs    *ebpf.Map `ebpf:"procs"`
@@ -204,8 +202,8 @@ type walkMaps struct {
 
 func (m *walkMaps) Close() error {
 	return _WalkClose(
+		m.Buckets,
 		m.Counters,
-		m.Files,
 		m.Misses,
 		m.Output,
 		m.Procs,

@@ -4,9 +4,10 @@
 // sampling perf events. For each sample it takes the user registers
 // (from the event's context in user mode, from the task's saved user
 // registers in the kernel), then, frame by frame, finds the PC's
-// mapping in the process's table (procs), the row for the PC in the
-// file's rows (rows, files), computes the CFA, reads the return address
-// and frame pointer from the live stack, and goes on with bpf_loop up to
+// mapping in the process's table (procs), which says where its file's
+// rows are, the row for the PC among the few of its bucket (rows,
+// buckets), computes the CFA, reads the return address and frame
+// pointer from the live stack, and goes on with bpf_loop up to
 // max_depth frames. Where no row covers a PC it follows the frame
 // pointer. It writes the program counters as a raw sample into the
 // CPU's bpf-output event, which the profiler has redirected into the
@@ -64,18 +65,19 @@ struct row {
 	u8 pad[3];
 };
 
-struct file {
-	u64 base;  // ELF address of pc 0 of its rows
-	u64 limit; // ELF address past the last row
-	u32 first; // index of the first row in rows
-	u32 n;     // number of rows
-};
-
+// A mapping of a process's table, with where its file's rows are: a
+// frame costs one search of the process's table (none when it is in the
+// last frame's mapping) and one of a bucket of rows.
 struct mapping {
 	u64 start, end; // runtime addresses
 	u64 bias;       // runtime = ELF + bias
-	u32 file;       // key in files, or 0 for none
-	u32 pad;
+	u64 base;       // ELF address of pc 0 of its file's rows
+	u32 span;       // the rows cover [base, base + span)
+	u32 first;      // index of the file's first row in rows, and first bucket in buckets
+	u32 n;          // rows, 0 for none (frame pointers)
+	u32 nb;         // buckets in buckets, 1..n
+	u32 shift;      // a bucket covers 1 << shift bytes of pc
+	u32 file;       // the file's id (the last search's key), 0 for none
 };
 
 struct proc {
@@ -112,8 +114,8 @@ enum {
 struct state {
 	u64 pc, sp, fp;
 	u64 mstart, mend, bias; // the mapping of the last frame: frames come in runs
-	u64 fbase, flimit;      // its file's table
-	u32 ffirst, fn;
+	u64 fbase;              // its file's rows (struct mapping)
+	u32 fspan, ffirst, fn, fnb, fshift;
 	u32 mfile; // its file, 0 for none
 	u32 tgid;
 	u32 n; // user frames so far
@@ -151,12 +153,15 @@ struct {
 	__uint(max_entries, 1); // set at load
 } rows SEC(".maps");
 
+// buckets[first + b]: the file's last row starting at or below bucket b's
+// first address (relative to first): the row of a pc is searched for
+// among the few from its bucket's to the next bucket's.
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, u32);
-	__type(value, struct file);
-	__uint(max_entries, 1); // set at load
-} files SEC(".maps");
+	__type(value, u32);
+	__uint(max_entries, 1); // set at load: as rows
+} buckets SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -205,17 +210,11 @@ volatile const u32 fallback = 0;     // pass samples without tables on
 // written beside the stop reason: one copy per sampled event.
 volatile const u32 event_index = 0;
 
-// The kernel's struct pt_regs (x86-64), its fields found through BTF.
-struct pt_regs___k {
-	unsigned long bp;
-	unsigned long ip;
-	unsigned long cs;
-	unsigned long sp;
-} __attribute__((preserve_access_index));
-
-struct task_struct___k {
-	void *mm;
-} __attribute__((preserve_access_index));
+// The task's saved user registers are the kernel's struct pt_regs,
+// whose x86-64 layout is the user ABI's (linux/bpf_perf_event.h's, the
+// ptrace layout): read at its offsets, with no relocation, so that
+// loading needs no parse of the kernel's BTF (about 10 ms of the
+// profiler's start).
 
 // hide keeps the compiler from dropping a bounds mask it can prove
 // redundant but the verifier cannot.
@@ -270,23 +269,21 @@ static __always_inline void findmap(struct state *st) {
 	st->mstart = m->start;
 	st->mend = m->end;
 	st->bias = m->bias;
-	u32 key = m->file;
-	if (key == 0)
+	if (m->file == 0 || m->n == 0 || m->nb == 0)
 		return;
-	struct file *f = bpf_map_lookup_elem(&files, &key);
-	if (!f)
-		return;
-	st->fbase = f->base;
-	st->flimit = f->limit;
-	st->ffirst = f->first;
-	st->fn = f->n;
-	st->mfile = key;
+	st->fbase = m->base;
+	st->fspan = m->span;
+	st->ffirst = m->first;
+	st->fn = m->n;
+	st->fnb = m->nb;
+	st->fshift = m->shift;
+	st->mfile = m->file;
 }
 
 // findrow returns the row covering the ELF address a in st's file, or
 // NULL.
 static __always_inline struct row *findrow(struct state *st, u64 a) {
-	if (st->mfile == 0 || a < st->fbase || a >= st->flimit)
+	if (st->mfile == 0 || a < st->fbase || a - st->fbase >= st->fspan)
 		return 0;
 	u32 key = (u32)(a - st->fbase);
 	u32 first = st->ffirst;
@@ -298,9 +295,26 @@ static __always_inline struct row *findrow(struct state *st, u64 a) {
 	st->clook = a;
 	st->cfile = st->mfile;
 	st->crow = ~0U;
-	// The last row starting at or below key.
-	st->lo = 0;
-	st->hi = st->fn;
+	// The last row starting at or below key: from the bucket's first
+	// candidate (which does) to the next bucket's.
+	u32 b = (u32)((u64)key >> (st->fshift & 63));
+	u32 nb = st->fnb;
+	if (b >= nb)
+		b = nb - 1;
+	u32 k0 = first + b;
+	u32 *ix = bpf_map_lookup_elem(&buckets, &k0);
+	if (!ix)
+		return 0;
+	u32 lo0 = *ix, hi0 = st->fn;
+	if (b + 1 < nb) {
+		k0++;
+		ix = bpf_map_lookup_elem(&buckets, &k0);
+		if (!ix)
+			return 0;
+		hi0 = *ix + 1;
+	}
+	st->lo = lo0 + 1;
+	st->hi = hi0 < st->fn ? hi0 : st->fn;
 	for (int i = 0; i < ROW_STEPS; i++) {
 		u32 lo = st->lo, hi = st->hi;
 		if (lo >= hi)
@@ -494,17 +508,19 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	st->clook = 0;
 	st->crow = ~0U;
 
-	struct task_struct___k *task = (void *)bpf_get_current_task_btf();
 	if ((ctx->regs.cs & 3) != 0) {
 		st->pc = ctx->regs.rip;
 		st->sp = ctx->regs.rsp;
 		st->fp = ctx->regs.rbp;
-	} else if (task->mm) {
-		struct pt_regs___k *r = (void *)bpf_task_pt_regs((struct task_struct *)task);
-		st->pc = r->ip;
-		st->sp = r->sp;
-		st->fp = r->bp;
-		count(C_KERNEL_MODE);
+	} else {
+		// A kernel thread's saved registers are zero: no user mode.
+		struct pt_regs *r = (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		if ((r->cs & 3) != 0) {
+			st->pc = r->rip;
+			st->sp = r->rsp;
+			st->fp = r->rbp;
+			count(C_KERNEL_MODE);
+		}
 	}
 	if (st->pc == 0) {
 		st->stop = STOP_NOREGS;
