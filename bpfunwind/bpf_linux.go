@@ -45,6 +45,8 @@ type Unwinder struct {
 	progs  []*ebpf.Program
 	misses *ringbuf.Reader
 	rec    ringbuf.Record
+	stacks *ringbuf.Reader
+	srec   ringbuf.Record
 }
 
 type fileEntry struct {
@@ -81,8 +83,13 @@ func Load(opts Options) (*Unwinder, error) {
 	spec.Maps[walkMapBuckets].MaxEntries = uint32(opts.MaxRows)
 	spec.Maps[walkMapProcs].MaxEntries = uint32(opts.MaxProcesses)
 	spec.Maps[walkMapScratch].MaxEntries = uint32(ncpu)
-	spec.Maps[walkMapOutput].MaxEntries = uint32(ncpu)
+	ring := stackRingSize(opts.StackRing, ncpu)
+	spec.Maps[walkMapStacks].MaxEntries = uint32(ring)
 	if err := spec.Variables[walkVarMaxDepth].Set(uint32(opts.MaxDepth)); err != nil {
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	// Woken at a quarter full: room for what comes while it reads.
+	if err := spec.Variables[walkVarWakeBytes].Set(uint64(ring / 4)); err != nil {
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
 	ks := uint32(0)
@@ -120,10 +127,10 @@ func Load(opts Options) (*Unwinder, error) {
 	u.progs = []*ebpf.Program{u.objs.WalkStack}
 	// The other events' copies share the maps (but their constants).
 	repl := map[string]*ebpf.Map{walkMapRows: u.objs.Rows, walkMapBuckets: u.objs.Buckets, walkMapProcs: u.objs.Procs,
-		walkMapScratch: u.objs.Scratch, walkMapCounters: u.objs.Counters, walkMapOutput: u.objs.Output, walkMapMisses: u.objs.Misses}
+		walkMapScratch: u.objs.Scratch, walkMapCounters: u.objs.Counters, walkMapStacks: u.objs.Stacks, walkMapMisses: u.objs.Misses}
 	for i := 1; i < opts.Events; i++ {
 		sp := spec0.Copy()
-		for name, v := range map[string]uint32{walkVarMaxDepth: uint32(opts.MaxDepth), walkVarKernelStack: ks, walkVarFallback: fb, walkVarEventIndex: uint32(i)} {
+		for name, v := range map[string]any{walkVarMaxDepth: uint32(opts.MaxDepth), walkVarKernelStack: ks, walkVarFallback: fb, walkVarEventIndex: uint32(i), walkVarWakeBytes: uint64(ring / 4)} {
 			if err := sp.Variables[name].Set(v); err != nil {
 				u.Close()
 				return nil, fmt.Errorf("bpf unwinder: %w", err)
@@ -139,7 +146,11 @@ func Load(opts Options) (*Unwinder, error) {
 		u.progs = append(u.progs, p.Prog)
 	}
 	if u.misses, err = ringbuf.NewReader(u.objs.Misses); err != nil {
-		u.objs.Close()
+		u.Close()
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	if u.stacks, err = ringbuf.NewReader(u.objs.Stacks); err != nil {
+		u.Close()
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
 	// The kernel counts the program's run time while this is open.
@@ -160,15 +171,35 @@ func (u *Unwinder) Programs() []int {
 	return fds
 }
 
-// SetOutputs gives the program each CPU's bpf-output event
-// (perfevent.Session.BPFOutputs), which it writes the stacks into.
-func (u *Unwinder) SetOutputs(fds map[int]int) error {
-	for cpu, fd := range fds {
-		if err := u.objs.Output.Put(uint32(cpu), uint32(fd)); err != nil {
-			return fmt.Errorf("bpf unwinder: the output event of CPU %d: %w", cpu, err)
-		}
+// stackRingSize returns the size of the stacks ring buffer for want
+// bytes (DefaultStackRing per CPU when 0): a power of two of at least a
+// page, at most MaxStackRing.
+func stackRingSize(want, ncpu int) int {
+	if want <= 0 {
+		want = DefaultStackRing * ncpu
 	}
-	return nil
+	want = min(max(want, unix.Getpagesize()), MaxStackRing)
+	n := 1
+	for n < want {
+		n <<= 1
+	}
+	return n
+}
+
+// StackFD returns a file descriptor that polls readable when the
+// program's stacks ring is a quarter full: the reader of the perf rings
+// should read them then (perfevent.Session.WakeOn), and the stacks with
+// ReadStacks.
+func (u *Unwinder) StackFD() int { return u.objs.Stacks.FD() }
+
+// ReadStacks calls fn with each stack the program has written since the
+// last call, in the order written (each CPU's in time order), without
+// waiting: the record (Decode) is valid until fn returns.
+func (u *Unwinder) ReadStacks(fn func(raw []byte)) {
+	u.stacks.SetDeadline(time.Now())
+	for u.stacks.ReadInto(&u.srec) == nil {
+		fn(u.srec.RawSample)
+	}
 }
 
 // SyncProcess makes the kernel's table of process pid its executable
@@ -407,6 +438,9 @@ func (u *Unwinder) Woken() {
 func (u *Unwinder) Close() error {
 	if u.misses != nil {
 		u.misses.Close()
+	}
+	if u.stacks != nil {
+		u.stacks.Close()
 	}
 	for _, p := range u.progs[min(1, len(u.progs)):] {
 		p.Close()

@@ -24,6 +24,11 @@ const (
 	// MaxMappings is the most executable mappings a process's table
 	// holds; frames in those beyond follow frame pointers.
 	MaxMappings = 512
+	// DefaultStackRing is the stacks ring buffer's size per CPU: 4 MiB,
+	// about 14,000 stacks of 32 frames (304 bytes each), seconds of
+	// samples at 999 Hz. MaxStackRing bounds the whole ring: 256 MiB.
+	DefaultStackRing = 4 << 20
+	MaxStackRing     = 256 << 20
 )
 
 // Options size the walker's maps and say what it records.
@@ -45,6 +50,11 @@ type Options struct {
 	// MaxRows, MaxFiles and MaxProcesses size the maps (the defaults
 	// above when 0).
 	MaxRows, MaxFiles, MaxProcesses int
+	// StackRing is the size of the ring buffer of stacks, rounded up to
+	// a power of two: DefaultStackRing per CPU when 0, at most
+	// MaxStackRing. Stacks that find it full are lost
+	// (Counters.OutputErrors).
+	StackRing int
 }
 
 func (o *Options) defaults() {
@@ -98,7 +108,7 @@ type Counters struct {
 	SFrameFrames, FPFrames uint64
 	// NoProcess counts samples of processes without a table yet; NoMapping
 	// frames at addresses in no mapping of the table; OutputErrors stacks
-	// the output event refused; Fallback samples passed on unwalked
+	// lost because the stacks ring was full; Fallback samples passed on unwalked
 	// (Options.Fallback).
 	NoProcess, NoMapping, OutputErrors, Fallback uint64
 	// Stops counts walks by why they ended.

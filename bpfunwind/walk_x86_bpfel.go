@@ -19,6 +19,11 @@ type walkOut struct {
 	Nuser  uint32
 	Nkern  uint16
 	Stop   uint16
+	Time   uint64
+	Pid    uint32
+	Tid    uint32
+	Cpu    uint32
+	Pad    uint32
 	Pcs    [4224]uint64
 	St     struct {
 		_            structs.HostLayout
@@ -92,15 +97,16 @@ const (
 	walkMapBuckets     = "buckets"
 	walkMapCounters    = "counters"
 	walkMapMisses      = "misses"
-	walkMapOutput      = "output"
 	walkMapProcs       = "procs"
 	walkMapRows        = "rows"
 	walkMapScratch     = "scratch"
+	walkMapStacks      = "stacks"
 	walkProgWalkStack  = "walk_stack"
 	walkVarEventIndex  = "event_index"
 	walkVarFallback    = "fallback"
 	walkVarKernelStack = "kernel_stack"
 	walkVarMaxDepth    = "max_depth"
+	walkVarWakeBytes   = "wake_bytes"
 )
 
 // loadWalk returns the embedded CollectionSpec for walk.
@@ -155,10 +161,10 @@ type walkMapSpecs struct {
 	Buckets  *ebpf.MapSpec `ebpf:"buckets"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
 	Misses   *ebpf.MapSpec `ebpf:"misses"`
-	Output   *ebpf.MapSpec `ebpf:"output"`
 	Procs    *ebpf.MapSpec `ebpf:"procs"`
 	Rows     *ebpf.MapSpec `ebpf:"rows"`
 	Scratch  *ebpf.MapSpec `ebpf:"scratch"`
+	Stacks   *ebpf.MapSpec `ebpf:"stacks"`
 }
 
 // walkVariableSpecs contains global variables before they are loaded into the kernel.
@@ -169,6 +175,7 @@ type walkVariableSpecs struct {
 	Fallback    *ebpf.VariableSpec `ebpf:"fallback"`
 	KernelStack *ebpf.VariableSpec `ebpf:"kernel_stack"`
 	MaxDepth    *ebpf.VariableSpec `ebpf:"max_depth"`
+	WakeBytes   *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // walkObjects contains all objects after they have been loaded into the kernel.
@@ -194,10 +201,10 @@ type walkMaps struct {
 	Buckets  *ebpf.Map `ebpf:"buckets"`
 	Counters *ebpf.Map `ebpf:"counters"`
 	Misses   *ebpf.Map `ebpf:"misses"`
-	Output   *ebpf.Map `ebpf:"output"`
 	Procs    *ebpf.Map `ebpf:"procs"`
 	Rows     *ebpf.Map `ebpf:"rows"`
 	Scratch  *ebpf.Map `ebpf:"scratch"`
+	Stacks   *ebpf.Map `ebpf:"stacks"`
 }
 
 func (m *walkMaps) Close() error {
@@ -205,10 +212,10 @@ func (m *walkMaps) Close() error {
 		m.Buckets,
 		m.Counters,
 		m.Misses,
-		m.Output,
 		m.Procs,
 		m.Rows,
 		m.Scratch,
+		m.Stacks,
 	)
 }
 
@@ -220,6 +227,7 @@ type walkVariables struct {
 	Fallback    *ebpf.Variable `ebpf:"fallback"`
 	KernelStack *ebpf.Variable `ebpf:"kernel_stack"`
 	MaxDepth    *ebpf.Variable `ebpf:"max_depth"`
+	WakeBytes   *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // walkPrograms contains all programs after they have been loaded into the kernel.

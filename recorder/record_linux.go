@@ -94,10 +94,10 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 		if bu == nil {
 			return nil
 		}
-		if err := bu.SetOutputs(s.BPFOutputs()); err != nil {
+		if err := s.WakeOn(bu.WakeFD()); err != nil {
 			return err
 		}
-		if err := s.WakeOn(bu.WakeFD()); err != nil {
+		if err := s.WakeOn(bu.StackFD()); err != nil {
 			return err
 		}
 		return s.SetBPF(bu.Programs())
@@ -165,18 +165,14 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	for _, a := range s.Attrs() {
 		attrs = append(attrs, a.Attr)
 	}
-	// The profile's events are the sampled ones, not the bpf-output.
 	p.attrs = attrs
-	if bu != nil {
-		p.attrs = attrs[:len(attrs)-1]
-	}
 	p.Warnings, p.UserOnly = append(warnings, s.Warnings()...), s.UserOnly()
 	p.Stats.RingBytes = s.RingPages() * os.Getpagesize()
 	// Samples wait for the records before them at most two passes over
 	// the rings: about two rings' worth per CPU.
 	r := newRecorder(sess, host, attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
 	if bu != nil {
-		r.bpf, r.outEvent, r.mirror = bu, len(attrs)-1, mirror
+		r.bpf, r.mirror = bu, mirror
 	}
 	r.poll = s.SetPollInterval
 	if opts.OnPeriod != nil {
