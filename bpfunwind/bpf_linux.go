@@ -4,6 +4,7 @@ package bpfunwind
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,8 @@ type Unwinder struct {
 	rec    ringbuf.Record
 	stacks *ringbuf.Reader
 	srec   ringbuf.Record
+	// The rows and buckets maps, memory-mapped.
+	rowMem, bucketMem *ebpf.Memory
 }
 
 type fileEntry struct {
@@ -144,6 +147,13 @@ func Load(opts Options) (*Unwinder, error) {
 			return nil, fmt.Errorf("bpf unwinder: event %d: %w", i, err)
 		}
 		u.progs = append(u.progs, p.Prog)
+	}
+	if u.rowMem, err = u.objs.Rows.Memory(); err == nil {
+		u.bucketMem, err = u.objs.Buckets.Memory()
+	}
+	if err != nil {
+		u.Close()
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
 	if u.misses, err = ringbuf.NewReader(u.objs.Misses); err != nil {
 		u.Close()
@@ -329,15 +339,7 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 			u.Tables.Full++ // no rows: frame pointers
 		} else {
 			shift, idx := tab.Buckets()
-			keys := make([]uint32, n)
-			for i := range keys {
-				keys[i] = first + uint32(i)
-			}
-			_, err := u.objs.Rows.BatchUpdate(keys, tab.Rows, nil)
-			if err == nil {
-				_, err = u.objs.Buckets.BatchUpdate(keys[:len(idx)], idx, nil)
-			}
-			if err != nil {
+			if err := u.writeTable(first, tab.Rows, idx); err != nil {
 				u.freeRows(span{first, uint32(n)})
 				u.Tables.Failed++
 				return nil
@@ -352,6 +354,37 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 	u.Tables.Files++
 	return fe
 }
+
+// writeTable writes rows and their buckets into the maps from index
+// first on.
+func (u *Unwinder) writeTable(first uint32, rows []Row, idx []Bucket) error {
+	le := binary.LittleEndian
+	b := make([]byte, 0, len(rows)*rowSize)
+	for i := range rows {
+		r := &rows[i]
+		b = le.AppendUint32(b, r.PC)
+		b = le.AppendUint32(b, uint32(r.CFAOff))
+		b = le.AppendUint16(b, uint16(r.RAOff))
+		b = le.AppendUint16(b, uint16(r.FPOff))
+		b = append(b, r.Flags, 0, 0, 0)
+	}
+	if _, err := u.rowMem.WriteAt(b, int64(first)*rowSize); err != nil {
+		return err
+	}
+	b = b[:0]
+	for _, k := range idx {
+		b = le.AppendUint32(b, k.Lo)
+		b = le.AppendUint32(b, k.Hi)
+	}
+	_, err := u.bucketMem.WriteAt(b, int64(first)*bucketSize)
+	return err
+}
+
+// The sizes of a row and a bucket in their maps.
+const (
+	rowSize    = 16
+	bucketSize = 8
+)
 
 // loadTable reads the tables of f (its .sframe, else SFrame compiled
 // from its CFI) and reduces them to the walker's rows. A file with more

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"unsafe"
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfunwind"
@@ -36,6 +37,17 @@ func TestVerifier(t *testing.T) {
 		if fds := u.Programs(); len(fds) != max(o.Events, 1) || fds[0] <= 0 || fds[len(fds)-1] <= 0 {
 			t.Fatalf("programs %v for %d events", fds, o.Events)
 		}
+	}
+}
+
+// TestLayout: the rows and buckets written into the memory-mapped maps
+// are the program's.
+func TestLayout(t *testing.T) {
+	if n := unsafe.Sizeof(walkRow{}); n != rowSize {
+		t.Errorf("struct row is %d bytes, written as %d", n, rowSize)
+	}
+	if n := unsafe.Sizeof(walkBucket{}); n != bucketSize {
+		t.Errorf("struct bucket is %d bytes, written as %d", n, bucketSize)
 	}
 }
 

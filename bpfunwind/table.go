@@ -259,14 +259,17 @@ func overlayOutermost(pts []point, outer [][2]uint64) []point {
 	return res
 }
 
+// Bucket is one bucket of a table's index (struct bucket of
+// bpf/walk.c): the row of an address in the bucket is among the rows
+// [Lo, Hi), and row Lo starts at or below the bucket's first address.
+type Bucket struct{ Lo, Hi uint32 }
+
 // Buckets returns the index of the table's rows the walker searches
 // through: bucket b covers the addresses Base + [b << shift, (b+1) <<
-// shift), and idx[b] is the last row starting at or below the bucket's
-// first address, so that the row of an address is among idx[b] ..
-// idx[b+1] (a few rows) instead of all of them. The shift is the least
-// that makes no more buckets than rows (4 bytes a row at most), nil
-// without rows.
-func (tab *Table) Buckets() (shift uint32, idx []uint32) {
+// shift), and its row is among a few (Bucket) instead of all of them.
+// The shift is the least that makes no more buckets than rows (8 bytes
+// a row at most); nil without rows.
+func (tab *Table) Buckets() (shift uint32, idx []Bucket) {
 	n := len(tab.Rows)
 	if n == 0 {
 		return 0, nil
@@ -275,14 +278,18 @@ func (tab *Table) Buckets() (shift uint32, idx []uint32) {
 	for shift < 32 && span>>shift+1 > uint64(n) {
 		shift++
 	}
-	idx = make([]uint32, span>>shift+1)
+	idx = make([]Bucket, span>>shift+1)
 	i := 0
 	for b := range idx {
 		start := uint64(b) << shift
 		for i+1 < n && uint64(tab.Rows[i+1].PC) <= start {
 			i++
 		}
-		idx[b] = uint32(i)
+		idx[b].Lo = uint32(i)
+		if b > 0 {
+			idx[b-1].Hi = uint32(i + 1)
+		}
 	}
+	idx[len(idx)-1].Hi = uint32(n)
 	return shift, idx
 }

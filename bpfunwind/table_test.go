@@ -21,10 +21,7 @@ func (tab *Table) lookup(a uint64) Row {
 	shift, idx := tab.Buckets()
 	k := uint32(a - tab.Base)
 	b := min(int(uint64(k)>>shift), len(idx)-1)
-	lo, hi := int(idx[b]), len(tab.Rows)
-	if b+1 < len(idx) {
-		hi = min(int(idx[b+1])+1, hi)
-	}
+	lo, hi := int(idx[b].Lo), min(int(idx[b].Hi), len(tab.Rows))
 	if tab.Rows[lo].PC > k {
 		return Row{Flags: rowNone}
 	}
@@ -112,12 +109,8 @@ func TestBuildTable(t *testing.T) {
 		// walker's search).
 		shift, idx := tab.Buckets()
 		most := 0
-		for b := range idx {
-			end := len(tab.Rows)
-			if b+1 < len(idx) {
-				end = int(idx[b+1]) + 1
-			}
-			most = max(most, end-int(idx[b]))
+		for _, bk := range idx {
+			most = max(most, int(bk.Hi-bk.Lo))
 		}
 		if len(idx) > len(tab.Rows) || most > 64 {
 			t.Errorf("%s: %d buckets of %d bytes for %d rows, up to %d rows a bucket", path, len(idx), 1<<shift, len(tab.Rows), most)

@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type walkBucket struct {
+	_  structs.HostLayout
+	Lo uint32
+	Hi uint32
+}
+
 type walkOut struct {
 	_      structs.HostLayout
 	Period uint64

@@ -158,21 +158,30 @@ struct out {
 
 #define OUT_HDR 40
 
+// rows and buckets are memory-mapped by the profiler, which writes a
+// file's table into them as into its own memory (a syscall per row cost
+// tens of milliseconds for the C library).
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, u32);
 	__type(value, struct row);
 	__uint(max_entries, 1); // set at load
+	__uint(map_flags, BPF_F_MMAPABLE);
 } rows SEC(".maps");
 
-// buckets[first + b]: the file's last row starting at or below bucket b's
-// first address (relative to first): the row of a pc is searched for
-// among the few from its bucket's to the next bucket's.
+// buckets[first + b]: the rows (relative to first) among which the row
+// of a pc of bucket b is: from the last row starting at or below the
+// bucket's first address to the next bucket's.
+struct bucket {
+	u32 lo, hi; // rows [lo, hi)
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, u32);
-	__type(value, u32);
+	__type(value, struct bucket);
 	__uint(max_entries, 1); // set at load: as rows
+	__uint(map_flags, BPF_F_MMAPABLE);
 } buckets SEC(".maps");
 
 struct {
@@ -316,18 +325,11 @@ static __always_inline struct row *findrow(struct state *st, u64 a) {
 	if (b >= nb)
 		b = nb - 1;
 	u32 k0 = first + b;
-	u32 *ix = bpf_map_lookup_elem(&buckets, &k0);
-	if (!ix)
+	struct bucket *bk = bpf_map_lookup_elem(&buckets, &k0);
+	if (!bk)
 		return 0;
-	u32 lo0 = *ix, hi0 = st->fn;
-	if (b + 1 < nb) {
-		k0++;
-		ix = bpf_map_lookup_elem(&buckets, &k0);
-		if (!ix)
-			return 0;
-		hi0 = *ix + 1;
-	}
-	st->lo = lo0 + 1;
+	u32 hi0 = bk->hi;
+	st->lo = bk->lo + 1;
 	st->hi = hi0 < st->fn ? hi0 : st->fn;
 	for (int i = 0; i < ROW_STEPS; i++) {
 		u32 lo = st->lo, hi = st->hi;
