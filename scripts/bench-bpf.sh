@@ -14,8 +14,14 @@
 # Then the BPF run time per sample for walks of 5, 32 and 2,004 frames
 # (recprog deep with --max-depth 5, deep, recurse), 2 s each.
 #
+# CPU times are the children's rusage (microseconds; /usr/bin/time's
+# hundredths of a second were coarser than the differences measured).
+# With BASE=/path/to/sframe, a fourth profiler, `$BASE record --bpf`
+# (an older build), runs interleaved with the others: before and after
+# in one run.
+#
 # Usage: scripts/bench-bpf.sh [SHORT_ITERS [LONG_ITERS]]
-#        (defaults 1500000000 and 6000000000; RUNS=3; needs root)
+#        (defaults 1500000000 and 6000000000; RUNS=3; needs root, python3)
 set -euo pipefail
 short=${1:-1500000000}
 long=${2:-6000000000}
@@ -26,17 +32,30 @@ mkdir -p "$work"
 gcc -O2 -Wa,--gsframe -pthread -o "$work/recprog" "$root/recorder/testdata/recprog.c"
 (cd "$root" && go build -o "$work/sframe" ./cmd/sframe)
 cd "$work"
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# rtime CMD...: runs CMD and prints "TIME user system" (its and its
+# children's, in seconds to the microsecond) on stderr.
+rtime() {
+  # (Less what python3 itself had run before: tens of ms at its start.)
+  python3 -c 'import resource, subprocess, sys
+u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+r = subprocess.call(sys.argv[1:])
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+sys.stderr.write("TIME %.6f %.6f\n" % (u.ru_utime - u0.ru_utime, u.ru_stime - u0.ru_stime))
+sys.exit(r)' "$@"
+}
+modes="bpf user perf"
+[ -n "${BASE:-}" ] && modes="base bpf user perf"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%T) UTC"
 printf '%-5s %-6s %3s %8s %10s %9s %8s %8s %5s %9s\n' mode size run samples prof_cpu_s us/sample prog_cpu elapsed lost bpf_us
 for r in $(seq "$runs"); do
   for size in short long; do
     it=$short; [ $size = long ] && it=$long
-    for mode in bpf user perf; do
+    for mode in $modes; do
       lost=0; bpf=-
       case $mode in
       perf)
-        /usr/bin/time -f "TIME %U %S" perf record -q -F 999 --call-graph dwarf -o perf.data -- ./recprog work "$it" >out.txt 2>err.txt
-        /usr/bin/time -f "TIME %U %S" perf script -i perf.data >/dev/null 2>err2.txt
+        rtime perf record -q -F 999 --call-graph dwarf -o perf.data -- ./recprog work "$it" >out.txt 2>err.txt
+        rtime perf script -i perf.data >/dev/null 2>err2.txt
         cpu=$(awk '/^elapsed/ {print $4}' out.txt)
         read -r _ u s < <(grep '^TIME' err.txt)
         read -r _ u2 s2 < <(grep '^TIME' err2.txt)
@@ -45,13 +64,17 @@ for r in $(seq "$runs"); do
         prof=$(awk "BEGIN{printf \"%.4f\", $u + $s - $cpu + $u2 + $s2}")
         ;;
       *)
-        flag=; [ $mode = bpf ] && flag=--bpf
-        /usr/bin/time -f "TIME %U %S" ./sframe record $flag -o out.pb.gz -- ./recprog work "$it" >out.txt 2>err.txt
+        flag=; bin=./sframe
+        [ $mode != user ] && flag=--bpf
+        [ $mode = base ] && bin=$BASE
+        rtime "$bin" record $flag -o out.pb.gz -- ./recprog work "$it" >out.txt 2>err.txt
         cpu=$(awk '/^elapsed/ {print $4}' out.txt)
         read -r _ u s < <(grep '^TIME' err.txt)
         samples=$(sed -n 's/^\([0-9]*\) samples read.*/\1/p' err.txt)
         lost=$(sed -n 's/^lost: \([0-9]*\).*/\1/p' err.txt); lost=${lost:-0}
-        if [ $mode = bpf ]; then bpf=$(sed -n 's/.*), \([0-9.]*\)\(µs\|ms\) per sample in the BPF program.*/\1\2/p' err.txt); fi
+        # Stacks the BPF program found no room for in its ring.
+        rl=$(sed -n 's/.*stacks lost (their ring full) \([0-9]*\).*/\1/p' err.txt); lost=$((lost + ${rl:-0}))
+        if [ $mode != user ]; then bpf=$(sed -n 's/.*), \([0-9.]*\)\(ns\|µs\|ms\) per sample in the BPF program.*/\1\2/p' err.txt); fi
         prof=$(awk "BEGIN{printf \"%.4f\", $u + $s - $cpu}")
         ;;
       esac
@@ -60,22 +83,22 @@ for r in $(seq "$runs"); do
     done
   done
 done | tee results.txt
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%T) UTC"
 awk '
   function med(s,   a, k, i, j, t) { k = split(s, a, " "); for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((k + 1) / 2)] }
   $2 == "short" || $2 == "long" { n[$1, $2] = n[$1, $2] " " $4; p[$1, $2] = p[$1, $2] " " $5; c[$1, $2] = c[$1, $2] " " $7 }
   END {
-    split("bpf user perf", ms, " ")
-    for (i = 1; i <= 3; i++) {
+    k = split(modes, ms, " ")
+    for (i = 1; i <= k; i++) {
       m = ms[i]
       ns = med(n[m, "short"]); nl = med(n[m, "long"]); ps = med(p[m, "short"]); pl = med(p[m, "long"])
       printf "%-5s per sample %.2f us (medians: %d samples %.3f s, %d samples %.3f s); program CPU, long: %s s\n", m, 1e6 * (pl - ps) / (nl - ns), ns, ps, nl, pl, med(c[m, "long"])
     }
-  }' results.txt
+  }' modes="$modes" results.txt
 echo
 echo "BPF run time per sample by depth (2 s at 999 Hz each):"
 for spec in "deep --max-depth 5" "deep" "recurse"; do
   set -- $spec; prog=$1; shift
   ./sframe record --bpf --duration 2 "$@" -o depth.pb.gz -- ./recprog "$prog" 3 >/dev/null 2>err.txt
-  echo "  $spec: $(sed -n 's/.*), \([0-9.]*\(µs\|ms\)\) per sample in the BPF program.*/\1/p' err.txt), $(sed -n 's/.*(\([0-9]*\) by SFrame.*//;s/^walked in the kernel (--bpf): \([0-9]*\) samples.*/\1 samples/p' err.txt)"
+  echo "  $spec: $(sed -n 's/.*), \([0-9.]*\(ns\|µs\|ms\)\) per sample in the BPF program.*/\1/p' err.txt), $(sed -n 's/.*(\([0-9]*\) by SFrame.*//;s/^walked in the kernel (--bpf): \([0-9]*\) samples.*/\1 samples/p' err.txt)"
 done
