@@ -21,7 +21,8 @@
 # in one run.
 #
 # Usage: scripts/bench-bpf.sh [SHORT_ITERS [LONG_ITERS]]
-#        (defaults 1500000000 and 6000000000; RUNS=3; needs root, python3)
+#        (defaults 1500000000 and 6000000000; RUNS=3; PARTS="fit depth
+#        steady" or some of them; WINDOW=6; needs root, python3)
 set -euo pipefail
 short=${1:-1500000000}
 long=${2:-6000000000}
@@ -45,6 +46,8 @@ sys.exit(r)' "$@"
 }
 modes="bpf user perf"
 [ -n "${BASE:-}" ] && modes="base bpf user perf"
+parts=${PARTS:-fit depth steady}
+if [[ $parts == *fit* ]]; then
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%T) UTC"
 printf '%-5s %-6s %3s %8s %10s %9s %8s %8s %5s %9s\n' mode size run samples prof_cpu_s us/sample prog_cpu elapsed lost bpf_us
 for r in $(seq "$runs"); do
@@ -95,6 +98,8 @@ awk '
       printf "%-5s per sample %.2f us (medians: %d samples %.3f s, %d samples %.3f s); program CPU, long: %s s\n", m, 1e6 * (pl - ps) / (nl - ns), ns, ps, nl, pl, med(c[m, "long"])
     }
   }' modes="$modes" results.txt
+fi
+if [[ $parts == *depth* ]]; then
 echo
 echo "BPF run time per sample by depth (2 s at 999 Hz each):"
 for spec in "deep --max-depth 5" "deep" "recurse"; do
@@ -102,3 +107,40 @@ for spec in "deep --max-depth 5" "deep" "recurse"; do
   ./sframe record --bpf --duration 2 "$@" -o depth.pb.gz -- ./recprog "$prog" 3 >/dev/null 2>err.txt
   echo "  $spec: $(sed -n 's/.*), \([0-9.]*\(ns\|µs\|ms\)\) per sample in the BPF program.*/\1/p' err.txt), $(sed -n 's/.*(\([0-9]*\) by SFrame.*//;s/^walked in the kernel (--bpf): \([0-9]*\) samples.*/\1 samples/p' err.txt)"
 done
+fi
+
+# The steady state, without the fixed costs whose run-to-run variation
+# (tens of ms: loading the program, compiling tables) swamps the fit
+# above: the profiler's CPU time (the sum of its threads' run time in
+# /proc/PID/task/*/schedstat, nanoseconds) between 2 s and 2 + WINDOW s
+# into a recording of recprog work, per sample taken in between (the
+# program's threads' CPU time in that window x 999 Hz), interleaved,
+# RUNS times.
+if [[ $parts == *steady* ]]; then
+window=${WINDOW:-6}
+steady_modes=${modes/ perf/}
+echo
+echo "steady state: profiler CPU per sample between 2 s and $((2 + window)) s ($(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%T) UTC)"
+runtime_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d\n", s}'; }
+for r in $(seq "$runs"); do
+  for mode in $steady_modes; do
+    flag=; bin=./sframe
+    [ $mode != user ] && flag=--bpf
+    [ $mode = base ] && bin=$BASE
+    "$bin" record $flag -o steady.pb.gz -- ./recprog work 100000000000 >/dev/null 2>steady-err.txt &
+    spid=$!
+    sleep 2
+    ppid=$(pgrep -P "$spid" recprog || true)
+    s0=$(runtime_ns "$spid"); p0=$(runtime_ns "$ppid")
+    sleep "$window"
+    s1=$(runtime_ns "$spid"); p1=$(runtime_ns "$ppid")
+    kill -INT "$ppid" 2>/dev/null || true
+    wait "$spid" || true
+    awk -v m=$mode -v r=$r -v s=$((s1 - s0)) -v p=$((p1 - p0)) 'BEGIN { n = p * 999 / 1e9; printf "  %-5s run %d: %.1f ms for %d samples, %.2f us per sample\n", m, r, s / 1e6, n, s / 1e3 / n }'
+  done
+done | tee steady.txt
+awk '
+  function med(s,   a, k, i, j, t) { k = split(s, a, " "); for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((k + 1) / 2)] }
+  { v[$1] = v[$1] " " $(NF - 3) }
+  END { for (m in v) printf "  %-5s median %.2f us per sample (%s)\n", m, med(v[m]), v[m] }' steady.txt
+fi
