@@ -41,13 +41,16 @@ func TestVerifier(t *testing.T) {
 }
 
 // TestLayout: the rows and buckets written into the memory-mapped maps
-// are the program's.
+// are the program's, and so is the stack record's header Decode reads.
 func TestLayout(t *testing.T) {
 	if n := unsafe.Sizeof(walkRow{}); n != rowSize {
 		t.Errorf("struct row is %d bytes, written as %d", n, rowSize)
 	}
 	if n := unsafe.Sizeof(walkBucket{}); n != bucketSize {
 		t.Errorf("struct bucket is %d bytes, written as %d", n, bucketSize)
+	}
+	if n := unsafe.Offsetof(walkOut{}.Pcs); n != outHeader {
+		t.Errorf("struct out's frames start at %d, read at %d", n, outHeader)
 	}
 }
 
