@@ -417,9 +417,13 @@ single:
 }
 
 // step records st->pc and finds its caller: one bpf_loop iteration.
+// The walk's scratch, passed to each step (a lookup a frame less).
+struct walkctx {
+	struct out *o;
+};
+
 static long step(u64 i, void *ctx) {
-	u32 cpu = bpf_get_smp_processor_id();
-	struct out *o = bpf_map_lookup_elem(&scratch, &cpu);
+	struct out *o = ((struct walkctx *)ctx)->o;
 	if (!o)
 		return 1;
 	struct state *st = &o->st;
@@ -543,7 +547,8 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	} else {
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
 		st->stop = STOP_DEPTH;
-		bpf_loop(max_depth, step, 0, 0);
+		struct walkctx wc = {o};
+		bpf_loop(max_depth, step, &wc, 0);
 	}
 	add(C_FRAMES_SFRAME, st->frames_sframe);
 	add(C_FRAMES_FP, st->frames_fp);
