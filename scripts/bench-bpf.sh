@@ -49,12 +49,12 @@ modes="bpf user perf"
 parts=${PARTS:-fit depth steady}
 if [[ $parts == *fit* ]]; then
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%T) UTC"
-printf '%-5s %-6s %3s %8s %10s %9s %8s %8s %5s %9s\n' mode size run samples prof_cpu_s us/sample prog_cpu elapsed lost bpf_us
+printf '%-5s %-6s %3s %8s %10s %9s %8s %8s %5s %9s %8s\n' mode size run samples prof_cpu_s us/sample prog_cpu elapsed lost bpf_us rec_s
 for r in $(seq "$runs"); do
   for size in short long; do
     it=$short; [ $size = long ] && it=$long
     for mode in $modes; do
-      lost=0; bpf=-
+      lost=0; bpf=-; rec=-
       case $mode in
       perf)
         rtime perf record -q -F 999 --call-graph dwarf -o perf.data -- ./recprog work "$it" >out.txt 2>err.txt
@@ -79,23 +79,30 @@ for r in $(seq "$runs"); do
         rl=$(sed -n 's/.*stacks lost (their ring full) \([0-9]*\).*/\1/p' err.txt); lost=$((lost + ${rl:-0}))
         if [ $mode != user ]; then bpf=$(sed -n 's/.*), \([0-9.]*\)\(ns\|µs\|ms\) per sample in the BPF program.*/\1\2/p' err.txt); fi
         prof=$(awk "BEGIN{printf \"%.4f\", $u + $s - $cpu}")
+        # The profiler's own CPU time while recording (its summary: after
+        # loading the BPF program, before naming the frames).
+        rec=$(sed -n 's/^profiler CPU: \([0-9.]*\)\(µs\|ms\|s\) while recording.*/\1 \2/p' err.txt | awk '{ f = $2 == "s" ? 1 : $2 == "ms" ? 1e-3 : 1e-6; printf "%.6f", $1 * f }')
         ;;
       esac
       el=$(awk '/^elapsed/ {print $2}' out.txt)
-      printf '%-5s %-6s %3s %8s %10s %9.1f %8s %8s %5s %9s\n' $mode $size "$r" "$samples" "$prof" "$(awk "BEGIN{print 1e6 * $prof / $samples}")" "$cpu" "$el" "${lost:-0}" "$bpf"
+      printf '%-5s %-6s %3s %8s %10s %9.1f %8s %8s %5s %9s %8s\n' $mode $size "$r" "$samples" "$prof" "$(awk "BEGIN{print 1e6 * $prof / $samples}")" "$cpu" "$el" "${lost:-0}" "$bpf" "$rec"
     done
   done
 done | tee results.txt
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%T) UTC"
 awk '
   function med(s,   a, k, i, j, t) { k = split(s, a, " "); for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((k + 1) / 2)] }
-  $2 == "short" || $2 == "long" { n[$1, $2] = n[$1, $2] " " $4; p[$1, $2] = p[$1, $2] " " $5; c[$1, $2] = c[$1, $2] " " $7 }
+  $2 == "short" || $2 == "long" { n[$1, $2] = n[$1, $2] " " $4; p[$1, $2] = p[$1, $2] " " $5; c[$1, $2] = c[$1, $2] " " $7; q[$1, $2] = q[$1, $2] " " $11
+    # Each run pairs its short and long recordings (they follow each other).
+    if ($2 == "short") { sn[$1] = $4; sp[$1] = $5; sq[$1] = $11 } else { pr[$1] = pr[$1] " " (1e6 * ($5 - sp[$1]) / ($4 - sn[$1])); if ($11 != "-") pq[$1] = pq[$1] " " (1e6 * ($11 - sq[$1]) / ($4 - sn[$1])) } }
   END {
     k = split(modes, ms, " ")
     for (i = 1; i <= k; i++) {
       m = ms[i]
       ns = med(n[m, "short"]); nl = med(n[m, "long"]); ps = med(p[m, "short"]); pl = med(p[m, "long"])
       printf "%-5s per sample %.2f us (medians: %d samples %.3f s, %d samples %.3f s); program CPU, long: %s s\n", m, 1e6 * (pl - ps) / (nl - ns), ns, ps, nl, pl, med(c[m, "long"])
+      printf "      each run, long - short: %s us; median %.2f\n", pr[m], med(pr[m])
+      if (pq[m] != "") printf "      the same, the CPU time while recording of the summary: %s us; median %.2f\n", pq[m], med(pq[m])
     }
   }' modes="$modes" results.txt
 fi
