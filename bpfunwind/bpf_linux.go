@@ -322,7 +322,7 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 	for len(u.files) >= u.opts.MaxFiles-1 && u.evictIdle() {
 	}
 	fe := &fileEntry{f: f, id: u.nextID}
-	tab, err := loadTable(f, u.opts.MaxRows)
+	tab, err := loadTable(f, u.opts.MaxRows, u.opts.TableCache)
 	if err != nil {
 		u.Tables.Failed++
 		return nil
@@ -359,15 +359,7 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 // first on.
 func (u *Unwinder) writeTable(first uint32, rows []Row, idx []Bucket) error {
 	le := binary.LittleEndian
-	b := make([]byte, 0, len(rows)*rowSize)
-	for i := range rows {
-		r := &rows[i]
-		b = le.AppendUint32(b, r.PC)
-		b = le.AppendUint32(b, uint32(r.CFAOff))
-		b = le.AppendUint16(b, uint16(r.RAOff))
-		b = le.AppendUint16(b, uint16(r.FPOff))
-		b = append(b, r.Flags, 0, 0, 0)
-	}
+	b := appendRows(make([]byte, 0, len(rows)*rowSize), rows)
 	if _, err := u.rowMem.WriteAt(b, int64(first)*rowSize); err != nil {
 		return err
 	}
@@ -387,20 +379,33 @@ const (
 )
 
 // loadTable reads the tables of f (its .sframe, else SFrame compiled
-// from its CFI) and reduces them to the walker's rows. A file with more
-// SFrame rows than the rows map holds (maxRows) gets none: its frames
-// follow frame pointers, and what the table would cost in memory (16
-// bytes a row, beside unwind's own bounds) stays bounded.
-func loadTable(f *perfunwind.File, maxRows int) (*Table, error) {
+// from its CFI) and reduces them to the walker's rows, or reads them
+// from the cache directory cache ("" for none) where they were kept, and
+// keeps them there otherwise. A file with more SFrame rows than the rows
+// map holds (maxRows) gets none: its frames follow frame pointers, and
+// what the table would cost in memory (16 bytes a row, beside unwind's
+// own bounds) stays bounded.
+func loadTable(f *perfunwind.File, maxRows int, cache string) (*Table, error) {
 	ef, err := elf.NewFile(io.NewSectionReader(f, 0, math.MaxInt64>>1))
 	if err != nil {
 		return nil, err
+	}
+	mach := uint32(ef.Machine)
+	path := cachePath(cache, f.BuildID, mach)
+	if path != "" {
+		if tab := readCached(path, mach, maxRows); tab != nil {
+			return tab, nil
+		}
 	}
 	t := unwind.LoadFileTables(ef, f.Path, unwind.LoadOptions{SFrameFromCFI: true})
 	if t.SFrame != nil && int(t.SFrame.Header().NumFREs) > maxRows {
 		return &Table{}, nil
 	}
-	return BuildTable(t, arch.FromELF(ef.Machine)), nil
+	tab := BuildTable(t, arch.FromELF(ef.Machine))
+	if path != "" {
+		writeCached(path, tab, mach)
+	}
+	return tab, nil
 }
 
 // allocRows takes n consecutive rows of the rows map (first fit).

@@ -1,6 +1,10 @@
 package bpfunwind
 
-import "time"
+import (
+	"os"
+	"path/filepath"
+	"time"
+)
 
 // Bounds of the maps (Options), each stated with its memory.
 const (
@@ -55,6 +59,11 @@ type Options struct {
 	// MaxStackRing. Stacks that find it full are lost
 	// (Counters.OutputErrors).
 	StackRing int
+	// TableCache is a directory where the files' tables are kept, by
+	// build ID, for the next runs (DefaultTableCache, say): "" for none.
+	// At most 128 tables and 64 MiB are kept there, the least recently
+	// written removed first; each is checked when read (DecodeTable).
+	TableCache string
 }
 
 func (o *Options) defaults() {
@@ -185,4 +194,16 @@ type TableStats struct {
 	// Idle is the number of tables kept loaded that no process maps now
 	// (evicted, oldest first, when room is needed or beyond 64).
 	Idle int
+}
+
+// DefaultTableCache returns the directory of the tables kept for the
+// next runs (Options.TableCache) in the user's cache directory
+// ($XDG_CACHE_HOME or ~/.cache: sframekit/bpf-tables), "" when there is
+// none.
+func DefaultTableCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "sframekit", "bpf-tables")
 }

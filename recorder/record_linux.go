@@ -54,7 +54,8 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 				depth = bpfunwind.DefaultMaxDepth
 				opts.MaxDepth = depth
 			}
-			if bu, err = bpfunwind.Load(bpfunwind.Options{MaxDepth: depth, Kernel: opts.Kernel, Fallback: true, Events: events}); err != nil {
+			if bu, err = bpfunwind.Load(bpfunwind.Options{MaxDepth: depth, Kernel: opts.Kernel, Fallback: true, Events: events,
+				TableCache: bpfunwind.DefaultTableCache()}); err != nil {
 				// Without the privilege, or on a kernel without what the
 				// program needs (BTF, bpf_loop: Linux 5.17), the stacks
 				// are walked here.
