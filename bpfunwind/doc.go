@@ -23,17 +23,23 @@
 //
 // # Output
 //
-// Each stack goes out as the raw data of a sample of a bpf-output event
-// (bpf_perf_event_output into a BPF_MAP_TYPE_PERF_EVENT_ARRAY of one
-// software bpf-output event per CPU), which the recorder redirects into
-// the CPU's ring buffer (perfevent.Options.BPFOutput): stacks come in
-// time order with the MMAP, COMM, FORK and EXIT records that name their
-// frames, read and merged by the recorder's one loop. That is why stacks
-// are not aggregated in the kernel (stack id -> count): the recorder
-// keeps its per-thread, per-period merging and its time order (off-CPU
-// weights come from matching switch-outs with switch-ins), and a stack
-// record costs 16 bytes plus 8 per frame instead of a 16 KiB copy. The
-// program returns 0, so that the event writes no sample of its own.
+// Each stack goes out as a record of a BPF ring buffer (stacks; Decode):
+// the sampled event's period and index, the thread, the CPU, the time
+// (bpf_ktime_get_ns: CLOCK_MONOTONIC, the clock the recorder's perf
+// events use) and the frames. The recorder reads it at each pass over
+// the perf rings (ReadStacks) and orders the stacks by time with the
+// MMAP, COMM, FORK and EXIT records that name their frames, as it does
+// samples of different CPUs: a stack whose process has records waiting,
+// or whose address is not mapped yet, waits for its turn. The program
+// wakes the recorder only once the ring is a quarter full (StackFD): a
+// wakeup per stack would cost more than the walk. A bpf-output perf
+// event per CPU, which orders stacks with the records by itself, cost
+// 0.4-0.5 µs a sample more (bpf_perf_event_output). Stacks are not
+// aggregated in the kernel (stack id -> count): the recorder keeps its
+// per-thread, per-period merging and its time order (off-CPU weights
+// come from matching switch-outs with switch-ins), and a stack record
+// costs 40 bytes plus 8 per frame instead of a 16 KiB copy. The program
+// returns 0, so that the event writes no sample of its own.
 //
 // # Tables
 //
@@ -57,15 +63,18 @@
 // second array map at the same indices): for each stretch of 2^k bytes
 // of its code, the last row starting at or before it, k the least that
 // gives no more buckets than rows; the row of a PC is among the few
-// (1-21 for the C library) from its bucket's to the next one's.
+// (1-21 for the C library) from its bucket's to the next one's. Tables
+// are kept on disk by build ID (Options.TableCache; DecodeTable checks
+// them when read), so that the next runs do not make them again (tens
+// of milliseconds for a C library whose SFrame is compiled from CFI).
 //
 // A process's table is its executable mappings, sorted: start, end, load
 // bias and where its file's rows and buckets are (their first index,
 // counts, the bucket size), so that a frame in another mapping costs
-// the search of the process's table and no lookup of its file. The recorder keeps them in a Mirror, changed as soon as
-// the records that change them are read (MMAP of an executable mapping,
-// FORK of a process, exec), seeded from /proc, and dropped at the
-// process's exit. When a walk meets a process or an address it has no
+// the search of the process's table and no lookup of its file. The
+// recorder keeps them in a Mirror, changed as soon as the records that
+// change them are read (MMAP of an executable mapping, FORK of a
+// process, exec), seeded from /proc, and dropped at the process's exit. When a walk meets a process or an address it has no
 // table for (a program, library or process the recorder has not read the
 // records of, or whose tables it is still loading: tens of milliseconds
 // for a C library whose SFrame is compiled from CFI), the program wakes
@@ -105,13 +114,15 @@
 //
 // # Bounds
 //
-// rows: DefaultMaxRows rows of 16 bytes (32 MiB). buckets: as many of 4
-// bytes (8 MiB). DefaultMaxFiles tables loaded at most. procs:
-// DefaultMaxProcesses tables of MaxMappings mappings of 56 bytes (28 KiB
-// each, allocated as used). scratch: 38 KiB per CPU
-// (4,096 user and 128 kernel frames, the walk's state, the 4 KiB stack
-// window). counters: 15
-// per-CPU counters. misses: a 4 KiB ring buffer.
+// rows: DefaultMaxRows rows of 16 bytes (32 MiB). buckets: as many of 8
+// bytes (16 MiB). Both memory-mapped into the profiler, which writes
+// tables into them directly. DefaultMaxFiles tables loaded at most.
+// procs: DefaultMaxProcesses tables of MaxMappings mappings of 56 bytes
+// (28 KiB each, allocated as used). scratch: 39 KiB per CPU (4,096 user
+// and 128 kernel frames, the walk's state, the 4 KiB stack window).
+// counters: 15 per-CPU counters. misses: a 4 KiB ring buffer. stacks:
+// DefaultStackRing per CPU (Options.StackRing, at most MaxStackRing).
+// The table cache on disk: 128 files and 64 MiB (Options.TableCache).
 //
 // # Architectures
 //
