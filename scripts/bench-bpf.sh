@@ -128,7 +128,8 @@ window=${WINDOW:-6}
 steady_modes=${modes/ perf/}
 echo
 echo "steady state: profiler CPU per sample between 2 s and $((2 + window)) s ($(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%T) UTC)"
-runtime_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d\n", s}'; }
+# (mawk's %d stops at 2^31: %.0f.)
+runtime_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
 for r in $(seq "$runs"); do
   for mode in $steady_modes; do
     flag=; bin=./sframe
