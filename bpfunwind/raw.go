@@ -61,3 +61,16 @@ func Decode(raw []byte, chain []uint64) (out []uint64, h Header, ok bool) {
 	}
 	return chain, h, ok
 }
+
+// StackKey appends to key what identifies the stack of a record of the
+// stacks ring (Decode): its thread, event and frames, not its time,
+// period, CPU or why its walk stopped.
+func StackKey(key, raw []byte) []byte {
+	if len(raw) < outHeader {
+		return append(key, raw...)
+	}
+	key = append(key, raw[8:14]...)  // frame counts
+	key = append(key, raw[15])       // event
+	key = append(key, raw[24:32]...) // process, thread
+	return append(key, raw[outHeader:]...)
+}

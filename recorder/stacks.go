@@ -146,7 +146,18 @@ type recorder struct {
 	// mirror's. The events' own samples are those it passed on.
 	bpf    *bpfunwind.Unwinder
 	mirror *bpfunwind.Mirror
+	// seen maps the BPF program's stacks (bpfunwind.StackKey) to their
+	// merged stack while nothing the session knows changes: a stack seen
+	// before is merged without mapping its frames again. Emptied when a
+	// record is applied (mappings, names, exits), at each cut, and
+	// beyond maxSeen stacks.
+	seen    map[string]*stack
+	seenKey []byte
 }
+
+// maxSeen bounds r.seen: 16,384 stacks (a 32-frame stack's key is 270
+// bytes: 4-5 MB).
+const maxSeen = 1 << 14
 
 // Waits between passes over the rings. A sample read before the records
 // of its process waits two passes (see round); at a ring's wakeup, half
@@ -291,9 +302,27 @@ func (r *recorder) take(t uint64, late bool, kind uint8, raw []byte) {
 			return
 		}
 	}
-	r.sess.Unwind(&r.smp, &r.st)
-	r.smp.Stack = nil // the copy is the ring's: keep nothing of it
-	st := r.intern(&r.st)
+	var st *stack
+	if kind == evStack {
+		r.seenKey = bpfunwind.StackKey(r.seenKey[:0], raw)
+		if st = r.seen[string(r.seenKey)]; st != nil {
+			// What Unwind counts of a callchain's stack (r.sess.Unwind).
+			r.sess.Stats.Samples++
+			r.sess.Stats.Callchain++
+			r.sess.Stats.KernelFrames += uint64(st.kernel)
+		}
+	}
+	if st == nil {
+		r.sess.Unwind(&r.smp, &r.st)
+		r.smp.Stack = nil // the copy is the ring's: keep nothing of it
+		st = r.intern(&r.st)
+		if kind == evStack && !r.st.Unwound && len(r.st.Frames) > st.kernel {
+			if len(r.seen) >= maxSeen || r.seen == nil {
+				r.seen = make(map[string]*stack)
+			}
+			r.seen[string(r.seenKey)] = st
+		}
+	}
 	if r.smp.Event == r.csEvent {
 		r.stats.SwitchOuts++
 		e := event{time: t, kind: evOut, tid: r.smp.Tid, st: st}
@@ -452,6 +481,7 @@ func (r *recorder) cut(end time.Time) {
 		}
 	}
 	maps := r.maps
+	clear(r.seen)
 	r.stacks = map[string]*stack{}
 	r.order = nil
 	r.mapIDs = map[*perfunwind.Mapping]uint32{}
@@ -518,6 +548,7 @@ func (r *recorder) flush(limit uint64) {
 func (r *recorder) apply(e *event) {
 	switch e.kind {
 	case evRecord:
+		clear(r.seen) // what the stacks' frames map to may change
 		if e.hold {
 			held, k := r.heldTid, e.tid
 			if e.proc {
