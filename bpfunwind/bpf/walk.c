@@ -416,16 +416,13 @@ single:
 	return bpf_probe_read_user(v, sizeof(*v), (void *)addr);
 }
 
-// step records st->pc and finds its caller: one bpf_loop iteration.
 // The walk's scratch, passed to each step (a lookup a frame less).
 struct walkctx {
 	struct out *o;
 };
 
-static long step(u64 i, void *ctx) {
-	struct out *o = ((struct walkctx *)ctx)->o;
-	if (!o)
-		return 1;
+// frame records st->pc and finds its caller; non-zero ends the walk.
+static __always_inline long frame(struct out *o) {
 	struct state *st = &o->st;
 	u64 n = st->n;
 	u64 idx = (u64)st->nkern + n;
@@ -497,6 +494,15 @@ static long step(u64 i, void *ctx) {
 	return 0;
 }
 
+// step walks two frames: one bpf_loop iteration (a call of the
+// callback a frame cost as much as a frame's search).
+static long step(u64 i, void *ctx) {
+	struct out *o = ((struct walkctx *)ctx)->o;
+	if (!o || frame(o))
+		return 1;
+	return frame(o);
+}
+
 SEC("perf_event")
 int walk_stack(struct bpf_perf_event_data *ctx) {
 	u32 cpu = bpf_get_smp_processor_id();
@@ -548,7 +554,7 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
 		st->stop = STOP_DEPTH;
 		struct walkctx wc = {o};
-		bpf_loop(max_depth, step, &wc, 0);
+		bpf_loop((max_depth + 1) / 2, step, &wc, 0);
 	}
 	add(C_FRAMES_SFRAME, st->frames_sframe);
 	add(C_FRAMES_FP, st->frames_fp);
