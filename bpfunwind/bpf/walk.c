@@ -494,8 +494,10 @@ static __always_inline long frame(struct out *o) {
 	return 0;
 }
 
-// step walks two frames: one bpf_loop iteration (a call of the
-// callback a frame cost as much as a frame's search).
+// step walks two frames: one bpf_loop iteration. The call of the
+// callback cost about 4 ns a frame (2,004-frame walks: 15.6 ns a frame
+// with one, 11.7 with two; four gained 1.5 ns more there, nothing on
+// 32-frame stacks).
 static long step(u64 i, void *ctx) {
 	struct out *o = ((struct walkctx *)ctx)->o;
 	if (!o || frame(o))
