@@ -95,7 +95,7 @@
 // the frame pointer ([FP] the caller's FP, [FP+8] the return address). A
 // walk ends at an outermost row, a zero return address, a read that
 // fails, a stack pointer that does not move up, or MaxDepth frames. The
-// frames are iterated with bpf_loop; the walk's state lives in the
+// frames are iterated with bpf_loop, two a call; the walk's state lives in the
 // per-CPU scratch map rather than on the stack, so that the verifier
 // checks each search's body once rather than once per path through it.
 //
