@@ -7,8 +7,11 @@
 // The other packages speak it: CFI rules and SFrame rules name registers
 // by Reg, register sets (package targets) are indexed by it, the SFrame
 // ABI byte maps to an Arch (sframe.ABI.Arch), and ELF machines map to one
-// (FromELF). It imports nothing of sframekit, so every package may import
-// it.
+// (FromELF). It also holds what a stopped program is made of, the
+// types the targets (package targets) produce and the unwinders take:
+// the register file (Regs), memory (Memory), threads, modules and
+// mappings (Target, Thread, Module, Mapping). It imports nothing of
+// sframekit, so every package may import it.
 package arch
 
 import (

@@ -1,6 +1,9 @@
 package arch
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // The register file an unwinder works on, and the memory it reads: the
 // types the targets (ptrace, cores) produce and the unwinders (unwind,
@@ -137,3 +140,9 @@ func (r Regs) String() string {
 type Memory interface {
 	ReadAt(p []byte, addr int64) (n int, err error)
 }
+
+// ErrUnmapped is wrapped by the errors of a Memory for addresses it does
+// not have: not mapped in a live process, neither dumped in a core nor
+// backed by a readable mapped file, or outside a stack copy that has no
+// fallback.
+var ErrUnmapped = errors.New("address not available")

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/sframekit/sframekit/internal/enumstr"
 )
 
 // Bounds of the maps (Options), each stated with its memory.
@@ -100,10 +102,7 @@ var stopNames = [NumStops]string{"end", "depth", "read", "loop", "no-regs"}
 
 // String names the stop.
 func (s Stop) String() string {
-	if s < NumStops {
-		return stopNames[s]
-	}
-	return "unknown"
+	return enumstr.Name(stopNames[:], s, "Stop")
 }
 
 // Counters are the program's own counts, summed over the CPUs, and its
@@ -146,28 +145,21 @@ const (
 	numCounters = cReads + 1
 )
 
+// set sets the field of the program's counter i to v.
 func (c *Counters) set(i uint32, v uint64) {
-	switch {
-	case i == cSamples:
-		c.Samples = v
-	case i == cKernelMode:
-		c.KernelMode = v
-	case i == cFramesSFrame:
-		c.SFrameFrames = v
-	case i == cFramesFP:
-		c.FPFrames = v
-	case i == cNoProc:
-		c.NoProcess = v
-	case i == cNoMap:
-		c.NoMapping = v
-	case i == cOutputErr:
-		c.OutputErrors = v
-	case i == cFallback:
-		c.Fallback = v
-	case i == cReads:
-		c.Reads = v
-	case i >= cStop && i-cStop < uint32(NumStops):
+	if i >= cStop && i-cStop < uint32(NumStops) {
 		c.Stops[i-cStop] = v
+		return
+	}
+	fields := [numCounters]*uint64{
+		cSamples: &c.Samples, cKernelMode: &c.KernelMode,
+		cFramesSFrame: &c.SFrameFrames, cFramesFP: &c.FPFrames,
+		cNoProc: &c.NoProcess, cNoMap: &c.NoMapping,
+		cOutputErr: &c.OutputErrors, cFallback: &c.Fallback,
+		cReads: &c.Reads,
+	}
+	if i < numCounters && fields[i] != nil {
+		*fields[i] = v
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/enumstr"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/unwind"
 )
@@ -52,10 +53,7 @@ var reasonNames = [NumReasons]string{"cfa", "ra", "fp", "signed-ra", "signal", "
 
 // String names the reason.
 func (r Reason) String() string {
-	if r < NumReasons {
-		return reasonNames[r]
-	}
-	return "unknown"
+	return enumstr.Name(reasonNames[:], r, "Reason")
 }
 
 // Table is one file's rows for the walker: its SFrame rows (the file's

@@ -1,6 +1,10 @@
 package cfi
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/sframekit/sframekit/internal/enumstr"
+)
 
 // Op is a call frame instruction opcode (DW_CFA_*). The three "primary"
 // opcodes carry their operand in the low six bits of the byte; Op values
@@ -188,13 +192,7 @@ const (
 
 // String returns the section name the kind is stored in.
 func (k SectionKind) String() string {
-	switch k {
-	case EHFrame:
-		return ".eh_frame"
-	case DebugFrame:
-		return ".debug_frame"
-	}
-	return "SectionKind(" + strconv.Itoa(int(k)) + ")"
+	return enumstr.Name([]string{EHFrame: ".eh_frame", DebugFrame: ".debug_frame"}, k, "SectionKind")
 }
 
 // RuleKind says how a register's value in the caller is recovered.
@@ -216,12 +214,7 @@ const (
 var ruleNames = [...]string{"unspecified", "undefined", "same_value", "offset", "val_offset", "register", "expression", "val_expression"}
 
 // String returns a short lower-case name, also used as the JSON rule tag.
-func (k RuleKind) String() string {
-	if int(k) < len(ruleNames) {
-		return ruleNames[k]
-	}
-	return "RuleKind(" + strconv.Itoa(int(k)) + ")"
-}
+func (k RuleKind) String() string { return enumstr.Name(ruleNames[:], k, "RuleKind") }
 
 // CFAKind says how the canonical frame address is computed.
 type CFAKind uint8
@@ -235,15 +228,7 @@ const (
 
 // String returns a short lower-case name, also used as the JSON tag.
 func (k CFAKind) String() string {
-	switch k {
-	case CFAUndefined:
-		return "undefined"
-	case CFARegOffset:
-		return "reg_offset"
-	case CFAExpression:
-		return "expression"
-	}
-	return "CFAKind(" + strconv.Itoa(int(k)) + ")"
+	return enumstr.Name([]string{CFAUndefined: "undefined", CFARegOffset: "reg_offset", CFAExpression: "expression"}, k, "CFAKind")
 }
 
 // EntryKind tells CIEs, FDEs and zero terminators apart during iteration.
@@ -258,13 +243,5 @@ const (
 
 // String returns "CIE", "FDE" or "terminator".
 func (k EntryKind) String() string {
-	switch k {
-	case KindCIE:
-		return "CIE"
-	case KindFDE:
-		return "FDE"
-	case KindTerminator:
-		return "terminator"
-	}
-	return "EntryKind(" + strconv.Itoa(int(k)) + ")"
+	return enumstr.Name([]string{KindCIE: "CIE", KindFDE: "FDE", KindTerminator: "terminator"}, k, "EntryKind")
 }

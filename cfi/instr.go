@@ -173,20 +173,23 @@ func (it *InstructionIter) fail(kind ErrKind, format string, args ...any) {
 
 func (it *InstructionIter) uleb() uint64 {
 	v, pos, ok := DecodeULEB(it.data, it.pos)
-	it.pos = pos
-	if !ok {
-		it.fail(ErrTruncated, "truncated LEB128 operand")
-	}
+	it.endLEB(pos, ok)
 	return v
 }
 
 func (it *InstructionIter) sleb() int64 {
 	v, pos, ok := DecodeSLEB(it.data, it.pos)
+	it.endLEB(pos, ok)
+	return v
+}
+
+// endLEB moves past an operand that ends at pos, failing when ok is
+// false: the program ended inside it.
+func (it *InstructionIter) endLEB(pos int, ok bool) {
 	it.pos = pos
 	if !ok {
 		it.fail(ErrTruncated, "truncated LEB128 operand")
 	}
-	return v
 }
 
 // reg reads a register number, marking ins when it takes more than 32

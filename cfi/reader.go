@@ -3,9 +3,9 @@ package cfi
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/sframekit/sframekit/internal/byteorder"
+	"github.com/sframekit/sframekit/internal/enumstr"
 )
 
 // Error is a problem found in CFI data. It carries the section and the
@@ -46,12 +46,7 @@ var errKindNames = [...]string{
 }
 
 // String describes the kind of error.
-func (k ErrKind) String() string {
-	if int(k) < len(errKindNames) && errKindNames[k] != "" {
-		return errKindNames[k]
-	}
-	return "ErrKind(" + strconv.Itoa(int(k)) + ")"
-}
+func (k ErrKind) String() string { return enumstr.Name(errKindNames[:], k, "ErrKind") }
 
 // Error formats as ".eh_frame+0x1c: message" (no package name: callers
 // name the file).
@@ -112,35 +107,24 @@ func (b *buf) u8() uint8 {
 	return v
 }
 
-func (b *buf) u16() uint16 {
-	if b.left() < 2 {
+// fixed returns the next n bytes (n at most 8) and moves past them; when
+// fewer are left, it fails and returns n zero bytes, so that the
+// fixed-width reads below return 0.
+func (b *buf) fixed(n int) []byte {
+	if b.left() < n {
 		b.fail()
-		return 0
+		return zeros[:n]
 	}
-	v := b.order.Uint16(b.data[b.pos:])
-	b.pos += 2
-	return v
+	p := b.data[b.pos : b.pos+n]
+	b.pos += n
+	return p
 }
 
-func (b *buf) u32() uint32 {
-	if b.left() < 4 {
-		b.fail()
-		return 0
-	}
-	v := b.order.Uint32(b.data[b.pos:])
-	b.pos += 4
-	return v
-}
+var zeros [8]byte
 
-func (b *buf) u64() uint64 {
-	if b.left() < 8 {
-		b.fail()
-		return 0
-	}
-	v := b.order.Uint64(b.data[b.pos:])
-	b.pos += 8
-	return v
-}
+func (b *buf) u16() uint16 { return b.order.Uint16(b.fixed(2)) }
+func (b *buf) u32() uint32 { return b.order.Uint32(b.fixed(4)) }
+func (b *buf) u64() uint64 { return b.order.Uint64(b.fixed(8)) }
 
 // uint reads an n-byte unsigned value (n in 1,2,4,8).
 func (b *buf) uint(n int) uint64 {
@@ -178,43 +162,36 @@ func DecodeULEB(data []byte, pos int) (uint64, int, bool) {
 	return v, pos, false
 }
 
-// DecodeSLEB is DecodeULEB for signed LEB128 numbers.
+// DecodeSLEB is DecodeULEB for signed LEB128 numbers: the same bits,
+// sign-extended from the last byte's bit 6.
 func DecodeSLEB(data []byte, pos int) (int64, int, bool) {
-	var v int64
-	var shift uint
-	for pos < len(data) {
-		c := data[pos]
-		pos++
-		if shift < 64 {
-			v |= int64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v, pos, true
-		}
+	u, end, ok := DecodeULEB(data, pos)
+	v := int64(u)
+	if shift := uint(7 * (end - pos)); ok && shift < 64 && data[end-1]&0x40 != 0 {
+		v |= -1 << shift
 	}
-	return v, pos, false
+	return v, end, ok
 }
 
 func (b *buf) uleb() uint64 {
 	v, pos, ok := DecodeULEB(b.data, b.pos)
-	b.pos = pos
-	if !ok {
-		b.fail()
-	}
+	b.endLEB(pos, ok)
 	return v
 }
 
 func (b *buf) sleb() int64 {
 	v, pos, ok := DecodeSLEB(b.data, b.pos)
+	b.endLEB(pos, ok)
+	return v
+}
+
+// endLEB moves past a LEB128 number that ends at pos, failing when ok is
+// false: the data ended inside it.
+func (b *buf) endLEB(pos int, ok bool) {
 	b.pos = pos
 	if !ok {
 		b.fail()
 	}
-	return v
 }
 
 func (b *buf) bytes(n uint64) []byte {

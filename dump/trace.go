@@ -270,7 +270,7 @@ func hexString(v uint64) string { return fmt.Sprintf("0x%x", v) }
 //	  "address": "0x0"}
 //
 // with the names gdb gives, si_code as code, and address (si_addr) only
-// for a fault the kernel signalled (targets.Termination.HasAddr).
+// for a fault the kernel signalled (arch.Termination.HasAddr).
 //
 // pc, sp and cfa are hexadecimal strings ("cfa" is left out when not
 // computed); function (the symbol name) is left out when unknown, and

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
+
+	"github.com/sframekit/sframekit/internal/enumstr"
 )
 
 // RecordType is the type field of a record header (PERF_RECORD_*). Types
@@ -270,12 +272,7 @@ const (
 var eventTypeNames = [...]string{"hardware", "software", "tracepoint", "hw-cache", "raw", "breakpoint"}
 
 // String names the fixed types and gives the number of the others.
-func (t EventType) String() string {
-	if int(t) < len(eventTypeNames) {
-		return eventTypeNames[t]
-	}
-	return fmt.Sprintf("EventType(%d)", uint32(t))
-}
+func (t EventType) String() string { return enumstr.Name(eventTypeNames[:], t, "EventType") }
 
 // Misc is the misc field of a record header: the CPU mode in the low three
 // bits, then flags whose meaning depends on the record type.

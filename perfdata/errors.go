@@ -3,6 +3,8 @@ package perfdata
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sframekit/sframekit/internal/enumstr"
 )
 
 // ErrKind classifies errors so that callers and tests can tell them apart
@@ -49,12 +51,7 @@ var errKindNames = [...]string{
 }
 
 // String describes the kind.
-func (k ErrKind) String() string {
-	if int(k) < len(errKindNames) && errKindNames[k] != "" {
-		return errKindNames[k]
-	}
-	return fmt.Sprintf("ErrKind(%d)", uint8(k))
-}
+func (k ErrKind) String() string { return enumstr.Name(errKindNames[:], k, "ErrKind") }
 
 // Error is a decoding failure. Off is the byte offset in the input (the
 // file, or the pipe stream counting its 16-byte header) of the structure

@@ -196,19 +196,13 @@ func (h *Header) parseFeature(f Feature, b []byte, off int64, attrs func() []*At
 	h.Features.set(f)
 	h.featData[f] = b
 	c := &cursor{b: b, o: h.ByteOrder, off: off}
+	// The features that are one string, and their fields.
+	strs := [...]*string{FeatHostname: &h.Hostname, FeatOSRelease: &h.OSRelease, FeatVersion: &h.Version,
+		FeatArch: &h.Arch, FeatCPUDesc: &h.CPUDesc, FeatCPUID: &h.CPUID}
+	if f >= 0 && int(f) < len(strs) && strs[f] != nil {
+		*strs[f] = c.str()
+	}
 	switch f {
-	case FeatHostname:
-		h.Hostname = c.str()
-	case FeatOSRelease:
-		h.OSRelease = c.str()
-	case FeatVersion:
-		h.Version = c.str()
-	case FeatArch:
-		h.Arch = c.str()
-	case FeatCPUDesc:
-		h.CPUDesc = c.str()
-	case FeatCPUID:
-		h.CPUID = c.str()
 	case FeatNrCPUs:
 		h.NrCPUsAvail = c.u32()
 		h.NrCPUsOnline = c.u32()

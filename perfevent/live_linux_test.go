@@ -43,7 +43,7 @@ type prog struct {
 	textLo uint64 // the executable's text, in ELF addresses
 	textHi uint64
 	bias   uint64 // runtime address - ELF address, from /proc/PID/maps
-	maps   []procmaps.Mapping
+	maps   []arch.Mapping
 }
 
 // buildProg compiles spinprog with frame pointers in every function.

@@ -16,7 +16,6 @@ import (
 	"github.com/sframekit/sframekit/jitmap"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/symbolize"
-	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
 )
 
@@ -546,12 +545,12 @@ func (m *procMemory) ReadAt(b []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	mp := m.p.find(a)
 	if mp == nil || mp.File == nil || mp.File.r == nil || uint64(len(b)) > mp.End-a {
-		return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(b), a, targets.ErrUnmapped)
+		return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(b), a, arch.ErrUnmapped)
 	}
 	n, err := mp.File.r.ReadAt(b, int64(a-mp.Start+mp.Pgoff))
 	if n < len(b) {
 		if err == nil {
-			err = targets.ErrUnmapped
+			err = arch.ErrUnmapped
 		}
 		return n, fmt.Errorf("reading %d bytes at %#x: %w", len(b), a, err)
 	}
@@ -641,7 +640,7 @@ func (s *Session) module(m *Mapping) *unwind.Module {
 		}
 		return &unwind.Module{Name: m.Name, Start: m.Start, End: m.End}
 	}
-	mods := s.cache.Modules([]targets.Module{{Path: f.Path, File: f.Path, Start: m.Start, End: m.End, Bias: m.Bias, HasBias: true}}, nil)
+	mods := s.cache.Modules([]arch.Module{{Path: f.Path, File: f.Path, Start: m.Start, End: m.End, Bias: m.Bias, HasBias: true}}, nil)
 	mod := mods[0]
 	mod.Name = m.Name
 	if c := s.cachedCFI(mod.CFI); c != nil {

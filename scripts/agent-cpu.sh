@@ -11,10 +11,8 @@
 set -euo pipefail
 secs=${1:-120}
 pyro=${2:-}
-cd "$(dirname "$0")/.."
-work=$(mktemp -d /tmp/sframe-agentcpu.XXXXXX)
-go build -o "$work/sframe" ./cmd/sframe
-gcc -O2 -Wa,--gsframe -pthread -o "$work/recprog" recorder/testdata/recprog.c
+. "$(dirname "$0")/lib.sh"
+temp_build sframe-agentcpu -Wa,--gsframe
 pids=()
 for _ in $(seq "$(nproc)"); do "$work/recprog" spin $((secs + 30)) >/dev/null & pids+=($!); done
 trap 'kill ${pids[*]} 2>/dev/null || true' EXIT

@@ -15,10 +15,8 @@
 set -euo pipefail
 minutes=${1:-20}
 pyro=${2:-}
-cd "$(dirname "$0")/.."
-work=$(mktemp -d /tmp/sframe-soak.XXXXXX)
-go build -o "$work/sframe" ./cmd/sframe
-gcc -O2 -pthread -o "$work/recprog" recorder/testdata/recprog.c
+. "$(dirname "$0")/lib.sh"
+temp_build sframe-soak
 # The churn: a new process every second, each working ~0.1 s.
 ( while :; do "$work/recprog" work 300000000 >/dev/null 2>&1 & sleep 1; done ) &
 churn=$!

@@ -13,10 +13,9 @@ set -euo pipefail
 before=$(realpath "$1")
 after=$(realpath "$2")
 rounds=${ROUNDS:-2}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/sframekit-bench-bpf-ab}
-mkdir -p "$work"
-gcc -O2 -Wa,--gsframe -pthread -o "$work/recprog" "$root/recorder/testdata/recprog.c"
+. "$(dirname "$0")/lib.sh"
+workdir /tmp/sframekit-bench-bpf-ab
+build_recprog -Wa,--gsframe
 cd "$work"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%T) UTC"
 for r in $(seq "$rounds"); do

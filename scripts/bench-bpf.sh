@@ -27,11 +27,10 @@ set -euo pipefail
 short=${1:-1500000000}
 long=${2:-6000000000}
 runs=${RUNS:-3}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/sframekit-bench-bpf}
-mkdir -p "$work"
-gcc -O2 -Wa,--gsframe -pthread -o "$work/recprog" "$root/recorder/testdata/recprog.c"
-(cd "$root" && go build -o "$work/sframe" ./cmd/sframe)
+. "$(dirname "$0")/lib.sh"
+workdir /tmp/sframekit-bench-bpf
+build_recprog -Wa,--gsframe
+build_sframe
 cd "$work"
 # rtime CMD...: runs CMD and prints "TIME user system" (its and its
 # children's, in seconds to the microsecond) on stderr.

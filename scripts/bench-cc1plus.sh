@@ -33,18 +33,16 @@ runs=${RUNS:-3}
 num=${NUM:-8}
 freq=${FREQ:-999}
 size=${SIZE:-16384}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/sframekit-bench-cc1plus}
-mkdir -p "$work"
+. "$(dirname "$0")/lib.sh"
+workdir /tmp/sframekit-bench-cc1plus
 cp "$root/scripts/bench-cc1plus.cc" "$work/tu.cc"
-if [ -n "${SFRAME:-}" ]; then cp "$SFRAME" "$work/sframe"; else (cd "$root" && go build -o "$work/sframe" ./cmd/sframe); fi
+build_sframe
 cd "$work"
 compile="g++ -std=c++17 -O2 -DNUM=$num -c tu.cc -o tu.o; times"
-tm() { /usr/bin/time -f "TIME %U %S %e" "$@"; }
 # seconds of `times` output ("0m1.234s 0m0.056s" per line): the sum of all four
 secs() { grep -E '^[0-9]+m[0-9.]+s [0-9]+m[0-9.]+s$' | tr 'ms' '  ' | awk '{t += 60 * $1 + $2 + 60 * $3 + $4} END {printf "%.3f", t}'; }
 
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+print_load
 echo "$(g++ --version | head -1); $(perf --version); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs"
 printf '%-10s %4s %10s %8s %10s %9s %7s %8s\n' tool run prog_cpu_s samples prof_cpu_s us/sample rec_us copy_end
 for r in $(seq "$runs"); do

@@ -4,16 +4,15 @@
 # Usage: scripts/bench-dump.sh [NFUNCS]   (default 100000)
 set -euo pipefail
 n=${1:-100000}
-root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 corpus=${SFRAMEKIT_CORPUS:-$root/../shared/corpus}
-work=${BENCH_DIR:-/tmp/sframekit-bench}
-mkdir -p "$work"
+workdir /tmp/sframekit-bench
 exe=$work/big$n.elf
 if [ ! -f "$exe" ]; then
   python3 "$corpus/src/gen_big.py" "$n" > "$work/big$n.c"
   gcc -O2 -Wa,--gsframe -o "$exe" "$work/big$n.c"
 fi
-(cd "$root" && go build -o "$work/sframe" ./cmd/sframe)
+build_sframe
 cd "$work"
 # Same output first: the comparison is only fair if both print the same.
 cmp <(objdump --sframe "big$n.elf") <(./sframe dump "big$n.elf")

@@ -35,15 +35,8 @@ set -euo pipefail
 iters=${1:-600000000}
 runs=${RUNS:-5}
 freq=${FREQ:-999}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/sframekit-bench-record}
-mkdir -p "$work"
-gcc -O2 -Wa,--gsframe -pthread -o "$work/recprog" "$root/recorder/testdata/recprog.c"
-(cd "$root" && go build -o "$work/sframe" ./cmd/sframe)
-cd "$work"
-tm() { /usr/bin/time -f "TIME %U %S %e" "$@"; }
-
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+. "$(dirname "$0")/lib.sh"
+recprog_bench /tmp/sframekit-bench-record
 printf '%-11s %4s %9s %9s %9s %8s %10s %9s %10s %5s\n' tool run work_s cpu_s sys_s samples prof_cpu_s us/sample size_B lost
 for r in $(seq "$runs"); do
   for tool in baseline sframe ${BASE:+sframe-base} sframe-8k perf-dwarf perf-g; do

@@ -16,11 +16,10 @@
 set -euo pipefail
 depth=${1:-250}
 deep=${DEEP:-5}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/sframekit-bench-stack}
-mkdir -p "$work"
+. "$(dirname "$0")/lib.sh"
+workdir /tmp/sframekit-bench-stack
 gcc -O2 -fomit-frame-pointer -Wa,--gsframe -pthread -o "$work/stackprog" "$root/unwind/testdata/stackprog.c"
-(cd "$root" && go build -o "$work/sframe" ./cmd/sframe)
+build_sframe
 cd "$work"
 rm -f ready.txt stdin.fifo
 mkfifo stdin.fifo

@@ -17,13 +17,8 @@ set -euo pipefail
 short=${1:-3000000000}
 long=${2:-12000000000}
 runs=${RUNS:-5}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/sframekit-record-marginal}
-mkdir -p "$work"
-gcc -O2 -Wa,--gsframe -pthread -o "$work/recprog" "$root/recorder/testdata/recprog.c"
-if [ -n "${SFRAME:-}" ]; then cp "$SFRAME" "$work/sframe"; else (cd "$root" && go build -o "$work/sframe" ./cmd/sframe); fi
-cd "$work"
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+. "$(dirname "$0")/lib.sh"
+recprog_bench /tmp/sframekit-record-marginal
 printf '%-6s %4s %8s %10s %9s\n' size run samples prof_cpu_s us/sample
 for r in $(seq "$runs"); do
   for size in short long; do

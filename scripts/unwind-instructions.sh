@@ -22,9 +22,8 @@
 # Usage: scripts/unwind-instructions.sh [N]   (default 200)
 set -euo pipefail
 n=${1:-200}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=${BENCH_DIR:-/tmp/sframekit-unwind-instr}
-mkdir -p "$work"
+. "$(dirname "$0")/lib.sh"
+workdir /tmp/sframekit-unwind-instr
 gcc -O2 -fomit-frame-pointer -Wa,--gsframe -pthread -o "$work/stackprog" "$root/unwind/testdata/stackprog.c"
 (cd "$root/unwind" && go test -c -o "$work/unwind.test" .)
 cd "$work"

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/enumstr"
 )
 
 // StartEncoding says how the encoder writes function start fields.
@@ -27,13 +28,7 @@ const (
 
 // String returns "pc-relative" or "section-relative".
 func (e StartEncoding) String() string {
-	switch e {
-	case StartPCRel:
-		return "pc-relative"
-	case StartSectionRel:
-		return "section-relative"
-	}
-	return fmt.Sprintf("StartEncoding(%d)", uint8(e))
+	return enumstr.Name([]string{StartPCRel: "pc-relative", StartSectionRel: "section-relative"}, e, "StartEncoding")
 }
 
 // EncodeOptions are the section-wide choices of Encode. The zero value

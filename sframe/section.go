@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+
+	"github.com/sframekit/sframekit/internal/enumstr"
 )
 
 // HeaderSize is the size of the fixed SFrame header (all versions).
@@ -111,12 +113,7 @@ var errKindNames = [...]string{
 }
 
 // String describes the kind of error.
-func (k ErrKind) String() string {
-	if int(k) < len(errKindNames) && errKindNames[k] != "" {
-		return errKindNames[k]
-	}
-	return fmt.Sprintf("ErrKind(%d)", uint8(k))
-}
+func (k ErrKind) String() string { return enumstr.Name(errKindNames[:], k, "ErrKind") }
 
 // Error formats the error with the function index and offset.
 func (e *Error) Error() string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/enumstr"
 )
 
 // Magic is the value of the first two bytes of every SFrame section, in
@@ -169,15 +170,13 @@ func (t FREType) Size() int {
 
 // String returns the name binutils uses for the FRE type.
 func (t FREType) String() string {
-	switch t {
-	case FREAddr1:
-		return "SFRAME_FRE_TYPE_ADDR1"
-	case FREAddr2:
-		return "SFRAME_FRE_TYPE_ADDR2"
-	case FREAddr4:
-		return "SFRAME_FRE_TYPE_ADDR4"
-	}
-	return fmt.Sprintf("FREType(%d)", uint8(t))
+	return enumstr.Name(freTypeNames[:], t, "FREType")
+}
+
+var freTypeNames = [...]string{
+	FREAddr1: "SFRAME_FRE_TYPE_ADDR1",
+	FREAddr2: "SFRAME_FRE_TYPE_ADDR2",
+	FREAddr4: "SFRAME_FRE_TYPE_ADDR4",
 }
 
 // PCType says how FRE start addresses are matched against a PC.
@@ -213,13 +212,7 @@ const (
 
 // String returns the name binutils uses for the FDE type.
 func (t FDEType) String() string {
-	switch t {
-	case FDEDefault:
-		return "SFRAME_FDE_TYPE_DEFAULT"
-	case FDEFlex:
-		return "SFRAME_FDE_TYPE_FLEX"
-	}
-	return fmt.Sprintf("FDEType(%d)", uint8(t))
+	return enumstr.Name([]string{FDEDefault: "SFRAME_FDE_TYPE_DEFAULT", FDEFlex: "SFRAME_FDE_TYPE_FLEX"}, t, "FDEType")
 }
 
 // RegCFA is the base of rules relative to the canonical frame address.
@@ -246,17 +239,14 @@ const (
 
 // String returns the kind's name, as the JSON form uses it.
 func (k RuleKind) String() string {
-	switch k {
-	case RuleUnspecified:
-		return "unspecified"
-	case RuleNotSaved:
-		return "not-saved"
-	case RuleValue:
-		return "value"
-	case RuleDeref:
-		return "deref"
-	}
-	return fmt.Sprintf("RuleKind(%d)", uint8(k))
+	return enumstr.Name(ruleKindNames[:], k, "RuleKind")
+}
+
+var ruleKindNames = [...]string{
+	RuleUnspecified: "unspecified",
+	RuleNotSaved:    "not-saved",
+	RuleValue:       "value",
+	RuleDeref:       "deref",
 }
 
 // Rule recovers one value of the caller's frame.

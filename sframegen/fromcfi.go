@@ -10,6 +10,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/internal/enumstr"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -338,12 +339,7 @@ var reasonText = [...]string{
 }
 
 // String describes the reason in one short, stable sentence.
-func (r Reason) String() string {
-	if int(r) < len(reasonText) && reasonText[r] != "" {
-		return reasonText[r]
-	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
-}
+func (r Reason) String() string { return enumstr.Name(reasonText[:], r, "Reason") }
 
 // converter holds the per-ABI facts.
 type converter struct {

@@ -55,15 +55,7 @@ func (f *Folded) AddWeight(st *perfunwind.Stack, w uint64) error {
 	k = appendFoldName(k, st.Comm, true)
 	for i := len(st.Frames) - 1; i >= 0; i-- {
 		fr := &st.Frames[i]
-		pc := fr.PerfPC()
-		s, ok := f.frames.slot(fr.Map, pc, false)
-		if ok {
-			k = append(k, s.v...)
-			continue
-		}
-		at := len(k)
-		k = f.appendFrame(k, fr.Map, pc)
-		s.set(fr.Map, pc, false, string(k[at:]))
+		k = appendCached(&f.frames, k, fr.Map, fr.PerfPC(), f.appendFrame)
 	}
 	if leaf, ok := f.leaves[st.Event]; ok {
 		k = append(k, ';')

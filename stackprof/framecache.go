@@ -36,6 +36,19 @@ func (c *frameCache[V]) slot(m *perfunwind.Mapping, pc uint64, sig bool) (*frame
 }
 
 // set fills s with the frame and its value.
+// appendCached appends the text of the frame at pc in m: the one c holds,
+// or the one format appends, which c then holds.
+func appendCached(c *frameCache[string], b []byte, m *perfunwind.Mapping, pc uint64, format func([]byte, *perfunwind.Mapping, uint64) []byte) []byte {
+	s, ok := c.slot(m, pc, false)
+	if ok {
+		return append(b, s.v...)
+	}
+	at := len(b)
+	b = format(b, m, pc)
+	s.set(m, pc, false, string(b[at:]))
+	return b
+}
+
 func (s *frameSlot[V]) set(m *perfunwind.Mapping, pc uint64, sig bool, v V) {
 	*s = frameSlot[V]{m: m, pc: pc, sig: sig, ok: true, v: v}
 }

@@ -33,7 +33,7 @@ type PerfBuilder struct {
 	kmap map[*perfunwind.Mapping]*profile.Mapping
 	kern map[*profile.Mapping]bool
 	locs map[locID]*profile.Location
-	fns  map[funcKey]*profile.Function
+	fns  functions
 	smp  map[string]*perfSample
 	// types are the sample types set by SetEventType, by event index.
 	types map[int]profile.ValueType
@@ -75,7 +75,7 @@ func NewPerfBuilder(r *perfunwind.Resolver, h *perfdata.Header) *PerfBuilder {
 		kmap:  map[*perfunwind.Mapping]*profile.Mapping{},
 		kern:  map[*profile.Mapping]bool{},
 		locs:  map[locID]*profile.Location{},
-		fns:   map[funcKey]*profile.Function{},
+		fns:   functions{},
 		smp:   map[string]*perfSample{},
 		types: map[int]profile.ValueType{},
 	}
@@ -147,7 +147,7 @@ func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Locat
 	loc := b.r.Resolve(f.Map, pc)
 	switch {
 	case f.Signal:
-		l.Line = []profile.Line{{Function: b.function("<signal handler called>", "<signal handler called>", "")}}
+		l.Line = []profile.Line{{Function: b.fns.get(b.p, "<signal handler called>", "<signal handler called>", "")}}
 	case loc.Name != "":
 		// pprof: innermost inlined call first, the function last.
 		file, line := loc.File, loc.Line
@@ -156,10 +156,10 @@ func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Locat
 			if name == "" {
 				name = "??"
 			}
-			l.Line = append(l.Line, profile.Line{Function: b.function(name, name, file), Line: int64(line)})
+			l.Line = append(l.Line, profile.Line{Function: b.fns.get(b.p, name, name, file), Line: int64(line)})
 			file, line = in.File, in.Line
 		}
-		l.Line = append(l.Line, profile.Line{Function: b.function(loc.Name, loc.Sym, file), Line: int64(line)})
+		l.Line = append(l.Line, profile.Line{Function: b.fns.get(b.p, loc.Name, loc.Sym, file), Line: int64(line)})
 		if file != "" && m != nil {
 			m.HasFilenames, m.HasLineNumbers = true, true
 		}
@@ -170,20 +170,6 @@ func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Locat
 	b.locs[k] = l
 	b.p.Location = append(b.p.Location, l)
 	return l
-}
-
-func (b *PerfBuilder) function(name, system, file string) *profile.Function {
-	k := funcKey{name, file}
-	if fn := b.fns[k]; fn != nil {
-		return fn
-	}
-	if system == "" {
-		system = name
-	}
-	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: system, Filename: file}
-	b.fns[k] = fn
-	b.p.Function = append(b.p.Function, fn)
-	return fn
 }
 
 func (b *PerfBuilder) mapping(m *perfunwind.Mapping) *profile.Mapping {

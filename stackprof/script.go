@@ -50,15 +50,7 @@ func (sw *ScriptWriter) Write(st *perfunwind.Stack) error {
 	b = append(b, ": \n"...)
 	for i := range st.Frames {
 		f := &st.Frames[i]
-		pc := f.PerfPC()
-		s, ok := sw.lines.slot(f.Map, pc, false)
-		if ok {
-			b = append(b, s.v...)
-			continue
-		}
-		at := len(b)
-		b = sw.appendFrame(b, f.Map, pc)
-		s.set(f.Map, pc, false, string(b[at:]))
+		b = appendCached(&sw.lines, b, f.Map, f.PerfPC(), sw.appendFrame)
 	}
 	b = append(b, '\n')
 	sw.buf = b

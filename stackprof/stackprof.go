@@ -26,7 +26,7 @@ type Builder struct {
 	p        *profile.Profile
 	mappings map[mapKey]*profile.Mapping
 	locs     map[locKey]*profile.Location
-	funcs    map[funcKey]*profile.Function
+	funcs    functions
 }
 
 type locKey struct {
@@ -35,6 +35,26 @@ type locKey struct {
 }
 
 type funcKey struct{ name, file string }
+
+// functions are a profile's functions by name and file, each made once,
+// for both builders.
+type functions map[funcKey]*profile.Function
+
+// get returns the function name (demangled; system, the symbol, "" when
+// the same) of file in p, adding it to p the first time.
+func (fs functions) get(p *profile.Profile, name, system, file string) *profile.Function {
+	k := funcKey{name, file}
+	if fn := fs[k]; fn != nil {
+		return fn
+	}
+	if system == "" {
+		system = name
+	}
+	fn := &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: system, Filename: file}
+	fs[k] = fn
+	p.Function = append(p.Function, fn)
+	return fn
+}
 
 // mapKey names a module across captures, each of which has its own
 // *unwind.Module values.
@@ -54,7 +74,7 @@ func NewBuilder() *Builder {
 		},
 		mappings: map[mapKey]*profile.Mapping{},
 		locs:     map[locKey]*profile.Location{},
-		funcs:    map[funcKey]*profile.Function{},
+		funcs:    functions{},
 	}
 }
 
@@ -121,14 +141,14 @@ func (b *Builder) location(f *unwind.SymFrame) *profile.Location {
 		if n == "" {
 			n = "??"
 		}
-		l.Line = append(l.Line, profile.Line{Function: b.function(n, "", file), Line: int64(line)})
+		l.Line = append(l.Line, profile.Line{Function: b.funcs.get(b.p, n, "", file), Line: int64(line)})
 		file, line = in.File, in.Line
 	}
 	if name == "" && len(l.Line) > 0 {
 		name = "??"
 	}
 	if name != "" {
-		l.Line = append(l.Line, profile.Line{Function: b.function(name, f.Func, file), Line: int64(line)})
+		l.Line = append(l.Line, profile.Line{Function: b.funcs.get(b.p, name, f.Func, file), Line: int64(line)})
 	}
 	if f.File != "" && l.Mapping != nil {
 		l.Mapping.HasFilenames = true
@@ -136,20 +156,6 @@ func (b *Builder) location(f *unwind.SymFrame) *profile.Location {
 	b.locs[k] = l
 	b.p.Location = append(b.p.Location, l)
 	return l
-}
-
-func (b *Builder) function(name, system, file string) *profile.Function {
-	k := funcKey{name, file}
-	if fn := b.funcs[k]; fn != nil {
-		return fn
-	}
-	if system == "" {
-		system = name
-	}
-	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: system, Filename: file}
-	b.funcs[k] = fn
-	b.p.Function = append(b.p.Function, fn)
-	return fn
 }
 
 func (b *Builder) mapping(m *unwind.Module) *profile.Mapping {

@@ -19,7 +19,7 @@
 //
 // Addresses are in the object's own virtual address space, the space of
 // symbol values: for a runtime address in a target, pass runtime -
-// Module.Bias (targets.Module.ELFAddr). For the return address of a
+// Module.Bias (arch.Module.ELFAddr). For the return address of a
 // caller frame, look up address-1 so that a call at the end of a
 // function is attributed to that function and to the line of the call.
 //

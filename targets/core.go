@@ -70,7 +70,7 @@ const maxWarnings = 100
 type coreThread struct {
 	tid, sig int
 	regs     arch.Regs
-	info     *Termination // from NT_SIGINFO: Signal, Code, Errno, Addr
+	info     *arch.Termination // from NT_SIGINFO: Signal, Code, Errno, Addr
 }
 
 // ntFileEntry is one mapping listed in NT_FILE; off is in bytes.
@@ -150,7 +150,7 @@ func (n *coreNotes) parseNote(typ uint32, desc []byte, a arch.Arch, bo binary.By
 			return nil // nothing to tell the signal by: pr_cursig does
 		}
 		t := &n.threads[len(n.threads)-1]
-		t.info = &Termination{
+		t.info = &arch.Termination{
 			TID:    t.tid,
 			Signal: int(int32(bo.Uint32(desc[siginfoSigno:]))),
 			Errno:  int(int32(bo.Uint32(desc[siginfoErrno:]))),
@@ -225,7 +225,7 @@ func (n *coreNotes) parseNote(typ uint32, desc []byte, a arch.Arch, bo binary.By
 }
 
 // termination is the signal the process died of (see Core.Termination).
-func (n *coreNotes) termination() *Termination {
+func (n *coreNotes) termination() *arch.Termination {
 	for _, t := range n.threads {
 		if t.sig == 0 {
 			continue
@@ -233,7 +233,7 @@ func (n *coreNotes) termination() *Termination {
 		if t.info != nil && t.info.Signal == t.sig {
 			return t.info
 		}
-		return &Termination{TID: t.tid, Signal: t.sig}
+		return &arch.Termination{TID: t.tid, Signal: t.sig}
 	}
 	return nil
 }
@@ -256,7 +256,7 @@ func (n *coreNotes) auxvValue(key uint64) (uint64, bool) {
 	return 0, false
 }
 
-// Core is a core file opened as a Target. Its methods are safe for
+// Core is a core file opened as an arch.Target. Its methods are safe for
 // concurrent use.
 type Core struct {
 	path     string
@@ -265,9 +265,9 @@ type Core struct {
 	pid      int
 	exe      string
 	args     string
-	threads  []Thread
-	term     *Termination
-	modules  []Module
+	threads  []arch.Thread
+	term     *arch.Termination
+	modules  []arch.Module
 	warnings []error
 	dropped  int // warnings past maxWarnings
 	mem      *coreMem
@@ -443,7 +443,7 @@ func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err e
 	c.args = notes.psArgs
 	c.term = notes.termination()
 	for _, t := range notes.threads {
-		th := Thread{TID: t.tid, Regs: t.regs, Signal: t.sig}
+		th := arch.Thread{TID: t.tid, Regs: t.regs, Signal: t.sig}
 		if notes.hasPS && t.tid == c.pid {
 			th.Name = notes.psFname
 		}
@@ -532,7 +532,7 @@ func (d dumpedMem) ReadAt(p []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	s := d.m.segAt(a)
 	if s == nil || a-s.vaddr >= s.filesz || uint64(len(p)) > s.filesz-(a-s.vaddr) {
-		return 0, fmt.Errorf("core memory at %#x: not dumped: %w", a, ErrUnmapped)
+		return 0, fmt.Errorf("core memory at %#x: not dumped: %w", a, arch.ErrUnmapped)
 	}
 	return d.m.r.ReadAt(p, int64(s.off+(a-s.vaddr)))
 }
@@ -560,10 +560,10 @@ func readerSize(r io.ReaderAt) (int64, error) {
 }
 
 // buildModules groups the NT_FILE mappings into modules and adds the vDSO.
-func (c *Core) buildModules(notes *coreNotes) []Module {
+func (c *Core) buildModules(notes *coreNotes) []arch.Module {
 	raw := make([]rawMapping, 0, len(c.mem.files))
 	for _, fm := range c.mem.files {
-		raw = append(raw, rawMapping{Mapping: Mapping{Start: fm.start, End: fm.end, Offset: fm.off, Perm: c.mem.permAt(fm.start)}, path: fm.path})
+		raw = append(raw, rawMapping{Mapping: arch.Mapping{Start: fm.start, End: fm.end, Offset: fm.off, Perm: c.mem.permAt(fm.start)}, path: fm.path})
 	}
 	// A path mapped many times (a crafted core lists one a million times)
 	// is checked, read and warned about once.
@@ -573,7 +573,7 @@ func (c *Core) buildModules(notes *coreNotes) []Module {
 	}
 	paths := map[string]*pathInfo{}
 	groups := groupModules(raw)
-	mods := make([]Module, 0, len(groups)+1)
+	mods := make([]arch.Module, 0, len(groups)+1)
 	for _, m := range groups {
 		pi := paths[m.Path]
 		if pi == nil {
@@ -637,7 +637,7 @@ func (c *Core) buildModules(notes *coreNotes) []Module {
 
 // firstPageDumped reports whether the core holds the first page of m's
 // file (its mapping of offset 0), where its program headers are.
-func (c *Core) firstPageDumped(m *Module) bool {
+func (c *Core) firstPageDumped(m *arch.Module) bool {
 	for _, mp := range m.Mappings {
 		if mp.Offset == 0 {
 			s := c.mem.segAt(mp.Start)
@@ -674,7 +674,7 @@ func (c *Core) readFileProgs(path string) *fileProgs {
 
 // bias sets m's load bias from the file's program headers, as
 // resolveBias does.
-func (fp *fileProgs) bias(m *Module, pageSize uint64) (isELF bool, err error) {
+func (fp *fileProgs) bias(m *arch.Module, pageSize uint64) (isELF bool, err error) {
 	if fp.segs == nil {
 		return false, fp.err // nil for a missing file
 	}
@@ -686,18 +686,18 @@ func (fp *fileProgs) bias(m *Module, pageSize uint64) (isELF bool, err error) {
 }
 
 // vdsoModule describes the vDSO whose ELF header is at addr.
-func (c *Core) vdsoModule(addr, pageSize uint64) (Module, error) {
+func (c *Core) vdsoModule(addr, pageSize uint64) (arch.Module, error) {
 	if pageSize == 0 {
 		pageSize = 4096
 	}
 	segs, err := readLoadSegs(memReader{c.mem, addr})
 	if err != nil {
-		return Module{}, fmt.Errorf("vdso at %#x: %w", addr, err)
+		return arch.Module{}, fmt.Errorf("vdso at %#x: %w", addr, err)
 	}
-	m := Module{Path: "[vdso]", Start: addr}
-	bias, ok := computeBias(segs, []Mapping{{Start: addr, End: addr + pageSize}}, pageSize)
+	m := arch.Module{Path: "[vdso]", Start: addr}
+	bias, ok := computeBias(segs, []arch.Mapping{{Start: addr, End: addr + pageSize}}, pageSize)
 	if !ok {
-		return Module{}, fmt.Errorf("vdso at %#x: no PT_LOAD at offset 0", addr)
+		return arch.Module{}, fmt.Errorf("vdso at %#x: no PT_LOAD at offset 0", addr)
 	}
 	m.Bias, m.HasBias = bias, true
 	_, m.End = segSpan(segs, bias, pageSize)
@@ -705,9 +705,9 @@ func (c *Core) vdsoModule(addr, pageSize uint64) (Module, error) {
 		m.End = s.vaddr + s.memsz // the whole mapping, section headers included
 	}
 	if m.End <= m.Start {
-		return Module{}, fmt.Errorf("vdso at %#x: empty", addr)
+		return arch.Module{}, fmt.Errorf("vdso at %#x: empty", addr)
 	}
-	m.Mappings = []Mapping{{Start: m.Start, End: m.End, Perm: "r-xp"}}
+	m.Mappings = []arch.Mapping{{Start: m.Start, End: m.End, Perm: "r-xp"}}
 	m.Perm = "r-xp"
 	return m, nil
 }
@@ -728,40 +728,10 @@ func (c *Core) Args() string { return c.args }
 // Threads returns the threads in note order; in a core written by the
 // kernel or qemu-user the first is the thread that received the fatal
 // signal.
-func (c *Core) Threads() []Thread { return c.threads }
+func (c *Core) Threads() []arch.Thread { return c.threads }
 
 // Modules returns the ELF modules, sorted by Start.
-func (c *Core) Modules() []Module { return c.modules }
-
-// Termination is how the process of a core ended: the signal that made
-// it dump core, and for a fault what the kernel told of it.
-type Termination struct {
-	// TID is the thread that took the signal.
-	TID int
-	// Signal is the signal's number, as Linux numbers them on every
-	// architecture a core is read for (11 is SIGSEGV).
-	Signal int
-	// Code is si_code (positive when the kernel sent the signal for a
-	// fault, as SEGV_MAPERR; 0 or negative when a process did, by kill
-	// or tgkill), Errno si_errno; both 0 without an NT_SIGINFO note.
-	Code, Errno int
-	// Addr is si_addr, the faulting address of SIGSEGV and SIGBUS and
-	// the faulting instruction's of SIGILL, SIGFPE and SIGTRAP;
-	// meaningful only when HasAddr says so.
-	Addr uint64
-}
-
-// HasAddr reports whether Addr is a fault address: a SIGSEGV, SIGBUS,
-// SIGILL, SIGFPE or SIGTRAP the kernel sent for a fault (0 < Code <
-// SI_KERNEL, 0x80), not one a process sent or the kernel sent without
-// fault information, with an NT_SIGINFO note.
-func (t *Termination) HasAddr() bool {
-	switch t.Signal {
-	case 4, 5, 7, 8, 11: // SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV
-		return t.Code > 0 && t.Code < 0x80
-	}
-	return false
-}
+func (c *Core) Modules() []arch.Module { return c.modules }
 
 // Termination returns the signal the process died of, or nil when the
 // core does not say (a core that gdb's gcore wrote of a live process).
@@ -772,7 +742,7 @@ func (t *Termination) HasAddr() bool {
 // thread, when it is of the same signal, adds si_code and si_addr.
 // (gcore writes an NT_SIGINFO of the SIGSTOP that stopped each thread,
 // with pr_cursig 0: not a death.)
-func (c *Core) Termination() *Termination {
+func (c *Core) Termination() *arch.Termination {
 	if c.term == nil {
 		return nil
 	}
@@ -897,7 +867,7 @@ func (m *coreMem) readFile(p []byte, a uint64) (int, error) {
 		}
 	}
 	if fm == nil {
-		return 0, fmt.Errorf("core memory at %#x: %w", a, ErrUnmapped)
+		return 0, fmt.Errorf("core memory at %#x: %w", a, arch.ErrUnmapped)
 	}
 	k := min(uint64(len(p)), fm.end-a, m.nextSegStart(a)-a)
 	f, err := m.file(fm.path)
@@ -907,7 +877,7 @@ func (m *coreMem) readFile(p []byte, a uint64) (int, error) {
 	got, err := f.ReadAt(p[:k], int64(fm.off+(a-fm.start)))
 	if got < int(k) {
 		if err == nil || err == io.EOF {
-			err = ErrUnmapped
+			err = arch.ErrUnmapped
 		}
 		return got, fmt.Errorf("core memory at %#x from %s: %w", a+uint64(got), fm.path, err)
 	}
@@ -923,19 +893,19 @@ func (m *coreMem) file(path string) (*os.File, error) {
 	}
 	if f, ok := m.open[path]; ok {
 		if f == nil {
-			return nil, fmt.Errorf("%s could not be opened: %w", path, ErrUnmapped)
+			return nil, fmt.Errorf("%s could not be opened: %w", path, arch.ErrUnmapped)
 		}
 		return f, nil
 	}
 	if !isRegular(path) {
 		// Device mappings (/dev/dri/...) and missing files: never opened.
 		m.open[path] = nil
-		return nil, fmt.Errorf("%s is not a readable regular file: %w", path, ErrUnmapped)
+		return nil, fmt.Errorf("%s is not a readable regular file: %w", path, arch.ErrUnmapped)
 	}
 	f, err := sysfile.OpenRegular(path)
 	if err != nil {
 		m.open[path] = nil
-		return nil, fmt.Errorf("%w (%w)", err, ErrUnmapped)
+		return nil, fmt.Errorf("%w (%w)", err, arch.ErrUnmapped)
 	}
 	m.open[path] = f
 	return f, nil

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/procmaps"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
@@ -27,9 +28,9 @@ import (
 type coreFixture struct {
 	exe, core string
 	pid       int
-	maps      []Mapping
-	threads   []Thread
-	modules   []Module
+	maps      []arch.Mapping
+	threads   []arch.Thread
+	modules   []arch.Module
 	stacks    map[int][]byte // 512 bytes at each thread's SP
 }
 
@@ -112,7 +113,7 @@ func TestOpenCore(t *testing.T) {
 	if len(threads) != len(fx.threads) || len(threads) != 4 {
 		t.Fatalf("core has %d threads, live %d, want 4", len(threads), len(fx.threads))
 	}
-	live := map[int]Thread{}
+	live := map[int]arch.Thread{}
 	for _, th := range fx.threads {
 		live[th.TID] = th
 	}
@@ -159,7 +160,7 @@ func TestOpenCore(t *testing.T) {
 	for _, m := range fx.modules {
 		liveBias[m.Path] = m.Bias
 	}
-	var exeMod, libcMod, vdso *Module
+	var exeMod, libcMod, vdso *arch.Module
 	for i := range c.Modules() {
 		m := &c.Modules()[i]
 		t.Logf("module %#x-%#x off %#x bias %#x ok %v %s", m.Start, m.End, m.Offset, m.Bias, m.HasBias, m.Path)
@@ -196,7 +197,11 @@ func TestOpenCore(t *testing.T) {
 	}
 
 	// The vDSO image is dumped and parses.
-	vf, err := OpenELF(c.Memory(), vdso)
+	img, err := arch.ReadImage(c.Memory(), vdso)
+	if err != nil {
+		t.Fatalf("vdso: %v", err)
+	}
+	vf, err := elffile.NewFile(img)
 	if err != nil {
 		t.Fatalf("vdso: %v", err)
 	}
@@ -234,7 +239,7 @@ func TestOpenCoreExeOverride(t *testing.T) {
 	if c.Exe() != moved {
 		t.Errorf("Exe() = %q, want %q", c.Exe(), moved)
 	}
-	var exeMod *Module
+	var exeMod *arch.Module
 	for i := range c.Modules() {
 		if c.Modules()[i].Path == moved {
 			exeMod = &c.Modules()[i]
@@ -495,7 +500,7 @@ func TestOpenKernelCore(t *testing.T) {
 	}
 	for i := range k.Modules() {
 		m := &k.Modules()[i]
-		var lm *Module
+		var lm *arch.Module
 		for j := range liveMods {
 			if liveMods[j].Path == m.Path {
 				lm = &liveMods[j]

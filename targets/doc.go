@@ -9,24 +9,28 @@
 //   - a core file, as written by the kernel, by gdb's gcore or by
 //     qemu-user, of x86-64, AArch64 or s390x (OpenCore, OpenCoreWith).
 //
-// Both implement Target: Threads (registers and stop signal of each
-// thread), Modules (sorted by address; FindModule finds the one holding
-// an address) and Memory (an arch.Memory: an io.ReaderAt-like reader of runtime
-// addresses; ReadUint64 reads a little-endian word). Their Warnings
+// Both implement arch.Target, the model of a stopped program that the
+// unwinder takes (package arch defines it, so that unwinding perf samples
+// needs nothing of this package): Threads (arch.Thread: registers and
+// stop signal of each thread), Modules (arch.Module, sorted by address;
+// arch.FindModule finds the one holding an address) and Memory (an
+// arch.Memory: an io.ReaderAt-like reader of runtime addresses, whose
+// errors wrap arch.ErrUnmapped where the target has no memory;
+// ReadUint64 reads a little-endian word). Their Warnings
 // method says what could not be read but did not stop the opening:
 //
 //	c, err := targets.OpenCore("core.1234", "") // or the executable's new path
 //	if err != nil { ... }
 //	defer c.Close()
 //	for _, t := range c.Threads() {
-//		m := targets.FindModule(c.Modules(), t.Regs.PC())
+//		m := arch.FindModule(c.Modules(), t.Regs.PC())
 //		...
 //	}
 //
 // Addresses are runtime (virtual) addresses of the target. A module's Bias
 // converts between the two address spaces:
 //
-//	runtime address = ELF (symbol, SFrame, .eh_frame) address + Module.Bias
+//	runtime address = ELF (symbol, SFrame, .eh_frame) address + arch.Module.Bias
 //
 // Registers (arch.Regs) are exposed by DWARF register number through Get/Set,
 // so that CFI and SFrame rules can be applied without architecture switches.
@@ -45,7 +49,7 @@
 // Even without that, the process is not left stopped if the tool dies: the
 // threads are attached with PTRACE_SEIZE (no SIGSTOP is ever sent), and the
 // kernel detaches tracees when the tracing thread exits. What only Close
-// does is deliver again a signal that arrived during the attach (a Thread
+// does is deliver again a signal that arrived during the attach (an arch.Thread
 // whose Signal is not 0): the kernel's detach at the tool's death drops
 // it. A tool that is attached for a few milliseconds can therefore call
 // CloseOnSignal only when some thread holds a signal (sframe stack does:

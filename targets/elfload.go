@@ -113,7 +113,7 @@ func readBuildID(r io.ReaderAt, limit uint64) ([]byte, error) {
 // segment (in file order) is matched with the lowest mapping of that
 // offset, which avoids the ambiguity of two segments sharing a page (the
 // RELRO split maps one file page twice).
-func computeBias(segs []loadSeg, maps []Mapping, pageSize uint64) (uint64, bool) {
+func computeBias(segs []loadSeg, maps []arch.Mapping, pageSize uint64) (uint64, bool) {
 	if pageSize == 0 || pageSize&(pageSize-1) != 0 {
 		pageSize = 4096
 	}
@@ -155,7 +155,7 @@ func segSpan(segs []loadSeg, bias, pageSize uint64) (lo, hi uint64) {
 
 // rawMapping is one file-backed mapping before grouping into modules.
 type rawMapping struct {
-	Mapping
+	arch.Mapping
 	path  string
 	inode uint64
 }
@@ -164,14 +164,14 @@ type rawMapping struct {
 // consecutive mappings of one path form one module, and a mapping of file
 // offset 0 of a path that already has a mapping at offset 0 starts a new
 // module (the same file loaded or mapped twice).
-func groupModules(raw []rawMapping) []Module {
+func groupModules(raw []rawMapping) []arch.Module {
 	type key struct {
 		path  string
 		inode uint64
 	}
 	// At most one module per mapping: one allocation, not the growth of
 	// an append (which costs several times the final size in copies).
-	mods := make([]Module, 0, len(raw))
+	mods := make([]arch.Module, 0, len(raw))
 	hasZero := make([]bool, 0, len(raw)) // per module: it has a mapping of offset 0
 	open := map[key]int{}                // index in mods of the current module of a path
 	for _, r := range raw {
@@ -181,7 +181,7 @@ func groupModules(raw []rawMapping) []Module {
 			ok = false
 		}
 		if !ok {
-			mods = append(mods, Module{Path: r.path, Inode: r.inode, Start: r.Start, Offset: r.Offset})
+			mods = append(mods, arch.Module{Path: r.path, Inode: r.inode, Start: r.Start, Offset: r.Offset})
 			hasZero = append(hasZero, false)
 			i = len(mods) - 1
 			open[k] = i
@@ -209,7 +209,7 @@ var errNotELF = errors.New("not an ELF image")
 // 0) and, failing that, from the file opened by openFile. isELF reports
 // whether either source was recognised as ELF; modules that are not are
 // dropped by the callers (data files mapped by the program).
-func resolveBias(m *Module, mem arch.Memory, openFile func() (io.ReaderAt, io.Closer, error), pageSize uint64) (isELF bool, err error) {
+func resolveBias(m *arch.Module, mem arch.Memory, openFile func() (io.ReaderAt, io.Closer, error), pageSize uint64) (isELF bool, err error) {
 	var errs []error
 	try := func(r io.ReaderAt) error {
 		segs, err := readLoadSegs(r)

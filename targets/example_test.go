@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/targets"
 )
 
@@ -41,7 +42,7 @@ func ExampleAttachProcess() {
 	stop := targets.CloseOnSignal(p)
 	defer stop()
 	for _, t := range p.Threads() {
-		if m := targets.FindModule(p.Modules(), t.Regs.PC()); m != nil {
+		if m := arch.FindModule(p.Modules(), t.Regs.PC()); m != nil {
 			fmt.Printf("thread %d in %s at ELF address %#x\n", t.TID, m.Path, m.ELFAddr(t.Regs.PC()))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/symbolize"
 )
 
@@ -24,7 +25,7 @@ func TestSymbolizeLiveThreads(t *testing.T) {
 	mods := p.Modules()
 	for i := range mods {
 		if mods[i].IsVDSO() {
-			img, err := ReadImage(p.Memory(), &mods[i])
+			img, err := arch.ReadImage(p.Memory(), &mods[i])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,8 +34,8 @@ func TestSymbolizeLiveThreads(t *testing.T) {
 			}
 		}
 	}
-	lookup := func(pc uint64) (symbolize.Symbol, *Module) {
-		m := FindModule(mods, pc)
+	lookup := func(pc uint64) (symbolize.Symbol, *arch.Module) {
+		m := arch.FindModule(mods, pc)
 		if m == nil {
 			return symbolize.Symbol{}, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -91,7 +92,7 @@ func TestAttachLeaderExited(t *testing.T) {
 	if live != 2 {
 		t.Errorf("%d live threads attached, want 2: %+v", live, p.Threads())
 	}
-	var m *Module
+	var m *arch.Module
 	for i := range p.Modules() {
 		if p.Modules()[i].Path == exe {
 			m = &p.Modules()[i]

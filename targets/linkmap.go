@@ -304,12 +304,12 @@ func libraryFile(name, sysroot string, a arch.Arch) (string, error) {
 // mapped as the kernel and ld.so map them (bias + the page-aligned
 // segment), and the file ranges that back its memory. Without a file, the
 // module is the core segment at its bias, with no file.
-func (c *Core) placeObject(obj loadedObject, pageSize uint64) (Module, []ntFileEntry, error) {
-	m := Module{Path: obj.name, Bias: obj.bias, HasBias: true}
+func (c *Core) placeObject(obj loadedObject, pageSize uint64) (arch.Module, []ntFileEntry, error) {
+	m := arch.Module{Path: obj.name, Bias: obj.bias, HasBias: true}
 	if obj.file == "" {
 		if s := c.mem.segAt(obj.bias); s != nil {
 			m.Start, m.End = obj.bias, s.vaddr+s.memsz
-			m.Mappings = []Mapping{{Start: m.Start, End: m.End, Perm: c.mem.permAt(m.Start)}}
+			m.Mappings = []arch.Mapping{{Start: m.Start, End: m.End, Perm: c.mem.permAt(m.Start)}}
 			m.Perm = permUnion(m.Mappings)
 		}
 		return m, nil, nil
@@ -322,7 +322,7 @@ func (c *Core) placeObject(obj loadedObject, pageSize uint64) (Module, []ntFileE
 	var files []ntFileEntry
 	for _, p := range ef.Progs {
 		if obj.ld != 0 && p.Type == elf.PT_DYNAMIC && p.Vaddr+obj.bias != obj.ld {
-			return Module{}, nil, fmt.Errorf("module %s: %s has its dynamic section at %#x, the loaded one at %#x: not the same file", obj.name, obj.file, p.Vaddr+obj.bias, obj.ld-obj.bias)
+			return arch.Module{}, nil, fmt.Errorf("module %s: %s has its dynamic section at %#x, the loaded one at %#x: not the same file", obj.name, obj.file, p.Vaddr+obj.bias, obj.ld-obj.bias)
 		}
 		if p.Type != elf.PT_LOAD || p.Memsz == 0 {
 			continue
@@ -331,15 +331,15 @@ func (c *Core) placeObject(obj loadedObject, pageSize uint64) (Module, []ntFileE
 		hi := (p.Vaddr+p.Memsz+pageSize-1)&^(pageSize-1) + obj.bias
 		off := p.Off &^ (pageSize - 1)
 		if hi <= lo || lo < obj.bias {
-			return Module{}, nil, fmt.Errorf("module %s: PT_LOAD at %#x+%#x does not fit at bias %#x", obj.name, p.Vaddr, p.Memsz, obj.bias)
+			return arch.Module{}, nil, fmt.Errorf("module %s: PT_LOAD at %#x+%#x does not fit at bias %#x", obj.name, p.Vaddr, p.Memsz, obj.bias)
 		}
-		m.Mappings = append(m.Mappings, Mapping{Start: lo, End: hi, Offset: off, Perm: segPerm(p.Flags)})
+		m.Mappings = append(m.Mappings, arch.Mapping{Start: lo, End: hi, Offset: off, Perm: segPerm(p.Flags)})
 		if p.Filesz > 0 {
 			files = append(files, ntFileEntry{start: lo, end: p.Vaddr + p.Filesz + obj.bias, off: off, path: obj.file})
 		}
 	}
 	if len(m.Mappings) == 0 {
-		return Module{}, nil, fmt.Errorf("module %s: no PT_LOAD segment", obj.name)
+		return arch.Module{}, nil, fmt.Errorf("module %s: no PT_LOAD segment", obj.name)
 	}
 	sort.Slice(m.Mappings, func(i, j int) bool { return m.Mappings[i].Start < m.Mappings[j].Start })
 	m.File = obj.file
@@ -347,7 +347,7 @@ func (c *Core) placeObject(obj loadedObject, pageSize uint64) (Module, []ntFileE
 	for _, mp := range m.Mappings {
 		m.End = max(m.End, mp.End)
 		if !c.mem.overlaps(mp.Start, mp.End) {
-			return Module{}, nil, fmt.Errorf("module %s: the core has no memory at %#x, where %s would be loaded", obj.name, mp.Start, obj.file)
+			return arch.Module{}, nil, fmt.Errorf("module %s: the core has no memory at %#x, where %s would be loaded", obj.name, mp.Start, obj.file)
 		}
 	}
 	m.Perm = permUnion(m.Mappings)

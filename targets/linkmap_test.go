@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // flatMem is a Memory over data at addr, for link_map lists made up in
@@ -16,7 +18,7 @@ type flatMem struct {
 func (m flatMem) ReadAt(p []byte, addr int64) (int, error) {
 	a := uint64(addr)
 	if a < m.addr || a-m.addr > uint64(len(m.data)) || uint64(len(m.data))-(a-m.addr) < uint64(len(p)) {
-		return 0, fmt.Errorf("%#x: %w", a, ErrUnmapped)
+		return 0, fmt.Errorf("%#x: %w", a, arch.ErrUnmapped)
 	}
 	return copy(p, m.data[a-m.addr:]), nil
 }

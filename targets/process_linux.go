@@ -50,8 +50,8 @@ type Process struct {
 	pid      int
 	arch     arch.Arch
 	exe      string
-	threads  []Thread
-	modules  []Module
+	threads  []arch.Thread
+	modules  []arch.Module
 	warnings []error
 	mem      *procMem
 
@@ -760,7 +760,7 @@ func (p *Process) readRegs() error {
 		if err != nil {
 			return fmt.Errorf("attach to process %d: registers of thread %d: %w", p.pid, s.tid, err)
 		}
-		p.threads = append(p.threads, Thread{TID: s.tid, Regs: r, Signal: s.sig})
+		p.threads = append(p.threads, arch.Thread{TID: s.tid, Regs: r, Signal: s.sig})
 	}
 	return nil
 }
@@ -801,16 +801,16 @@ func (p *Process) loadState() error {
 }
 
 // liveModules builds the module list from the lines of /proc/PID/maps.
-func liveModules(pid int, lines []Mapping, mem arch.Memory) ([]Module, []error, error) {
+func liveModules(pid int, lines []arch.Mapping, mem arch.Memory) ([]arch.Module, []error, error) {
 	pageSize := uint64(os.Getpagesize())
 	var raw []rawMapping
 	devs := map[uint64]string{}
-	var mods []Module
+	var mods []arch.Module
 	for _, l := range lines {
-		mp := Mapping{Start: l.Start, End: l.End, Offset: l.Offset, Perm: l.Perm}
+		mp := arch.Mapping{Start: l.Start, End: l.End, Offset: l.Offset, Perm: l.Perm}
 		switch {
 		case l.Path == "[vdso]":
-			mods = append(mods, Module{Path: l.Path, Start: l.Start, End: l.End, Perm: permUnion([]Mapping{mp}), Mappings: []Mapping{mp}})
+			mods = append(mods, arch.Module{Path: l.Path, Start: l.Start, End: l.End, Perm: permUnion([]arch.Mapping{mp}), Mappings: []arch.Mapping{mp}})
 		case l.Inode != 0 && strings.HasPrefix(l.Path, "/"):
 			raw = append(raw, rawMapping{Mapping: mp, path: l.Path, inode: l.Inode})
 			devs[l.Inode] = l.Dev
@@ -848,7 +848,7 @@ func liveModules(pid int, lines []Mapping, mem arch.Memory) ([]Module, []error, 
 // device and inode): the recorded path, the path under the process's root
 // (other mount namespace), or /proc/PID/map_files (deleted or replaced
 // files).
-func findModuleFile(pid int, m *Module, dev string) string {
+func findModuleFile(pid int, m *arch.Module, dev string) string {
 	name := m.Path
 	cands := []string{name, fmt.Sprintf("/proc/%d/root%s", pid, name)}
 	if len(m.Mappings) > 0 {
@@ -877,11 +877,11 @@ func (p *Process) PID() int { return p.pid }
 func (p *Process) Exe() string { return p.exe }
 
 // Threads returns the stopped threads, main thread first, then by TID.
-func (p *Process) Threads() []Thread { return p.threads }
+func (p *Process) Threads() []arch.Thread { return p.threads }
 
 // Modules returns the ELF modules mapped in the process, sorted by Start:
 // every file-backed mapping group whose file is ELF, and the vDSO.
-func (p *Process) Modules() []Module { return p.modules }
+func (p *Process) Modules() []arch.Module { return p.modules }
 
 // Memory returns the process memory, read with process_vm_readv (and
 // through /proc/PID/mem for what that cannot read). It fails after
@@ -1002,7 +1002,7 @@ func (m *procMem) pread(b []byte, addr uint64) (int, error) {
 	if m.fd < 0 {
 		fd, err := unix.Open(fmt.Sprintf("/proc/%d/mem", m.pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return 0, fmt.Errorf("%w (%w)", ErrUnmapped, err)
+			return 0, fmt.Errorf("%w (%w)", arch.ErrUnmapped, err)
 		}
 		m.fd = fd
 	}
@@ -1014,7 +1014,7 @@ func (m *procMem) pread(b []byte, addr uint64) (int, error) {
 		}
 		if err != nil || k <= 0 {
 			if err == nil || err == unix.EIO || err == unix.EFAULT {
-				err = ErrUnmapped
+				err = arch.ErrUnmapped
 			}
 			return n, err
 		}

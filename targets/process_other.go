@@ -23,10 +23,10 @@ func (p *Process) Arch() arch.Arch { return arch.Unknown }
 func (p *Process) PID() int { return 0 }
 
 // Threads returns nil.
-func (p *Process) Threads() []Thread { return nil }
+func (p *Process) Threads() []arch.Thread { return nil }
 
 // Modules returns nil.
-func (p *Process) Modules() []Module { return nil }
+func (p *Process) Modules() []arch.Module { return nil }
 
 // Memory returns nil.
 func (p *Process) Memory() arch.Memory { return nil }

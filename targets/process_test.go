@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/testprog"
 )
 
@@ -51,7 +52,7 @@ func TestAttachProcess(t *testing.T) {
 	}
 
 	mods := p.Modules()
-	var exeMod, libcMod, vdso *Module
+	var exeMod, libcMod, vdso *arch.Module
 	for i := range mods {
 		m := &mods[i]
 		t.Logf("module %#x-%#x off %#x %s bias %#x (ok %v) file %s", m.Start, m.End, m.Offset, m.Perm, m.Bias, m.HasBias, m.File)
@@ -80,7 +81,7 @@ func TestAttachProcess(t *testing.T) {
 	workers := 0
 	for _, th := range threads {
 		pc, sp := th.Regs.PC(), th.Regs.SP()
-		if FindModule(mods, pc) == nil {
+		if arch.FindModule(mods, pc) == nil {
 			t.Errorf("thread %d: pc %#x in no module", th.TID, pc)
 		}
 		if _, err := ReadUint64(mem, sp); err != nil {
@@ -115,7 +116,11 @@ func TestAttachProcess(t *testing.T) {
 	}
 
 	// The vDSO image from memory is an ELF file with its usual symbols.
-	vf, err := OpenELF(mem, vdso)
+	img, err := arch.ReadImage(mem, vdso)
+	if err != nil {
+		t.Fatalf("vdso: %v", err)
+	}
+	vf, err := elffile.NewFile(img)
 	if err != nil {
 		t.Fatalf("vdso: %v", err)
 	}
@@ -161,7 +166,7 @@ func hasSym(syms []elf.Symbol, name string) bool {
 
 // checkTextBytes compares 64 bytes of the module's executable mapping in
 // mem with the file.
-func checkTextBytes(t *testing.T, mem arch.Memory, m *Module) {
+func checkTextBytes(t *testing.T, mem arch.Memory, m *arch.Module) {
 	t.Helper()
 	f, err := elf.Open(m.File)
 	if err != nil {
@@ -624,7 +629,7 @@ func TestAttachDeletedExecutable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	var m *Module
+	var m *arch.Module
 	for i := range p.Modules() {
 		if strings.HasPrefix(p.Modules()[i].Path, exe) {
 			m = &p.Modules()[i]

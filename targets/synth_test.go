@@ -205,13 +205,13 @@ func TestSyntheticCore(t *testing.T) {
 			if len(c.Warnings()) == 0 {
 				t.Error("no warning about the missing executable")
 			}
-			if _, err := ReadUint64(c.Memory(), 0x400100); !errors.Is(err, ErrUnmapped) {
+			if _, err := ReadUint64(c.Memory(), 0x400100); !errors.Is(err, arch.ErrUnmapped) {
 				t.Errorf("reading missing file text: %v", err)
 			}
 			// Reads crossing the end of the stack segment fail, partially.
 			b := make([]byte, 16)
 			n, err := c.Memory().ReadAt(b, synthStack+synthStackLen-8)
-			if n != 8 || !errors.Is(err, ErrUnmapped) {
+			if n != 8 || !errors.Is(err, arch.ErrUnmapped) {
 				t.Errorf("straddling read: %d, %v", n, err)
 			}
 		})
@@ -246,7 +246,7 @@ func TestComputeBias(t *testing.T) {
 		{off: 0x2de8, vaddr: 0x3de8, filesz: 0x260},
 	}
 	const base = 0x5555_0000_0000
-	maps := []Mapping{
+	maps := []arch.Mapping{
 		{Start: base, End: base + 0x1000, Offset: 0},
 		{Start: base + 0x1000, End: base + 0x2000, Offset: 0x1000},
 		{Start: base + 0x2000, End: base + 0x3000, Offset: 0x2000},

@@ -68,7 +68,7 @@ func TestCrossCores(t *testing.T) {
 				if name == "" {
 					path, file = exe, exe
 				}
-				var m *Module
+				var m *arch.Module
 				for i := range core.Modules() {
 					if core.Modules()[i].Path == path {
 						m = &core.Modules()[i]

@@ -65,7 +65,7 @@ func capture(pid int) (*snapshot, error) {
 		return nil, err
 	}
 	defer pr.Close()
-	var th *targets.Thread
+	var th *arch.Thread
 	ths := pr.Threads()
 	for i := range ths {
 		if ths[i].Name == "deep0" {
@@ -101,7 +101,7 @@ func captureCore(env string) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	var th *targets.Thread
+	var th *arch.Thread
 	ths := c.Threads()
 	for i := range ths {
 		if ths[i].TID == tid {
@@ -130,7 +130,7 @@ func captureCore(env string) (*snapshot, error) {
 }
 
 // newSnapshot loads the modules' tables, and a copy of them without SFrame.
-func newSnapshot(regs arch.Regs, sp uint64, stack []byte, mods []targets.Module, mem arch.Memory) *snapshot {
+func newSnapshot(regs arch.Regs, sp uint64, stack []byte, mods []arch.Module, mem arch.Memory) *snapshot {
 	s := &snapshot{regs: regs, stack: &FlatMemory{Addr: sp, Data: stack}}
 	s.mods = NewCache().Modules(mods, mem)
 	for _, m := range s.mods {

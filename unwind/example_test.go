@@ -48,8 +48,8 @@ func ExampleUnwinder() {
 		stack []byte    // a copy of its stack from SP up
 	}
 	var (
-		mods    []targets.Module // the process's mappings
-		memory  arch.Memory      // the rest of its memory (code), if at hand
+		mods    []arch.Module // the process's mappings
+		memory  arch.Memory   // the rest of its memory (code), if at hand
 		samples []sample
 	)
 	cache := unwind.NewCache() // one for every process
@@ -73,8 +73,8 @@ func ExampleUnwinder() {
 	}
 	// A new mapping (from an mmap event): walks running now do not see
 	// it, the next ones do. RemoveModule takes away what it replaces.
-	var mapped targets.Module
-	for _, m := range cache.Modules([]targets.Module{mapped}, memory) {
+	var mapped arch.Module
+	for _, m := range cache.Modules([]arch.Module{mapped}, memory) {
 		u.AddModule(m)
 	}
 }

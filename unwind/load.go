@@ -11,7 +11,6 @@ import (
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/symbolize"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // CFITable adapts a file's CFI to the CFI interface: T, and for the
@@ -254,7 +253,7 @@ func (c *Cache) Load(paths []string) {
 
 // Modules turns a target's modules into unwinder modules, loading each
 // file's tables once (the vDSO's from the target's memory).
-func (c *Cache) Modules(mods []targets.Module, mem arch.Memory) []*Module {
+func (c *Cache) Modules(mods []arch.Module, mem arch.Memory) []*Module {
 	out := make([]*Module, 0, len(mods))
 	for i := range mods {
 		tm := &mods[i]
@@ -268,7 +267,7 @@ func (c *Cache) Modules(mods []targets.Module, mem arch.Memory) []*Module {
 		}
 		load := func(opts LoadOptions) *Tables {
 			t := &Tables{}
-			if f, err := targets.OpenELF(mem, tm); err == nil {
+			if f, err := openModule(mem, tm); err == nil {
 				if tm.IsVDSO() {
 					t = LoadTablesWith(f.File, opts)
 				} else {
@@ -296,4 +295,28 @@ func (c *Cache) Modules(mods []targets.Module, mem arch.Memory) []*Module {
 		out = append(out, m)
 	}
 	return out
+}
+
+// openModule opens the ELF file of m: m.File, or for the vDSO its image read
+// from mem. The caller must Close the result.
+func openModule(mem arch.Memory, m *arch.Module) (*elffile.File, error) {
+	if m.IsVDSO() || m.File == "" {
+		if !m.IsVDSO() {
+			return nil, fmt.Errorf("module %s: no file available", m.Path)
+		}
+		img, err := arch.ReadImage(mem, m)
+		if err != nil {
+			return nil, err
+		}
+		f, err := elffile.NewFile(img)
+		if err != nil {
+			return nil, fmt.Errorf("parsing vdso image: %w", err)
+		}
+		return f, nil
+	}
+	f, err := elffile.Open(m.File)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", m.Path, err)
+	}
+	return f, nil
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/sframekit/sframekit/arch"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // wordReader reads 8-byte words through a walk's Memory without
@@ -63,12 +62,12 @@ func (r *wordReader) ReadUint64(addr uint64) (uint64, error) { return r.word(add
 type noMemory struct{}
 
 func (noMemory) ReadAt(p []byte, addr int64) (int, error) {
-	return 0, fmt.Errorf("reading %d bytes at %#x: no memory: %w", len(p), uint64(addr), targets.ErrUnmapped)
+	return 0, fmt.Errorf("reading %d bytes at %#x: no memory: %w", len(p), uint64(addr), arch.ErrUnmapped)
 }
 
 // FlatMemory is an arch.Memory over a copy of one range of a target's memory,
 // typically a thread's stack captured from its SP up, with reads outside
-// the range passed to Next (or failing with targets.ErrUnmapped when Next
+// the range passed to Next (or failing with arch.ErrUnmapped when Next
 // is nil). The unwinder reads it directly, without going through the
 // interface, which makes it the fastest memory to unwind from. Unlike
 // StackMemory, it passes Next the reads of the stack past the copy too.
@@ -98,7 +97,7 @@ func (f *FlatMemory) ReadAt(p []byte, addr int64) (int, error) {
 	if f.Next != nil {
 		return f.Next.ReadAt(p, addr)
 	}
-	return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
+	return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(p), a, arch.ErrUnmapped)
 }
 
 // ErrOutsideStackCopy is wrapped by the errors of StackMemory reads of
@@ -159,7 +158,7 @@ func (s *StackMemory) ReadAt(p []byte, addr int64) (int, error) {
 	if s.Fallback != nil {
 		return s.Fallback.ReadAt(p, addr)
 	}
-	return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(p), a, targets.ErrUnmapped)
+	return 0, fmt.Errorf("reading %d bytes at %#x: %w", len(p), a, arch.ErrUnmapped)
 }
 
 // PageCache is an arch.Memory that keeps the pages it has read, so that

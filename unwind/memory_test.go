@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // TestStackMemoryReadAt checks which reads a StackMemory answers from its
@@ -63,7 +62,7 @@ func TestStackMemoryReadAt(t *testing.T) {
 				t.Errorf("%+v: %d bytes, %v; want ErrOutsideStackCopy", c, n, err)
 			}
 		default:
-			if !errors.Is(err, targets.ErrUnmapped) || errors.Is(err, ErrOutsideStackCopy) {
+			if !errors.Is(err, arch.ErrUnmapped) || errors.Is(err, ErrOutsideStackCopy) {
 				t.Errorf("%+v: %d bytes, %v; want ErrUnmapped", c, n, err)
 			}
 		}

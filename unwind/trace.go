@@ -5,8 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/symbolize"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // Tracer captures the symbolized stacks of every thread of stopped
@@ -63,7 +63,7 @@ type Trace struct {
 	Threads []ThreadTrace
 	// Termination is the signal the process died of, for a core that
 	// says (targets.Core.Termination); nil otherwise.
-	Termination *targets.Termination
+	Termination *arch.Termination
 }
 
 // ThreadTrace is the stack of one thread.
@@ -105,7 +105,7 @@ type SymFrame struct {
 // Symbolize for that, after closing a live target, so that the process
 // is stopped only for the unwinding. Memory reads go through a PageCache
 // that lives for this capture only.
-func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
+func (tr *Tracer) Capture(t arch.Target) (*Trace, error) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	mem := NewPageCache(t.Memory())
@@ -140,7 +140,7 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 	u.MaxDepth = tr.MaxDepth
 	threads := t.Threads()
 	trace := &Trace{PID: t.PID(), Threads: make([]ThreadTrace, 0, len(threads))}
-	if c, ok := t.(interface{ Termination() *targets.Termination }); ok {
+	if c, ok := t.(interface{ Termination() *arch.Termination }); ok {
 		trace.Termination = c.Termination()
 	}
 	var frames []Frame
@@ -161,7 +161,7 @@ func (tr *Tracer) Capture(t targets.Target) (*Trace, error) {
 	if tr.Sym != nil && !tr.vdso && inVDSO(trace) {
 		for i := range tmods {
 			if tmods[i].IsVDSO() {
-				if img, err := targets.ReadImage(mem, &tmods[i]); err == nil {
+				if img, err := arch.ReadImage(mem, &tmods[i]); err == nil {
 					tr.vdso = tr.Sym.Register("[vdso]", bytes.NewReader(img)) == nil
 				}
 			}

@@ -40,6 +40,7 @@ import (
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/internal/cowseq"
+	"github.com/sframekit/sframekit/internal/enumstr"
 	"github.com/sframekit/sframekit/sframe"
 )
 
@@ -86,21 +87,16 @@ const (
 
 // String describes the reason, as "Backtrace stopped:" lines print it.
 func (s Stop) String() string {
-	switch s {
-	case StopEnd:
-		return "end of stack"
-	case StopNoModule:
-		return "PC in no known module"
-	case StopNoRule:
-		return "no unwind rule for PC"
-	case StopNoProgress:
-		return "stack pointer did not move up"
-	case StopMemory:
-		return "stack not readable"
-	case StopDepth:
-		return "depth limit reached"
-	}
-	return fmt.Sprintf("Stop(%d)", uint8(s))
+	return enumstr.Name(stopNames[:], s, "Stop")
+}
+
+var stopNames = [...]string{
+	StopEnd:        "end of stack",
+	StopNoModule:   "PC in no known module",
+	StopNoRule:     "no unwind rule for PC",
+	StopNoProgress: "stack pointer did not move up",
+	StopMemory:     "stack not readable",
+	StopDepth:      "depth limit reached",
 }
 
 // CFI is what the unwinder needs from a module's CFI: the row covering an

@@ -113,28 +113,6 @@ func (f *flagSet) fail(format string, args ...any) int {
 // noInput is the error of every command run without its operand.
 func (f *flagSet) noInput() int { return f.fail("no input file given") }
 
-// rewriteOutput declares -o/--output of a command that writes a rewritten
-// copy of one file (convert, gen).
-func (f *flagSet) rewriteOutput() *string {
-	output := f.String("output", "", "write the result to `FILE` (required; never the input; - for standard output)")
-	f.alias("o", "output")
-	return output
-}
-
-// rewriteOperands checks the operands of such a command, files, and its
-// output: the exit status and false when they are wrong.
-func (f *flagSet) rewriteOperands(files []string, output string) (int, bool) {
-	switch {
-	case len(files) == 0:
-		return f.noInput(), false
-	case len(files) > 1:
-		return f.fail("one input file, not %d", len(files)), false
-	case output == "":
-		return f.fail("--output OUT is required"), false
-	}
-	return 0, true
-}
-
 // parse parses flags that may come before or after the operands, as
 // binutils tools accept them; a lone "--" ends flag parsing. When ok is
 // false the subcommand returns code at once: 0 after -h printed the

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/sframekit/sframekit/elffile"
-	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/sframegen"
 )
@@ -18,30 +17,24 @@ func init() {
 
 func runGen(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("gen", "[--to-version 2|3] [--raw [--base ADDR]] -o OUT FILE", stdout, stderr)
-	toVersion := fs.Int("to-version", 3, "SFrame `VERSION` to write: 2 or 3")
-	output := fs.rewriteOutput()
-	raw := fs.Bool("raw", false, "write only the bare SFrame section")
-	base := fs.String("base", "", "with --raw: lay the section out as loaded at `ADDR` (default: the address the loadable copy would use)")
+	rw := newRewrite(fs, 3, "SFrame `VERSION` to write: 2 or 3",
+		"write only the bare SFrame section",
+		"", "with --raw: lay the section out as loaded at `ADDR` (default: the address the loadable copy would use)")
 	cfiSec := fs.String("cfi", "", "read CFI from `SECTION` (.eh_frame or .debug_frame; default .eh_frame, and .debug_frame for the functions it does not cover)")
 	stats := fs.Bool("stats", false, "print how many functions and bytes of code are covered, and why the rest is not")
-	files, code, ok := fs.parse(args)
+	src, perm, code, ok := rw.read(args, func() int {
+		switch {
+		case *rw.version != 2 && *rw.version != 3:
+			return fs.fail("--to-version must be 2 or 3")
+		case *rw.base != "" && !*rw.raw:
+			return fs.fail("--base needs --raw")
+		}
+		return 0
+	})
 	if !ok {
 		return code
 	}
-	if code, ok := fs.rewriteOperands(files, *output); !ok {
-		return code
-	}
-	switch {
-	case *toVersion != 2 && *toVersion != 3:
-		return fs.fail("--to-version must be 2 or 3")
-	case *base != "" && !*raw:
-		return fs.fail("--base needs --raw")
-	}
-	in := files[0]
-	src, perm, code := readRewritten("gen", in, *output, *raw, stderr)
-	if code != 0 {
-		return code
-	}
+	in := rw.in
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "sframe gen: %s: %v; nothing written\n", in, err)
 		return 1
@@ -50,22 +43,22 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	res, err := sframegen.FromCFI(f.File, sframegen.Options{Version: sframe.Version(*toVersion), Section: *cfiSec})
+	res, err := sframegen.FromCFI(f.File, sframegen.Options{Version: sframe.Version(*rw.version), Section: *cfiSec})
 	if err != nil {
 		return fail(err)
 	}
 	var plan *elffile.SegmentPlan
-	if !*raw || *base == "" {
+	if !*rw.raw || *rw.base == "" {
 		if plan, err = elffile.PlanSFrameSegment(src); err != nil {
 			return fail(err)
 		}
 	}
 	var out []byte
 	var addr uint64
-	if *raw {
-		if *base != "" {
-			if addr, err = strconv.ParseUint(*base, 0, 64); err != nil {
-				return fs.fail("bad --base %q", *base)
+	if *rw.raw {
+		if *rw.base != "" {
+			if addr, err = strconv.ParseUint(*rw.base, 0, 64); err != nil {
+				return fs.fail("bad --base %q", *rw.base)
 			}
 		} else {
 			addr = plan.Addr
@@ -87,19 +80,15 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 				in, old.Name, sectionVersion(old))
 		}
 	}
-	if err := outfile.Write(*output, out, perm, stdout); err != nil {
-		fmt.Fprintf(stderr, "sframe gen: %v\n", err)
+	msgs := rw.write(out, perm, stdout, stderr)
+	if msgs == nil {
 		return 1
 	}
 	what := "loadable .sframe"
-	if *raw {
+	if *rw.raw {
 		what = "bare section"
 	}
-	msgs := stdout
-	if *output == "-" {
-		msgs = stderr // stdout holds the file
-	}
-	fmt.Fprintf(msgs, "%s: %s %s at %#x, %s, %d left out\n", *output, sframe.Version(*toVersion), what, addr,
+	fmt.Fprintf(msgs, "%s: %s %s at %#x, %s, %d left out\n", *rw.output, sframe.Version(*rw.version), what, addr,
 		count(res.Stats.Funcs, "function"), res.Stats.SkippedFuncs)
 	if *stats {
 		res.Stats.Write(msgs)

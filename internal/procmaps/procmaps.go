@@ -11,34 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/sysfile"
 )
-
-// Mapping is one line of /proc/PID/maps, or one mapping of a module's
-// file as a core describes it (targets fills the fields a core has).
-type Mapping struct {
-	// Start and End delimit the mapping, [Start, End).
-	Start, End uint64
-	// Offset is the file offset mapped at Start.
-	Offset uint64
-	// Perm is the permission string ("r-xp"). For a core it is derived
-	// from the PT_LOAD segment covering the mapping and is empty when the
-	// core has none; do not rely on its x bit for cores written by gdb,
-	// which records all segments as non-executable.
-	Perm string
-	// Dev is the file's device as "major:minor" in hexadecimal ("fe:01"),
-	// empty for a core.
-	Dev string
-	// Inode is the file's inode number, 0 for anonymous memory and cores.
-	Inode uint64
-	// Path is the file name, possibly ending in " (deleted)", a special
-	// area such as "[vdso]" or "[stack]", or empty (anonymous memory, or
-	// a module's mapping, whose Module has the name).
-	Path string
-}
-
-// Exec reports whether the mapping is executable (Perm's x).
-func (m *Mapping) Exec() bool { return len(m.Perm) >= 3 && m.Perm[2] == 'x' }
 
 // MaxSize bounds the bytes of a maps file Read reads: 64 MiB, some ten
 // times what the most mappings the kernel allows by default
@@ -53,7 +28,7 @@ const maxLine = 1 << 20
 // calling process, /proc/self/maps), without attaching to it or stopping
 // it, through sysfile (a file longer than MaxSize is an error wrapping
 // sysfile.ErrTooLong).
-func Read(pid int) ([]Mapping, error) {
+func Read(pid int) ([]arch.Mapping, error) {
 	name := "/proc/self/maps"
 	if pid != 0 {
 		name = fmt.Sprintf("/proc/%d/maps", pid)
@@ -71,8 +46,8 @@ func Read(pid int) ([]Mapping, error) {
 
 // Parse parses the text of a /proc/PID/maps file. A line that does not
 // parse is an error naming it; lines longer than 1 MiB are an error.
-func Parse(data []byte) ([]Mapping, error) {
-	out := make([]Mapping, 0, bytes.Count(data, []byte{'\n'})+1)
+func Parse(data []byte) ([]arch.Mapping, error) {
+	out := make([]arch.Mapping, 0, bytes.Count(data, []byte{'\n'})+1)
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
 	n := 0
@@ -94,8 +69,8 @@ func Parse(data []byte) ([]Mapping, error) {
 // ParseLine parses one line, "start-end perm offset dev inode   path";
 // the path may contain spaces and is everything after the inode and its
 // padding.
-func ParseLine(line string) (Mapping, error) {
-	var m Mapping
+func ParseLine(line string) (arch.Mapping, error) {
+	var m arch.Mapping
 	rest := line
 	field := func() (string, bool) {
 		rest = strings.TrimLeft(rest, " ")

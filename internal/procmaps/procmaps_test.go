@@ -5,6 +5,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // TestParseLine checks lines of /proc/PID/maps: paths with spaces,
@@ -12,29 +14,29 @@ import (
 func TestParseLine(t *testing.T) {
 	for _, c := range []struct {
 		line string
-		want Mapping
+		want arch.Mapping
 		ok   bool
 	}{
-		{"7f00-7f10 r-xp 00001000 fe:01 1234       /tmp/a dir/lib x.so (deleted)", Mapping{0x7f00, 0x7f10, 0x1000, "r-xp", "fe:01", 1234, "/tmp/a dir/lib x.so (deleted)"}, true},
-		{"55d0c8a00000-55d0c8a01000 r-xp 00001000 08:01 1234                       /usr/bin/my prog", Mapping{0x55d0c8a00000, 0x55d0c8a01000, 0x1000, "r-xp", "08:01", 1234, "/usr/bin/my prog"}, true},
-		{"7f0000000000-7f0000002000 rw-p 00000000 00:00 0 ", Mapping{0x7f0000000000, 0x7f0000002000, 0, "rw-p", "00:00", 0, ""}, true},
-		{"7f0000000000-7f0000002000 rw-p 00000000 00:00 0", Mapping{0x7f0000000000, 0x7f0000002000, 0, "rw-p", "00:00", 0, ""}, true},
-		{"7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]", Mapping{0x7ffc00000000, 0x7ffc00021000, 0, "rw-p", "00:00", 0, "[stack]"}, true},
-		{"7f00 rw-p 0 00:00 0", Mapping{}, false},
-		{"zzzz-7ffc00021000 rw-p 00000000 00:00 0", Mapping{}, false},
-		{"7ffc00021000-7ffc00000000 rw-p 00000000 00:00 0", Mapping{}, false},
-		{"7f00-7f10 rw-p 00000000 00:00", Mapping{}, false},
-		{"7f00-7f10 rw-p 00000000 00:00 x /a", Mapping{}, false},
+		{"7f00-7f10 r-xp 00001000 fe:01 1234       /tmp/a dir/lib x.so (deleted)", arch.Mapping{Start: 0x7f00, End: 0x7f10, Offset: 0x1000, Perm: "r-xp", Dev: "fe:01", Inode: 1234, Path: "/tmp/a dir/lib x.so (deleted)"}, true},
+		{"55d0c8a00000-55d0c8a01000 r-xp 00001000 08:01 1234                       /usr/bin/my prog", arch.Mapping{Start: 0x55d0c8a00000, End: 0x55d0c8a01000, Offset: 0x1000, Perm: "r-xp", Dev: "08:01", Inode: 1234, Path: "/usr/bin/my prog"}, true},
+		{"7f0000000000-7f0000002000 rw-p 00000000 00:00 0 ", arch.Mapping{Start: 0x7f0000000000, End: 0x7f0000002000, Offset: 0, Perm: "rw-p", Dev: "00:00", Inode: 0, Path: ""}, true},
+		{"7f0000000000-7f0000002000 rw-p 00000000 00:00 0", arch.Mapping{Start: 0x7f0000000000, End: 0x7f0000002000, Offset: 0, Perm: "rw-p", Dev: "00:00", Inode: 0, Path: ""}, true},
+		{"7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]", arch.Mapping{Start: 0x7ffc00000000, End: 0x7ffc00021000, Offset: 0, Perm: "rw-p", Dev: "00:00", Inode: 0, Path: "[stack]"}, true},
+		{"7f00 rw-p 0 00:00 0", arch.Mapping{}, false},
+		{"zzzz-7ffc00021000 rw-p 00000000 00:00 0", arch.Mapping{}, false},
+		{"7ffc00021000-7ffc00000000 rw-p 00000000 00:00 0", arch.Mapping{}, false},
+		{"7f00-7f10 rw-p 00000000 00:00", arch.Mapping{}, false},
+		{"7f00-7f10 rw-p 00000000 00:00 x /a", arch.Mapping{}, false},
 	} {
 		got, err := ParseLine(c.line)
 		if (err == nil) != c.ok || c.ok && got != c.want {
 			t.Errorf("%q: %+v %v, want %+v (ok %v)", c.line, got, err, c.want, c.ok)
 		}
 	}
-	if m := (Mapping{Perm: "r-xp"}); !m.Exec() {
+	if m := (arch.Mapping{Perm: "r-xp"}); !m.Exec() {
 		t.Error("r-xp not executable")
 	}
-	if m := (Mapping{Perm: "rw"}); m.Exec() {
+	if m := (arch.Mapping{Perm: "rw"}); m.Exec() {
 		t.Error("rw executable")
 	}
 }

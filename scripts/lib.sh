@@ -1,0 +1,40 @@
+# The setup the benchmark scripts share, sourced by them:
+#   . "$(dirname "$0")/lib.sh"
+# It sets root, the module's folder, and defines:
+#   workdir DEFAULT      work: $BENCH_DIR, else DEFAULT; created
+#   build_sframe         $work/sframe: a copy of $SFRAME when set (another
+#                        build to measure), else built from root
+#   build_recprog FLAGS  $work/recprog from recorder/testdata/recprog.c,
+#                        gcc -O2 FLAGS -pthread (-Wa,--gsframe: SFrame)
+#   recprog_bench DEFAULT  the setup of a benchmark profiling recprog:
+#                        workdir DEFAULT, an SFrame build of recprog,
+#                        build_sframe, cd "$work", print_load
+#   temp_build NAME FLAGS  work: a new folder /tmp/NAME.XXXXXX, with
+#                        build_sframe and build_recprog FLAGS; cd "$root"
+#   tm CMD...            CMD under /usr/bin/time: "TIME user sys elapsed"
+#                        on standard error
+#   print_load           the load averages, before a measurement
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+workdir() {
+  work=${BENCH_DIR:-$1}
+  mkdir -p "$work"
+}
+build_sframe() {
+  if [ -n "${SFRAME:-}" ]; then cp "$SFRAME" "$work/sframe"; else (cd "$root" && go build -o "$work/sframe" ./cmd/sframe); fi
+}
+build_recprog() { gcc -O2 "$@" -pthread -o "$work/recprog" "$root/recorder/testdata/recprog.c"; }
+recprog_bench() {
+  workdir "$1"
+  build_recprog -Wa,--gsframe
+  build_sframe
+  cd "$work"
+  print_load
+}
+temp_build() {
+  work=$(mktemp -d "/tmp/$1.XXXXXX")
+  build_sframe
+  build_recprog "${@:2}"
+  cd "$root"
+}
+tm() { /usr/bin/time -f "TIME %U %S %e" "$@"; }
+print_load() { echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"; }
