@@ -335,7 +335,7 @@ func (r *recorder) take(t uint64, late bool, kind uint8, raw []byte) {
 	}
 	r.stats.OnCPU++
 	st.n++
-	st.period += r.smp.Period // FromPerf's, or the walker's (fromBPF)
+	st.period += r.smp.Period // FromPerf's, or the walker's (r.stack)
 }
 
 // mirrorRecord applies a record that changes a process's executable
