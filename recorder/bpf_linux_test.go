@@ -54,7 +54,8 @@ func checkBPF(t *testing.T, p *Profile) *bpfunwind.Counters {
 	}
 	// Only the samples of code whose tables are not loaded yet (a new
 	// command's, library's or process's first tens of milliseconds, more
-	// on a loaded machine) are passed on to the user-space walk.
+	// on a loaded machine) are passed on to the user-space walk;
+	// recordUntil records until they are at most a quarter.
 	if c.Fallback > c.Samples/3 {
 		t.Errorf("%d of %d samples passed on to the user-space walk, want most walked in the kernel", c.Fallback, c.Samples)
 	}

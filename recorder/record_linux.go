@@ -27,6 +27,12 @@ import (
 // perf_event_paranoid forbids it (and which value is needed), the
 // locked-memory limit, no such process, a command that cannot be started
 // (exec.ErrNotFound when it is not found).
+// testBPFLoaded, set by tests, is given the loaded BPF unwinder, whose
+// counters say when a recording has walked enough in the kernel (how
+// long a new process's tables take to load depends on the machine's
+// load, so a fixed length cannot).
+var testBPFLoaded func(*bpfunwind.Unwinder)
+
 func Record(ctx context.Context, opts Options) (*Profile, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
@@ -174,6 +180,9 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	r := newRecorder(sess, host, attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
 	if bu != nil {
 		r.bpf, r.mirror = bu, mirror
+		if testBPFLoaded != nil {
+			testBPFLoaded(bu)
+		}
 	}
 	r.poll = s.SetPollInterval
 	if opts.OnPeriod != nil {
