@@ -4,6 +4,7 @@ package bpfunwind
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -45,14 +46,22 @@ type Unwinder struct {
 	progs  []*ebpf.Program
 	misses *ringbuf.Reader
 	rec    ringbuf.Record
+	stacks *ringbuf.Reader
+	srec   ringbuf.Record
+	// The rows and buckets maps, memory-mapped.
+	rowMem, bucketMem *ebpf.Memory
 }
 
 type fileEntry struct {
 	f     *perfunwind.File
 	id    uint32
 	refs  int
-	first uint32 // rows [first, first+n)
+	first uint32 // rows [first, first+n), buckets [first, first+nb)
 	n     uint32
+	nb    uint32
+	shift uint32
+	base  uint64 // the ELF address of row PC 0
+	span  uint32 // the rows cover [base, base+span)
 }
 
 type span struct{ first, n uint32 }
@@ -74,11 +83,16 @@ func Load(opts Options) (*Unwinder, error) {
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
 	spec.Maps[walkMapRows].MaxEntries = uint32(opts.MaxRows)
-	spec.Maps[walkMapFiles].MaxEntries = uint32(opts.MaxFiles)
+	spec.Maps[walkMapBuckets].MaxEntries = uint32(opts.MaxRows)
 	spec.Maps[walkMapProcs].MaxEntries = uint32(opts.MaxProcesses)
 	spec.Maps[walkMapScratch].MaxEntries = uint32(ncpu)
-	spec.Maps[walkMapOutput].MaxEntries = uint32(ncpu)
+	ring := stackRingSize(opts.StackRing, ncpu)
+	spec.Maps[walkMapStacks].MaxEntries = uint32(ring)
 	if err := spec.Variables[walkVarMaxDepth].Set(uint32(opts.MaxDepth)); err != nil {
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	// Woken at a quarter full: room for what comes while it reads.
+	if err := spec.Variables[walkVarWakeBytes].Set(uint64(ring / 4)); err != nil {
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
 	ks := uint32(0)
@@ -115,11 +129,11 @@ func Load(opts Options) (*Unwinder, error) {
 	}
 	u.progs = []*ebpf.Program{u.objs.WalkStack}
 	// The other events' copies share the maps (but their constants).
-	repl := map[string]*ebpf.Map{walkMapRows: u.objs.Rows, walkMapFiles: u.objs.Files, walkMapProcs: u.objs.Procs,
-		walkMapScratch: u.objs.Scratch, walkMapCounters: u.objs.Counters, walkMapOutput: u.objs.Output, walkMapMisses: u.objs.Misses}
+	repl := map[string]*ebpf.Map{walkMapRows: u.objs.Rows, walkMapBuckets: u.objs.Buckets, walkMapProcs: u.objs.Procs,
+		walkMapScratch: u.objs.Scratch, walkMapCounters: u.objs.Counters, walkMapStacks: u.objs.Stacks, walkMapMisses: u.objs.Misses}
 	for i := 1; i < opts.Events; i++ {
 		sp := spec0.Copy()
-		for name, v := range map[string]uint32{walkVarMaxDepth: uint32(opts.MaxDepth), walkVarKernelStack: ks, walkVarFallback: fb, walkVarEventIndex: uint32(i)} {
+		for name, v := range map[string]any{walkVarMaxDepth: uint32(opts.MaxDepth), walkVarKernelStack: ks, walkVarFallback: fb, walkVarEventIndex: uint32(i), walkVarWakeBytes: uint64(ring / 4)} {
 			if err := sp.Variables[name].Set(v); err != nil {
 				u.Close()
 				return nil, fmt.Errorf("bpf unwinder: %w", err)
@@ -134,8 +148,19 @@ func Load(opts Options) (*Unwinder, error) {
 		}
 		u.progs = append(u.progs, p.Prog)
 	}
+	if u.rowMem, err = u.objs.Rows.Memory(); err == nil {
+		u.bucketMem, err = u.objs.Buckets.Memory()
+	}
+	if err != nil {
+		u.Close()
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
 	if u.misses, err = ringbuf.NewReader(u.objs.Misses); err != nil {
-		u.objs.Close()
+		u.Close()
+		return nil, fmt.Errorf("bpf unwinder: %w", err)
+	}
+	if u.stacks, err = ringbuf.NewReader(u.objs.Stacks); err != nil {
+		u.Close()
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
 	// The kernel counts the program's run time while this is open.
@@ -156,15 +181,35 @@ func (u *Unwinder) Programs() []int {
 	return fds
 }
 
-// SetOutputs gives the program each CPU's bpf-output event
-// (perfevent.Session.BPFOutputs), which it writes the stacks into.
-func (u *Unwinder) SetOutputs(fds map[int]int) error {
-	for cpu, fd := range fds {
-		if err := u.objs.Output.Put(uint32(cpu), uint32(fd)); err != nil {
-			return fmt.Errorf("bpf unwinder: the output event of CPU %d: %w", cpu, err)
-		}
+// stackRingSize returns the size of the stacks ring buffer for want
+// bytes (DefaultStackRing per CPU when 0): a power of two of at least a
+// page, at most MaxStackRing.
+func stackRingSize(want, ncpu int) int {
+	if want <= 0 {
+		want = DefaultStackRing * ncpu
 	}
-	return nil
+	want = min(max(want, unix.Getpagesize()), MaxStackRing)
+	n := 1
+	for n < want {
+		n <<= 1
+	}
+	return n
+}
+
+// StackFD returns a file descriptor that polls readable when the
+// program's stacks ring is a quarter full: the reader of the perf rings
+// should read them then (perfevent.Session.WakeOn), and the stacks with
+// ReadStacks.
+func (u *Unwinder) StackFD() int { return u.objs.Stacks.FD() }
+
+// ReadStacks calls fn with each stack the program has written since the
+// last call, in the order written (each CPU's in time order), without
+// waiting: the record (Decode) is valid until fn returns.
+func (u *Unwinder) ReadStacks(fn func(raw []byte)) {
+	u.stacks.SetDeadline(time.Now())
+	for u.stacks.ReadInto(&u.srec) == nil {
+		fn(u.srec.RawSample)
+	}
 }
 
 // SyncProcess makes the kernel's table of process pid its executable
@@ -184,10 +229,13 @@ func (u *Unwinder) SyncProcess(pid uint32, maps []*perfunwind.Mapping) error {
 			break
 		}
 		e := &p.M[p.N]
-		e.Start, e.End, e.Bias, e.File = m.Start, m.End, m.Bias, 0
+		e.Start, e.End, e.Bias = m.Start, m.End, m.Bias
+		e.Base, e.Span, e.First, e.N, e.Nb, e.Shift, e.File = 0, 0, 0, 0, 0, 0, 0
 		if f := m.File; f != nil && f.Err == nil {
 			if fe := u.file(f); fe != nil {
-				e.File = fe.id
+				if fe.n > 0 {
+					e.Base, e.Span, e.First, e.N, e.Nb, e.Shift, e.File = fe.base, fe.span, fe.first, fe.n, fe.nb, fe.shift, fe.id
+				}
 				if !slices.Contains(used, fe) {
 					fe.refs++
 					used = append(used, fe)
@@ -253,7 +301,6 @@ func (u *Unwinder) evictIdle() bool {
 	fe := u.idle[0]
 	u.idle = u.idle[1:]
 	delete(u.files, fe.f)
-	u.objs.Files.Delete(fe.id)
 	if fe.n > 0 {
 		u.freeRows(span{fe.first, fe.n})
 	}
@@ -275,7 +322,7 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 	for len(u.files) >= u.opts.MaxFiles-1 && u.evictIdle() {
 	}
 	fe := &fileEntry{f: f, id: u.nextID}
-	tab, err := loadTable(f, u.opts.MaxRows)
+	tab, err := loadTable(f, u.opts.MaxRows, u.opts.TableCache)
 	if err != nil {
 		u.Tables.Failed++
 		return nil
@@ -283,36 +330,24 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 	for i, n := range tab.Skipped {
 		u.Tables.Skipped[i] += n
 	}
-	wf := walkFile{Base: tab.Base, Limit: tab.Limit}
 	if n := len(tab.Rows); n > 0 {
 		first, ok := u.allocRows(uint32(n))
 		for !ok && u.evictIdle() {
 			first, ok = u.allocRows(uint32(n))
 		}
 		if !ok {
-			u.Tables.Full++
-			wf.Limit = wf.Base // no rows: frame pointers
+			u.Tables.Full++ // no rows: frame pointers
 		} else {
-			keys := make([]uint32, n)
-			for i := range keys {
-				keys[i] = first + uint32(i)
-			}
-			if _, err := u.objs.Rows.BatchUpdate(keys, tab.Rows, nil); err != nil {
+			shift, idx := tab.Buckets()
+			if err := u.writeTable(first, tab.Rows, idx); err != nil {
 				u.freeRows(span{first, uint32(n)})
 				u.Tables.Failed++
 				return nil
 			}
-			fe.first, fe.n = first, uint32(n)
-			wf.First, wf.N = first, uint32(n)
+			fe.first, fe.n, fe.nb, fe.shift = first, uint32(n), uint32(len(idx)), shift
+			fe.base, fe.span = tab.Base, uint32(tab.Limit-tab.Base)
 			u.Tables.Rows += n
 		}
-	}
-	if err := u.objs.Files.Put(fe.id, &wf); err != nil {
-		if fe.n > 0 {
-			u.freeRows(span{fe.first, fe.n})
-		}
-		u.Tables.Failed++
-		return nil
 	}
 	u.nextID++
 	u.files[f] = fe
@@ -320,21 +355,57 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 	return fe
 }
 
+// writeTable writes rows and their buckets into the maps from index
+// first on.
+func (u *Unwinder) writeTable(first uint32, rows []Row, idx []Bucket) error {
+	le := binary.LittleEndian
+	b := appendRows(make([]byte, 0, len(rows)*rowSize), rows)
+	if _, err := u.rowMem.WriteAt(b, int64(first)*rowSize); err != nil {
+		return err
+	}
+	b = b[:0]
+	for _, k := range idx {
+		b = le.AppendUint32(b, k.Lo)
+		b = le.AppendUint32(b, k.Hi)
+	}
+	_, err := u.bucketMem.WriteAt(b, int64(first)*bucketSize)
+	return err
+}
+
+// The sizes of a row and a bucket in their maps.
+const (
+	rowSize    = 16
+	bucketSize = 8
+)
+
 // loadTable reads the tables of f (its .sframe, else SFrame compiled
-// from its CFI) and reduces them to the walker's rows. A file with more
-// SFrame rows than the rows map holds (maxRows) gets none: its frames
-// follow frame pointers, and what the table would cost in memory (16
-// bytes a row, beside unwind's own bounds) stays bounded.
-func loadTable(f *perfunwind.File, maxRows int) (*Table, error) {
+// from its CFI) and reduces them to the walker's rows, or reads them
+// from the cache directory cache ("" for none) where they were kept, and
+// keeps them there otherwise. A file with more SFrame rows than the rows
+// map holds (maxRows) gets none: its frames follow frame pointers, and
+// what the table would cost in memory (16 bytes a row, beside unwind's
+// own bounds) stays bounded.
+func loadTable(f *perfunwind.File, maxRows int, cache string) (*Table, error) {
 	ef, err := elf.NewFile(io.NewSectionReader(f, 0, math.MaxInt64>>1))
 	if err != nil {
 		return nil, err
+	}
+	mach := uint32(ef.Machine)
+	path := cachePath(cache, f.BuildID, mach)
+	if path != "" {
+		if tab := readCached(path, mach, maxRows); tab != nil {
+			return tab, nil
+		}
 	}
 	t := unwind.LoadFileTables(ef, f.Path, unwind.LoadOptions{SFrameFromCFI: true})
 	if t.SFrame != nil && int(t.SFrame.Header().NumFREs) > maxRows {
 		return &Table{}, nil
 	}
-	return BuildTable(t, arch.FromELF(ef.Machine)), nil
+	tab := BuildTable(t, arch.FromELF(ef.Machine))
+	if path != "" {
+		writeCached(path, tab, mach)
+	}
+	return tab, nil
 }
 
 // allocRows takes n consecutive rows of the rows map (first fit).
@@ -405,6 +476,9 @@ func (u *Unwinder) Woken() {
 func (u *Unwinder) Close() error {
 	if u.misses != nil {
 		u.misses.Close()
+	}
+	if u.stacks != nil {
+		u.stacks.Close()
 	}
 	for _, p := range u.progs[min(1, len(u.progs)):] {
 		p.Close()

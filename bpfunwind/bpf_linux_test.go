@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"unsafe"
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/perfunwind"
@@ -36,6 +37,20 @@ func TestVerifier(t *testing.T) {
 		if fds := u.Programs(); len(fds) != max(o.Events, 1) || fds[0] <= 0 || fds[len(fds)-1] <= 0 {
 			t.Fatalf("programs %v for %d events", fds, o.Events)
 		}
+	}
+}
+
+// TestLayout: the rows and buckets written into the memory-mapped maps
+// are the program's, and so is the stack record's header Decode reads.
+func TestLayout(t *testing.T) {
+	if n := unsafe.Sizeof(walkRow{}); n != rowSize {
+		t.Errorf("struct row is %d bytes, written as %d", n, rowSize)
+	}
+	if n := unsafe.Sizeof(walkBucket{}); n != bucketSize {
+		t.Errorf("struct bucket is %d bytes, written as %d", n, bucketSize)
+	}
+	if n := unsafe.Offsetof(walkOut{}.Pcs); n != outHeader {
+		t.Errorf("struct out's frames start at %d, read at %d", n, outHeader)
 	}
 }
 
@@ -82,23 +97,14 @@ func TestEviction(t *testing.T) {
 	libcRows := len(mustTable(t, libc).Rows)
 	// Room for libc's rows, not for ld.so's beside them.
 	u := loadOrSkip(t, Options{MaxRows: libcRows + len(mustTable(t, ld).Rows)/2})
-	files := func() int {
-		n := 0
-		it := u.objs.Files.Iterate()
-		var k uint32
-		var v walkFile
-		for it.Next(&k, &v) {
-			n++
-		}
-		return n
-	}
+	files := func() int { return len(u.files) }
 	step := func(what string, f func(), want TableStats, kernelFiles int) {
 		t.Helper()
 		f()
 		got := u.Tables
 		got.Skipped, got.Rows = [NumReasons]int{}, 0
 		if got != want || files() != kernelFiles {
-			t.Errorf("%s: tables %+v, want %+v; %d files in the kernel, want %d", what, got, want, files(), kernelFiles)
+			t.Errorf("%s: tables %+v, want %+v; %d files loaded, want %d", what, got, want, files(), kernelFiles)
 		}
 	}
 	step("libc", func() { u.SyncProcess(1, []*perfunwind.Mapping{libcMap}) }, TableStats{Files: 1}, 1)

@@ -28,8 +28,11 @@ func Load(Options) (*Unwinder, error) { return nil, errUnsupported }
 // Programs returns nothing.
 func (u *Unwinder) Programs() []int { return nil }
 
-// SetOutputs fails.
-func (u *Unwinder) SetOutputs(map[int]int) error { return errUnsupported }
+// StackFD returns -1.
+func (u *Unwinder) StackFD() int { return -1 }
+
+// ReadStacks does nothing.
+func (u *Unwinder) ReadStacks(func([]byte)) {}
 
 // SyncProcess fails.
 func (u *Unwinder) SyncProcess(uint32, []*perfunwind.Mapping) error { return errUnsupported }

@@ -23,17 +23,23 @@
 //
 // # Output
 //
-// Each stack goes out as the raw data of a sample of a bpf-output event
-// (bpf_perf_event_output into a BPF_MAP_TYPE_PERF_EVENT_ARRAY of one
-// software bpf-output event per CPU), which the recorder redirects into
-// the CPU's ring buffer (perfevent.Options.BPFOutput): stacks come in
-// time order with the MMAP, COMM, FORK and EXIT records that name their
-// frames, read and merged by the recorder's one loop. That is why stacks
-// are not aggregated in the kernel (stack id -> count): the recorder
-// keeps its per-thread, per-period merging and its time order (off-CPU
-// weights come from matching switch-outs with switch-ins), and a stack
-// record costs 16 bytes plus 8 per frame instead of a 16 KiB copy. The
-// program returns 0, so that the event writes no sample of its own.
+// Each stack goes out as a record of a BPF ring buffer (stacks; Decode):
+// the sampled event's period and index, the thread, the CPU, the time
+// (bpf_ktime_get_ns: CLOCK_MONOTONIC, the clock the recorder's perf
+// events use) and the frames. The recorder reads it at each pass over
+// the perf rings (ReadStacks) and orders the stacks by time with the
+// MMAP, COMM, FORK and EXIT records that name their frames, as it does
+// samples of different CPUs: a stack whose process has records waiting,
+// or whose address is not mapped yet, waits for its turn. The program
+// wakes the recorder only once the ring is a quarter full (StackFD): a
+// wakeup per stack would cost more than the walk. A bpf-output perf
+// event per CPU, which orders stacks with the records by itself, cost
+// 0.4-0.5 µs a sample more (bpf_perf_event_output). Stacks are not
+// aggregated in the kernel (stack id -> count): the recorder keeps its
+// per-thread, per-period merging and its time order (off-CPU weights
+// come from matching switch-outs with switch-ins), and a stack record
+// costs 40 bytes plus 8 per frame instead of a 16 KiB copy. The program
+// returns 0, so that the event writes no sample of its own.
 //
 // # Tables
 //
@@ -53,13 +59,22 @@
 // table names it, it stays loaded, idle, for the next process that maps
 // the file (a program run again, the libraries after an exec), and the
 // oldest idle tables are evicted when rows or files are needed, or
-// beyond 64.
+// beyond 64. Beside its rows, a file has buckets (Table.Buckets, a
+// second array map at the same indices): for each stretch of 2^k bytes
+// of its code, the last row starting at or before it, k the least that
+// gives no more buckets than rows; the row of a PC is among the few
+// (1-21 for the C library) from its bucket's to the next one's. Tables
+// are kept on disk by build ID (Options.TableCache; DecodeTable checks
+// them when read), so that the next runs do not make them again (tens
+// of milliseconds for a C library whose SFrame is compiled from CFI).
 //
 // A process's table is its executable mappings, sorted: start, end, load
-// bias and file. The recorder keeps them in a Mirror, changed as soon as
-// the records that change them are read (MMAP of an executable mapping,
-// FORK of a process, exec), seeded from /proc, and dropped at the
-// process's exit. When a walk meets a process or an address it has no
+// bias and where its file's rows and buckets are (their first index,
+// counts, the bucket size), so that a frame in another mapping costs
+// the search of the process's table and no lookup of its file. The
+// recorder keeps them in a Mirror, changed as soon as the records that
+// change them are read (MMAP of an executable mapping, FORK of a
+// process, exec), seeded from /proc, and dropped at the process's exit. When a walk meets a process or an address it has no
 // table for (a program, library or process the recorder has not read the
 // records of, or whose tables it is still loading: tens of milliseconds
 // for a C library whose SFrame is compiled from CFI), the program wakes
@@ -72,7 +87,7 @@
 //
 // Per frame: the mapping of the PC (the last frame's mapping first, then
 // a bounded binary search of the process's table), the row of the PC (a
-// bounded binary search of the file's rows, skipped for the address of
+// bounded binary search of its bucket's rows, skipped for the address of
 // the last search: a recursion's frames; for callers at the return
 // address - 1, the call), the CFA, the return address and, if saved, the
 // frame pointer read from the stack (a saved slot below SP, popped by
@@ -80,7 +95,7 @@
 // the frame pointer ([FP] the caller's FP, [FP+8] the return address). A
 // walk ends at an outermost row, a zero return address, a read that
 // fails, a stack pointer that does not move up, or MaxDepth frames. The
-// frames are iterated with bpf_loop; the walk's state lives in the
+// frames are iterated with bpf_loop, two a call; the walk's state lives in the
 // per-CPU scratch map rather than on the stack, so that the verifier
 // checks each search's body once rather than once per path through it.
 //
@@ -99,12 +114,15 @@
 //
 // # Bounds
 //
-// rows: DefaultMaxRows rows of 16 bytes (32 MiB). files: DefaultMaxFiles
-// entries of 24 bytes. procs: DefaultMaxProcesses tables of MaxMappings
-// mappings (16 KiB each, allocated as used). scratch: 38 KiB per CPU
-// (4,096 user and 128 kernel frames, the walk's state, the 4 KiB stack
-// window). counters: 15
-// per-CPU counters. misses: a 4 KiB ring buffer.
+// rows: DefaultMaxRows rows of 16 bytes (32 MiB). buckets: as many of 8
+// bytes (16 MiB). Both memory-mapped into the profiler, which writes
+// tables into them directly. DefaultMaxFiles tables loaded at most.
+// procs: DefaultMaxProcesses tables of MaxMappings mappings of 56 bytes
+// (28 KiB each, allocated as used). scratch: 39 KiB per CPU (4,096 user
+// and 128 kernel frames, the walk's state, the 4 KiB stack window).
+// counters: 15 per-CPU counters. misses: a 4 KiB ring buffer. stacks:
+// DefaultStackRing per CPU (Options.StackRing, at most MaxStackRing).
+// The table cache on disk: 128 files and 64 MiB (Options.TableCache).
 //
 // # Architectures
 //

@@ -1,6 +1,8 @@
 package bpfunwind
 
 import (
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/sframekit/sframekit/internal/enumstr"
@@ -15,17 +17,24 @@ const (
 	// stack window, 38 KiB per CPU).
 	MaxDepth = 4096
 	// DefaultMaxRows is the size of the rows map: 2 Mi rows of 16 bytes,
-	// 32 MiB, about a hundred libc-sized files.
+	// 32 MiB, about a hundred libc-sized files; and of the buckets map
+	// (at most a bucket per row, 4 bytes each: 8 MiB).
 	DefaultMaxRows = 2 << 20
-	// DefaultMaxFiles bounds the file tables: 4,096 entries of 24 bytes.
+	// DefaultMaxFiles bounds the file tables loaded: 4,096 (each one's
+	// rows in the rows map, its buckets in the buckets map).
 	DefaultMaxFiles = 4096
-	// DefaultMaxProcesses bounds the process tables: 1,024 of 16 KiB
-	// (MaxMappings mappings of 32 bytes), 16 MiB at most, allocated as
+	// DefaultMaxProcesses bounds the process tables: 1,024 of 28 KiB
+	// (MaxMappings mappings of 56 bytes), 28 MiB at most, allocated as
 	// processes are added.
 	DefaultMaxProcesses = 1024
 	// MaxMappings is the most executable mappings a process's table
 	// holds; frames in those beyond follow frame pointers.
 	MaxMappings = 512
+	// DefaultStackRing is the stacks ring buffer's size per CPU: 4 MiB,
+	// about 14,000 stacks of 32 frames (304 bytes each), seconds of
+	// samples at 999 Hz. MaxStackRing bounds the whole ring: 256 MiB.
+	DefaultStackRing = 4 << 20
+	MaxStackRing     = 256 << 20
 )
 
 // Options size the walker's maps and say what it records.
@@ -47,6 +56,16 @@ type Options struct {
 	// MaxRows, MaxFiles and MaxProcesses size the maps (the defaults
 	// above when 0).
 	MaxRows, MaxFiles, MaxProcesses int
+	// StackRing is the size of the ring buffer of stacks, rounded up to
+	// a power of two: DefaultStackRing per CPU when 0, at most
+	// MaxStackRing. Stacks that find it full are lost
+	// (Counters.OutputErrors).
+	StackRing int
+	// TableCache is a directory where the files' tables are kept, by
+	// build ID, for the next runs (DefaultTableCache, say): "" for none.
+	// At most 128 tables and 64 MiB are kept there, the least recently
+	// written removed first; each is checked when read (DecodeTable).
+	TableCache string
 }
 
 func (o *Options) defaults() {
@@ -97,7 +116,7 @@ type Counters struct {
 	SFrameFrames, FPFrames uint64
 	// NoProcess counts samples of processes without a table yet; NoMapping
 	// frames at addresses in no mapping of the table; OutputErrors stacks
-	// the output event refused; Fallback samples passed on unwalked
+	// lost because the stacks ring was full; Fallback samples passed on unwalked
 	// (Options.Fallback).
 	NoProcess, NoMapping, OutputErrors, Fallback uint64
 	// Stops counts walks by why they ended.
@@ -167,4 +186,16 @@ type TableStats struct {
 	// Idle is the number of tables kept loaded that no process maps now
 	// (evicted, oldest first, when room is needed or beyond 64).
 	Idle int
+}
+
+// DefaultTableCache returns the directory of the tables kept for the
+// next runs (Options.TableCache) in the user's cache directory
+// ($XDG_CACHE_HOME or ~/.cache: sframekit/bpf-tables), "" when there is
+// none.
+func DefaultTableCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "sframekit", "bpf-tables")
 }

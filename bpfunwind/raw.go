@@ -7,25 +7,40 @@ import (
 )
 
 // outHeader is the size of the stack record's header (struct out of
-// bpf/walk.c): period (8), user frames (4), kernel frames (2), stop (2).
-const outHeader = 16
+// bpf/walk.c): period (8), user frames (4), kernel frames (2), stop and
+// event (2), time (8), process and thread (4 each), CPU (4), padding (4).
+const outHeader = 40
 
-// Decode reads a stack the program wrote (the raw data of a bpf-output
-// sample) into a perf callchain appended to chain[:0]: the kernel
-// frames after perfdata.ContextKernel, the user frames, innermost first,
-// after perfdata.ContextUser. It returns the sampled event's period and
-// index (Options.Events), and why the walk stopped; ok is false for a
-// record too short for what its header says (the rest is then left
-// out).
-func Decode(raw []byte, chain []uint64) (out []uint64, period uint64, event int, stop Stop, ok bool) {
+// Header is what a stack record says besides its frames.
+type Header struct {
+	// Period is the sampled event's period; Event its index
+	// (Options.Events).
+	Period uint64
+	Event  int
+	// Time is when the stack was written, CLOCK_MONOTONIC in nanoseconds
+	// (the clock of the perf records of sframe record).
+	Time          uint64
+	Pid, Tid, CPU uint32
+	// Stop says why the walk ended.
+	Stop Stop
+}
+
+// Decode reads a stack the program wrote (a record of the stacks ring,
+// Unwinder.ReadStacks) into a perf callchain appended to chain[:0]: the
+// kernel frames after perfdata.ContextKernel, the user frames, innermost
+// first, after perfdata.ContextUser. ok is false for a record too short
+// for what its header says (the rest is then left out).
+func Decode(raw []byte, chain []uint64) (out []uint64, h Header, ok bool) {
 	chain = chain[:0]
 	if len(raw) < outHeader {
-		return chain, 0, 0, 0, false
+		return chain, h, false
 	}
 	le := binary.LittleEndian
-	period = le.Uint64(raw)
+	h.Period = le.Uint64(raw)
 	nu, nk := int(le.Uint32(raw[8:])), int(le.Uint16(raw[12:]))
-	stop, event = Stop(raw[14]), int(raw[15])
+	h.Stop, h.Event = Stop(raw[14]), int(raw[15])
+	h.Time = le.Uint64(raw[16:])
+	h.Pid, h.Tid, h.CPU = le.Uint32(raw[24:]), le.Uint32(raw[28:]), le.Uint32(raw[32:])
 	pcs := raw[outHeader:]
 	ok = nu+nk <= len(pcs)/8
 	if !ok {
@@ -44,5 +59,18 @@ func Decode(raw []byte, chain []uint64) (out []uint64, period uint64, event int,
 			chain = append(chain, le.Uint64(pcs[8*i:]))
 		}
 	}
-	return chain, period, event, stop, ok
+	return chain, h, ok
+}
+
+// StackKey appends to key what identifies the stack of a record of the
+// stacks ring (Decode): its thread, event and frames, not its time,
+// period, CPU or why its walk stopped.
+func StackKey(key, raw []byte) []byte {
+	if len(raw) < outHeader {
+		return append(key, raw...)
+	}
+	key = append(key, raw[8:14]...)  // frame counts
+	key = append(key, raw[15])       // event
+	key = append(key, raw[24:32]...) // process, thread
+	return append(key, raw[outHeader:]...)
 }

@@ -256,3 +256,38 @@ func overlayOutermost(pts []point, outer [][2]uint64) []point {
 	}
 	return res
 }
+
+// Bucket is one bucket of a table's index (struct bucket of
+// bpf/walk.c): the row of an address in the bucket is among the rows
+// [Lo, Hi), and row Lo starts at or below the bucket's first address.
+type Bucket struct{ Lo, Hi uint32 }
+
+// Buckets returns the index of the table's rows the walker searches
+// through: bucket b covers the addresses Base + [b << shift, (b+1) <<
+// shift), and its row is among a few (Bucket) instead of all of them.
+// The shift is the least that makes no more buckets than rows (8 bytes
+// a row at most); nil without rows.
+func (tab *Table) Buckets() (shift uint32, idx []Bucket) {
+	n := len(tab.Rows)
+	if n == 0 {
+		return 0, nil
+	}
+	span := tab.Limit - tab.Base
+	for shift < 32 && span>>shift+1 > uint64(n) {
+		shift++
+	}
+	idx = make([]Bucket, span>>shift+1)
+	i := 0
+	for b := range idx {
+		start := uint64(b) << shift
+		for i+1 < n && uint64(tab.Rows[i+1].PC) <= start {
+			i++
+		}
+		idx[b].Lo = uint32(i)
+		if b > 0 {
+			idx[b-1].Hi = uint32(i + 1)
+		}
+	}
+	idx[len(idx)-1].Hi = uint32(n)
+	return shift, idx
+}

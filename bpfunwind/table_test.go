@@ -12,16 +12,20 @@ import (
 )
 
 // lookup returns the row covering the ELF address a, as the walker's
-// search finds it (rowNone for none).
+// search finds it (rowNone for none): among the rows from its bucket's
+// (Buckets) to the next bucket's.
 func (tab *Table) lookup(a uint64) Row {
-	if a < tab.Base || a >= tab.Limit {
+	if a < tab.Base || a >= tab.Limit || len(tab.Rows) == 0 {
 		return Row{Flags: rowNone}
 	}
+	shift, idx := tab.Buckets()
 	k := uint32(a - tab.Base)
-	i := sort.Search(len(tab.Rows), func(i int) bool { return tab.Rows[i].PC > k })
-	if i == 0 {
+	b := min(int(uint64(k)>>shift), len(idx)-1)
+	lo, hi := int(idx[b].Lo), min(int(idx[b].Hi), len(tab.Rows))
+	if tab.Rows[lo].PC > k {
 		return Row{Flags: rowNone}
 	}
+	i := lo + 1 + sort.Search(hi-lo-1, func(i int) bool { return tab.Rows[lo+1+i].PC > k })
 	r := tab.Rows[i-1]
 	r.PC = 0
 	return r
@@ -101,5 +105,16 @@ func TestBuildTable(t *testing.T) {
 		if len(tab.Rows) < 50 {
 			t.Errorf("%s: %d rows", path, len(tab.Rows))
 		}
+		// Few buckets per row (their memory), few rows per bucket (the
+		// walker's search).
+		shift, idx := tab.Buckets()
+		most := 0
+		for _, bk := range idx {
+			most = max(most, int(bk.Hi-bk.Lo))
+		}
+		if len(idx) > len(tab.Rows) || most > 64 {
+			t.Errorf("%s: %d buckets of %d bytes for %d rows, up to %d rows a bucket", path, len(idx), 1<<shift, len(tab.Rows), most)
+		}
+		t.Logf("%s: %d buckets of %d bytes, up to %d rows a bucket", path, len(idx), 1<<shift, most)
 	}
 }

@@ -13,12 +13,10 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type walkFile struct {
-	_     structs.HostLayout
-	Base  uint64
-	Limit uint64
-	First uint32
-	N     uint32
+type walkBucket struct {
+	_  structs.HostLayout
+	Lo uint32
+	Hi uint32
 }
 
 type walkOut struct {
@@ -27,6 +25,11 @@ type walkOut struct {
 	Nuser  uint32
 	Nkern  uint16
 	Stop   uint16
+	Time   uint64
+	Pid    uint32
+	Tid    uint32
+	Cpu    uint32
+	Pad    uint32
 	Pcs    [4224]uint64
 	St     struct {
 		_            structs.HostLayout
@@ -37,9 +40,11 @@ type walkOut struct {
 		Mend         uint64
 		Bias         uint64
 		Fbase        uint64
-		Flimit       uint64
+		Fspan        uint32
 		Ffirst       uint32
 		Fn           uint32
+		Fnb          uint32
+		Fshift       uint32
 		Mfile        uint32
 		Tgid         uint32
 		N            uint32
@@ -47,7 +52,6 @@ type walkOut struct {
 		Stop         uint32
 		Lo           uint32
 		Hi           uint32
-		_            [4]byte
 		Woke         uint64
 		Missing      uint32
 		FramesSframe uint32
@@ -72,8 +76,13 @@ type walkProc struct {
 		Start uint64
 		End   uint64
 		Bias  uint64
+		Base  uint64
+		Span  uint32
+		First uint32
+		N     uint32
+		Nb    uint32
+		Shift uint32
 		File  uint32
-		Pad   uint32
 	}
 }
 
@@ -91,18 +100,19 @@ type walkRow struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	walkMapBuckets     = "buckets"
 	walkMapCounters    = "counters"
-	walkMapFiles       = "files"
 	walkMapMisses      = "misses"
-	walkMapOutput      = "output"
 	walkMapProcs       = "procs"
 	walkMapRows        = "rows"
 	walkMapScratch     = "scratch"
+	walkMapStacks      = "stacks"
 	walkProgWalkStack  = "walk_stack"
 	walkVarEventIndex  = "event_index"
 	walkVarFallback    = "fallback"
 	walkVarKernelStack = "kernel_stack"
 	walkVarMaxDepth    = "max_depth"
+	walkVarWakeBytes   = "wake_bytes"
 )
 
 // loadWalk returns the embedded CollectionSpec for walk.
@@ -154,13 +164,13 @@ type walkProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type walkMapSpecs struct {
+	Buckets  *ebpf.MapSpec `ebpf:"buckets"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
-	Files    *ebpf.MapSpec `ebpf:"files"`
 	Misses   *ebpf.MapSpec `ebpf:"misses"`
-	Output   *ebpf.MapSpec `ebpf:"output"`
 	Procs    *ebpf.MapSpec `ebpf:"procs"`
 	Rows     *ebpf.MapSpec `ebpf:"rows"`
 	Scratch  *ebpf.MapSpec `ebpf:"scratch"`
+	Stacks   *ebpf.MapSpec `ebpf:"stacks"`
 }
 
 // walkVariableSpecs contains global variables before they are loaded into the kernel.
@@ -171,6 +181,7 @@ type walkVariableSpecs struct {
 	Fallback    *ebpf.VariableSpec `ebpf:"fallback"`
 	KernelStack *ebpf.VariableSpec `ebpf:"kernel_stack"`
 	MaxDepth    *ebpf.VariableSpec `ebpf:"max_depth"`
+	WakeBytes   *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // walkObjects contains all objects after they have been loaded into the kernel.
@@ -193,24 +204,24 @@ func (o *walkObjects) Close() error {
 //
 // It can be passed to loadWalkObjects or ebpf.CollectionSpec.LoadAndAssign.
 type walkMaps struct {
+	Buckets  *ebpf.Map `ebpf:"buckets"`
 	Counters *ebpf.Map `ebpf:"counters"`
-	Files    *ebpf.Map `ebpf:"files"`
 	Misses   *ebpf.Map `ebpf:"misses"`
-	Output   *ebpf.Map `ebpf:"output"`
 	Procs    *ebpf.Map `ebpf:"procs"`
 	Rows     *ebpf.Map `ebpf:"rows"`
 	Scratch  *ebpf.Map `ebpf:"scratch"`
+	Stacks   *ebpf.Map `ebpf:"stacks"`
 }
 
 func (m *walkMaps) Close() error {
 	return _WalkClose(
+		m.Buckets,
 		m.Counters,
-		m.Files,
 		m.Misses,
-		m.Output,
 		m.Procs,
 		m.Rows,
 		m.Scratch,
+		m.Stacks,
 	)
 }
 
@@ -222,6 +233,7 @@ type walkVariables struct {
 	Fallback    *ebpf.Variable `ebpf:"fallback"`
 	KernelStack *ebpf.Variable `ebpf:"kernel_stack"`
 	MaxDepth    *ebpf.Variable `ebpf:"max_depth"`
+	WakeBytes   *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // walkPrograms contains all programs after they have been loaded into the kernel.

@@ -31,7 +31,6 @@ const (
 	countSWCPUClock        = 0
 	countSWTaskClock       = 1
 	countSWContextSwitches = 3
-	countSWBPFOutput       = 10
 )
 
 // The events this package knows by name. cycles and instructions need a
@@ -46,9 +45,6 @@ var (
 	Cycles = Event{Name: "cycles", Type: perfdata.TypeHardware, Config: countHWCPUCycles}
 	// Instructions counts retired instructions (hardware).
 	Instructions = Event{Name: "instructions", Type: perfdata.TypeHardware, Config: countHWInstructions}
-	// BPFOutput is the event a BPF program writes raw samples into
-	// (bpf_perf_event_output): Options.BPFOutput opens one per CPU.
-	BPFOutput = Event{Name: "bpf-output", Type: perfdata.TypeSoftware, Config: countSWBPFOutput, Period: 1}
 	// ContextSwitches counts switches away from a profiled thread: with a
 	// period of 1 every switch-out is a sample, taken where the thread
 	// blocked or was preempted, the basis of off-CPU profiles. Its samples
@@ -220,14 +216,6 @@ type Options struct {
 	// next, which is how a reader orders the records of different CPUs by
 	// time as it goes (perf's ordered events).
 	FinishedRound bool
-	// BPFOutput also opens, on each CPU, a bpf-output event for every
-	// thread (its last Attr; Session.BPFOutputs), writing into the CPU's
-	// ring with raw data (perfdata.Sample.RawData): the samples that a
-	// BPF program attached to the sampled events (Session.SetBPF) writes
-	// with bpf_perf_event_output come in time order with the other
-	// records. It needs what system-wide sampling needs
-	// (kernel.perf_event_paranoid <= 0, or CAP_PERFMON).
-	BPFOutput bool
 }
 
 // needsKernel reports whether the options sample in the kernel.
@@ -371,9 +359,6 @@ const clockMonotonic = 1
 func (o *Options) buildAttrs() ([]*Attr, error) {
 	evs := o.events()
 	st := perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SampleCPU | perfdata.SamplePeriod
-	if o.BPFOutput {
-		evs = append(evs[:len(evs):len(evs)], BPFOutput)
-	}
 	if len(evs) > 1 {
 		// Several events share each ring; the identifier, first in a
 		// sample and last in other records, says whose a record is.
@@ -392,19 +377,11 @@ func (o *Options) buildAttrs() ([]*Attr, error) {
 	for i, e := range evs {
 		a := perfdata.Attr{Type: e.Type, Config: e.Config, SampleType: st,
 			SampleRegsUser: o.RegsUser, SampleStackUser: o.StackUser}
-		output := o.BPFOutput && i == len(evs)-1
 		a.Flags = perfdata.AttrDisabled | perfdata.AttrExcludeHV
-		if output {
-			// Per CPU, enabled from the start (it writes only what the
-			// program gives it), with the thread, time and raw data.
-			a.SampleType = st&(perfdata.SampleIdentifier|perfdata.SampleTID|perfdata.SampleTime|perfdata.SampleCPU) | perfdata.SampleRaw
-			a.SampleRegsUser, a.SampleStackUser = 0, 0
-			a.Flags = perfdata.AttrExcludeHV
-		}
-		if !o.NoInherit && !o.SystemWide && !output {
+		if !o.NoInherit && !o.SystemWide {
 			a.Flags |= perfdata.AttrInherit
 		}
-		if o.EnableOnExec && !output {
+		if o.EnableOnExec {
 			a.Flags |= perfdata.AttrEnableOnExec
 		}
 		if !o.needsKernel() && !o.KernelIfPermitted {

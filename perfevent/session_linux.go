@@ -62,7 +62,6 @@ type event struct {
 	fd       int
 	attr     *Attr
 	tid, cpu int
-	output   bool // a bpf-output event (Options.BPFOutput)
 }
 
 // Hooks for tests: the system calls whose failures are hard to provoke.
@@ -157,14 +156,9 @@ func open(opts Options) (*Session, error) {
 		return nil, err
 	}
 	opened := map[int]bool{} // processes with at least one thread opened
-	for ai, a := range s.attrs {
+	for _, a := range s.attrs {
 		attr := a.unix()
-		output := opts.BPFOutput && ai == len(s.attrs)-1
-		ts := targets
-		if output {
-			ts = []target{{tid: -1}}
-		}
-		for _, t := range ts {
+		for _, t := range targets {
 			for _, cpu := range cpus {
 				fd, err := perfEventOpen(attr, t.tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 				if err == unix.ESRCH && t.pid != 0 {
@@ -173,10 +167,8 @@ func open(opts Options) (*Session, error) {
 				if err != nil {
 					return nil, s.openError(err, a, t.tid, t.pid, cpu, len(targets), len(cpus))
 				}
-				s.events = append(s.events, event{fd: fd, attr: a, tid: t.tid, cpu: cpu, output: output})
-				if !output {
-					opened[t.pid] = true
-				}
+				s.events = append(s.events, event{fd: fd, attr: a, tid: t.tid, cpu: cpu})
+				opened[t.pid] = true
 				var id uint64
 				if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
 					return nil, &Error{Op: "read the ID of " + a.Event.Name, Err: e}
@@ -344,9 +336,6 @@ func (s *Session) setupPoll() error {
 		return &Error{Op: "epoll_ctl", Err: err}
 	}
 	for _, ev := range s.events {
-		if ev.output {
-			continue // never hangs up; its ring's wakeups reach the others
-		}
 		if err := add(ev.fd); err != nil {
 			return &Error{Op: "epoll_ctl", Err: err}
 		}
@@ -407,22 +396,6 @@ func (s *Session) Warnings() []string { return s.warnings }
 // ("kernel.perf_event_paranoid is 2; ..."); "" otherwise.
 func (s *Session) UserOnly() string { return s.userOnly }
 
-// BPFOutputs returns the file descriptor of each CPU's bpf-output event
-// (Options.BPFOutput), by CPU number, for a BPF program's
-// BPF_MAP_TYPE_PERF_EVENT_ARRAY; nil without.
-func (s *Session) BPFOutputs() map[int]int {
-	var m map[int]int
-	for _, ev := range s.events {
-		if ev.output {
-			if m == nil {
-				m = map[int]int{}
-			}
-			m[ev.cpu] = ev.fd
-		}
-	}
-	return m
-}
-
 // WakeOn makes Run read the rings whenever fd polls readable (edge
 // triggered: each time it becomes so), besides the rings' wakeups: a BPF
 // program's signal that records it needs are waiting. Call it before
@@ -443,9 +416,6 @@ func (s *Session) WakeOn(fd int) error {
 // Call it before Enable, or before the command starts.
 func (s *Session) SetBPF(progs []int) error {
 	for _, ev := range s.events {
-		if ev.output {
-			continue
-		}
 		if ev.attr.Index >= len(progs) {
 			return &Error{Op: fmt.Sprintf("attach a BPF program to %s", ev.attr.Event.Name), Err: unix.EINVAL}
 		}

@@ -46,9 +46,16 @@ func checkBPF(t *testing.T, p *Profile) *bpfunwind.Counters {
 	if c.Samples == 0 || c.OutputErrors > 0 || p.Stats.BPFTruncated > 0 {
 		t.Errorf("BPF counters %+v, %d truncated", c, p.Stats.BPFTruncated)
 	}
+	// Every sample read was unwound (the stacks seen before merged
+	// without it, r.seen, counted as it counts them).
+	if ss := &p.sess.Stats; ss.Samples != p.Stats.Samples || ss.Callchain+ss.Unwound+ss.NoUser+ss.NoMappings != ss.Samples {
+		t.Errorf("%d samples read, the session counts %d unwound: %d callchains, %d walked, %d without user frames, %d without mappings",
+			p.Stats.Samples, ss.Samples, ss.Callchain, ss.Unwound, ss.NoUser, ss.NoMappings)
+	}
 	// Only the samples of code whose tables are not loaded yet (a new
 	// command's, library's or process's first tens of milliseconds, more
-	// on a loaded machine) are passed on to the user-space walk.
+	// on a loaded machine) are passed on to the user-space walk;
+	// recordUntil records until they are at most a quarter.
 	if c.Fallback > c.Samples/3 {
 		t.Errorf("%d of %d samples passed on to the user-space walk, want most walked in the kernel", c.Fallback, c.Samples)
 	}

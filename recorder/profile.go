@@ -269,7 +269,7 @@ func (p *Profile) WriteSummary(w io.Writer) error {
 			fmt.Fprintf(&b, " %s %d", bpfunwind.Stop(i), n)
 		}
 		if c.OutputErrors > 0 || st.BPFTruncated > 0 {
-			fmt.Fprintf(&b, "; stacks lost by the output event %d, cut short %d", c.OutputErrors, st.BPFTruncated)
+			fmt.Fprintf(&b, "; stacks lost (their ring full) %d, cut short %d", c.OutputErrors, st.BPFTruncated)
 		}
 		t := &st.BPFTables
 		fmt.Fprintf(&b, "\n  tables: %d files, %d rows (%d idle, %d evicted, %d failed, %d without room)", t.Files, t.Rows, t.Idle, t.Evicted, t.Failed, t.Full)

@@ -27,6 +27,12 @@ import (
 // perf_event_paranoid forbids it (and which value is needed), the
 // locked-memory limit, no such process, a command that cannot be started
 // (exec.ErrNotFound when it is not found).
+// testBPFLoaded, set by tests, is given the loaded BPF unwinder, whose
+// counters say when a recording has walked enough in the kernel (how
+// long a new process's tables take to load depends on the machine's
+// load, so a fixed length cannot).
+var testBPFLoaded func(*bpfunwind.Unwinder)
+
 func Record(ctx context.Context, opts Options) (*Profile, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
@@ -54,7 +60,8 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 				depth = bpfunwind.DefaultMaxDepth
 				opts.MaxDepth = depth
 			}
-			if bu, err = bpfunwind.Load(bpfunwind.Options{MaxDepth: depth, Kernel: opts.Kernel, Fallback: true, Events: events}); err != nil {
+			if bu, err = bpfunwind.Load(bpfunwind.Options{MaxDepth: depth, Kernel: opts.Kernel, Fallback: true, Events: events,
+				TableCache: bpfunwind.DefaultTableCache()}); err != nil {
 				// Without the privilege, or on a kernel without what the
 				// program needs (BTF, bpf_loop: Linux 5.17), the stacks
 				// are walked here.
@@ -94,10 +101,10 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 		if bu == nil {
 			return nil
 		}
-		if err := bu.SetOutputs(s.BPFOutputs()); err != nil {
+		if err := s.WakeOn(bu.WakeFD()); err != nil {
 			return err
 		}
-		if err := s.WakeOn(bu.WakeFD()); err != nil {
+		if err := s.WakeOn(bu.StackFD()); err != nil {
 			return err
 		}
 		return s.SetBPF(bu.Programs())
@@ -165,18 +172,17 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	for _, a := range s.Attrs() {
 		attrs = append(attrs, a.Attr)
 	}
-	// The profile's events are the sampled ones, not the bpf-output.
 	p.attrs = attrs
-	if bu != nil {
-		p.attrs = attrs[:len(attrs)-1]
-	}
 	p.Warnings, p.UserOnly = append(warnings, s.Warnings()...), s.UserOnly()
 	p.Stats.RingBytes = s.RingPages() * os.Getpagesize()
 	// Samples wait for the records before them at most two passes over
 	// the rings: about two rings' worth per CPU.
 	r := newRecorder(sess, host, attrs, cs, max(2*p.Stats.RingBytes*runtime.NumCPU(), 16<<20))
 	if bu != nil {
-		r.bpf, r.outEvent, r.mirror = bu, len(attrs)-1, mirror
+		r.bpf, r.mirror = bu, mirror
+		if testBPFLoaded != nil {
+			testBPFLoaded(bu)
+		}
 	}
 	r.poll = s.SetPollInterval
 	if opts.OnPeriod != nil {

@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/sframekit/sframekit/bpfunwind"
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/unwind"
@@ -135,13 +137,30 @@ func recordUntil(t *testing.T, opts Options, enough func() bool) *Profile {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// With --bpf, a new process's first samples are passed on to the
+	// user-space walk until its tables are loaded: the recording goes on
+	// until most were walked in the kernel (checkBPF), however long the
+	// loading takes.
+	var bu atomic.Pointer[bpfunwind.Unwinder]
+	if opts.BPF {
+		testBPFLoaded = bu.Store
+		defer func() { testBPFLoaded = nil }()
+	}
+	walked := func() bool {
+		u := bu.Load()
+		if u == nil {
+			return true
+		}
+		c := u.Counters()
+		return c.Samples > 0 && c.Fallback <= c.Samples/4
+	}
 	started := opts.Started
 	opts.Started = func() {
 		if started != nil {
 			started()
 		}
 		go func() {
-			for ctx.Err() == nil && !enough() {
+			for ctx.Err() == nil && !(enough() && walked()) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			cancel()

@@ -251,11 +251,11 @@ func (o *Options) perfOptions(a arch.Arch) (po perfevent.Options, cs int) {
 		FinishedRound: true, RingPages: o.ringPages(),
 		// Rings are read at their wakeup watermark (half full) and at
 		// Stop; waking up more often only costs the profiler CPU time.
-		PollInterval: time.Second,
-		// With BPF, the program's stacks come through bpf-output
-		// events; the events' own samples, with their stack copies, only
-		// when the program passes them on (bpfunwind.Options.Fallback).
-		BPFOutput: o.BPF}, cs
+		// With BPF, the program's stacks come through its own ring
+		// buffer, read at each pass; the events' own samples, with
+		// their stack copies, only when it passes them on
+		// (bpfunwind.Options.Fallback).
+		PollInterval: time.Second}, cs
 }
 
 // TimeBased reports whether the periods of event e's samples are

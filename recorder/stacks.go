@@ -71,13 +71,14 @@ type event struct {
 	// of its thread: until it is applied, their samples wait too.
 	hold, proc bool
 	st         *stack
-	raw        []byte // evRecord, evSample: a copy of the record
+	raw        []byte // evRecord, evSample, evStack: a copy of the record
 }
 
 // Kinds of events.
 const (
 	evRecord = iota
 	evSample
+	evStack // a stack the BPF program walked (bpfunwind.Decode)
 	evOut
 	evIn
 )
@@ -151,13 +152,23 @@ type recorder struct {
 	period      time.Duration
 	periodStart time.Time
 
-	// bpf, when not nil, walks the stacks in the kernel: its samples are
-	// those of event outEvent (the bpf-output), whose raw data are the
-	// stacks, and its tables of processes are mirror's.
-	bpf      *bpfunwind.Unwinder
-	outEvent int
-	mirror   *bpfunwind.Mirror
+	// bpf, when not nil, walks the stacks in the kernel: its stacks are
+	// read at each pass over the rings, and its tables of processes are
+	// mirror's. The events' own samples are those it passed on.
+	bpf    *bpfunwind.Unwinder
+	mirror *bpfunwind.Mirror
+	// seen maps the BPF program's stacks (bpfunwind.StackKey) to their
+	// merged stack while nothing the session knows changes: a stack seen
+	// before is merged without mapping its frames again. Emptied when a
+	// record is applied (mappings, names, exits), at each cut, and
+	// beyond maxSeen stacks.
+	seen    map[string]*stack
+	seenKey []byte
 }
+
+// maxSeen bounds r.seen: 16,384 stacks (a 32-frame stack's key is 270
+// bytes: 4-5 MB).
+const maxSeen = 1 << 14
 
 // Waits between passes over the rings. A sample read before the records
 // of its process waits two passes (see round); at a ring's wakeup, half
@@ -184,7 +195,7 @@ const (
 func newRecorder(sess *perfunwind.Session, a arch.Arch, attrs []*perfdata.Attr, csEvent, maxKept int) *recorder {
 	return &recorder{sess: sess, arch: a, csEvent: csEvent, dec: perfdata.NewDecoder(binary.NativeEndian, attrs), maxKept: maxKept,
 		stacks: map[uint64]*stack{}, seed: maphash.MakeSeed(), mapIDs: map[*perfunwind.Mapping]uint32{}, pending: map[uint32]pendingOut{},
-		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}, outEvent: -1}
+		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}}
 }
 
 // handle takes one record of the rings.
@@ -256,31 +267,76 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 	}
 	r.smp.FromPerf(ps, r.arch)
 	r.smp.Event = rec.Attr.Index
-	if r.bpf != nil {
-		if r.smp.Event == r.outEvent {
-			r.fromBPF(ps.RawData)
-		} else if !late {
-			// Passed on by the program, which had no table for it: walked
-			// here from its stack copy.
-			r.stats.BPFFallback++
+	if r.bpf != nil && !late {
+		// Passed on by the program, which had no table for it: walked
+		// here from its stack copy.
+		r.stats.BPFFallback++
+	}
+	r.take(t, late, evSample, rec.Raw)
+}
+
+// stack takes a stack the BPF program walked (a record of its ring,
+// bpfunwind.Decode) as r.sample takes a sample; late says it waited.
+func (r *recorder) stack(raw []byte, late bool) {
+	var h bpfunwind.Header
+	var ok bool
+	r.smp.Callchain, h, ok = bpfunwind.Decode(raw, r.smp.Callchain)
+	if !ok {
+		r.stats.BPFTruncated++
+	}
+	if h.Time > r.roundMax && !late {
+		r.roundMax = h.Time
+	}
+	r.smp.Pid, r.smp.Tid, r.smp.Time, r.smp.Period, r.smp.Event = h.Pid, h.Tid, h.Time, h.Period, h.Event
+	r.smp.Regs, r.smp.Stack, r.smp.StackSize = arch.Regs{}, nil, 0
+	r.smp.NoCallGraph, r.smp.IPKernel = false, false
+	r.smp.IP = 0
+	for i, pc := range r.smp.Callchain {
+		if pc == perfdata.ContextUser && i+1 < len(r.smp.Callchain) {
+			r.smp.IP = r.smp.Callchain[i+1]
 		}
 	}
+	r.take(h.Time, late, evStack, raw)
+}
+
+// take unwinds the sample in r.smp (read from raw, an event of kind
+// evSample or evStack, at time t) and merges its stack, or keeps a copy
+// of raw to take it later in its place in time (late then).
+func (r *recorder) take(t uint64, late bool, kind uint8, raw []byte) {
 	if !late {
 		r.stats.Samples++
-		if r.mustWait(ps.Pid, ps.Tid) && r.kept+len(rec.Raw) <= r.maxKept {
+		if r.mustWait(r.smp.Pid, r.smp.Tid) && r.kept+len(raw) <= r.maxKept {
 			r.smp.Stack = nil
-			r.kept += len(rec.Raw)
+			r.kept += len(raw)
 			r.stats.Deferred++
-			r.queue = append(r.queue, event{time: t, kind: evSample, raw: r.copyOf(rec.Raw)})
+			r.queue = append(r.queue, event{time: t, kind: kind, raw: r.copyOf(raw)})
 			return
 		}
 	}
-	r.sess.Unwind(&r.smp, &r.st)
-	r.smp.Stack = nil // the copy is the ring's: keep nothing of it
-	st := r.intern(&r.st)
+	var st *stack
+	if kind == evStack {
+		r.seenKey = bpfunwind.StackKey(r.seenKey[:0], raw)
+		if st = r.seen[string(r.seenKey)]; st != nil {
+			// What Unwind counts of a callchain's stack (r.sess.Unwind).
+			r.sess.Stats.Samples++
+			r.sess.Stats.Callchain++
+			r.sess.Stats.KernelFrames += uint64(st.kernel)
+		}
+	}
+	if st == nil {
+		r.sess.Unwind(&r.smp, &r.st)
+		r.smp.Stack = nil // the copy is the ring's: keep nothing of it
+		st = r.intern(&r.st)
+		if kind == evStack && !r.st.Unwound && len(r.st.Frames) > st.kernel {
+			if len(r.seen) >= maxSeen || r.seen == nil {
+				r.seen = make(map[string]*stack)
+			}
+			r.seen[string(r.seenKey)] = st
+		}
+	}
 	if r.smp.Event == r.csEvent {
 		r.stats.SwitchOuts++
-		e := event{time: t, kind: evOut, tid: ps.Tid, st: st}
+		e := event{time: t, kind: evOut, tid: r.smp.Tid, st: st}
 		if late {
 			r.apply(&e) // in its place in time already
 		} else {
@@ -290,24 +346,7 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 	}
 	r.stats.OnCPU++
 	st.n++
-	st.period += r.smp.Period // FromPerf's, or the walker's (fromBPF)
-}
-
-// fromBPF makes r.smp the sample of a stack the BPF program walked: its
-// frames as the sample's callchain, which the session takes as they are,
-// and the period of the event sampled.
-func (r *recorder) fromBPF(raw []byte) {
-	var ok bool
-	r.smp.Callchain, r.smp.Period, r.smp.Event, _, ok = bpfunwind.Decode(raw, r.smp.Callchain)
-	if !ok {
-		r.stats.BPFTruncated++
-	}
-	r.smp.IP = 0
-	for i, pc := range r.smp.Callchain {
-		if pc == perfdata.ContextUser && i+1 < len(r.smp.Callchain) {
-			r.smp.IP = r.smp.Callchain[i+1]
-		}
-	}
+	st.period += r.smp.Period // FromPerf's, or the walker's (r.stack)
 }
 
 // mirrorRecord applies a record that changes a process's executable
@@ -423,6 +462,10 @@ func (r *recorder) mapID(m *perfunwind.Mapping) uint32 {
 func (r *recorder) round() {
 	if r.bpf != nil {
 		r.bpf.Woken()
+		// After the rings: the records its stacks need were written
+		// before them, and are read by now, but for a CPU's written in
+		// between (their samples wait, mustWait).
+		r.bpf.ReadStacks(r.readStack)
 	}
 	r.flush(r.prevMax)
 	r.prevMax = r.roundMax
@@ -464,6 +507,7 @@ func (r *recorder) cut(end time.Time) {
 		}
 	}
 	maps := r.maps
+	clear(r.seen)
 	r.stacks = map[uint64]*stack{}
 	r.order = nil
 	r.mapIDs = map[*perfunwind.Mapping]uint32{}
@@ -530,6 +574,7 @@ func (r *recorder) flush(limit uint64) {
 func (r *recorder) apply(e *event) {
 	switch e.kind {
 	case evRecord:
+		clear(r.seen) // what the stacks' frames map to may change
 		if e.hold {
 			held, k := r.heldTid, e.tid
 			if e.proc {
@@ -557,6 +602,13 @@ func (r *recorder) apply(e *event) {
 			return
 		}
 		r.sess.Record(&r.late)
+	case evStack:
+		r.kept -= len(e.raw)
+		r.stack(e.raw, true)
+		if len(r.free) < maxFree {
+			r.free = append(r.free, e.raw)
+		}
+		e.raw = nil
 	case evSample:
 		r.kept -= len(e.raw)
 		if err := r.dec.Decode(&r.late, e.raw); err != nil {
@@ -625,3 +677,6 @@ func durationOf(ns uint64) time.Duration {
 	}
 	return time.Duration(ns)
 }
+
+// readStack takes a stack just read from the BPF program's ring.
+func (r *recorder) readStack(raw []byte) { r.stack(raw, false) }

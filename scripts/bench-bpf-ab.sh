@@ -29,7 +29,7 @@ for r in $(seq "$rounds"); do
         "$bin" record --bpf --duration "$arg" "$@" -o ab.pb.gz -- ./recprog "$prog" 3 >/dev/null 2>err.txt
       fi
       printf '%s %-6s %-22s %s per sample, %s samples, reads %s\n' "$r" $b "$spec" \
-        "$(sed -n 's/.*, \([0-9.]*\(µs\|ms\)\) per sample in the BPF program.*/\1/p' err.txt)" \
+        "$(sed -n 's/.*, \([0-9.]*\(ns\|µs\|ms\)\) per sample in the BPF program.*/\1/p' err.txt)" \
         "$(sed -n 's/^walked in the kernel (--bpf): \([0-9]*\) samples.*/\1/p' err.txt)" \
         "$(sed -n 's/.*reads of user memory \([0-9]*\).*/\1/p' err.txt)"
     done
