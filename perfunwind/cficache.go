@@ -16,8 +16,17 @@ import (
 // the walks take its CFI for (see compile), in a file without SFrame of
 // its own.
 type cfiCache struct {
-	t    unwind.CFI
+	t unwind.CFI
+	// rows holds the rows of the addresses looked up twice or more; an
+	// address looked up once has a nil entry. Most return addresses are
+	// looked up here once: the unwinder keeps their rows in its own
+	// compact form (unwind's cfiRules) after the first walk through them,
+	// and a row kept here for each (300 bytes) was a fifth of the memory
+	// sframe record touched on a C++ compiler's stacks, each fresh page a
+	// page fault. A second lookup (a top frame's address sampled again, a
+	// row of another shape, another process) costs one more search.
 	rows map[uint64]*cfiRow
+	slab []cfiRow // rows allocated in blocks: fewer, larger allocations
 
 	// SFrame compiled from the CFI (tab, nil when not wanted): pcs are
 	// the first addresses of the functions looked up, the first done of
@@ -46,7 +55,8 @@ const maxCFIRows = 1 << 16
 
 // Lookup implements unwind.CFI.
 func (c *cfiCache) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
-	if e, ok := c.rows[pc]; ok {
+	e, seen := c.rows[pc]
+	if e != nil {
 		if e.ok {
 			row.CopyFrom(&e.row)
 			if e.fresh {
@@ -63,8 +73,18 @@ func (c *cfiCache) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi
 	if err == nil {
 		if len(c.rows) >= maxCFIRows {
 			clear(c.rows)
+			seen = false
 		}
-		e := &cfiRow{cie: cie, ok: ok, fresh: fresh}
+		if !seen {
+			c.rows[pc] = nil
+			return cie, ok, err
+		}
+		if len(c.slab) == 0 {
+			c.slab = make([]cfiRow, 64)
+		}
+		e := &c.slab[0]
+		c.slab = c.slab[1:]
+		*e = cfiRow{cie: cie, ok: ok, fresh: fresh}
 		if ok {
 			// CopyFrom: the rules past a Row's inline ones are in a
 			// slice that a plain copy would share with the caller's.

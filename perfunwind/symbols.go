@@ -63,6 +63,7 @@ type Resolver struct {
 	s     *Session
 	sym   *symbolize.Symbolizer
 	kern  map[uint64]*Loc
+	slab  []Loc                // room for the next Locs: allocated in blocks
 	names map[string][3]string // Name, Short and Unversioned of each symbol name
 	plts  map[*File]*pltTable
 }
@@ -120,7 +121,10 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 	} else {
 		s, ok = r.sym.LookupFunc(f.key, addr)
 	}
-	l := &Loc{}
+	if len(r.slab) == 0 {
+		r.slab = make([]Loc, 128)
+	}
+	l := &r.slab[0]
 	if ok {
 		l.Sym, l.Offset = s.Name, s.Offset
 		if s.Line > 0 {
@@ -138,8 +142,10 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 		l.Inlined = r.sym.Inlines(f.key, addr)
 	}
 	if l.Sym == "" && l.File == "" && l.Inlined == nil {
+		*l = Loc{} // its slot stays free for the next
 		return unknown
 	}
+	r.slab = r.slab[1:]
 	return l
 }
 

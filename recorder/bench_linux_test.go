@@ -1,8 +1,10 @@
 package recorder
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -104,4 +106,45 @@ func BenchmarkOnlineSample(b *testing.B) {
 	b.ReportMetric(frames, "frames/sample")
 	// On a shared machine, CPU time says more than wall time.
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/sample")
+}
+
+// BenchmarkWritePprofCXX measures naming a C++ compiler's frames and
+// writing its profile, sframe record's phase after the recording: each
+// iteration records (untimed) g++ -O2 compiling scripts/bench-cc1plus.cc
+// with NUM=1 (cc1plus: thousands of distinct stacks and C++ functions),
+// then writes it as pprof, every symbol table read and name demangled
+// (the session's files keep what they resolved). cpu-us/stack is the
+// process's CPU time per distinct stack.
+//
+//	go test ./recorder -run '^$' -bench WritePprofCXX -benchtime 3x
+func BenchmarkWritePprofCXX(b *testing.B) {
+	testprog.NeedPerfEvents(b)
+	testprog.NeedTool(b, "g++")
+	src, err := filepath.Abs("../scripts/bench-cc1plus.cc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	obj := filepath.Join(b.TempDir(), "tu.o")
+	var out bytes.Buffer
+	var cpu time.Duration
+	stacks := 0
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		p, _ := recordCommand(b, Options{}, "g++", "-std=c++17", "-O2", "-DNUM=1", "-c", src, "-o", obj)
+		if len(p.stacks) < 1000 {
+			b.Fatalf("%d distinct stacks, want thousands", len(p.stacks))
+		}
+		p.res.NameOnly = true // as sframe record's pprof output
+		out.Reset()
+		b.StartTimer()
+		cpu0 := cpuTime()
+		if err := p.WritePprof(&out); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime() - cpu0
+		stacks += len(p.stacks)
+	}
+	b.ReportMetric(float64(stacks)/float64(b.N), "stacks")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(stacks), "cpu-us/stack")
 }

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"slices"
 	"sort"
@@ -28,6 +29,8 @@ type stack struct {
 	// perfunwind.Frames took four times the memory, with pointers.
 	key    string
 	frames int
+	// next is the next stack whose key has the same hash (see intern).
+	next   *stack
 	kernel int
 	n      int64
 	period uint64
@@ -104,7 +107,15 @@ type recorder struct {
 	smp     perfunwind.Sample
 	st      perfunwind.Stack
 	key     []byte
-	stacks  map[string]*stack
+	// stacks are the merged stacks by the hash of their keys (seed),
+	// those of one hash chained by stack.next: a map keyed by the keys
+	// themselves hashed each again, hundreds of bytes, every time it
+	// grew, which was a third of merging a C++ compiler's stacks (nearly
+	// every sample a new one).
+	stacks  map[uint64]*stack
+	seed    maphash.Seed
+	slab    []stack // the next stacks' room
+	keys    []byte  // the next keys' room: keys are never changed
 	order   []*stack
 	mapIDs  map[*perfunwind.Mapping]uint32
 	maps    []*perfunwind.Mapping // by ID - 1
@@ -183,7 +194,7 @@ const (
 // (beyond, they are unwound at once).
 func newRecorder(sess *perfunwind.Session, a arch.Arch, attrs []*perfdata.Attr, csEvent, maxKept int) *recorder {
 	return &recorder{sess: sess, arch: a, csEvent: csEvent, dec: perfdata.NewDecoder(binary.NativeEndian, attrs), maxKept: maxKept,
-		stacks: map[string]*stack{}, mapIDs: map[*perfunwind.Mapping]uint32{}, pending: map[uint32]pendingOut{},
+		stacks: map[uint64]*stack{}, seed: maphash.MakeSeed(), mapIDs: map[*perfunwind.Mapping]uint32{}, pending: map[uint32]pendingOut{},
 		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}}
 }
 
@@ -400,12 +411,27 @@ func (r *recorder) intern(st *perfunwind.Stack) *stack {
 		k = append(k, f.Flags())
 	}
 	r.key = k
-	if s := r.stacks[string(k)]; s != nil {
-		return s
+	h := maphash.Bytes(r.seed, k)
+	first := r.stacks[h]
+	for s := first; s != nil; s = s.next {
+		if s.key == string(k) {
+			return s
+		}
 	}
-	key := string(k)
-	s := &stack{pid: st.Pid, tid: st.Tid, event: st.Event, comm: st.Comm, key: key, frames: frames, kernel: st.Kernel}
-	r.stacks[key] = s
+	// The stack and its key come from blocks of many: two allocations
+	// per stack were a quarter of merging.
+	if len(r.slab) == 0 {
+		r.slab = make([]stack, 256)
+	}
+	s := &r.slab[0]
+	r.slab = r.slab[1:]
+	if len(k) > cap(r.keys)-len(r.keys) {
+		r.keys = make([]byte, 0, max(64<<10, len(k)))
+	}
+	r.keys = append(r.keys, k...)
+	key := r.keys[len(r.keys)-len(k):]
+	*s = stack{pid: st.Pid, tid: st.Tid, event: st.Event, comm: st.Comm, key: unsafe.String(unsafe.SliceData(key), len(key)), frames: frames, kernel: st.Kernel, next: first}
+	r.stacks[h] = s
 	r.order = append(r.order, s)
 	return s
 }
@@ -482,7 +508,7 @@ func (r *recorder) cut(end time.Time) {
 	}
 	maps := r.maps
 	clear(r.seen)
-	r.stacks = map[string]*stack{}
+	r.stacks = map[uint64]*stack{}
 	r.order = nil
 	r.mapIDs = map[*perfunwind.Mapping]uint32{}
 	r.maps = nil

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
 	"strings"
@@ -34,7 +35,20 @@ type PerfBuilder struct {
 	kern map[*profile.Mapping]bool
 	locs map[locID]*profile.Location
 	fns  functions
-	smp  map[string]*perfSample
+	// smp are the samples by the hash (seed) of their keys, those of
+	// one hash chained by perfSample.next; all are the samples in the
+	// order added. Keyed by the keys themselves, the map hashed each
+	// again as it grew, and held a copy of each: a profiler's samples are
+	// mostly distinct stacks already (sframe record merges its own).
+	smp  map[uint64]*perfSample
+	all  []*perfSample
+	seed maphash.Seed
+	// Room for the next samples and their locations: allocated in blocks.
+	smpSlab []perfSample
+	locSlab []*profile.Location
+	// Room for the next locations and their lines, allocated in blocks.
+	locBlock  []profile.Location
+	lineBlock []profile.Line
 	// types are the sample types set by SetEventType, by event index.
 	types map[int]profile.ValueType
 	key   []byte
@@ -63,6 +77,7 @@ type perfSample struct {
 	comm       string
 	event      int
 	n, periods int64
+	next       *perfSample // the next of the same hash in smp
 }
 
 // NewPerfBuilder returns a PerfBuilder for a recording with header h
@@ -76,7 +91,8 @@ func NewPerfBuilder(r *perfunwind.Resolver, h *perfdata.Header) *PerfBuilder {
 		kern:  map[*profile.Mapping]bool{},
 		locs:  map[locID]*profile.Location{},
 		fns:   functions{},
-		smp:   map[string]*perfSample{},
+		smp:   map[uint64]*perfSample{},
+		seed:  maphash.MakeSeed(),
 		types: map[int]profile.ValueType{},
 	}
 }
@@ -110,10 +126,28 @@ func (b *PerfBuilder) AddSamples(st *perfunwind.Stack, n int64) error {
 	k = binary.AppendUvarint(k, uint64(st.Event))
 	k = append(k, st.Comm...)
 	b.ids, b.key = ids, k
-	s := b.smp[string(k)]
+	h := maphash.Bytes(b.seed, k)
+	first := b.smp[h]
+	s := first
+	for ; s != nil; s = s.next {
+		if s.pid == st.Pid && s.tid == st.Tid && s.event == st.Event && s.comm == st.Comm && slices.Equal(s.locs, ids) {
+			break
+		}
+	}
 	if s == nil {
-		s = &perfSample{locs: slices.Clone(ids), pid: st.Pid, tid: st.Tid, comm: st.Comm, event: st.Event}
-		b.smp[string(k)] = s
+		if len(b.smpSlab) == 0 {
+			b.smpSlab = make([]perfSample, 256)
+		}
+		s = &b.smpSlab[0]
+		b.smpSlab = b.smpSlab[1:]
+		if len(ids) > cap(b.locSlab)-len(b.locSlab) {
+			b.locSlab = make([]*profile.Location, 0, max(16<<10, len(ids)))
+		}
+		n := len(b.locSlab)
+		b.locSlab = append(b.locSlab, ids...)
+		*s = perfSample{locs: b.locSlab[n:len(b.locSlab):len(b.locSlab)], pid: st.Pid, tid: st.Tid, comm: st.Comm, event: st.Event, next: first}
+		b.smp[h] = s
+		b.all = append(b.all, s)
 	}
 	s.n += n
 	s.periods += int64(st.Period)
@@ -143,11 +177,24 @@ func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Locat
 	if l := b.locs[k]; l != nil {
 		return l
 	}
-	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: pc, Mapping: m}
+	if len(b.locBlock) == 0 {
+		b.locBlock = make([]profile.Location, 256)
+	}
+	l := &b.locBlock[0]
+	b.locBlock = b.locBlock[1:]
+	*l = profile.Location{ID: uint64(len(b.p.Location) + 1), Address: pc, Mapping: m}
 	loc := b.r.Resolve(f.Map, pc)
+	if n := len(loc.Inlined) + 1; f.Signal || loc.Name != "" {
+		// The lines' room (a signal frame has one), full: appending past
+		// it would not write over the next location's.
+		if len(b.lineBlock) < n {
+			b.lineBlock = make([]profile.Line, max(1024, n))
+		}
+		l.Line, b.lineBlock = b.lineBlock[:0:n], b.lineBlock[n:]
+	}
 	switch {
 	case f.Signal:
-		l.Line = []profile.Line{{Function: b.fns.get(b.p, "<signal handler called>", "<signal handler called>", "")}}
+		l.Line = append(l.Line, profile.Line{Function: b.fns.get(b.p, "<signal handler called>", "<signal handler called>", "")})
 	case loc.Name != "":
 		// pprof: innermost inlined call first, the function last.
 		file, line := loc.File, loc.Line
@@ -277,10 +324,7 @@ func (b *PerfBuilder) sampleTypes() []int {
 // sortedSamples returns the samples added in a stable order: by their
 // first location, then labels.
 func (b *PerfBuilder) sortedSamples() []*perfSample {
-	keys := make([]*perfSample, 0, len(b.smp))
-	for _, s := range b.smp {
-		keys = append(keys, s)
-	}
+	keys := slices.Clone(b.all)
 	slices.SortFunc(keys, func(x, y *perfSample) int {
 		if c := slices.CompareFunc(x.locs, y.locs, func(a, b *profile.Location) int { return cmp.Compare(a.ID, b.ID) }); c != 0 {
 			return c
@@ -395,9 +439,13 @@ func (b *PerfBuilder) mainMapping(samples []*perfSample) *profile.Mapping {
 			procs[s.pid] = pr
 		}
 		pr.n += s.n
+		var last *profile.Mapping // frames come in runs of one mapping
 		for _, l := range s.locs {
-			if m := l.Mapping; m != nil && !b.isKernel(m) && (pr.lowest == nil || m.Start < pr.lowest.Start) {
-				pr.lowest = m
+			if m := l.Mapping; m != last {
+				last = m
+				if m != nil && !b.isKernel(m) && (pr.lowest == nil || m.Start < pr.lowest.Start) {
+					pr.lowest = m
+				}
 			}
 		}
 	}

@@ -496,6 +496,46 @@ func BenchmarkLoadLibc(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadCC1plus measures the first lookup in GCC's C++ compiler
+// (cc1plus: no .symtab, 31,000 dynamic symbols, mostly C++ names, in
+// hash order), the symbols chosen as perf chooses them, as sframe record
+// names a compilation's frames.
+//
+//	go test ./symbolize -run '^$' -bench LoadCC1plus
+func BenchmarkLoadCC1plus(b *testing.B) {
+	testprog.NeedTool(b, "g++")
+	out, err := exec.Command("g++", "-print-prog-name=cc1plus").Output()
+	if err != nil {
+		b.Skip(err)
+	}
+	path := strings.TrimSpace(string(out))
+	f, err := elf.Open(path)
+	if err != nil {
+		b.Skip(err)
+	}
+	syms, err := f.DynamicSymbols()
+	f.Close()
+	if err != nil || len(syms) < 10000 {
+		b.Skipf("%s: %d dynamic symbols (%v), want a compiler's", path, len(syms), err)
+	}
+	var addr uint64
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 8 {
+			addr = s.Value + 4
+			break
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := New()
+		s.PerfNames = true
+		if _, ok := s.LookupFunc(path, addr); !ok {
+			b.Fatalf("%s: no symbol at %#x", path, addr)
+		}
+		s.Close()
+	}
+}
+
 // TestSizelessSymbolEndsWithSection checks that a symbol without size
 // (_fini, frame_dummy) names addresses up to the next symbol only inside
 // its own section, as eu-addr2line does: past .fini, between sections and

@@ -2,8 +2,10 @@ package symbolize
 
 import (
 	"debug/elf"
+	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,4 +72,35 @@ func TestSymbolNames(t *testing.T) {
 		t.Skip("no symbol tables to read")
 	}
 	t.Logf("%d tables", tables)
+}
+
+// TestRadixSort sorts keys as sortedByStart packs them (starts of up to
+// 43 bits above 20 bits of index), and others, against slices.Sort.
+func TestRadixSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 255, 256, 257, 31000} {
+		for _, kind := range []string{"packed", "wide", "equal", "sorted", "reversed"} {
+			a := make([]int, n)
+			for i := range a {
+				switch kind {
+				case "packed":
+					a[i] = int((0x65a090+rng.Uint64N(0x1530b4c))<<20 | uint64(i))
+				case "wide":
+					a[i] = int(rng.Uint64() >> 1)
+				case "equal":
+					a[i] = 42
+				case "sorted":
+					a[i] = i << 30
+				case "reversed":
+					a[i] = (n - i) << 40
+				}
+			}
+			want := slices.Clone(a)
+			slices.Sort(want)
+			radixSort(a)
+			if !slices.Equal(a, want) {
+				t.Fatalf("%d %s keys: not sorted as slices.Sort sorts them", n, kind)
+			}
+		}
+	}
 }

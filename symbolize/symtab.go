@@ -29,9 +29,10 @@ type cand struct {
 // file's .symtab has 10,000 entries, and only its functions are wanted.
 // Memory is what it costs most (each new page is a page fault, and those
 // are slow in virtual machines): the table is streamed twice through one
-// 64 KB buffer, to count the functions and then to fill a slice of
-// exactly that size, and the string table is read straight into the one
-// string the names are substrings of.
+// 64 KB buffer, to count the functions (by their entries, without
+// reading their names) and then to fill a slice of at most that size,
+// and the string table is read straight into the one string the names
+// are substrings of.
 //
 // For a .symtab it also returns the table's untyped code labels (see
 // textLabel), sorted by address, from the same pass.
@@ -101,7 +102,10 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym)
 		}
 	}
 	// parse decodes an entry; ok is false for what is not a function.
-	parse := func(e []byte) (c cand, ok bool) {
+	// Without named, the name is not read: ok may be true for an entry
+	// whose name rules it out (the counting pass, whose count may then
+	// exceed what the second pass keeps).
+	parse := func(e []byte, named bool) (c cand, ok bool) {
 		se := decodeSym(bo, is64, e)
 		name, info, shndx, value, sz := se.name, se.info, se.shndx, se.value, se.size
 		t := elf.ST_TYPE(info)
@@ -110,6 +114,9 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym)
 		label := labels && t == elf.STT_NOTYPE && int(shndx) < len(f.Sections) && f.Sections[shndx].Flags&elf.SHF_EXECINSTR != 0
 		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC && !label) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || value == 0 {
 			return c, false
+		}
+		if !named {
+			return c, int(name) < len(strs)
 		}
 		if int(name) >= len(strs) {
 			return c, false
@@ -127,7 +134,7 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym)
 	count := 0
 	var text []sym
 	if err := each(func(e []byte) {
-		if _, ok := parse(e); ok {
+		if _, ok := parse(e, false); ok {
 			count++
 		}
 		if typ == elf.SHT_SYMTAB && len(text) < maxLabels {
@@ -144,7 +151,7 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym)
 	}
 	out := make([]cand, 0, count)
 	if err := each(func(e []byte) {
-		if c, ok := parse(e); ok && len(out) < count {
+		if c, ok := parse(e, true); ok && len(out) < count {
 			out = append(out, c)
 		}
 	}); err != nil {
@@ -275,7 +282,7 @@ func sortedByStart(cs []cand) []int {
 		for i := range cs {
 			order[i] = int(cs[i].start<<idxBits | uint64(i))
 		}
-		slices.Sort(order) // non-negative: starts have 43 bits
+		radixSort(order) // non-negative: starts have 43 bits
 		for i, k := range order {
 			order[i] = k & (1<<idxBits - 1)
 		}
@@ -286,6 +293,44 @@ func sortedByStart(cs []cand) []int {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cs[a].start, cs[b].start) })
 	return order
+}
+
+// radixSort sorts the non-negative integers a, 11 bits a pass from the
+// lowest, skipping the passes where every one has the same digit: a
+// shared library's .dynsym lists its symbols in hash order, and sorting
+// cc1plus's 31,000 by address with slices.Sort took a third of reading
+// them; this takes a tenth of that.
+func radixSort(a []int) {
+	if len(a) < 256 {
+		slices.Sort(a)
+		return
+	}
+	const bits, size = 11, 1 << 11
+	orig, tmp := a, make([]int, len(a))
+	var count [size]int
+	for shift := uint(0); shift < 63; shift += bits {
+		clear(count[:])
+		for _, v := range a {
+			count[v>>shift&(size-1)]++
+		}
+		if count[a[0]>>shift&(size-1)] == len(a) {
+			continue // one digit for all: the order stands
+		}
+		pos := 0
+		for d, n := range count {
+			count[d] = pos
+			pos += n
+		}
+		for _, v := range a {
+			d := v >> shift & (size - 1)
+			tmp[count[d]] = v
+			count[d]++
+		}
+		a, tmp = tmp, a
+	}
+	if &a[0] != &orig[0] { // an odd number of scatters
+		copy(orig, a)
+	}
 }
 
 // SymbolNames returns the names of the entries idx (indices into the

@@ -4,6 +4,8 @@ package unwind
 
 import (
 	"encoding/binary"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -28,10 +30,10 @@ func (c countedCFI) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cf
 // first walk must look up the CFI once per distinct address, the
 // recursion's repeated return addresses taking the row it left in the
 // Context (cfiRules), and the second must give the same frames without
-// looking the CFI up again, but for the top frame (never cached: its
-// registers are all live), the outermost one (RA undefined) and signal
-// frames. A third walk with the fast path off must give the
-// same frames, looking everything up.
+// looking the CFI up again, but for the outermost one (RA undefined)
+// and signal frames (the top frame's row is cached too). A third walk
+// with the fast path off must give the same frames, looking everything
+// up.
 func TestCFIRowsCached(t *testing.T) {
 	s := takeSnapshot(t)
 	n := 0
@@ -55,7 +57,7 @@ func TestCFIRowsCached(t *testing.T) {
 	if stop != StopEnd || !slices.Equal(first, second) {
 		t.Fatalf("second walk: %d frames, %v %v; the first gave %d", len(second), stop, err, len(first))
 	}
-	uncached := 2
+	uncached := 1
 	distinct := map[uint64]bool{}
 	for _, f := range first {
 		if f.Signal {
@@ -105,5 +107,157 @@ func TestCFIRowsCachedRAColumn(t *testing.T) {
 	fs, stop, err := unwindBothWays(t, u, &regs, &FlatMemory{Addr: 0x7000, Data: stack})
 	if stop != StopEnd || len(fs) != 3 || fs[1].PC != 0x1050 || fs[2].PC != 0x2050 {
 		t.Fatalf("%d frames, %v %v; want h, f at 0x1050, g at 0x2050 and the end", len(fs), stop, err)
+	}
+}
+
+// TestCFIRowsByRange walks synthetic stacks three times with one
+// Context: a row the CFI gave once serves, without a CFI lookup, a top
+// frame at another address it covers and a caller's return address it
+// covers; every walk gives the general path's frames.
+func TestCFIRowsByRange(t *testing.T) {
+	s := cfibuild.Section{Order: binary.LittleEndian}
+	// CFA = rsp + 8, RA (column 16) at CFA-8, at function entry.
+	cie := s.CIE(1, "", nil, 1, -8, 16, []byte{0x0c, 7, 8, 0x90, 1})
+	// f: CFA = rsp + 24 from 0x1004 to its end.
+	s.AbsFDE(cie, 0x1000, 0x100, false, []byte{0x44, 0x0e, 24})
+	// g: the outermost frame (RA undefined).
+	s.AbsFDE(cie, 0x2000, 0x100, false, []byte{0x07, 16})
+	// h: a leaf.
+	s.AbsFDE(cie, 0x3000, 0x100, false, nil)
+	tab, err := cfi.New(s.B, cfi.Options{Addr: 0x5000, ByteOrder: binary.LittleEndian, AddrSize: 8, Arch: arch.AMD64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	u, err := New(arch.AMD64, []*Module{{Name: "synth", Start: 0x1000, End: 0x4000, CFI: countedCFI{&CFITable{T: tab}, &n}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := new(Context)
+	walk := func(pc uint64, words ...uint64) (int, []Frame) {
+		t.Helper()
+		stack := make([]byte, 64)
+		for i, w := range words {
+			binary.LittleEndian.PutUint64(stack[8*i:], w)
+		}
+		regs := arch.Regs{Arch: arch.AMD64}
+		regs.Set(arch.AMD64RSP, 0x7000)
+		regs.Set(arch.AMD64RIP, pc)
+		mem := &FlatMemory{Addr: 0x7000, Data: stack}
+		n = 0
+		fs, stop, err := u.Unwind(ctx, &regs, mem, nil)
+		lookups := n
+		general, gstop, gerr := u.Unwind(&Context{noFast: true}, &regs, mem, nil)
+		if stop != StopEnd || gstop != StopEnd || !slices.Equal(fs, general) {
+			t.Fatalf("walk from %#x: %+v %v %v; the general path: %+v %v %v", pc, fs, stop, err, general, gstop, gerr)
+		}
+		return lookups, fs
+	}
+	// f's frame (CFA 0x7018, RA at 0x7010) into g.
+	if n, fs := walk(0x1010, 0, 0, 0x2050); n != 2 || len(fs) != 2 {
+		t.Errorf("first walk: %d frames, %d CFI lookups; want 2 and 2 (f, g)", len(fs), n)
+	}
+	if n, fs := walk(0x1030, 0, 0, 0x2050); n != 1 || len(fs) != 2 {
+		t.Errorf("top frame at another address of f's row: %d frames, %d CFI lookups; want 2 and 1 (g)", len(fs), n)
+	}
+	// h's frame (RA at 0x7000) into f at 0x1060, then g.
+	if n, fs := walk(0x3010, 0x1060, 0, 0, 0x2050); n != 2 || len(fs) != 3 {
+		t.Errorf("return address at another address of f's row: %d frames, %d CFI lookups; want 3 and 2 (h, g)", len(fs), n)
+	}
+}
+
+// TestRuleTable puts 50,000 addresses (clustered, as return addresses
+// are, and spread, and the ends of the address space) into a ruleTable,
+// some twice, and checks every lookup against a Go map's, for addresses
+// put and not.
+func TestRuleTable(t *testing.T) {
+	var tab ruleTable
+	want := map[uint64]fastRule{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var keys []uint64
+	for i := range 50000 {
+		var pc uint64
+		switch i % 3 {
+		case 0:
+			pc = 0x65a090 + uint64(rng.IntN(1<<20))
+		case 1:
+			pc = rng.Uint64()
+		default:
+			pc = uint64(i)
+		}
+		keys = append(keys, pc)
+	}
+	keys = append(keys, 0, math.MaxUint64, math.MaxUint64-1)
+	for i, pc := range keys {
+		r := fastRule{cfaOff: int32(i), raOff: -8, fpOff: int32(-i), flags: fastOK}
+		_, had := want[pc]
+		if pc != math.MaxUint64 {
+			want[pc] = r
+		}
+		if isNew := tab.put(pc, r); isNew != (!had && pc != math.MaxUint64) {
+			t.Fatalf("put %#x: new %v, the map had it: %v", pc, isNew, had)
+		}
+	}
+	if tab.n != len(want) {
+		t.Errorf("%d entries, want %d", tab.n, len(want))
+	}
+	for _, pc := range append(keys, 1<<40, 0x65a08f, math.MaxUint64) {
+		for _, q := range []uint64{pc, pc + 1, pc - 1} {
+			got, ok := tab.get(q)
+			w, wok := want[q]
+			if ok != wok || got != w {
+				t.Fatalf("get %#x: %+v %v, want %+v %v", q, got, ok, w, wok)
+			}
+		}
+	}
+	var empty *ruleTable
+	if _, ok := empty.get(5); ok {
+		t.Error("a nil table has a rule")
+	}
+}
+
+// BenchmarkRuleTable looks up 16,000 return addresses of a file in the
+// order of a recording's frames (each address many times, spread over
+// 400,000 lookups), as the fast path does for a file without SFrame; and
+// the same in a Go map, which the table replaced.
+//
+//	go test ./unwind -run '^$' -bench RuleTable
+func BenchmarkRuleTable(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pcs := make([]uint64, 16000)
+	var tab ruleTable
+	for i := range pcs {
+		pcs[i] = 0x65a090 + uint64(rng.IntN(0x1530b4c))
+		tab.put(pcs[i], fastRule{cfaOff: 16, raOff: -8, flags: fastOK})
+	}
+	order := make([]uint64, 400000)
+	for i := range order {
+		order[i] = pcs[rng.IntN(len(pcs))]
+	}
+	m := map[uint64]fastRule{}
+	for _, pc := range pcs {
+		m[pc], _ = tab.get(pc)
+	}
+	for _, kind := range []string{"ruleTable", "gomap"} {
+		b.Run(kind, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				for _, pc := range order {
+					var ok bool
+					if kind == "gomap" {
+						_, ok = m[pc]
+					} else {
+						_, ok = tab.get(pc)
+					}
+					if ok {
+						n++
+					}
+				}
+			}
+			if n != b.N*len(order) {
+				b.Fatalf("%d found, want %d", n, b.N*len(order))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(order)), "ns/lookup")
+		})
 	}
 }

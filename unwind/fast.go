@@ -172,3 +172,53 @@ func (w *Context) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 	st.depth += n - n0
 	return frames
 }
+
+// topStep takes the step of the top frame (st.top) with the cached CFI
+// rule r of its address, as fastWalk takes a caller's, and returns its
+// frame; ok is false, and st unchanged, when a read fails or the stack
+// would move down: the general path then decides. Like every step with
+// a cached rule it keeps only PC, SP and FP, and marks the walk as one
+// to redo without them if a rule further up needs another register.
+func (w *Context) topStep(in *modInfo, r *fastRule, st *walkState) (Frame, bool) {
+	mem := &w.mem.flat
+	if w.be {
+		mem = &emptyFlat
+	}
+	cfa := st.sp
+	if r.flags&fastCFAFP != 0 {
+		if !st.fpOK {
+			return Frame{}, false
+		}
+		cfa = st.fp
+	}
+	cfa += uint64(int64(r.cfaOff))
+	a := cfa + uint64(int64(r.raOff))
+	ra, ok := mem.word(a)
+	if !ok {
+		if ra, ok = w.slowWord(a); !ok {
+			return Frame{}, false
+		}
+	}
+	fp, fpOK := st.fp, st.fpOK
+	if r.flags&fastFP != 0 {
+		a := cfa + uint64(int64(r.fpOff))
+		v, ok := mem.word(a)
+		if !ok {
+			if v, ok = w.slowWord(a); !ok {
+				return Frame{}, false
+			}
+		}
+		fp, fpOK = v, true
+	}
+	if r.flags&fastRASigned != 0 {
+		ra &= w.pacMask
+	}
+	nsp := cfa + w.spOff
+	if nsp < st.sp {
+		return Frame{}, false
+	}
+	w.usedGen = true
+	f := Frame{PC: st.pc, SP: st.sp, CFA: cfa, Module: in.m, Method: MethodCFI, Exact: true}
+	st.pc, st.sp, st.fp, st.fpOK, st.top = ra, nsp, fp, fpOK, false
+	return f, true
+}

@@ -516,11 +516,23 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 				set(cur, w.fpReg, st.fp)
 			}
 		}
+		if top && !w.noFast && in != nil {
+			// The top frame at an address whose row the CFI gave
+			// before, in the fast path's form (cfiRules): its step
+			// needs only PC, SP and FP, as a caller's does.
+			if r, ok := w.cachedRule(in, lookup-m.Bias); ok {
+				if f, ok := w.topStep(in, &r, &st); ok {
+					frames = append(frames, f)
+					inRegs = false
+					continue
+				}
+			}
+		}
 		method, err := w.step(in, pc, lookup, cur, next, top)
 		if w.gen {
 			return frames, StopNoRule, nil // Unwind walks again
 		}
-		if method == MethodCFI && err == nil && !top && !w.sig {
+		if method == MethodCFI && err == nil && !w.sig {
 			w.keepCFIRule(in, lookup-m.Bias)
 		}
 		frames = append(frames, Frame{PC: pc, SP: sp, CFA: w.cfa, Module: m, Method: method, Signal: w.sig, Exact: top || w.sig})

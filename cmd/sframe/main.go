@@ -20,6 +20,7 @@ import (
 	"runtime/metrics"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	// Maps the heap pages the command will use in one system call, before
 	// the other packages' initialization allocates: page faults are what
@@ -109,23 +110,36 @@ const (
 // high limit let garbage take what an input's work allocates, up to that
 // limit (1 GiB before, for a 600 KB recording), and a limit alone makes
 // the collector run without end once what is live nears it.
-func delayGC() {
+func delayGC() { delayGCUntil(gcFirst) }
+
+// delayGCUntil is delayGC with the first collection when the process's
+// memory reaches first bytes. A later call replaces an earlier one's
+// settings, whose first collection then changes nothing.
+func delayGCUntil(first int64) {
+	gen := gcGen.Add(1)
 	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(gcFirst)
-	armGC()
+	debug.SetMemoryLimit(first)
+	armGC(gen, first)
 }
 
-// armGC has the next collection end the delay if the heap had reached
-// gcFirst, and otherwise (a collection forced early, as hugeheap's)
-// wait for the next one.
-func armGC() {
+// gcGen counts the calls of delayGCUntil: a collection ends the delay of
+// the latest only.
+var gcGen atomic.Int64
+
+// armGC has the next collection end the delay of call gen if the heap
+// had reached first, and otherwise (a collection forced early, as
+// hugeheap's) wait for the next one.
+func armGC(gen, first int64) {
 	// The collection finds the sentinel unreachable and runs its
 	// finalizer.
 	runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) {
+		if gcGen.Load() != gen {
+			return // a later delay holds
+		}
 		m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 		metrics.Read(m)
-		if m[0].Value.Uint64()-m[1].Value.Uint64() < gcFirst/2 {
-			armGC()
+		if m[0].Value.Uint64()-m[1].Value.Uint64() < uint64(first/2) {
+			armGC(gen, first)
 			return
 		}
 		debug.SetGCPercent(gcPercent)

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
@@ -189,9 +188,13 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	// faulting it in 4 KiB at a time cost 300-500 page faults of 15-40 us
 	// each on a virtual machine, a fifth of a short recording's CPU time.
 	hugeheap.Reserve(32 << 20)
-	// A recording runs for long: collect garbage as usual, not only at
-	// main's memory limit.
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	// A recording may run for long: collect garbage as usual, not only
+	// at main's memory limit, but from recordGCFirst on. Below it (the
+	// reservation above and 32 MiB of heap: a C++ compiler's 10,000
+	// samples and its files' tables take half of that) the collections
+	// as the heap doubled from a few MB, and sweeping after them, were a
+	// tenth of the recording's CPU, for garbage that is a few MB.
+	delayGCUntil(recordGCFirst)
 	prof, err := recorder.Record(sig.ctx, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "sframe record: %s\n", recordError(err, operands))
@@ -240,6 +243,10 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	// give it: 128+N for a command killed by signal N.
 	return exitStatus(prof.Wait())
 }
+
+// recordGCFirst is the process's memory at which a recording first
+// collects garbage (delayGCUntil).
+const recordGCFirst = 64 << 20
 
 // recordSignals stops a recording on a signal (interruptSignals), so
 // that the profile is written all the same; a second one, or one after
