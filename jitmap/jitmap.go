@@ -179,7 +179,10 @@ func (t *Table) add(s Symbol) bool {
 // The names are substrings of one copy of data.
 func ParsePerfMap(data []byte) *Table {
 	text := string(data)
-	t := &Table{}
+	// Sized from the lines up front: a table grown by appends leaves
+	// its outgrown copies (up to MaxEntries' worth) to the collector,
+	// which makes the peak memory depend on when it runs.
+	t := &Table{syms: make([]Symbol, 0, min(strings.Count(text, "\n")+1, MaxEntries))}
 	for len(text) > 0 {
 		line := text
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
