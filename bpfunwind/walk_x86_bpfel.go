@@ -60,11 +60,15 @@ type walkOut struct {
 		Wbase        uint64
 		Wlen         uint32
 		Nowin        uint32
-		Clook        uint64
-		Cfile        uint32
-		Crow         uint32
 	}
-	Win [4104]uint8
+	Win   [4104]uint8
+	Cache [1024]struct {
+		_    structs.HostLayout
+		Addr uint64
+		File uint32
+		Pad  uint32
+		R    walkRow
+	}
 }
 
 type walkProc struct {
