@@ -19,19 +19,38 @@ type walkBucket struct {
 	Hi uint32
 }
 
-type walkOut struct {
+type walkProc struct {
+	_   structs.HostLayout
+	N   uint32
+	Pad uint32
+	M   [512]struct {
+		_     structs.HostLayout
+		Start uint64
+		End   uint64
+		Bias  uint64
+		Base  uint64
+		Span  uint32
+		First uint32
+		N     uint32
+		Nb    uint32
+		Shift uint32
+		File  uint32
+	}
+}
+
+type walkRow struct {
 	_      structs.HostLayout
-	Period uint64
-	Nuser  uint32
-	Nkern  uint16
-	Stop   uint16
-	Time   uint64
-	Pid    uint32
-	Tid    uint32
-	Cpu    uint32
-	Pad    uint32
-	Pcs    [4224]uint64
-	St     struct {
+	Pc     uint32
+	CfaOff int32
+	RaOff  int16
+	FpOff  int16
+	Flags  uint8
+	Pad    [3]uint8
+}
+
+type walkScratch struct {
+	_  structs.HostLayout
+	St struct {
 		_            structs.HostLayout
 		Pc           uint64
 		Sp           uint64
@@ -69,35 +88,19 @@ type walkOut struct {
 		Pad  uint32
 		R    walkRow
 	}
-}
-
-type walkProc struct {
-	_   structs.HostLayout
-	N   uint32
-	Pad uint32
-	M   [512]struct {
-		_     structs.HostLayout
-		Start uint64
-		End   uint64
-		Bias  uint64
-		Base  uint64
-		Span  uint32
-		First uint32
-		N     uint32
-		Nb    uint32
-		Shift uint32
-		File  uint32
+	Out struct {
+		_      structs.HostLayout
+		Period uint64
+		Nuser  uint32
+		Nkern  uint16
+		Stop   uint16
+		Time   uint64
+		Pid    uint32
+		Tid    uint32
+		Cpu    uint32
+		Pad    uint32
+		Pcs    [4224]uint64
 	}
-}
-
-type walkRow struct {
-	_      structs.HostLayout
-	Pc     uint32
-	CfaOff int32
-	RaOff  int16
-	FpOff  int16
-	Flags  uint8
-	Pad    [3]uint8
 }
 
 // Names of all BPF objects in the ELF.

@@ -165,9 +165,17 @@ struct out {
 	u32 cpu;
 	u32 pad;
 	u64 pcs[MAX_PCS]; // kernel frames, then user frames
-	struct state st;  // not output
+};
+
+// A CPU's scratch: the walk's state first, where a field is one
+// instruction's offset from the scratch's address (BPF's offsets are 16
+// bits: beyond 32 KiB each access took three), then the stack, as it is
+// output.
+struct scratch {
+	struct state st;
 	u8 win[WIN + 8];  // the window (8 bytes of slack for the verifier)
 	struct cached cache[NCACHE]; // kept from sample to sample on this CPU
+	struct out out;
 };
 
 #define OUT_HDR 40
@@ -209,7 +217,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, u32);
-	__type(value, struct out);
+	__type(value, struct scratch);
 	__uint(max_entries, 1); // one per CPU, set at load
 } scratch SEC(".maps");
 
@@ -356,7 +364,7 @@ static __always_inline u32 search(struct state *st, u32 key) {
 
 // findrow returns the row covering the ELF address a in st's file (flags
 // R_NONE for none), from the row cache or searched and cached.
-static __always_inline struct row *findrow(struct out *o, u64 a) {
+static __always_inline struct row *findrow(struct scratch *o, u64 a) {
 	struct state *st = &o->st;
 	u64 h = (a ^ (a >> 10)) & (NCACHE - 1);
 	hide(h);
@@ -390,7 +398,7 @@ static __always_inline void wake(struct state *st) {
 // for the next, but never beyond base's page, so that a window never
 // faults on the next mapping (a thread's stack ends where the guard page
 // of the next one starts). It returns 0 if a window was read.
-static __always_inline int fill(struct out *o, u64 base) {
+static __always_inline int fill(struct scratch *o, u64 base) {
 	struct state *st = &o->st;
 	u64 n = st->wbase ? WIN : WIN0;
 	u64 rest = PAGE - (base & (PAGE - 1));
@@ -412,7 +420,7 @@ static __always_inline int fill(struct out *o, u64 base) {
 // read reads the u64 at addr of the user stack, the frame's SP being sp:
 // from the window, read again from sp (or addr, beyond a window from sp)
 // when it does not hold addr; with single reads once a window failed.
-static __always_inline int read(struct out *o, u64 *v, u64 addr, u64 sp) {
+static __always_inline int read(struct scratch *o, u64 *v, u64 addr, u64 sp) {
 	struct state *st = &o->st;
 	u64 off = addr - st->wbase;
 	// (wlen - off, not off + 8: an address at the top of the address
@@ -441,11 +449,11 @@ single:
 
 // The walk's scratch, passed to each step (a lookup a frame less).
 struct walkctx {
-	struct out *o;
+	struct scratch *o;
 };
 
 // frame records st->pc and finds its caller; non-zero ends the walk.
-static __always_inline long frame(struct out *o) {
+static __always_inline long frame(struct scratch *o) {
 	struct state *st = &o->st;
 	u64 n = st->n;
 	u64 idx = (u64)st->nkern + n;
@@ -454,7 +462,7 @@ static __always_inline long frame(struct out *o) {
 		return 1;
 	}
 	u64 pc = st->pc, sp = st->sp;
-	o->pcs[idx] = pc;
+	o->out.pcs[idx] = pc;
 	st->n = n + 1;
 
 	// Callers' PCs are return addresses: their rows are those of the
@@ -522,7 +530,7 @@ static __always_inline long frame(struct out *o) {
 // with one, 11.7 with two; four gained 1.5 ns more there, nothing on
 // 32-frame stacks).
 static long step(u64 i, void *ctx) {
-	struct out *o = ((struct walkctx *)ctx)->o;
+	struct scratch *o = ((struct walkctx *)ctx)->o;
 	if (!o || frame(o))
 		return 1;
 	return frame(o);
@@ -531,16 +539,16 @@ static long step(u64 i, void *ctx) {
 SEC("perf_event")
 int walk_stack(struct bpf_perf_event_data *ctx) {
 	u32 cpu = bpf_get_smp_processor_id();
-	struct out *o = bpf_map_lookup_elem(&scratch, &cpu);
+	struct scratch *o = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!o)
 		return 0;
 	struct state *st = &o->st;
 	count(C_SAMPLES);
-	o->period = ctx->sample_period;
+	o->out.period = ctx->sample_period;
 
 	u32 nk = 0;
 	if (kernel_stack && (ctx->regs.cs & 3) == 0) {
-		long n = bpf_get_stack(ctx, o->pcs, MAX_KERN * sizeof(u64), 0);
+		long n = bpf_get_stack(ctx, o->out.pcs, MAX_KERN * sizeof(u64), 0);
 		if (n > 0)
 			nk = n / sizeof(u64);
 	}
@@ -589,21 +597,21 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	count(C_STOP + (stop & 7));
 	u32 nu = st->n;
 	nk = st->nkern;
-	o->nuser = nu;
-	o->nkern = nk;
-	o->stop = stop | (event_index & 0xff) << 8;
+	o->out.nuser = nu;
+	o->out.nkern = nk;
+	o->out.stop = stop | (event_index & 0xff) << 8;
 	u64 size = OUT_HDR + (u64)(nk + nu) * sizeof(u64);
 	if (size > OUT_HDR + MAX_PCS * sizeof(u64))
 		size = OUT_HDR + MAX_PCS * sizeof(u64);
 	u64 pt = bpf_get_current_pid_tgid();
-	o->pid = pt >> 32;
-	o->tid = (u32)pt;
-	o->cpu = cpu;
-	o->time = bpf_ktime_get_ns();
+	o->out.pid = pt >> 32;
+	o->out.tid = (u32)pt;
+	o->out.cpu = cpu;
+	o->out.time = bpf_ktime_get_ns();
 	u64 flags = BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_query(&stacks, BPF_RB_AVAIL_DATA) >= wake_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_output(&stacks, o, size, flags))
+	if (bpf_ringbuf_output(&stacks, &o->out, size, flags))
 		count(C_OUTPUT_ERR);
 	return 0;
 }
