@@ -79,7 +79,29 @@ type walkScratch struct {
 		Wbase        uint64
 		Wlen         uint32
 		Nowin        uint32
+		Gen          uint64
 	}
+	Mcache [8]struct {
+		_ structs.HostLayout
+		M struct {
+			_     structs.HostLayout
+			Start uint64
+			End   uint64
+			Bias  uint64
+			Base  uint64
+			Span  uint32
+			First uint32
+			N     uint32
+			Nb    uint32
+			Shift uint32
+			File  uint32
+		}
+		Gen  uint64
+		Tgid uint32
+		Pad  uint32
+	}
+	Mnext uint32
+	Pad   uint32
 	Win   [4104]uint8
 	Cache [1024]struct {
 		_    structs.HostLayout
@@ -109,6 +131,7 @@ type walkScratch struct {
 const (
 	walkMapBuckets     = "buckets"
 	walkMapCounters    = "counters"
+	walkMapGenmap      = "genmap"
 	walkMapMisses      = "misses"
 	walkMapProcs       = "procs"
 	walkMapRows        = "rows"
@@ -173,6 +196,7 @@ type walkProgramSpecs struct {
 type walkMapSpecs struct {
 	Buckets  *ebpf.MapSpec `ebpf:"buckets"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
+	Genmap   *ebpf.MapSpec `ebpf:"genmap"`
 	Misses   *ebpf.MapSpec `ebpf:"misses"`
 	Procs    *ebpf.MapSpec `ebpf:"procs"`
 	Rows     *ebpf.MapSpec `ebpf:"rows"`
@@ -213,6 +237,7 @@ func (o *walkObjects) Close() error {
 type walkMaps struct {
 	Buckets  *ebpf.Map `ebpf:"buckets"`
 	Counters *ebpf.Map `ebpf:"counters"`
+	Genmap   *ebpf.Map `ebpf:"genmap"`
 	Misses   *ebpf.Map `ebpf:"misses"`
 	Procs    *ebpf.Map `ebpf:"procs"`
 	Rows     *ebpf.Map `ebpf:"rows"`
@@ -224,6 +249,7 @@ func (m *walkMaps) Close() error {
 	return _WalkClose(
 		m.Buckets,
 		m.Counters,
+		m.Genmap,
 		m.Misses,
 		m.Procs,
 		m.Rows,

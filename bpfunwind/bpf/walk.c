@@ -135,6 +135,7 @@ struct state {
 	u64 wbase;     // the window's user address
 	u32 wlen;      // bytes of it read, 0 for none
 	u32 nowin;     // a window could not be read: single reads from here on
+	u64 gen;       // the tables' generation (genmap) at the walk's start
 };
 
 // A row lookup's result, kept for the next lookups of the same address
@@ -167,12 +168,29 @@ struct out {
 	u64 pcs[MAX_PCS]; // kernel frames, then user frames
 };
 
+// A mapping found in a process's table, kept for the next walks on its
+// CPU while the tables are those of generation gen: a walk's first frame,
+// and each frame in another mapping than the last frame's, would
+// otherwise search its process's table (a hash lookup and a binary
+// search, 50-100 ns).
+struct mcached {
+	struct mapping m;
+	u64 gen;
+	u32 tgid;
+	u32 pad;
+};
+
+#define NMCACHE 8 // a power of two
+
 // A CPU's scratch: the walk's state first, where a field is one
 // instruction's offset from the scratch's address (BPF's offsets are 16
 // bits: beyond 32 KiB each access took three), then the stack, as it is
 // output.
 struct scratch {
 	struct state st;
+	struct mcached mcache[NMCACHE];
+	u32 mnext; // the next entry of mcache to replace
+	u32 pad;
 	u8 win[WIN + 8];  // the window (8 bytes of slack for the verifier)
 	struct cached cache[NCACHE]; // kept from sample to sample on this CPU
 	struct out out;
@@ -228,6 +246,16 @@ struct {
 	__uint(max_entries, C_MAX);
 } counters SEC(".maps");
 
+// genmap holds the generation of the process tables, which the profiler
+// bumps after each change of procs: the mapping caches (mcache) of older
+// generations are stale.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, u64);
+	__uint(max_entries, 1);
+} genmap SEC(".maps");
+
 // stacks takes the walks' stacks. The profiler is woken only once it
 // holds wake_bytes (it reads the ring at each pass over the perf rings
 // too): a wakeup a sample would cost more than the walk.
@@ -273,14 +301,40 @@ static __always_inline void add(u32 c, u64 n) {
 
 static __always_inline void count(u32 c) { add(c, 1); }
 
-// findmap finds the mapping of st->pc, or leaves st->mfile 0.
-static __always_inline void findmap(struct state *st) {
+// use makes m the mapping of st's frames.
+static __always_inline void use(struct state *st, struct mapping *m) {
+	st->mstart = m->start;
+	st->mend = m->end;
+	st->bias = m->bias;
+	if (m->file == 0 || m->n == 0 || m->nb == 0)
+		return;
+	st->fbase = m->base;
+	st->fspan = m->span;
+	st->ffirst = m->first;
+	st->fn = m->n;
+	st->fnb = m->nb;
+	st->fshift = m->shift;
+	st->mfile = m->file;
+}
+
+// findmap finds the mapping of st->pc, or leaves st->mfile 0 (and
+// st->mend 0 where there is none).
+static __always_inline void findmap(struct scratch *o) {
+	struct state *st = &o->st;
 	u64 pc = st->pc;
 	if (pc >= st->mstart && pc < st->mend)
 		return;
 	st->mfile = 0;
 	st->mstart = st->mend = 0;
 	u32 tgid = st->tgid;
+	u64 gen = st->gen;
+	for (int i = 0; i < NMCACHE; i++) {
+		struct mcached *c = &o->mcache[i];
+		if (c->tgid == tgid && c->gen == gen && pc >= c->m.start && pc < c->m.end) {
+			use(st, &c->m);
+			return;
+		}
+	}
 	struct proc *p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p) {
 		// Counted once a walk (its first frame), here rather than by a
@@ -311,18 +365,12 @@ static __always_inline void findmap(struct state *st) {
 	struct mapping *m = &p->m[lo & (MAX_MAPS - 1)];
 	if (pc >= m->end)
 		return;
-	st->mstart = m->start;
-	st->mend = m->end;
-	st->bias = m->bias;
-	if (m->file == 0 || m->n == 0 || m->nb == 0)
-		return;
-	st->fbase = m->base;
-	st->fspan = m->span;
-	st->ffirst = m->first;
-	st->fn = m->n;
-	st->fnb = m->nb;
-	st->fshift = m->shift;
-	st->mfile = m->file;
+	u32 k = o->mnext++;
+	struct mcached *c = &o->mcache[k & (NMCACHE - 1)];
+	c->m = *m;
+	c->gen = gen;
+	c->tgid = tgid;
+	use(st, m);
 }
 
 // search returns the index in rows of the row covering key (an offset
@@ -470,7 +518,7 @@ static __always_inline long frame(struct scratch *o) {
 	// Callers' PCs are return addresses: their rows are those of the
 	// call, one byte before (a call may end its function).
 	u64 look = n > 0 ? pc - 1 : pc;
-	findmap(st);
+	findmap(o);
 	struct row *r = 0;
 	if (st->mfile)
 		r = findrow(o, look - st->bias);
@@ -584,6 +632,9 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		st->stop = STOP_NOREGS;
 	} else {
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
+		u32 zero = 0;
+		u64 *gen = bpf_map_lookup_elem(&genmap, &zero);
+		st->gen = gen ? *gen : 0;
 		st->stop = STOP_DEPTH;
 		struct walkctx wc = {o};
 		bpf_loop((max_depth + 1) / 2, step, &wc, 0);
