@@ -628,10 +628,11 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 			count(C_KERNEL_MODE);
 		}
 	}
+	u64 pt = bpf_get_current_pid_tgid();
 	if (st->pc == 0) {
 		st->stop = STOP_NOREGS;
 	} else {
-		st->tgid = bpf_get_current_pid_tgid() >> 32;
+		st->tgid = pt >> 32;
 		u32 zero = 0;
 		u64 *gen = bpf_map_lookup_elem(&genmap, &zero);
 		st->gen = gen ? *gen : 0;
@@ -656,7 +657,6 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	u64 size = OUT_HDR + (u64)(nk + nu) * sizeof(u64);
 	if (size > OUT_HDR + MAX_PCS * sizeof(u64))
 		size = OUT_HDR + MAX_PCS * sizeof(u64);
-	u64 pt = bpf_get_current_pid_tgid();
 	o->out.pid = pt >> 32;
 	o->out.tid = (u32)pt;
 	o->out.cpu = cpu;
