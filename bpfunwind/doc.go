@@ -99,7 +99,11 @@
 // its walks found in a direct-mapped cache of 1,024, keyed by file and
 // address (a file's id is never reused): the frames of a sample are
 // mostly those of the samples before, whose bucket and binary search
-// cost a frame 8-10 ns of its 20; the walk's state lives in the
+// cost a frame 8-10 ns of its 20; and the last 8 mappings it found in
+// the process tables, while those keep their generation (genmap, which
+// the profiler bumps after each change of a table), which spare a walk's
+// first frame and each frame that changes mapping a hash lookup and a
+// binary search; the walk's state lives in the
 // per-CPU scratch map rather than on the stack, so that the verifier
 // checks each search's body once rather than once per path through it.
 //
@@ -124,7 +128,8 @@
 // procs: DefaultMaxProcesses tables of MaxMappings mappings of 56 bytes
 // (28 KiB each, allocated as used). scratch: 71 KiB per CPU (4,096 user
 // and 128 kernel frames, the walk's state, the 4 KiB stack window, the
-// row cache's 1,024 entries of 32 bytes).
+// row cache's 1,024 entries of 32 bytes, the mapping cache's 8 of 72).
+// genmap: one 8-byte generation.
 // counters: 15 per-CPU counters. misses: a 4 KiB ring buffer. stacks:
 // DefaultStackRing per CPU (Options.StackRing, at most MaxStackRing).
 // The table cache on disk: 128 files and 64 MiB (Options.TableCache).

@@ -73,7 +73,8 @@ struct row {
 
 // A mapping of a process's table, with where its file's rows are: a
 // frame costs one search of the process's table (none when it is in the
-// last frame's mapping) and one of a bucket of rows.
+// last frame's mapping or one of the CPU's cached ones, mcache) and one
+// of a bucket of rows (none when the row cache has it).
 struct mapping {
 	u64 start, end; // runtime addresses
 	u64 bias;       // runtime = ELF + bias
