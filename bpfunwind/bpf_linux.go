@@ -43,6 +43,7 @@ type Unwinder struct {
 	// Tables counts what the loaded tables hold.
 	Tables TableStats
 	proc   walkProc // scratch for SyncProcess
+	gen    uint64   // the process tables' generation (bump)
 	progs  []*ebpf.Program
 	misses *ringbuf.Reader
 	rec    ringbuf.Record
@@ -130,7 +131,8 @@ func Load(opts Options) (*Unwinder, error) {
 	u.progs = []*ebpf.Program{u.objs.WalkStack}
 	// The other events' copies share the maps (but their constants).
 	repl := map[string]*ebpf.Map{walkMapRows: u.objs.Rows, walkMapBuckets: u.objs.Buckets, walkMapProcs: u.objs.Procs,
-		walkMapScratch: u.objs.Scratch, walkMapCounters: u.objs.Counters, walkMapStacks: u.objs.Stacks, walkMapMisses: u.objs.Misses}
+		walkMapScratch: u.objs.Scratch, walkMapCounters: u.objs.Counters, walkMapStacks: u.objs.Stacks, walkMapMisses: u.objs.Misses,
+		walkMapGenmap: u.objs.Genmap}
 	for i := 1; i < opts.Events; i++ {
 		sp := spec0.Copy()
 		for name, v := range map[string]any{walkVarMaxDepth: uint32(opts.MaxDepth), walkVarKernelStack: ks, walkVarFallback: fb, walkVarEventIndex: uint32(i), walkVarWakeBytes: uint64(ring / 4)} {
@@ -256,6 +258,9 @@ func (u *Unwinder) SyncProcess(pid uint32, maps []*perfunwind.Mapping) error {
 	} else {
 		err = u.objs.Procs.Put(pid, p)
 	}
+	if e := u.bump(); err == nil {
+		err = e
+	}
 	u.release(old)
 	if err != nil {
 		return fmt.Errorf("bpf unwinder: the mappings of process %d: %w", pid, err)
@@ -263,11 +268,21 @@ func (u *Unwinder) SyncProcess(pid uint32, maps []*perfunwind.Mapping) error {
 	return nil
 }
 
+// bump moves the process tables to a new generation after a change: the
+// program's caches of mappings found in them are stale. Before their
+// files' tables are released, so that no cached mapping names rows
+// given to another file.
+func (u *Unwinder) bump() error {
+	u.gen++
+	return u.objs.Genmap.Put(uint32(0), u.gen)
+}
+
 // DropProcess forgets process pid (it exited).
 func (u *Unwinder) DropProcess(pid uint32) {
 	if old, ok := u.procs[pid]; ok {
 		delete(u.procs, pid)
 		u.objs.Procs.Delete(pid)
+		u.bump()
 		u.release(old)
 	}
 }

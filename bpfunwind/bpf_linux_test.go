@@ -49,7 +49,7 @@ func TestLayout(t *testing.T) {
 	if n := unsafe.Sizeof(walkBucket{}); n != bucketSize {
 		t.Errorf("struct bucket is %d bytes, written as %d", n, bucketSize)
 	}
-	if n := unsafe.Offsetof(walkOut{}.Pcs); n != outHeader {
+	if n := unsafe.Offsetof(walkScratch{}.Out.Pcs); n != outHeader {
 		t.Errorf("struct out's frames start at %d, read at %d", n, outHeader)
 	}
 }

@@ -19,54 +19,6 @@ type walkBucket struct {
 	Hi uint32
 }
 
-type walkOut struct {
-	_      structs.HostLayout
-	Period uint64
-	Nuser  uint32
-	Nkern  uint16
-	Stop   uint16
-	Time   uint64
-	Pid    uint32
-	Tid    uint32
-	Cpu    uint32
-	Pad    uint32
-	Pcs    [4224]uint64
-	St     struct {
-		_            structs.HostLayout
-		Pc           uint64
-		Sp           uint64
-		Fp           uint64
-		Mstart       uint64
-		Mend         uint64
-		Bias         uint64
-		Fbase        uint64
-		Fspan        uint32
-		Ffirst       uint32
-		Fn           uint32
-		Fnb          uint32
-		Fshift       uint32
-		Mfile        uint32
-		Tgid         uint32
-		N            uint32
-		Nkern        uint32
-		Stop         uint32
-		Lo           uint32
-		Hi           uint32
-		Woke         uint64
-		Missing      uint32
-		FramesSframe uint32
-		FramesFp     uint32
-		Reads        uint32
-		Wbase        uint64
-		Wlen         uint32
-		Nowin        uint32
-		Clook        uint64
-		Cfile        uint32
-		Crow         uint32
-	}
-	Win [4104]uint8
-}
-
 type walkProc struct {
 	_   structs.HostLayout
 	N   uint32
@@ -96,12 +48,90 @@ type walkRow struct {
 	Pad    [3]uint8
 }
 
+type walkScratch struct {
+	_  structs.HostLayout
+	St struct {
+		_            structs.HostLayout
+		Pc           uint64
+		Sp           uint64
+		Fp           uint64
+		Mstart       uint64
+		Mend         uint64
+		Bias         uint64
+		Fbase        uint64
+		Fspan        uint32
+		Ffirst       uint32
+		Fn           uint32
+		Fnb          uint32
+		Fshift       uint32
+		Mfile        uint32
+		Tgid         uint32
+		N            uint32
+		Nkern        uint32
+		Stop         uint32
+		Lo           uint32
+		Hi           uint32
+		Woke         uint64
+		Missing      uint32
+		FramesSframe uint32
+		FramesFp     uint32
+		Reads        uint32
+		Wbase        uint64
+		Wlen         uint32
+		Nowin        uint32
+		Gen          uint64
+	}
+	Mcache [8]struct {
+		_ structs.HostLayout
+		M struct {
+			_     structs.HostLayout
+			Start uint64
+			End   uint64
+			Bias  uint64
+			Base  uint64
+			Span  uint32
+			First uint32
+			N     uint32
+			Nb    uint32
+			Shift uint32
+			File  uint32
+		}
+		Gen  uint64
+		Tgid uint32
+		Pad  uint32
+	}
+	Mnext uint32
+	Pad   uint32
+	Win   [4104]uint8
+	Cache [1024]struct {
+		_    structs.HostLayout
+		Addr uint64
+		File uint32
+		Pad  uint32
+		R    walkRow
+	}
+	Out struct {
+		_      structs.HostLayout
+		Period uint64
+		Nuser  uint32
+		Nkern  uint16
+		Stop   uint16
+		Time   uint64
+		Pid    uint32
+		Tid    uint32
+		Cpu    uint32
+		Pad    uint32
+		Pcs    [4224]uint64
+	}
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	walkMapBuckets     = "buckets"
 	walkMapCounters    = "counters"
+	walkMapGenmap      = "genmap"
 	walkMapMisses      = "misses"
 	walkMapProcs       = "procs"
 	walkMapRows        = "rows"
@@ -166,6 +196,7 @@ type walkProgramSpecs struct {
 type walkMapSpecs struct {
 	Buckets  *ebpf.MapSpec `ebpf:"buckets"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
+	Genmap   *ebpf.MapSpec `ebpf:"genmap"`
 	Misses   *ebpf.MapSpec `ebpf:"misses"`
 	Procs    *ebpf.MapSpec `ebpf:"procs"`
 	Rows     *ebpf.MapSpec `ebpf:"rows"`
@@ -206,6 +237,7 @@ func (o *walkObjects) Close() error {
 type walkMaps struct {
 	Buckets  *ebpf.Map `ebpf:"buckets"`
 	Counters *ebpf.Map `ebpf:"counters"`
+	Genmap   *ebpf.Map `ebpf:"genmap"`
 	Misses   *ebpf.Map `ebpf:"misses"`
 	Procs    *ebpf.Map `ebpf:"procs"`
 	Rows     *ebpf.Map `ebpf:"rows"`
@@ -217,6 +249,7 @@ func (m *walkMaps) Close() error {
 	return _WalkClose(
 		m.Buckets,
 		m.Counters,
+		m.Genmap,
 		m.Misses,
 		m.Procs,
 		m.Rows,

@@ -3,7 +3,8 @@
 # program's run time per sample (the recorder's summary: the kernel's BPF
 # statistics) and its reads of user memory, for two sframe binaries, on
 # recorder/testdata/recprog.c (SFrame build): `work` (two threads 32
-# frames deep, 1,500,000,000 iterations) and 2 s each of `deep
+# frames deep, 1,500,000,000 iterations), 3 s of the chains program
+# (`spin`: threads 5, 20 and 60 frames deep) and 2 s each of `deep
 # --max-depth 5`, `deep` (32 frames) and `recurse` (2,004 frames).
 #
 # Usage: scripts/bench-bpf-ab.sh BEFORE_SFRAME AFTER_SFRAME
@@ -21,7 +22,7 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%T) UTC"
 for r in $(seq "$rounds"); do
   for b in before after; do
     bin=$before; [ $b = after ] && bin=$after
-    for spec in "work 1500000000" "deep 2 --max-depth 5" "deep 2" "recurse 2"; do
+    for spec in "work 1500000000" "spin 3" "deep 2 --max-depth 5" "deep 2" "recurse 2"; do
       set -- $spec; prog=$1; arg=$2; shift 2
       if [ "$prog" = work ]; then
         "$bin" record --bpf "$@" -o ab.pb.gz -- ./recprog "$prog" "$arg" >/dev/null 2>err.txt
