@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
@@ -51,6 +52,8 @@ type Unwinder struct {
 	srec   ringbuf.Record
 	// The rows and buckets maps, memory-mapped.
 	rowMem, bucketMem *ebpf.Memory
+	// onExec drops a process's table as it execs (walk.c's on_exec).
+	onExec link.Link
 }
 
 type fileEntry struct {
@@ -132,7 +135,7 @@ func Load(opts Options) (*Unwinder, error) {
 	// The other events' copies share the maps (but their constants).
 	repl := map[string]*ebpf.Map{walkMapRows: u.objs.Rows, walkMapBuckets: u.objs.Buckets, walkMapProcs: u.objs.Procs,
 		walkMapScratch: u.objs.Scratch, walkMapCounters: u.objs.Counters, walkMapStacks: u.objs.Stacks, walkMapMisses: u.objs.Misses,
-		walkMapGenmap: u.objs.Genmap}
+		walkMapGenmap: u.objs.Genmap, walkMapExecgen: u.objs.Execgen}
 	for i := 1; i < opts.Events; i++ {
 		sp := spec0.Copy()
 		for name, v := range map[string]any{walkVarMaxDepth: uint32(opts.MaxDepth), walkVarKernelStack: ks, walkVarFallback: fb, walkVarEventIndex: uint32(i), walkVarWakeBytes: uint64(ring / 4)} {
@@ -149,6 +152,13 @@ func Load(opts Options) (*Unwinder, error) {
 			return nil, fmt.Errorf("bpf unwinder: event %d: %w", i, err)
 		}
 		u.progs = append(u.progs, p.Prog)
+	}
+	// Without it an exec would leave the old program's table in place
+	// until the profiler reads the exec's records: wrong stacks, where
+	// the new program's files sit at the old one's addresses.
+	if u.onExec, err = link.Tracepoint("sched", "sched_process_exec", u.objs.OnExec, nil); err != nil {
+		u.Close()
+		return nil, fmt.Errorf("bpf unwinder: attach to the sched_process_exec tracepoint: %w", err)
 	}
 	if u.rowMem, err = u.objs.Rows.Memory(); err == nil {
 		u.bucketMem, err = u.objs.Buckets.Memory()
@@ -489,6 +499,9 @@ func (u *Unwinder) Woken() {
 
 // Close unloads the program and frees its maps.
 func (u *Unwinder) Close() error {
+	if u.onExec != nil {
+		u.onExec.Close()
+	}
 	if u.misses != nil {
 		u.misses.Close()
 	}

@@ -74,7 +74,13 @@
 // the search of the process's table and no lookup of its file. The
 // recorder keeps them in a Mirror, changed as soon as the records that
 // change them are read (MMAP of an executable mapping, FORK of a
-// process, exec), seeded from /proc, and dropped at the process's exit. When a walk meets a process or an address it has no
+// process, exec), seeded from /proc, and dropped at the process's exit.
+// An exec drops it in the kernel too, at once: a second program attached
+// to the sched_process_exec tracepoint deletes the process's table (and
+// moves the walker's mapping caches to a new generation) before the new
+// program runs, since the recorder reads the exec's records only later
+// and the old program's files may sit at the new one's addresses
+// (without address randomization). When a walk meets a process or an address it has no
 // table for (a program, library or process the recorder has not read the
 // records of, or whose tables it is still loading: tens of milliseconds
 // for a C library whose SFrame is compiled from CFI), the program wakes

@@ -131,12 +131,14 @@ type walkScratch struct {
 const (
 	walkMapBuckets     = "buckets"
 	walkMapCounters    = "counters"
+	walkMapExecgen     = "execgen"
 	walkMapGenmap      = "genmap"
 	walkMapMisses      = "misses"
 	walkMapProcs       = "procs"
 	walkMapRows        = "rows"
 	walkMapScratch     = "scratch"
 	walkMapStacks      = "stacks"
+	walkProgOnExec     = "on_exec"
 	walkProgWalkStack  = "walk_stack"
 	walkVarEventIndex  = "event_index"
 	walkVarFallback    = "fallback"
@@ -187,6 +189,7 @@ type walkSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type walkProgramSpecs struct {
+	OnExec    *ebpf.ProgramSpec `ebpf:"on_exec"`
 	WalkStack *ebpf.ProgramSpec `ebpf:"walk_stack"`
 }
 
@@ -196,6 +199,7 @@ type walkProgramSpecs struct {
 type walkMapSpecs struct {
 	Buckets  *ebpf.MapSpec `ebpf:"buckets"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
+	Execgen  *ebpf.MapSpec `ebpf:"execgen"`
 	Genmap   *ebpf.MapSpec `ebpf:"genmap"`
 	Misses   *ebpf.MapSpec `ebpf:"misses"`
 	Procs    *ebpf.MapSpec `ebpf:"procs"`
@@ -237,6 +241,7 @@ func (o *walkObjects) Close() error {
 type walkMaps struct {
 	Buckets  *ebpf.Map `ebpf:"buckets"`
 	Counters *ebpf.Map `ebpf:"counters"`
+	Execgen  *ebpf.Map `ebpf:"execgen"`
 	Genmap   *ebpf.Map `ebpf:"genmap"`
 	Misses   *ebpf.Map `ebpf:"misses"`
 	Procs    *ebpf.Map `ebpf:"procs"`
@@ -249,6 +254,7 @@ func (m *walkMaps) Close() error {
 	return _WalkClose(
 		m.Buckets,
 		m.Counters,
+		m.Execgen,
 		m.Genmap,
 		m.Misses,
 		m.Procs,
@@ -273,11 +279,13 @@ type walkVariables struct {
 //
 // It can be passed to loadWalkObjects or ebpf.CollectionSpec.LoadAndAssign.
 type walkPrograms struct {
+	OnExec    *ebpf.Program `ebpf:"on_exec"`
 	WalkStack *ebpf.Program `ebpf:"walk_stack"`
 }
 
 func (p *walkPrograms) Close() error {
 	return _WalkClose(
+		p.OnExec,
 		p.WalkStack,
 	)
 }

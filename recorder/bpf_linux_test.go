@@ -293,25 +293,36 @@ func TestBPFLateCode(t *testing.T) {
 		checkChains(t, q, cmd.Process.Pid, map[string][]string{"dl": {"lib2", "lib1", "lib_spin", "dl_thread", "start_thread", "clone3"}})
 		checkBPF(t, p)
 	})
-	t.Run("exec", func(t *testing.T) {
-		exe := buildProg(t, "-O2", "-Wa,--gsframe")
-		cmd := exec.Command(dlprog, "exec", exe, "spin", "120")
-		p := recordUntil(t, Options{Command: cmd, BPF: true}, func() bool {
-			pid := cmd.Process.Pid
-			return threadCPU(pid, "spin5") >= 300*time.Millisecond && threadCPU(pid, "spin20") >= 300*time.Millisecond &&
-				threadCPU(pid, "spin60") >= 300*time.Millisecond
+	// Without address randomization (setarch -R), the program executed
+	// is mapped where dlprog was: the walker must not keep using
+	// dlprog's mapping, which it saw in the samples before the exec.
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	for _, tc := range []struct {
+		name string
+		argv []string
+	}{
+		{"exec", []string{dlprog, "exec", exe, "spin", "120"}},
+		{"exec-same-address", []string{"setarch", "-R", dlprog, "exec", exe, "spin", "120"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(tc.argv[0], tc.argv[1:]...)
+			p := recordUntil(t, Options{Command: cmd, BPF: true}, func() bool {
+				pid := cmd.Process.Pid
+				return threadCPU(pid, "spin5") >= 300*time.Millisecond && threadCPU(pid, "spin20") >= 300*time.Millisecond &&
+					threadCPU(pid, "spin60") >= 300*time.Millisecond
+			})
+			q := pprofOf(t, p)
+			checkChains(t, q, cmd.Process.Pid, map[string][]string{
+				"spin5":  chain("spin5", "a", 5),
+				"spin20": chain("spin20", "b", 20),
+				"spin60": chain("spin60", "c", 60),
+			})
+			checkBPF(t, p)
+			// dlprog's table, which no process maps after the exec, is kept
+			// for reuse.
+			if p.Stats.BPFTables.Idle == 0 {
+				t.Errorf("no idle table: %+v", p.Stats.BPFTables)
+			}
 		})
-		q := pprofOf(t, p)
-		checkChains(t, q, cmd.Process.Pid, map[string][]string{
-			"spin5":  chain("spin5", "a", 5),
-			"spin20": chain("spin20", "b", 20),
-			"spin60": chain("spin60", "c", 60),
-		})
-		checkBPF(t, p)
-		// dlprog's table, which no process maps after the exec, is kept
-		// for reuse.
-		if p.Stats.BPFTables.Idle == 0 {
-			t.Errorf("no idle table: %+v", p.Stats.BPFTables)
-		}
-	})
+	}
 }

@@ -257,6 +257,17 @@ struct {
 	__uint(max_entries, 1);
 } genmap SEC(".maps");
 
+// execgen counts the execs of processes that had a table (on_exec): the
+// walker's generation is genmap's plus this one, each only ever growing,
+// so that the mapping caches made before an exec are stale at once,
+// before the profiler has read the exec's records.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, u64);
+	__uint(max_entries, 1);
+} execgen SEC(".maps");
+
 // stacks takes the walks' stacks. The profiler is woken only once it
 // holds wake_bytes (it reads the ring at each pass over the perf rings
 // too): a wakeup a sample would cost more than the walk.
@@ -636,7 +647,8 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		st->tgid = pt >> 32;
 		u32 zero = 0;
 		u64 *gen = bpf_map_lookup_elem(&genmap, &zero);
-		st->gen = gen ? *gen : 0;
+		u64 *eg = bpf_map_lookup_elem(&execgen, &zero);
+		st->gen = (gen ? *gen : 0) + (eg ? *eg : 0);
 		st->stop = STOP_DEPTH;
 		struct walkctx wc = {o};
 		bpf_loop((max_depth + 1) / 2, step, &wc, 0);
@@ -667,6 +679,26 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&stacks, &o->out, size, flags))
 		count(C_OUTPUT_ERR);
+	return 0;
+}
+
+// on_exec runs as a process execs, before the new program's first
+// instruction: its table describes the old program, whose files may sit
+// at the new one's addresses (without address randomization, say), and
+// the profiler reads the exec's records only later. The table goes, so
+// that the new program's samples are passed on to the user-space walk
+// (or their walk stops) until the profiler has its mappings, and the
+// profiler is woken to read them.
+SEC("tracepoint/sched/sched_process_exec")
+int on_exec(void *ctx) {
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (bpf_map_delete_elem(&procs, &tgid))
+		return 0;
+	u32 zero = 0;
+	u64 *eg = bpf_map_lookup_elem(&execgen, &zero);
+	if (eg)
+		__sync_fetch_and_add(eg, 1);
+	bpf_ringbuf_output(&misses, &tgid, sizeof(tgid), BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
