@@ -126,6 +126,14 @@
 // to 64, a 2,000-frame recursion (32 bytes a frame) about 17 instead of
 // 2,000. Counters.Reads counts them.
 //
+// Known limit: a library unloaded (dlclose) and another mapped where it
+// was is walked with the first one's rows until the recorder reads the
+// new MMAP record, which it does at its next pass over the rings (no
+// walk misses a table there to wake it sooner); perf has no record of
+// an munmap. A short recording of such a program (a plugin reloaded)
+// gets wrong stacks for its first samples in the new library, up to a
+// pass's length. An exec does not have the problem (on_exec).
+//
 // # Bounds
 //
 // rows: DefaultMaxRows rows of 16 bytes (32 MiB). buckets: as many of 8
@@ -135,7 +143,7 @@
 // (28 KiB each, allocated as used). scratch: 71 KiB per CPU (4,096 user
 // and 128 kernel frames, the walk's state, the 4 KiB stack window, the
 // row cache's 1,024 entries of 32 bytes, the mapping cache's 8 of 72).
-// genmap: one 8-byte generation.
+// genmap, execgen: one 8-byte generation each.
 // counters: 15 per-CPU counters. misses: a 4 KiB ring buffer. stacks:
 // DefaultStackRing per CPU (Options.StackRing, at most MaxStackRing).
 // The table cache on disk: 128 files and 64 MiB (Options.TableCache).
