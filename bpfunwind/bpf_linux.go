@@ -52,8 +52,9 @@ type Unwinder struct {
 	srec   ringbuf.Record
 	// The rows and buckets maps, memory-mapped.
 	rowMem, bucketMem *ebpf.Memory
-	// onExec drops a process's table as it execs (walk.c's on_exec).
-	onExec link.Link
+	// links attach walk.c's on_exec and on_unmapped_area, which keep a
+	// process's table from describing code no longer there.
+	links []link.Link
 }
 
 type fileEntry struct {
@@ -153,12 +154,22 @@ func Load(opts Options) (*Unwinder, error) {
 		}
 		u.progs = append(u.progs, p.Prog)
 	}
-	// Without it an exec would leave the old program's table in place
-	// until the profiler reads the exec's records: wrong stacks, where
-	// the new program's files sit at the old one's addresses.
-	if u.onExec, err = link.Tracepoint("sched", "sched_process_exec", u.objs.OnExec, nil); err != nil {
-		u.Close()
-		return nil, fmt.Errorf("bpf unwinder: attach to the sched_process_exec tracepoint: %w", err)
+	// Without them an exec, or a library loaded where another was,
+	// would leave the old table in place until the profiler reads the
+	// records of the change: wrong stacks.
+	for _, tp := range []struct {
+		group, name string
+		prog        *ebpf.Program
+	}{
+		{"sched", "sched_process_exec", u.objs.OnExec},
+		{"mmap", "vm_unmapped_area", u.objs.OnUnmappedArea},
+	} {
+		l, err := link.Tracepoint(tp.group, tp.name, tp.prog, nil)
+		if err != nil {
+			u.Close()
+			return nil, fmt.Errorf("bpf unwinder: attach to the %s tracepoint: %w", tp.name, err)
+		}
+		u.links = append(u.links, l)
 	}
 	if u.rowMem, err = u.objs.Rows.Memory(); err == nil {
 		u.bucketMem, err = u.objs.Buckets.Memory()
@@ -499,8 +510,8 @@ func (u *Unwinder) Woken() {
 
 // Close unloads the program and frees its maps.
 func (u *Unwinder) Close() error {
-	if u.onExec != nil {
-		u.onExec.Close()
+	for _, l := range u.links {
+		l.Close()
 	}
 	if u.misses != nil {
 		u.misses.Close()

@@ -129,22 +129,23 @@ type walkScratch struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	walkMapBuckets     = "buckets"
-	walkMapCounters    = "counters"
-	walkMapExecgen     = "execgen"
-	walkMapGenmap      = "genmap"
-	walkMapMisses      = "misses"
-	walkMapProcs       = "procs"
-	walkMapRows        = "rows"
-	walkMapScratch     = "scratch"
-	walkMapStacks      = "stacks"
-	walkProgOnExec     = "on_exec"
-	walkProgWalkStack  = "walk_stack"
-	walkVarEventIndex  = "event_index"
-	walkVarFallback    = "fallback"
-	walkVarKernelStack = "kernel_stack"
-	walkVarMaxDepth    = "max_depth"
-	walkVarWakeBytes   = "wake_bytes"
+	walkMapBuckets         = "buckets"
+	walkMapCounters        = "counters"
+	walkMapExecgen         = "execgen"
+	walkMapGenmap          = "genmap"
+	walkMapMisses          = "misses"
+	walkMapProcs           = "procs"
+	walkMapRows            = "rows"
+	walkMapScratch         = "scratch"
+	walkMapStacks          = "stacks"
+	walkProgOnExec         = "on_exec"
+	walkProgOnUnmappedArea = "on_unmapped_area"
+	walkProgWalkStack      = "walk_stack"
+	walkVarEventIndex      = "event_index"
+	walkVarFallback        = "fallback"
+	walkVarKernelStack     = "kernel_stack"
+	walkVarMaxDepth        = "max_depth"
+	walkVarWakeBytes       = "wake_bytes"
 )
 
 // loadWalk returns the embedded CollectionSpec for walk.
@@ -189,8 +190,9 @@ type walkSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type walkProgramSpecs struct {
-	OnExec    *ebpf.ProgramSpec `ebpf:"on_exec"`
-	WalkStack *ebpf.ProgramSpec `ebpf:"walk_stack"`
+	OnExec         *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnUnmappedArea *ebpf.ProgramSpec `ebpf:"on_unmapped_area"`
+	WalkStack      *ebpf.ProgramSpec `ebpf:"walk_stack"`
 }
 
 // walkMapSpecs contains maps before they are loaded into the kernel.
@@ -279,13 +281,15 @@ type walkVariables struct {
 //
 // It can be passed to loadWalkObjects or ebpf.CollectionSpec.LoadAndAssign.
 type walkPrograms struct {
-	OnExec    *ebpf.Program `ebpf:"on_exec"`
-	WalkStack *ebpf.Program `ebpf:"walk_stack"`
+	OnExec         *ebpf.Program `ebpf:"on_exec"`
+	OnUnmappedArea *ebpf.Program `ebpf:"on_unmapped_area"`
+	WalkStack      *ebpf.Program `ebpf:"walk_stack"`
 }
 
 func (p *walkPrograms) Close() error {
 	return _WalkClose(
 		p.OnExec,
+		p.OnUnmappedArea,
 		p.WalkStack,
 	)
 }

@@ -3,6 +3,7 @@
 package recorder
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -279,9 +280,10 @@ func TestBPFOffCPU(t *testing.T) {
 }
 
 // TestBPFLateCode: with --bpf, a library loaded after the command
-// started (dlopen) and a program the process executes later (exec) are
-// walked: the kernel's tables follow, and at least 99% of the samples of
-// their threads show the exact chain.
+// started (dlopen), another loaded where an unloaded one was, and a
+// program the process executes later (exec; also where the old one was
+// mapped) are walked: the kernel's tables follow, and at least 99% of
+// the samples of their threads show the exact chain.
 func TestBPFLateCode(t *testing.T) {
 	needBPF(t)
 	dlprog := testprog.Build(t, "testdata/dlprog.c", "-O2", "-Wa,--gsframe")
@@ -291,6 +293,24 @@ func TestBPFLateCode(t *testing.T) {
 		p := recordUntil(t, Options{Command: cmd, BPF: true}, func() bool { return threadCPU(cmd.Process.Pid, "dl") >= 300*time.Millisecond })
 		q := pprofOf(t, p)
 		checkChains(t, q, cmd.Process.Pid, map[string][]string{"dl": {"lib2", "lib1", "lib_spin", "dl_thread", "start_thread", "clone3"}})
+		checkBPF(t, p)
+	})
+	// A library unloaded and another loaded where it was: the walker's
+	// per-CPU caches of the mappings it found (mcache) must not keep the
+	// first one's rows for the second one's addresses.
+	t.Run("reload", func(t *testing.T) {
+		lib1 := testprog.Build(t, "testdata/dllib.c", "-O2", "-Wa,--gsframe", "-shared", "-fPIC")
+		lib2 := testprog.Build(t, "testdata/dllib.c", "-O2", "-Wa,--gsframe", "-shared", "-fPIC", "-DPAD")
+		cmd := exec.Command(dlprog, "reload", lib1, lib2, "120")
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		p := recordUntil(t, Options{Command: cmd, BPF: true}, func() bool { return threadCPU(cmd.Process.Pid, "dl2") >= 300*time.Millisecond })
+		if a := strings.Fields(out.String()); len(a) != 2 || a[0] != a[1] {
+			t.Fatalf("the two libraries were loaded at %q, want one address twice", a)
+		}
+		q := pprofOf(t, p)
+		chain := []string{"lib2", "lib1", "lib_spin", "dl_thread", "start_thread", "clone3"}
+		checkChains(t, q, cmd.Process.Pid, map[string][]string{"dl": chain, "dl2": chain})
 		checkBPF(t, p)
 	})
 	// Without address randomization (setarch -R), the program executed

@@ -6,6 +6,12 @@
  *                  "dl", spinning in dl_thread() -> lib_spin() -> lib1()
  *                  -> lib2() (the last three in LIB); exits after
  *                  SECONDS
+ *   dlprog reload LIB1 LIB2 SECONDS
+ *                  loads LIB1 and spins 300 ms in thread "dl" in it,
+ *                  stops it and unloads LIB1, then loads LIB2 (mapped
+ *                  where LIB1 was, when it is no larger) and spins in
+ *                  it in thread "dl2"; prints both load addresses;
+ *                  exits after SECONDS
  *   dlprog exec PROG ARGS...
  *                  spins 300 ms, then executes PROG with ARGS (the same
  *                  process, a new program)
@@ -38,7 +44,7 @@ NOIPA static void spin(int ms) {
 static void (*lib_spin)(void);
 
 NOIPA void *dl_thread(void *arg) {
-	pthread_setname_np(pthread_self(), "dl");
+	pthread_setname_np(pthread_self(), arg ? (const char *)arg : "dl");
 	lib_spin();
 	sink++;
 	return arg;
@@ -58,12 +64,38 @@ int main(int argc, char **argv) {
 		nanosleep(&ts, NULL);
 		return 0;
 	}
+	if (argc >= 5 && strcmp(argv[1], "reload") == 0) {
+		for (int i = 0; i < 2; i++) {
+			void *h = dlopen(argv[2 + i], RTLD_NOW);
+			void (*stop)(void) = 0;
+			if (!h || !(lib_spin = (void (*)(void))dlsym(h, "lib_spin")) ||
+			    !(stop = (void (*)(void))dlsym(h, "lib_stop"))) {
+				fprintf(stderr, "dlprog: %s\n", dlerror());
+				return 1;
+			}
+			Dl_info info;
+			if (dladdr((void *)lib_spin, &info))
+				printf("%p\n", info.dli_fbase);
+			fflush(stdout);
+			pthread_t t;
+			pthread_create(&t, NULL, dl_thread, i ? "dl2" : NULL);
+			if (i == 0) {
+				spin(300);
+				stop();
+				pthread_join(t, NULL);
+				dlclose(h);
+			}
+		}
+		struct timespec ts = {atoi(argv[4]), 0};
+		nanosleep(&ts, NULL);
+		return 0;
+	}
 	if (argc >= 3 && strcmp(argv[1], "exec") == 0) {
 		spin(300);
 		execv(argv[2], argv + 2);
 		perror("dlprog: exec");
 		return 1;
 	}
-	fprintf(stderr, "usage: dlprog dlopen LIB SECONDS | dlprog exec PROG ARGS...\n");
+	fprintf(stderr, "usage: dlprog dlopen LIB SECONDS | dlprog reload LIB1 LIB2 SECONDS | dlprog exec PROG ARGS...\n");
 	return 2;
 }
