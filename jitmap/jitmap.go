@@ -206,6 +206,11 @@ func ParsePerfMap(data []byte) *Table {
 			break
 		}
 	}
+	if cap(t.syms) > 2*len(t.syms)+64 {
+		// Mostly lines that were not entries: the table keeps only
+		// what it holds.
+		t.syms = slices.Clone(t.syms)
+	}
 	t.build()
 	return t
 }
