@@ -86,11 +86,11 @@ type rangeRule struct {
 const rulePage = 12
 
 // inRange returns the rule of the kept row that covers ELF address pc
-// (then put in slots, for the next time; added says it was).
-func (t *ruleTable) inRange(pc uint64) (r fastRule, ok, added bool) {
+// (then, if keep, put in slots for the next time; added says it was).
+func (t *ruleTable) inRange(pc uint64, keep bool) (r fastRule, ok, added bool) {
 	for _, rr := range t.pages[pc>>rulePage] {
 		if pc-rr.start < rr.end-rr.start {
-			return rr.r, true, t.put(pc, rr.r)
+			return rr.r, true, keep && t.put(pc, rr.r)
 		}
 	}
 	return r, false, false
@@ -193,7 +193,9 @@ func (w *Context) cachedRule(in *modInfo, elfPC uint64) (fastRule, bool) {
 	if r, ok := t.get(elfPC); ok || t == nil {
 		return r, ok
 	}
-	r, ok, added := t.inRange(elfPC)
+	// Kept for the next lookup only while the cache is under its bound
+	// (keepCFIRule empties it at the bound; a lookup must not grow it).
+	r, ok, added := t.inRange(elfPC, w.cfiRules.n < maxCFIRules)
 	if added {
 		w.cfiRules.n++
 	}
