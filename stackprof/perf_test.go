@@ -263,3 +263,27 @@ func TestMainMapping(t *testing.T) {
 		t.Errorf("mappings %q, want %s", files, want)
 	}
 }
+
+// TestScriptWriterIPOnly checks the one line of a sample without a call
+// graph: COMM right-aligned in 16 columns, and the names quoted as in
+// the other samples' lines, so that a name with a newline (a JIT's, a
+// thread's) cannot add a line.
+func TestScriptWriterIPOnly(t *testing.T) {
+	r, _ := testStacks(t)
+	lib := &perfunwind.Mapping{Name: "/tmp/a\nb.so", Start: 0x7f0000001000, End: 0x7f0000009000, Pgoff: 0x1000}
+	var buf bytes.Buffer
+	w := NewScriptWriter(&buf, r)
+	for _, comm := range []string{"prog", "a\nb"} {
+		st := &perfunwind.Stack{Pid: 7, Tid: 42, Time: 12345678901234, Comm: comm, IPOnly: true,
+			Frames: []perfunwind.Frame{{PC: 0x7f0000001234, Map: lib, First: true, Exact: true}}}
+		if err := w.Write(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Flush()
+	want := "            prog    42 12345.678901:      7f0000001234 [unknown] (/tmp/a\\x0ab.so)\n" +
+		"          a\\x0ab    42 12345.678901:      7f0000001234 [unknown] (/tmp/a\\x0ab.so)\n"
+	if got := buf.String(); got != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+}

@@ -60,7 +60,15 @@ func (sw *ScriptWriter) Write(st *perfunwind.Stack) error {
 
 // writeIPOnly writes the one line of a sample without a call graph.
 func (sw *ScriptWriter) writeIPOnly(st *perfunwind.Stack) error {
-	b := appendPad(sw.buf[:0], []byte(st.Comm), 16)
+	// COMM quoted as Write quotes it, then right-aligned in place.
+	b := textfmt.AppendPrintable(sw.buf[:0], st.Comm)
+	if n := len(b); n < 16 {
+		b = append(b, make([]byte, 16-n)...)
+		copy(b[16-n:], b[:n])
+		for i := range 16 - n {
+			b[i] = ' '
+		}
+	}
 	b = append(b, ' ')
 	b = appendPadUint(b, uint64(st.Tid), 5)
 	b = append(b, ' ')
@@ -72,13 +80,13 @@ func (sw *ScriptWriter) writeIPOnly(st *perfunwind.Stack) error {
 	b = appendHex16(b, f.PC)
 	b = append(b, ' ')
 	if loc.Short != "" {
-		b = append(b, loc.Short...)
+		b = textfmt.AppendPrintable(b, loc.Short)
 	} else {
 		b = append(b, "[unknown]"...)
 	}
 	b = append(b, " ("...)
 	if f.Map != nil {
-		b = append(b, f.Map.Name...)
+		b = textfmt.AppendPrintable(b, f.Map.Name)
 	} else {
 		b = append(b, "[unknown]"...)
 	}
