@@ -294,6 +294,7 @@ func (r *recorder) stack(raw []byte, late bool) {
 	for i, pc := range r.smp.Callchain {
 		if pc == perfdata.ContextUser && i+1 < len(r.smp.Callchain) {
 			r.smp.IP = r.smp.Callchain[i+1]
+			break
 		}
 	}
 	r.take(h.Time, late, evStack, raw)
@@ -386,10 +387,14 @@ func (r *recorder) mustWait(pid, tid uint32) bool {
 	if len(r.heldProc) > 0 && r.heldProc[pid] > 0 || len(r.heldTid) > 0 && r.heldTid[tid] > 0 {
 		return true
 	}
-	if r.bpf != nil {
-		return r.smp.IP != 0 && !r.sess.Mapped(pid, r.smp.IP)
+	if r.smp.Regs.Arch != 0 {
+		// A sample with its user registers (with --bpf, one the program
+		// passed on): its user PC, whether it was taken in the kernel or
+		// not.
+		return !r.sess.Mapped(pid, r.smp.Regs.PC())
 	}
-	return r.smp.Regs.Arch != 0 && !r.sess.Mapped(pid, r.smp.Regs.PC())
+	// A stack of the BPF walker: its first user frame.
+	return r.bpf != nil && r.smp.IP != 0 && !r.sess.Mapped(pid, r.smp.IP)
 }
 
 // intern returns the merged stack equal to st, adding it if new: equal
