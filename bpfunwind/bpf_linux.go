@@ -355,7 +355,11 @@ func (u *Unwinder) file(f *perfunwind.File) *fileEntry {
 		}
 		return fe
 	}
-	for len(u.files) >= u.opts.MaxFiles-1 && u.evictIdle() {
+	for len(u.files) >= u.opts.MaxFiles && u.evictIdle() {
+	}
+	if len(u.files) >= u.opts.MaxFiles {
+		u.Tables.Full++ // no room: frame pointers
+		return nil
 	}
 	fe := &fileEntry{f: f, id: u.nextID}
 	tab, err := loadTable(f, u.opts.MaxRows, u.opts.TableCache)
@@ -438,6 +442,11 @@ func loadTable(f *perfunwind.File, maxRows int, cache string) (*Table, error) {
 		return &Table{}, nil
 	}
 	tab := BuildTable(t, arch.FromELF(ef.Machine))
+	if len(tab.Rows) > maxRows {
+		// More than the header's count (a function's extra rows): no
+		// room either, and not cached, since readCached would refuse it.
+		return &Table{}, nil
+	}
 	if path != "" {
 		writeCached(path, tab, mach)
 	}

@@ -147,7 +147,7 @@
 // and 128 kernel frames, the walk's state, the 4 KiB stack window, the
 // row cache's 1,024 entries of 32 bytes, the mapping cache's 8 of 72).
 // genmap, execgen: one 8-byte generation each.
-// counters: 15 per-CPU counters. misses: a 4 KiB ring buffer. stacks:
+// counters: 17 per-CPU counters. misses: a 4 KiB ring buffer. stacks:
 // DefaultStackRing per CPU (Options.StackRing, at most MaxStackRing).
 // The table cache on disk: 128 files and 64 MiB (Options.TableCache).
 //

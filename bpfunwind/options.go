@@ -14,14 +14,16 @@ const (
 	DefaultMaxDepth = 4096
 	// MaxDepth is the most Options.MaxDepth may be (the program's
 	// buffer: 4,096 user frames and 128 kernel frames, beside the 4 KiB
-	// stack window, 38 KiB per CPU).
+	// stack window and the caches, 71 KiB per CPU).
 	MaxDepth = 4096
 	// DefaultMaxRows is the size of the rows map: 2 Mi rows of 16 bytes,
 	// 32 MiB, about a hundred libc-sized files; and of the buckets map
-	// (at most a bucket per row, 4 bytes each: 8 MiB).
+	// (at most a bucket per row, 8 bytes each: 16 MiB).
 	DefaultMaxRows = 2 << 20
 	// DefaultMaxFiles bounds the file tables loaded: 4,096 (each one's
-	// rows in the rows map, its buckets in the buckets map).
+	// rows in the rows map, its buckets in the buckets map); past it, the
+	// idle ones are evicted, and a file with no room is walked by frame
+	// pointers.
 	DefaultMaxFiles = 4096
 	// DefaultMaxProcesses bounds the process tables: 1,024 of 28 KiB
 	// (MaxMappings mappings of 56 bytes), 28 MiB at most, allocated as

@@ -300,10 +300,9 @@ type Stats struct {
 	// BPF says the stacks were walked in the kernel (Options.BPF); then
 	// BPFCounters are the program's counts and run time, BPFTables what
 	// its tables held, and BPFTruncated the stacks whose record did not
-	// decode whole. BPFFallback counts the samples the program passed on,
-	// walked here.
+	// decode whole (the samples the program passed on, walked here, are
+	// BPFCounters.Fallback).
 	BPF          bool
-	BPFFallback  uint64
 	BPFCounters  bpfunwind.Counters
 	BPFTables    bpfunwind.TableStats
 	BPFTruncated uint64

@@ -267,11 +267,6 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 	}
 	r.smp.FromPerf(ps, r.arch)
 	r.smp.Event = rec.Attr.Index
-	if r.bpf != nil && !late {
-		// Passed on by the program, which had no table for it: walked
-		// here from its stack copy.
-		r.stats.BPFFallback++
-	}
 	r.take(t, late, evSample, rec.Raw)
 }
 
