@@ -34,6 +34,10 @@ const (
 	// as much again for lookups: 128 MiB at most); entries past it are
 	// dropped and Table.Truncated is set.
 	MaxEntries = 1 << 21
+	// EntryBytes is about what a Table keeps per function: the Symbol
+	// and its share of the lookup spans. Callers that bound the memory
+	// of many tables count it.
+	EntryBytes = 64
 	// MaxLine bounds a perf map line; longer ones are skipped (counted in
 	// Table.Skipped). Java's longest signatures take a few KB.
 	MaxLine = 64 << 10

@@ -143,7 +143,10 @@ func (s *Session) addDump(pid uint32, path string) {
 // maxJITBytes bounds the bytes of JIT files (perf maps, jitdump files) a
 // Session reads, over all its processes: each file is bounded by
 // jitmap.MaxFileSize, and a system-wide recording may see many JITs.
-// Their tables, kept until the end, cost up to twice their bytes.
+// The budget counts each file's bytes (its text, which the names share)
+// and its table (jitmap.EntryBytes a function), kept until the end: a
+// file is read while any budget is left, so the most kept is the budget
+// and one file more (jitmap.MaxFileSize and jitmap.MaxEntries' tables).
 const maxJITBytes = 256 << 20
 
 // load reads the process's jitdump files and perf map, once: the first
@@ -171,6 +174,9 @@ func (j *jitSyms) load() {
 				j.bytes += int64(len(data))
 				var t *jitmap.Table
 				if t, err = parse(data); err == nil {
+					cost := int64(t.Len()) * jitmap.EntryBytes
+					j.budget.Add(-cost)
+					j.bytes += cost
 					j.tables = append(j.tables, t)
 					note := ""
 					if t.Truncated || t.Skipped > 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/jitmap"
 )
 
 // TestJITNames: executable anonymous memory is named after the process's
@@ -141,7 +142,7 @@ func TestForgetJIT(t *testing.T) {
 	if l := r.Resolve(m, 0x1100); l.Sym != "" {
 		t.Errorf("before ForgetJIT: %q (the map is read once)", l.Sym)
 	}
-	if got := s.jitBudget.Load(); got != maxJITBytes-int64(len("1000 40 early\n")) {
+	if got := s.jitBudget.Load(); got != maxJITBytes-int64(len("1000 40 early\n")+1*jitmap.EntryBytes) {
 		t.Errorf("budget %d after one file", got)
 	}
 	s.Exit(8, 8)
@@ -152,7 +153,7 @@ func TestForgetJIT(t *testing.T) {
 	if _, ok := s.jits[8]; ok || s.jits[7] == nil {
 		t.Error("the exited process's JIT symbols kept, or the running one's dropped")
 	}
-	if got := s.jitBudget.Load(); got != maxJITBytes-int64(len("1000 40 early\n1100 40 late\n")) {
+	if got := s.jitBudget.Load(); got != maxJITBytes-int64(len("1000 40 early\n1100 40 late\n")+2*jitmap.EntryBytes) {
 		t.Errorf("budget %d after reading the map again", got)
 	}
 }
