@@ -44,10 +44,15 @@ func Read(pid int) ([]arch.Mapping, error) {
 	return ms, nil
 }
 
+// minLine is the shortest line of a mapping: "0-1 r--p 0 0:0 0".
+const minLine = 16
+
 // Parse parses the text of a /proc/PID/maps file. A line that does not
 // parse is an error naming it; lines longer than 1 MiB are an error.
 func Parse(data []byte) ([]arch.Mapping, error) {
-	out := make([]arch.Mapping, 0, bytes.Count(data, []byte{'\n'})+1)
+	// Sized from the lines, but never past what the data could hold: a
+	// mapping's line is at least minLine bytes, where blank lines are not.
+	out := make([]arch.Mapping, 0, min(bytes.Count(data, []byte{'\n'})+1, len(data)/minLine+1))
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
 	n := 0
