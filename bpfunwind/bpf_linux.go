@@ -3,12 +3,10 @@
 package bpfunwind
 
 import (
-	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/perfunwind"
 	"github.com/sframekit/sframekit/unwind"
 )
@@ -426,7 +425,7 @@ const (
 // what the table would cost in memory (16 bytes a row, beside unwind's
 // own bounds) stays bounded.
 func loadTable(f *perfunwind.File, maxRows int, cache string) (*Table, error) {
-	ef, err := elf.NewFile(io.NewSectionReader(f, 0, math.MaxInt64>>1))
+	ef, err := elffile.NewFileAt(f, f.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -437,7 +436,7 @@ func loadTable(f *perfunwind.File, maxRows int, cache string) (*Table, error) {
 			return tab, nil
 		}
 	}
-	t := unwind.LoadFileTables(ef, f.Path, unwind.LoadOptions{SFrameFromCFI: true})
+	t := unwind.LoadFileTables(ef.File, f.Path, unwind.LoadOptions{SFrameFromCFI: true})
 	if t.SFrame != nil && int(t.SFrame.Header().NumFREs) > maxRows {
 		return &Table{}, nil
 	}

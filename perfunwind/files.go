@@ -77,6 +77,15 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	return f.r.ReadAt(p, off)
 }
 
+// Size returns the file's size in bytes (the vDSO image's for the vDSO;
+// 0 when the file was not found), for elffile.NewFileAt.
+func (f *File) Size() int64 {
+	if f.image != nil {
+		return int64(len(f.image))
+	}
+	return f.size
+}
+
 var errNoFile = errors.New("file not found")
 
 // fileKey identifies a file of the recording: its name and, when

@@ -2,7 +2,6 @@ package perfunwind
 
 import (
 	"debug/elf"
-	"io"
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
@@ -54,7 +53,7 @@ func loadPLT(f *File, a arch.Arch) *pltTable {
 	if f.r == nil || f.image != nil || f.size <= 0 {
 		return nil
 	}
-	ef, err := elf.NewFile(io.NewSectionReader(f.r, 0, f.size))
+	ef, err := elffile.NewFileAt(f.r, f.size)
 	if err != nil {
 		return nil
 	}
@@ -78,7 +77,7 @@ func loadPLT(f *File, a arch.Arch) *pltTable {
 		return nil
 	}
 	n := (sec.Size - min(header, sec.Size)) / entry
-	t := &pltTable{start: sec.Addr + header, entry: entry, ef: ef, rela: rela}
+	t := &pltTable{start: sec.Addr + header, entry: entry, ef: ef.File, rela: rela}
 	t.end = t.start + min(n, rela.Size/24)*entry
 	return t
 }
