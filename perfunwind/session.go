@@ -664,6 +664,10 @@ func (s *Session) Mapped(pid uint32, addr uint64) bool {
 	return p != nil && p.find(addr) != nil
 }
 
+// Known reports whether the session knows process pid (it has not
+// exited, or its last thread's exit was not read yet).
+func (s *Session) Known(pid uint32) bool { return s.procs[pid] != nil }
+
 // Mappings returns the mappings process pid has now, sorted by Start and
 // disjoint, or nil for a process the session does not know (never seen,
 // or forgotten at its exit): what an in-kernel unwinder (package

@@ -591,7 +591,7 @@ func (r *recorder) apply(e *event) {
 		if r.late.Type == perfdata.RecordExit {
 			t := r.late.Task()
 			r.sess.Exit(t.Pid, t.Tid)
-			if r.bpf != nil && r.sess.Mappings(t.Pid) == nil {
+			if r.bpf != nil && !r.sess.Known(t.Pid) {
 				r.mirror.Exit(t.Pid) // its last thread
 				r.bpf.DropProcess(t.Pid)
 			}
