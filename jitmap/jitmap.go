@@ -21,6 +21,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // The limits on what a file may cost.
@@ -253,7 +255,7 @@ done:
 // every user, and a link planted as /tmp/perf-PID.map would have the
 // profiler copy lines of another file into a profile.
 func ReadFile(path string) ([]byte, error) {
-	f, err := openNoFollow(path)
+	f, err := sysfile.OpenRegularNoFollow(path)
 	if err != nil {
 		return nil, err
 	}
@@ -261,9 +263,6 @@ func ReadFile(path string) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	if st.Size() > MaxFileSize {
 		return nil, fmt.Errorf("%s: %d bytes, more than the %d read of a JIT's symbol file", path, st.Size(), MaxFileSize)

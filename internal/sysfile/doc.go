@@ -25,6 +25,10 @@ import (
 // a FIFO, a device, a socket or a directory.
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrSymlink is wrapped by OpenRegularNoFollow's error for a path whose
+// last component is a symbolic link.
+var ErrSymlink = errors.New("a symbolic link, not followed")
+
 // ErrTooLong is wrapped by ReadFileMax's error for a file longer than
 // its limit.
 var ErrTooLong = errors.New("file too long")

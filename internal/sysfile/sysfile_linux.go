@@ -34,11 +34,26 @@ func Open(name string) (*os.File, error) {
 // recording, a core, a sysroot or /proc names is opened through it: a
 // FIFO or device named there would otherwise hang or disturb the command.
 // Four system calls.
-func OpenRegular(name string) (*os.File, error) {
+func OpenRegular(name string) (*os.File, error) { return openRegular(name, 0) }
+
+// OpenRegularNoFollow is OpenRegular, but a symbolic link as name's last
+// component is refused (an error wrapping ErrSymlink) instead of
+// followed: for files in a directory every user may write to (a JIT's
+// /tmp/perf-PID.map), where a planted link would have the reader copy
+// another file's contents into its output.
+func OpenRegularNoFollow(name string) (*os.File, error) {
+	f, err := openRegular(name, unix.O_NOFOLLOW)
+	if pe, ok := err.(*os.PathError); ok && pe.Err == unix.ELOOP {
+		pe.Err = ErrSymlink
+	}
+	return f, err
+}
+
+func openRegular(name string, flags int) (*os.File, error) {
 	var fd int
 	var err error
 	for {
-		fd, err = unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+		fd, err = unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY|flags, 0)
 		if err != unix.EINTR {
 			break
 		}

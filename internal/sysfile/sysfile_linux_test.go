@@ -63,6 +63,53 @@ func TestOpenRegular(t *testing.T) {
 	}
 }
 
+// TestOpenRegularNoFollow refuses a symbolic link as the last component,
+// even to a regular file, and still refuses a FIFO; a link in a
+// directory component is followed, and a regular file opens.
+func TestOpenRegularNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	reg := filepath.Join(dir, "reg")
+	if err := os.WriteFile(reg, []byte("contents"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(reg, link); err != nil {
+		t.Fatal(err)
+	}
+	dirLink := filepath.Join(t.TempDir(), "dir")
+	if err := os.Symlink(dir, dirLink); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{reg, filepath.Join(dirLink, "reg")} {
+		f, err := OpenRegularNoFollow(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		b, err := io.ReadAll(f)
+		f.Close()
+		if err != nil || string(b) != "contents" {
+			t.Errorf("%s: read %q, %v", p, b, err)
+		}
+	}
+	var pe *os.PathError
+	if f, err := OpenRegularNoFollow(link); !errors.Is(err, ErrSymlink) || !errors.As(err, &pe) || pe.Path != link {
+		t.Errorf("OpenRegularNoFollow(%s) = %v, want a path error wrapping ErrSymlink", link, err)
+		if f != nil {
+			f.Close()
+		}
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := OpenRegularNoFollow(fifo); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("OpenRegularNoFollow(%s) = %v, want ErrNotRegular", fifo, err)
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
 // BenchmarkOpen compares the openers on a regular file: Open (open and
 // os.NewFile's fcntl), OpenRegular (adds fstat and one fcntl) and
 // os.Open.

@@ -33,3 +33,15 @@ func OpenRegular(name string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// OpenRegularNoFollow is OpenRegular, but a symbolic link as name's last
+// component is refused (an error wrapping ErrSymlink), checked before the
+// open: systems without O_NOFOLLOW in package os.
+func OpenRegularNoFollow(name string) (*os.File, error) {
+	if st, err := os.Lstat(name); err != nil {
+		return nil, err
+	} else if st.Mode()&os.ModeSymlink != 0 {
+		return nil, &os.PathError{Op: "open", Path: name, Err: ErrSymlink}
+	}
+	return OpenRegular(name)
+}
