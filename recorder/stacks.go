@@ -161,14 +161,30 @@ type recorder struct {
 	// merged stack while nothing the session knows changes: a stack seen
 	// before is merged without mapping its frames again. Emptied when a
 	// record is applied (mappings, names, exits), at each cut, and
-	// beyond maxSeen stacks.
-	seen    map[string]*stack
-	seenKey []byte
+	// beyond maxSeen stacks. Keyed by the key's hash, the key itself in
+	// seenKeys (one block, reused once emptied): a string per stack was an
+	// allocation per new stack. Two keys of one hash share a place, the
+	// later kept: a miss costs a walk's mapping, nothing else.
+	seen     map[uint64]seenStack
+	seenKey  []byte
+	seenKeys []byte
+}
+
+// seenStack is a stack of r.seen and its BPF key.
+type seenStack struct {
+	key string
+	st  *stack
 }
 
 // maxSeen bounds r.seen: 16,384 stacks (a 32-frame stack's key is 270
 // bytes: 4-5 MB).
 const maxSeen = 1 << 14
+
+// forgetSeen empties r.seen, keeping its room.
+func (r *recorder) forgetSeen() {
+	clear(r.seen)
+	r.seenKeys = r.seenKeys[:0]
+}
 
 // Waits between passes over the rings. A sample read before the records
 // of its process waits two passes (see round); at a ring's wakeup, half
@@ -310,9 +326,12 @@ func (r *recorder) take(t uint64, late bool, kind uint8, raw []byte) {
 		}
 	}
 	var st *stack
+	var h uint64
 	if kind == evStack {
 		r.seenKey = bpfunwind.StackKey(r.seenKey[:0], raw)
-		if st = r.seen[string(r.seenKey)]; st != nil {
+		h = maphash.Bytes(r.seed, r.seenKey)
+		if e := r.seen[h]; e.key == string(r.seenKey) && e.st != nil {
+			st = e.st
 			// What Unwind counts of a callchain's stack (r.sess.Unwind).
 			r.sess.Stats.Samples++
 			r.sess.Stats.Callchain++
@@ -324,10 +343,15 @@ func (r *recorder) take(t uint64, late bool, kind uint8, raw []byte) {
 		r.smp.Stack = nil // the copy is the ring's: keep nothing of it
 		st = r.intern(&r.st)
 		if kind == evStack && !r.st.Unwound && len(r.st.Frames) > st.kernel {
-			if len(r.seen) >= maxSeen || r.seen == nil {
-				r.seen = make(map[string]*stack)
+			if r.seen == nil {
+				r.seen = make(map[uint64]seenStack)
 			}
-			r.seen[string(r.seenKey)] = st
+			if len(r.seen) >= maxSeen {
+				r.forgetSeen()
+			}
+			r.seenKeys = append(r.seenKeys, r.seenKey...)
+			k := r.seenKeys[len(r.seenKeys)-len(r.seenKey):]
+			r.seen[h] = seenStack{key: unsafe.String(unsafe.SliceData(k), len(k)), st: st}
 		}
 	}
 	if r.smp.Event == r.csEvent {
@@ -507,7 +531,7 @@ func (r *recorder) cut(end time.Time) {
 		}
 	}
 	maps := r.maps
-	clear(r.seen)
+	r.forgetSeen()
 	r.stacks = map[uint64]*stack{}
 	r.order = nil
 	r.mapIDs = map[*perfunwind.Mapping]uint32{}
@@ -574,7 +598,7 @@ func (r *recorder) flush(limit uint64) {
 func (r *recorder) apply(e *event) {
 	switch e.kind {
 	case evRecord:
-		clear(r.seen) // what the stacks' frames map to may change
+		r.forgetSeen() // what the stacks' frames map to may change
 		if e.hold {
 			held, k := r.heldTid, e.tid
 			if e.proc {
