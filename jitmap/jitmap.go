@@ -256,6 +256,9 @@ done:
 // profiler copy lines of another file into a profile.
 func ReadFile(path string) ([]byte, error) {
 	f, err := sysfile.OpenRegularNoFollow(path)
+	if errors.Is(err, sysfile.ErrNotRegular) || errors.Is(err, sysfile.ErrSymlink) {
+		return nil, fmt.Errorf("%s: %w", path, errors.Unwrap(err)) // not a failed open: the file is refused
+	}
 	if err != nil {
 		return nil, err
 	}

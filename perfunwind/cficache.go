@@ -2,6 +2,7 @@ package perfunwind
 
 import (
 	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/internal/slab"
 	"github.com/sframekit/sframekit/sframe"
 	"github.com/sframekit/sframekit/unwind"
 )
@@ -26,7 +27,7 @@ type cfiCache struct {
 	// page fault. A second lookup (a top frame's address sampled again, a
 	// row of another shape, another process) costs one more search.
 	rows map[uint64]*cfiRow
-	slab []cfiRow // rows allocated in blocks: fewer, larger allocations
+	slab slab.Slab[cfiRow] // rows allocated in blocks: fewer, larger allocations
 
 	// SFrame compiled from the CFI (tab, nil when not wanted): pcs are
 	// the first addresses of the functions looked up, the first done of
@@ -79,11 +80,7 @@ func (c *cfiCache) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi
 			c.rows[pc] = nil
 			return cie, ok, err
 		}
-		if len(c.slab) == 0 {
-			c.slab = make([]cfiRow, 64)
-		}
-		e := &c.slab[0]
-		c.slab = c.slab[1:]
+		e := c.slab.New(64)
 		*e = cfiRow{cie: cie, ok: ok, fresh: fresh}
 		if ok {
 			// CopyFrom: the rules past a Row's inline ones are in a

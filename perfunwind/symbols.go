@@ -6,6 +6,7 @@ import (
 
 	"github.com/ianlancetaylor/demangle"
 
+	"github.com/sframekit/sframekit/internal/slab"
 	"github.com/sframekit/sframekit/symbolize"
 )
 
@@ -63,7 +64,7 @@ type Resolver struct {
 	s     *Session
 	sym   *symbolize.Symbolizer
 	kern  map[uint64]*Loc
-	slab  []Loc                // room for the next Locs: allocated in blocks
+	slab  slab.Slab[Loc]       // room for the next Locs: allocated in blocks
 	names map[string][3]string // Name, Short and Unversioned of each symbol name
 	plts  map[*File]*pltTable
 }
@@ -121,10 +122,7 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 	} else {
 		s, ok = r.sym.LookupFunc(f.key, addr)
 	}
-	if len(r.slab) == 0 {
-		r.slab = make([]Loc, 128)
-	}
-	l := &r.slab[0]
+	var l Loc
 	if ok {
 		l.Sym, l.Offset = s.Name, s.Offset
 		if s.Line > 0 {
@@ -142,11 +140,11 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 		l.Inlined = r.sym.Inlines(f.key, addr)
 	}
 	if l.Sym == "" && l.File == "" && l.Inlined == nil {
-		*l = Loc{} // its slot stays free for the next
 		return unknown
 	}
-	r.slab = r.slab[1:]
-	return l
+	p := r.slab.New(128)
+	*p = l
+	return p
 }
 
 // demangled returns the display and perf forms of the symbol name sym,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/bpfunwind"
+	"github.com/sframekit/sframekit/internal/slab"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/perfunwind"
@@ -114,8 +115,8 @@ type recorder struct {
 	// every sample a new one).
 	stacks  map[uint64]*stack
 	seed    maphash.Seed
-	slab    []stack // the next stacks' room
-	keys    []byte  // the next keys' room: keys are never changed
+	slab    slab.Slab[stack] // the next stacks' room
+	keys    []byte           // the next keys' room: keys are never changed
 	order   []*stack
 	mapIDs  map[*perfunwind.Mapping]uint32
 	maps    []*perfunwind.Mapping // by ID - 1
@@ -444,11 +445,7 @@ func (r *recorder) intern(st *perfunwind.Stack) *stack {
 	}
 	// The stack and its key come from blocks of many: two allocations
 	// per stack were a quarter of merging.
-	if len(r.slab) == 0 {
-		r.slab = make([]stack, 256)
-	}
-	s := &r.slab[0]
-	r.slab = r.slab[1:]
+	s := r.slab.New(256)
 	if len(k) > cap(r.keys)-len(r.keys) {
 		r.keys = make([]byte, 0, max(64<<10, len(k)))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/sframekit/sframekit/internal/slab"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
 )
@@ -44,10 +45,10 @@ type PerfBuilder struct {
 	all  []*perfSample
 	seed maphash.Seed
 	// Room for the next samples and their locations: allocated in blocks.
-	smpSlab []perfSample
+	smpSlab slab.Slab[perfSample]
 	locSlab []*profile.Location
 	// Room for the next locations and their lines, allocated in blocks.
-	locBlock  []profile.Location
+	locBlock  slab.Slab[profile.Location]
 	lineBlock []profile.Line
 	// types are the sample types set by SetEventType, by event index.
 	types map[int]profile.ValueType
@@ -135,11 +136,7 @@ func (b *PerfBuilder) AddSamples(st *perfunwind.Stack, n int64) error {
 		}
 	}
 	if s == nil {
-		if len(b.smpSlab) == 0 {
-			b.smpSlab = make([]perfSample, 256)
-		}
-		s = &b.smpSlab[0]
-		b.smpSlab = b.smpSlab[1:]
+		s = b.smpSlab.New(256)
 		if len(ids) > cap(b.locSlab)-len(b.locSlab) {
 			b.locSlab = make([]*profile.Location, 0, max(16<<10, len(ids)))
 		}
@@ -177,11 +174,7 @@ func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Locat
 	if l := b.locs[k]; l != nil {
 		return l
 	}
-	if len(b.locBlock) == 0 {
-		b.locBlock = make([]profile.Location, 256)
-	}
-	l := &b.locBlock[0]
-	b.locBlock = b.locBlock[1:]
+	l := b.locBlock.New(256)
 	*l = profile.Location{ID: uint64(len(b.p.Location) + 1), Address: pc, Mapping: m}
 	loc := b.r.Resolve(f.Map, pc)
 	if n := len(loc.Inlined) + 1; f.Signal || loc.Name != "" {
