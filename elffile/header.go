@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 )
 
 // Header is an ELF file header decoded by DecodeHeader or ReadHeader, of
@@ -193,61 +194,48 @@ func (h *Header) decodeSection(b []byte) (elf.Section64, error) {
 // errNarrow reports a value that does not fit in a 32-bit file's field.
 var errNarrow = errors.New("value too large for an ELF32 header")
 
-// u32 narrows the values of a 32-bit file's header fields, reporting
-// whether all fit.
-func u32(vs ...uint64) bool {
-	for _, v := range vs {
-		if v > math.MaxUint32 {
-			return false
-		}
+// encodeClass writes a header structure to the start of b, in the file's
+// class and byte order: wide itself in a 64-bit file; in a 32-bit file
+// narrow(), its 32-bit form, once the values of its 64-bit fields, wides,
+// are found to fit (errNarrow when one does not).
+func encodeClass[W, N any](h *Header, b []byte, wide *W, wides []uint64, narrow func() *N) error {
+	var err error
+	switch {
+	case h.is64():
+		_, err = binary.Encode(b, h.ByteOrder, wide)
+	case slices.ContainsFunc(wides, func(v uint64) bool { return v > math.MaxUint32 }):
+		err = errNarrow
+	default:
+		_, err = binary.Encode(b, h.ByteOrder, narrow())
 	}
-	return true
+	return err
 }
 
-// encode writes the file header to the start of b, in the file's class
-// and byte order.
+// encode writes the file header to the start of b.
 func (h *Header) encode(b []byte) error {
-	if h.is64() {
-		_, err := binary.Encode(b, h.ByteOrder, &h.Header64)
-		return err
-	}
 	x := &h.Header64
-	if !u32(x.Entry, x.Phoff, x.Shoff) {
-		return errNarrow
-	}
-	_, err := binary.Encode(b, h.ByteOrder, &elf.Header32{Ident: x.Ident, Type: x.Type, Machine: x.Machine,
-		Version: x.Version, Entry: uint32(x.Entry), Phoff: uint32(x.Phoff), Shoff: uint32(x.Shoff), Flags: x.Flags,
-		Ehsize: x.Ehsize, Phentsize: x.Phentsize, Phnum: x.Phnum, Shentsize: x.Shentsize, Shnum: x.Shnum,
-		Shstrndx: x.Shstrndx})
-	return err
+	return encodeClass(h, b, x, []uint64{x.Entry, x.Phoff, x.Shoff}, func() *elf.Header32 {
+		return &elf.Header32{Ident: x.Ident, Type: x.Type, Machine: x.Machine,
+			Version: x.Version, Entry: uint32(x.Entry), Phoff: uint32(x.Phoff), Shoff: uint32(x.Shoff), Flags: x.Flags,
+			Ehsize: x.Ehsize, Phentsize: x.Phentsize, Phnum: x.Phnum, Shentsize: x.Shentsize, Shnum: x.Shnum,
+			Shstrndx: x.Shstrndx}
+	})
 }
 
 // encodeProg writes program header p to the start of b.
 func (h *Header) encodeProg(b []byte, p *elf.Prog64) error {
-	if h.is64() {
-		_, err := binary.Encode(b, h.ByteOrder, p)
-		return err
-	}
-	if !u32(p.Off, p.Vaddr, p.Paddr, p.Filesz, p.Memsz, p.Align) {
-		return errNarrow
-	}
-	_, err := binary.Encode(b, h.ByteOrder, &elf.Prog32{Type: p.Type, Flags: p.Flags, Off: uint32(p.Off),
-		Vaddr: uint32(p.Vaddr), Paddr: uint32(p.Paddr), Filesz: uint32(p.Filesz), Memsz: uint32(p.Memsz),
-		Align: uint32(p.Align)})
-	return err
+	return encodeClass(h, b, p, []uint64{p.Off, p.Vaddr, p.Paddr, p.Filesz, p.Memsz, p.Align}, func() *elf.Prog32 {
+		return &elf.Prog32{Type: p.Type, Flags: p.Flags, Off: uint32(p.Off),
+			Vaddr: uint32(p.Vaddr), Paddr: uint32(p.Paddr), Filesz: uint32(p.Filesz), Memsz: uint32(p.Memsz),
+			Align: uint32(p.Align)}
+	})
 }
 
 // encodeSection writes section header s to the start of b.
 func (h *Header) encodeSection(b []byte, s *elf.Section64) error {
-	if h.is64() {
-		_, err := binary.Encode(b, h.ByteOrder, s)
-		return err
-	}
-	if !u32(s.Flags, s.Addr, s.Off, s.Size, s.Addralign, s.Entsize) {
-		return errNarrow
-	}
-	_, err := binary.Encode(b, h.ByteOrder, &elf.Section32{Name: s.Name, Type: s.Type, Flags: uint32(s.Flags),
-		Addr: uint32(s.Addr), Off: uint32(s.Off), Size: uint32(s.Size), Link: s.Link, Info: s.Info,
-		Addralign: uint32(s.Addralign), Entsize: uint32(s.Entsize)})
-	return err
+	return encodeClass(h, b, s, []uint64{s.Flags, s.Addr, s.Off, s.Size, s.Addralign, s.Entsize}, func() *elf.Section32 {
+		return &elf.Section32{Name: s.Name, Type: s.Type, Flags: uint32(s.Flags),
+			Addr: uint32(s.Addr), Off: uint32(s.Off), Size: uint32(s.Size), Link: s.Link, Info: s.Info,
+			Addralign: uint32(s.Addralign), Entsize: uint32(s.Entsize)}
+	})
 }
