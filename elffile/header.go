@@ -119,29 +119,25 @@ func (h *Header) sectionSize() int {
 // than the class's program header, or a table shorter than n entries, is
 // an error; the result's size is bounded by tab's.
 func (h *Header) DecodeProgs(tab []byte, n int) ([]elf.Prog64, error) {
-	stride, err := tableFits("program", len(tab), n, int(h.Phentsize), h.progSize())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]elf.Prog64, n)
-	for i := range out {
-		if out[i], err = h.decodeProg(tab[i*stride:]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return decodeTable(tab, n, "program", int(h.Phentsize), h.progSize(), h.decodeProg)
 }
 
 // decodeSections decodes n section headers from tab, the section header
 // table's bytes, as DecodeProgs decodes program headers.
 func (h *Header) decodeSections(tab []byte, n int) ([]elf.Section64, error) {
-	stride, err := tableFits("section", len(tab), n, int(h.Shentsize), h.sectionSize())
+	return decodeTable(tab, n, "section", int(h.Shentsize), h.sectionSize(), h.decodeSection)
+}
+
+// decodeTable decodes the n entries of a header table, stride bytes
+// apart and each at least size bytes (see tableFits), with decode.
+func decodeTable[T any](tab []byte, n int, what string, stride, size int, decode func([]byte) (T, error)) ([]T, error) {
+	stride, err := tableFits(what, len(tab), n, stride, size)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]elf.Section64, n)
+	out := make([]T, n)
 	for i := range out {
-		if out[i], err = h.decodeSection(tab[i*stride:]); err != nil {
+		if out[i], err = decode(tab[i*stride:]); err != nil {
 			return nil, err
 		}
 	}
@@ -164,31 +160,35 @@ func tableFits(what string, length, n, stride, size int) (int, error) {
 	return stride, nil
 }
 
+// decodeClass decodes a header structure at the start of b, in the
+// file's class and byte order: as it is in a 64-bit file; in a 32-bit
+// file its 32-bit form, N, made wide by widen.
+func decodeClass[W, N any](h *Header, b []byte, widen func(*N) W) (W, error) {
+	if h.is64() {
+		var w W
+		_, err := binary.Decode(b, h.ByteOrder, &w)
+		return w, err
+	}
+	var n N
+	_, err := binary.Decode(b, h.ByteOrder, &n)
+	return widen(&n), err
+}
+
 // decodeProg decodes the program header at the start of b.
 func (h *Header) decodeProg(b []byte) (elf.Prog64, error) {
-	var p elf.Prog64
-	if h.is64() {
-		_, err := binary.Decode(b, h.ByteOrder, &p)
-		return p, err
-	}
-	var p32 elf.Prog32
-	_, err := binary.Decode(b, h.ByteOrder, &p32)
-	return elf.Prog64{Type: p32.Type, Flags: p32.Flags, Off: uint64(p32.Off), Vaddr: uint64(p32.Vaddr),
-		Paddr: uint64(p32.Paddr), Filesz: uint64(p32.Filesz), Memsz: uint64(p32.Memsz), Align: uint64(p32.Align)}, err
+	return decodeClass(h, b, func(p32 *elf.Prog32) elf.Prog64 {
+		return elf.Prog64{Type: p32.Type, Flags: p32.Flags, Off: uint64(p32.Off), Vaddr: uint64(p32.Vaddr),
+			Paddr: uint64(p32.Paddr), Filesz: uint64(p32.Filesz), Memsz: uint64(p32.Memsz), Align: uint64(p32.Align)}
+	})
 }
 
 // decodeSection decodes the section header at the start of b.
 func (h *Header) decodeSection(b []byte) (elf.Section64, error) {
-	var s elf.Section64
-	if h.is64() {
-		_, err := binary.Decode(b, h.ByteOrder, &s)
-		return s, err
-	}
-	var s32 elf.Section32
-	_, err := binary.Decode(b, h.ByteOrder, &s32)
-	return elf.Section64{Name: s32.Name, Type: s32.Type, Flags: uint64(s32.Flags), Addr: uint64(s32.Addr),
-		Off: uint64(s32.Off), Size: uint64(s32.Size), Link: s32.Link, Info: s32.Info,
-		Addralign: uint64(s32.Addralign), Entsize: uint64(s32.Entsize)}, err
+	return decodeClass(h, b, func(s32 *elf.Section32) elf.Section64 {
+		return elf.Section64{Name: s32.Name, Type: s32.Type, Flags: uint64(s32.Flags), Addr: uint64(s32.Addr),
+			Off: uint64(s32.Off), Size: uint64(s32.Size), Link: s32.Link, Info: s32.Info,
+			Addralign: uint64(s32.Addralign), Entsize: uint64(s32.Entsize)}
+	})
 }
 
 // errNarrow reports a value that does not fit in a 32-bit file's field.
