@@ -45,16 +45,7 @@ func (r *run[T]) from(key uint64, yield func(uint64, *T) bool) bool {
 // upper returns the number of keys at most key: the index after the
 // last of them.
 func upper(keys []uint64, key uint64) int {
-	lo, hi := 0, len(keys)
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if keys[h] <= key {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return lo
+	return sort.Search(len(keys), func(i int) bool { return keys[i] > key })
 }
 
 // minChunk is the smallest chunk size aimed at.
