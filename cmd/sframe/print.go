@@ -63,7 +63,7 @@ only in printing no .eh_frame_hdr section. Compare with your readelf as
 	return fs.eachFile(files, func(name string) error {
 		err := cfiFile(w, name, *section, *asJSON, header, version)
 		if err != nil {
-			w.Flush() // what the file printed before the error
+			w.Flush() // what the file printed goes out before its error
 		}
 		return err
 	})
