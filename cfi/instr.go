@@ -68,13 +68,14 @@ func (op Op) NamesColumn() bool {
 //	}
 //	if err := it.Err(); err != nil { ... }
 type InstructionIter struct {
-	t        *Table
-	cie      *CIE
-	data     []byte
-	pos      int
+	t   *Table
+	cie *CIE
+	// buf holds the program, the position and the error ending the
+	// iteration: LEB128 operands are read through it, and next names
+	// the truncated one that buf marks with errTruncated.
+	buf
 	off      uint64 // section offset of data[0]
 	fdeBegin uint64 // base of funcrel DW_CFA_set_loc operands
-	err      error
 }
 
 // CIEInstructions returns an iterator over c's initial instructions.
@@ -95,17 +96,17 @@ func (t *Table) FDEInstructions(f *FDE) InstructionIter {
 // instruction, and Err says so; so does a nil cie.
 func (t *Table) Instructions(cie *CIE, start, end, pcBegin uint64) InstructionIter {
 	if cie == nil {
-		return InstructionIter{t: t, cie: &CIE{}, off: start, err: t.errAt(ErrBadEntry, start, "instructions without a CIE")}
+		return InstructionIter{t: t, cie: &CIE{}, off: start, buf: buf{err: t.errAt(ErrBadEntry, start, "instructions without a CIE")}}
 	}
 	if start > end || end > uint64(len(t.data)) {
 		return InstructionIter{t: t, cie: cie, off: start, fdeBegin: pcBegin,
-			err: t.errAt(ErrBounds, start, "instructions [%#x, %#x) outside the section", start, end)}
+			buf: buf{err: t.errAt(ErrBounds, start, "instructions [%#x, %#x) outside the section", start, end)}}
 	}
 	return t.instrIter(cie, t.data[start:end:end], start, pcBegin)
 }
 
 func (t *Table) instrIter(cie *CIE, instr []byte, off, fdeBegin uint64) InstructionIter {
-	return InstructionIter{t: t, cie: cie, data: instr, off: off, fdeBegin: fdeBegin}
+	return InstructionIter{t: t, cie: cie, buf: buf{data: instr}, off: off, fdeBegin: fdeBegin}
 }
 
 // Err returns what ended the iteration early: a truncated or invalid
@@ -169,27 +170,6 @@ func (it *InstructionIter) fail(kind ErrKind, format string, args ...any) {
 		it.err = it.t.errAt(kind, it.off+uint64(it.pos), format, args...)
 	}
 	it.pos = len(it.data)
-}
-
-func (it *InstructionIter) uleb() uint64 {
-	v, pos, ok := DecodeULEB(it.data, it.pos)
-	it.endLEB(pos, ok)
-	return v
-}
-
-func (it *InstructionIter) sleb() int64 {
-	v, pos, ok := DecodeSLEB(it.data, it.pos)
-	it.endLEB(pos, ok)
-	return v
-}
-
-// endLEB moves past an operand that ends at pos, failing when ok is
-// false: the program ended inside it.
-func (it *InstructionIter) endLEB(pos int, ok bool) {
-	it.pos = pos
-	if !ok {
-		it.fail(ErrTruncated, "truncated LEB128 operand")
-	}
 }
 
 // reg reads a register number, marking ins when it takes more than 32
@@ -317,5 +297,8 @@ func (it *InstructionIter) next(ins *Instruction) bool {
 	// Anything else has no operand: nop, remember/restore_state,
 	// GNU_window_save (AArch64 negate_ra_state), negate_ra_state_with_pc,
 	// and the opcodes the package does not know.
+	if it.err == errTruncated { // by buf: a LEB128 operand (at the end)
+		it.err = it.t.errAt(ErrTruncated, it.off+uint64(it.pos), "truncated LEB128 operand")
+	}
 	return it.err == nil
 }

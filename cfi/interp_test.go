@@ -3,6 +3,7 @@ package cfi
 import (
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -435,4 +436,43 @@ func firstFDE(t *testing.T, tab *Table) FDE {
 	}
 	t.Fatal("no FDE")
 	return FDE{}
+}
+
+// TestTruncatedOperands checks the error and offset each kind of operand
+// that the program ends inside gets, and that a truncated LEB128 operand
+// keeps its low bits (readelf prints them).
+func TestTruncatedOperands(t *testing.T) {
+	for _, c := range []struct {
+		prog    []byte
+		operand uint64
+		at      int // offset of the error in prog
+		msg     string
+	}{
+		{[]byte{byte(OpDefCFAOffset), 0x85}, 5, 2, "truncated LEB128 operand"},
+		{[]byte{byte(OpDefCFAOffsetSF), 0xfe}, 0x7e, 2, "truncated LEB128 operand"},
+		{[]byte{byte(OpOffsetExtended), 0x83}, 0, 2, "truncated LEB128 operand"},
+		{[]byte{byte(OpRegister), 1, 0x82}, 2, 3, "truncated LEB128 operand"},
+		{[]byte{byte(OpDefCFAExpression), 0x80}, 0, 2, "truncated LEB128 operand"},
+		{[]byte{byte(OpAdvanceLoc2), 1}, 0, 1, "truncated operand"},
+		{[]byte{byte(OpDefCFAExpression), 5, 1}, 0, 2, "expression length 5 exceeds the entry"},
+	} {
+		s := newSection(EHFrame)
+		cie := s.CIE(1, "", nil, 1, -8, 16, stdCIE)
+		s.AbsFDE(cie, 0x1000, 0x10, false, c.prog)
+		tab := s.table(0)
+		fde := firstFDE(t, tab)
+		it := tab.Instructions(fde.CIE, fde.instrOff, fde.instrOff+uint64(len(c.prog)), fde.PCBegin)
+		var ins Instruction
+		if it.Next(&ins) {
+			t.Errorf("% x: decoded, want an error", c.prog)
+			continue
+		}
+		want := fmt.Sprintf(".eh_frame+%#x: %s", fde.instrOff+uint64(c.at), c.msg)
+		if it.Err() == nil || it.Err().Error() != want || ins.Operand != c.operand {
+			t.Errorf("% x: %v, operand %#x; want %s, operand %#x", c.prog, it.Err(), ins.Operand, want, c.operand)
+		}
+		if it.Next(&ins) {
+			t.Errorf("% x: decodes on after the error", c.prog)
+		}
+	}
 }

@@ -174,56 +174,43 @@ func relocSize(f *elf.File, rs *elf.Section) int {
 	return n
 }
 
+// relocType is a relocation type the package applies: what it computes
+// (S + A, less P when pcrel) and the width of the field (0: nothing).
+type relocType struct {
+	t     uint32
+	pcrel bool
+	size  int
+}
+
+// relocTypes lists the relocation types applied, per machine: those that
+// compilers and assemblers use in .eh_frame and .debug_frame.
+var relocTypes = map[elf.Machine][]relocType{
+	elf.EM_X86_64: {
+		{uint32(elf.R_X86_64_PC32), true, 4}, {uint32(elf.R_X86_64_PC64), true, 8},
+		{uint32(elf.R_X86_64_64), false, 8}, {uint32(elf.R_X86_64_32), false, 4},
+		{uint32(elf.R_X86_64_32S), false, 4}, {uint32(elf.R_X86_64_NONE), false, 0},
+	},
+	elf.EM_AARCH64: {
+		{uint32(elf.R_AARCH64_PREL32), true, 4}, {uint32(elf.R_AARCH64_PREL64), true, 8},
+		{uint32(elf.R_AARCH64_ABS64), false, 8}, {uint32(elf.R_AARCH64_ABS32), false, 4},
+		{uint32(elf.R_AARCH64_NONE), false, 0},
+	},
+	elf.EM_S390: {
+		{uint32(elf.R_390_PC32), true, 4}, {uint32(elf.R_390_PC64), true, 8},
+		{uint32(elf.R_390_64), false, 8}, {uint32(elf.R_390_32), false, 4},
+		{uint32(elf.R_390_NONE), false, 0},
+	},
+	elf.EM_386: {
+		{uint32(elf.R_386_PC32), true, 4}, {uint32(elf.R_386_32), false, 4},
+		{uint32(elf.R_386_NONE), false, 0},
+	},
+}
+
 // relocKind describes what a relocation type computes and its width.
 func relocKind(m elf.Machine, t uint32) (pcrel bool, size int, ok bool) {
-	switch m {
-	case elf.EM_X86_64:
-		switch elf.R_X86_64(t) {
-		case elf.R_X86_64_PC32:
-			return true, 4, true
-		case elf.R_X86_64_PC64:
-			return true, 8, true
-		case elf.R_X86_64_64:
-			return false, 8, true
-		case elf.R_X86_64_32, elf.R_X86_64_32S:
-			return false, 4, true
-		case elf.R_X86_64_NONE:
-			return false, 0, true
-		}
-	case elf.EM_AARCH64:
-		switch elf.R_AARCH64(t) {
-		case elf.R_AARCH64_PREL32:
-			return true, 4, true
-		case elf.R_AARCH64_PREL64:
-			return true, 8, true
-		case elf.R_AARCH64_ABS64:
-			return false, 8, true
-		case elf.R_AARCH64_ABS32:
-			return false, 4, true
-		case elf.R_AARCH64_NONE:
-			return false, 0, true
-		}
-	case elf.EM_S390:
-		switch elf.R_390(t) {
-		case elf.R_390_PC32:
-			return true, 4, true
-		case elf.R_390_PC64:
-			return true, 8, true
-		case elf.R_390_64:
-			return false, 8, true
-		case elf.R_390_32:
-			return false, 4, true
-		case elf.R_390_NONE:
-			return false, 0, true
-		}
-	case elf.EM_386:
-		switch elf.R_386(t) {
-		case elf.R_386_PC32:
-			return true, 4, true
-		case elf.R_386_32:
-			return false, 4, true
-		case elf.R_386_NONE:
-			return false, 0, true
+	for _, r := range relocTypes[m] {
+		if r.t == t {
+			return r.pcrel, r.size, true
 		}
 	}
 	return false, 0, false

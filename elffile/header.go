@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 )
 
 // Header is an ELF file header decoded by DecodeHeader or ReadHeader, of
@@ -118,29 +119,25 @@ func (h *Header) sectionSize() int {
 // than the class's program header, or a table shorter than n entries, is
 // an error; the result's size is bounded by tab's.
 func (h *Header) DecodeProgs(tab []byte, n int) ([]elf.Prog64, error) {
-	stride, err := tableFits("program", len(tab), n, int(h.Phentsize), h.progSize())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]elf.Prog64, n)
-	for i := range out {
-		if out[i], err = h.decodeProg(tab[i*stride:]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return decodeTable(tab, n, "program", int(h.Phentsize), h.progSize(), h.decodeProg)
 }
 
 // decodeSections decodes n section headers from tab, the section header
 // table's bytes, as DecodeProgs decodes program headers.
 func (h *Header) decodeSections(tab []byte, n int) ([]elf.Section64, error) {
-	stride, err := tableFits("section", len(tab), n, int(h.Shentsize), h.sectionSize())
+	return decodeTable(tab, n, "section", int(h.Shentsize), h.sectionSize(), h.decodeSection)
+}
+
+// decodeTable decodes the n entries of a header table, stride bytes
+// apart and each at least size bytes (see tableFits), with decode.
+func decodeTable[T any](tab []byte, n int, what string, stride, size int, decode func([]byte) (T, error)) ([]T, error) {
+	stride, err := tableFits(what, len(tab), n, stride, size)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]elf.Section64, n)
+	out := make([]T, n)
 	for i := range out {
-		if out[i], err = h.decodeSection(tab[i*stride:]); err != nil {
+		if out[i], err = decode(tab[i*stride:]); err != nil {
 			return nil, err
 		}
 	}
@@ -163,91 +160,82 @@ func tableFits(what string, length, n, stride, size int) (int, error) {
 	return stride, nil
 }
 
+// decodeClass decodes a header structure at the start of b, in the
+// file's class and byte order: as it is in a 64-bit file; in a 32-bit
+// file its 32-bit form, N, made wide by widen.
+func decodeClass[W, N any](h *Header, b []byte, widen func(*N) W) (W, error) {
+	if h.is64() {
+		var w W
+		_, err := binary.Decode(b, h.ByteOrder, &w)
+		return w, err
+	}
+	var n N
+	_, err := binary.Decode(b, h.ByteOrder, &n)
+	return widen(&n), err
+}
+
 // decodeProg decodes the program header at the start of b.
 func (h *Header) decodeProg(b []byte) (elf.Prog64, error) {
-	var p elf.Prog64
-	if h.is64() {
-		_, err := binary.Decode(b, h.ByteOrder, &p)
-		return p, err
-	}
-	var p32 elf.Prog32
-	_, err := binary.Decode(b, h.ByteOrder, &p32)
-	return elf.Prog64{Type: p32.Type, Flags: p32.Flags, Off: uint64(p32.Off), Vaddr: uint64(p32.Vaddr),
-		Paddr: uint64(p32.Paddr), Filesz: uint64(p32.Filesz), Memsz: uint64(p32.Memsz), Align: uint64(p32.Align)}, err
+	return decodeClass(h, b, func(p32 *elf.Prog32) elf.Prog64 {
+		return elf.Prog64{Type: p32.Type, Flags: p32.Flags, Off: uint64(p32.Off), Vaddr: uint64(p32.Vaddr),
+			Paddr: uint64(p32.Paddr), Filesz: uint64(p32.Filesz), Memsz: uint64(p32.Memsz), Align: uint64(p32.Align)}
+	})
 }
 
 // decodeSection decodes the section header at the start of b.
 func (h *Header) decodeSection(b []byte) (elf.Section64, error) {
-	var s elf.Section64
-	if h.is64() {
-		_, err := binary.Decode(b, h.ByteOrder, &s)
-		return s, err
-	}
-	var s32 elf.Section32
-	_, err := binary.Decode(b, h.ByteOrder, &s32)
-	return elf.Section64{Name: s32.Name, Type: s32.Type, Flags: uint64(s32.Flags), Addr: uint64(s32.Addr),
-		Off: uint64(s32.Off), Size: uint64(s32.Size), Link: s32.Link, Info: s32.Info,
-		Addralign: uint64(s32.Addralign), Entsize: uint64(s32.Entsize)}, err
+	return decodeClass(h, b, func(s32 *elf.Section32) elf.Section64 {
+		return elf.Section64{Name: s32.Name, Type: s32.Type, Flags: uint64(s32.Flags), Addr: uint64(s32.Addr),
+			Off: uint64(s32.Off), Size: uint64(s32.Size), Link: s32.Link, Info: s32.Info,
+			Addralign: uint64(s32.Addralign), Entsize: uint64(s32.Entsize)}
+	})
 }
 
 // errNarrow reports a value that does not fit in a 32-bit file's field.
 var errNarrow = errors.New("value too large for an ELF32 header")
 
-// u32 narrows the values of a 32-bit file's header fields, reporting
-// whether all fit.
-func u32(vs ...uint64) bool {
-	for _, v := range vs {
-		if v > math.MaxUint32 {
-			return false
-		}
+// encodeClass writes a header structure to the start of b, in the file's
+// class and byte order: wide itself in a 64-bit file; in a 32-bit file
+// narrow(), its 32-bit form, once the values of its 64-bit fields, wides,
+// are found to fit (errNarrow when one does not).
+func encodeClass[W, N any](h *Header, b []byte, wide *W, wides []uint64, narrow func() *N) error {
+	var err error
+	switch {
+	case h.is64():
+		_, err = binary.Encode(b, h.ByteOrder, wide)
+	case slices.ContainsFunc(wides, func(v uint64) bool { return v > math.MaxUint32 }):
+		err = errNarrow
+	default:
+		_, err = binary.Encode(b, h.ByteOrder, narrow())
 	}
-	return true
+	return err
 }
 
-// encode writes the file header to the start of b, in the file's class
-// and byte order.
+// encode writes the file header to the start of b.
 func (h *Header) encode(b []byte) error {
-	if h.is64() {
-		_, err := binary.Encode(b, h.ByteOrder, &h.Header64)
-		return err
-	}
 	x := &h.Header64
-	if !u32(x.Entry, x.Phoff, x.Shoff) {
-		return errNarrow
-	}
-	_, err := binary.Encode(b, h.ByteOrder, &elf.Header32{Ident: x.Ident, Type: x.Type, Machine: x.Machine,
-		Version: x.Version, Entry: uint32(x.Entry), Phoff: uint32(x.Phoff), Shoff: uint32(x.Shoff), Flags: x.Flags,
-		Ehsize: x.Ehsize, Phentsize: x.Phentsize, Phnum: x.Phnum, Shentsize: x.Shentsize, Shnum: x.Shnum,
-		Shstrndx: x.Shstrndx})
-	return err
+	return encodeClass(h, b, x, []uint64{x.Entry, x.Phoff, x.Shoff}, func() *elf.Header32 {
+		return &elf.Header32{Ident: x.Ident, Type: x.Type, Machine: x.Machine,
+			Version: x.Version, Entry: uint32(x.Entry), Phoff: uint32(x.Phoff), Shoff: uint32(x.Shoff), Flags: x.Flags,
+			Ehsize: x.Ehsize, Phentsize: x.Phentsize, Phnum: x.Phnum, Shentsize: x.Shentsize, Shnum: x.Shnum,
+			Shstrndx: x.Shstrndx}
+	})
 }
 
 // encodeProg writes program header p to the start of b.
 func (h *Header) encodeProg(b []byte, p *elf.Prog64) error {
-	if h.is64() {
-		_, err := binary.Encode(b, h.ByteOrder, p)
-		return err
-	}
-	if !u32(p.Off, p.Vaddr, p.Paddr, p.Filesz, p.Memsz, p.Align) {
-		return errNarrow
-	}
-	_, err := binary.Encode(b, h.ByteOrder, &elf.Prog32{Type: p.Type, Flags: p.Flags, Off: uint32(p.Off),
-		Vaddr: uint32(p.Vaddr), Paddr: uint32(p.Paddr), Filesz: uint32(p.Filesz), Memsz: uint32(p.Memsz),
-		Align: uint32(p.Align)})
-	return err
+	return encodeClass(h, b, p, []uint64{p.Off, p.Vaddr, p.Paddr, p.Filesz, p.Memsz, p.Align}, func() *elf.Prog32 {
+		return &elf.Prog32{Type: p.Type, Flags: p.Flags, Off: uint32(p.Off),
+			Vaddr: uint32(p.Vaddr), Paddr: uint32(p.Paddr), Filesz: uint32(p.Filesz), Memsz: uint32(p.Memsz),
+			Align: uint32(p.Align)}
+	})
 }
 
 // encodeSection writes section header s to the start of b.
 func (h *Header) encodeSection(b []byte, s *elf.Section64) error {
-	if h.is64() {
-		_, err := binary.Encode(b, h.ByteOrder, s)
-		return err
-	}
-	if !u32(s.Flags, s.Addr, s.Off, s.Size, s.Addralign, s.Entsize) {
-		return errNarrow
-	}
-	_, err := binary.Encode(b, h.ByteOrder, &elf.Section32{Name: s.Name, Type: s.Type, Flags: uint32(s.Flags),
-		Addr: uint32(s.Addr), Off: uint32(s.Off), Size: uint32(s.Size), Link: s.Link, Info: s.Info,
-		Addralign: uint32(s.Addralign), Entsize: uint32(s.Entsize)})
-	return err
+	return encodeClass(h, b, s, []uint64{s.Flags, s.Addr, s.Off, s.Size, s.Addralign, s.Entsize}, func() *elf.Section32 {
+		return &elf.Section32{Name: s.Name, Type: s.Type, Flags: uint32(s.Flags),
+			Addr: uint32(s.Addr), Off: uint32(s.Off), Size: uint32(s.Size), Link: s.Link, Info: s.Info,
+			Addralign: uint32(s.Addralign), Entsize: uint32(s.Entsize)}
+	})
 }

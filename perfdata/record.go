@@ -153,81 +153,46 @@ func (r *Record) Time() uint64 {
 func (r *Record) Body() []byte { return r.Raw[recordHeaderSize:] }
 
 // Sample returns the decoded SAMPLE, or nil.
-func (r *Record) Sample() *Sample {
-	if r.Type == RecordSample && r.decoded {
-		return &r.sample
-	}
-	return nil
-}
+func (r *Record) Sample() *Sample { return when(r.Type == RecordSample && r.decoded, &r.sample) }
 
 // Mmap returns the decoded MMAP or MMAP2, or nil.
-func (r *Record) Mmap() *Mmap {
-	if r.Type == RecordMmap || r.Type == RecordMmap2 {
-		return &r.mmap
-	}
-	return nil
-}
+func (r *Record) Mmap() *Mmap { return when(r.Type == RecordMmap || r.Type == RecordMmap2, &r.mmap) }
 
 // Comm returns the decoded COMM, or nil.
-func (r *Record) Comm() *Comm {
-	if r.Type == RecordComm {
-		return &r.comm
-	}
-	return nil
-}
+func (r *Record) Comm() *Comm { return when(r.Type == RecordComm, &r.comm) }
 
 // Task returns the decoded FORK or EXIT, or nil.
-func (r *Record) Task() *Task {
-	if r.Type == RecordFork || r.Type == RecordExit {
-		return &r.task
-	}
-	return nil
-}
+func (r *Record) Task() *Task { return when(r.Type == RecordFork || r.Type == RecordExit, &r.task) }
 
 // Lost returns the decoded LOST or LOST_SAMPLES, or nil.
 func (r *Record) Lost() *Lost {
-	if r.Type == RecordLost || r.Type == RecordLostSamples {
-		return &r.lost
-	}
-	return nil
+	return when(r.Type == RecordLost || r.Type == RecordLostSamples, &r.lost)
 }
 
 // Throttle returns the decoded THROTTLE or UNTHROTTLE, or nil.
 func (r *Record) Throttle() *Throttle {
-	if r.Type == RecordThrottle || r.Type == RecordUnthrottle {
-		return &r.throttle
-	}
-	return nil
+	return when(r.Type == RecordThrottle || r.Type == RecordUnthrottle, &r.throttle)
 }
 
 // Switch returns the decoded SWITCH or SWITCH_CPU_WIDE, or nil.
 func (r *Record) Switch() *Switch {
-	if r.Type == RecordSwitch || r.Type == RecordSwitchCPUWide {
-		return &r.sw
-	}
-	return nil
+	return when(r.Type == RecordSwitch || r.Type == RecordSwitchCPUWide, &r.sw)
 }
 
 // Ksymbol returns the decoded KSYMBOL, or nil.
-func (r *Record) Ksymbol() *Ksymbol {
-	if r.Type == RecordKsymbol {
-		return &r.ksym
-	}
-	return nil
-}
+func (r *Record) Ksymbol() *Ksymbol { return when(r.Type == RecordKsymbol, &r.ksym) }
 
 // Aux returns the decoded AUX, or nil.
-func (r *Record) Aux() *Aux {
-	if r.Type == RecordAux {
-		return &r.aux
-	}
-	return nil
-}
+func (r *Record) Aux() *Aux { return when(r.Type == RecordAux, &r.aux) }
 
 // Cgroup returns the decoded CGROUP, or nil.
-func (r *Record) Cgroup() *Cgroup {
-	if r.Type == RecordCgroup {
-		return &r.cgroup
+func (r *Record) Cgroup() *Cgroup { return when(r.Type == RecordCgroup, &r.cgroup) }
+
+// when returns v when the record is of the accessor's type (ok), else
+// nil: the one rule of the typed accessors.
+func when[T any](ok bool, v *T) *T {
+	if ok {
+		return v
 	}
 	return nil
 }

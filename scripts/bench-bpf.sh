@@ -24,14 +24,9 @@
 #        (defaults 1500000000 and 6000000000; RUNS=3; PARTS="fit depth
 #        steady" or some of them; WINDOW=6; needs root, python3)
 set -euo pipefail
-short=${1:-1500000000}
-long=${2:-6000000000}
-runs=${RUNS:-3}
 . "$(dirname "$0")/lib.sh"
-workdir /tmp/sframekit-bench-bpf
-build_recprog -Wa,--gsframe
-build_sframe
-cd "$work"
+sizes 1500000000 6000000000 3 "$@"
+recprog_setup /tmp/sframekit-bench-bpf
 # rtime CMD...: runs CMD and prints "TIME user system" (its and its
 # children's, in seconds to the microsecond) on stderr.
 rtime() {

@@ -6,9 +6,14 @@
 #                        build to measure), else built from root
 #   build_recprog FLAGS  $work/recprog from recorder/testdata/recprog.c,
 #                        gcc -O2 FLAGS -pthread (-Wa,--gsframe: SFrame)
-#   recprog_bench DEFAULT  the setup of a benchmark profiling recprog:
+#   sizes SHORT LONG RUNS [ARG...]  the runs of a benchmark over two
+#                        sizes: short and long (iterations), the script's
+#                        first two ARGs, else SHORT and LONG; runs, $RUNS,
+#                        else RUNS
+#   recprog_setup DEFAULT  the setup of a benchmark profiling recprog:
 #                        workdir DEFAULT, an SFrame build of recprog,
-#                        build_sframe, cd "$work", print_load
+#                        build_sframe, cd "$work"
+#   recprog_bench DEFAULT  recprog_setup DEFAULT, then print_load
 #   temp_build NAME FLAGS  work: a new folder /tmp/NAME.XXXXXX, with
 #                        build_sframe and build_recprog FLAGS; cd "$root"
 #   tm CMD...            CMD under /usr/bin/time: "TIME user sys elapsed"
@@ -23,11 +28,19 @@ build_sframe() {
   if [ -n "${SFRAME:-}" ]; then cp "$SFRAME" "$work/sframe"; else (cd "$root" && go build -o "$work/sframe" ./cmd/sframe); fi
 }
 build_recprog() { gcc -O2 "$@" -pthread -o "$work/recprog" "$root/recorder/testdata/recprog.c"; }
-recprog_bench() {
+sizes() {
+  short=${4:-$1}
+  long=${5:-$2}
+  runs=${RUNS:-$3}
+}
+recprog_setup() {
   workdir "$1"
   build_recprog -Wa,--gsframe
   build_sframe
   cd "$work"
+}
+recprog_bench() {
+  recprog_setup "$1"
   print_load
 }
 temp_build() {

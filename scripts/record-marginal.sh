@@ -14,10 +14,8 @@
 #        (defaults 3000000000 and 12000000000: about 1 s and 4 s of two
 #        busy threads; RUNS=5, SFRAME=path to use another build)
 set -euo pipefail
-short=${1:-3000000000}
-long=${2:-12000000000}
-runs=${RUNS:-5}
 . "$(dirname "$0")/lib.sh"
+sizes 3000000000 12000000000 5 "$@"
 recprog_bench /tmp/sframekit-record-marginal
 printf '%-6s %4s %8s %10s %9s\n' size run samples prof_cpu_s us/sample
 for r in $(seq "$runs"); do

@@ -97,18 +97,35 @@ func (d *rustDemangler) printPunycode(id rustIdent) {
 	d.print(string(b))
 }
 
-// backref parses a back reference and returns the position it names,
-// which must come before the reference (start is where its tag was).
-func (d *rustDemangler) backref(start int) (int, bool) {
+// backref parses a back reference and demangles what it names with f,
+// read at the position named, which must come before the reference
+// (start is where its tag was); then reading goes on after the reference.
+func (d *rustDemangler) backref(start int, f func()) {
 	v := d.int62()
 	if d.err || d.skip {
-		return 0, false
+		return
 	}
 	if v >= uint64(start) {
 		d.err = true
-		return 0, false
+		return
 	}
-	return int(v), true
+	old := d.next
+	d.next = int(v)
+	f()
+	d.next = old
+}
+
+// list demangles items with item up to the closing 'E', printing sep
+// between them, and returns how many there were.
+func (d *rustDemangler) list(sep string, item func()) int {
+	i := 0
+	for ; !d.err && !d.eat('E'); i++ {
+		if i > 0 {
+			d.print(sep)
+		}
+		item()
+	}
+	return i
 }
 
 // path demangles a v0 path; inValue is set for the symbol's own path,
@@ -179,20 +196,10 @@ func (d *rustDemangler) path(inValue bool) {
 			d.print("::")
 		}
 		d.print("<")
-		for i := 0; !d.err && !d.eat('E'); i++ {
-			if i > 0 {
-				d.print(", ")
-			}
-			d.genericArg()
-		}
+		d.list(", ", d.genericArg)
 		d.print(">")
 	case 'B':
-		if pos, ok := d.backref(start); ok {
-			old := d.next
-			d.next = pos
-			d.path(inValue)
-			d.next = old
-		}
+		d.backref(start, func() { d.path(inValue) })
 	default:
 		d.err = true
 	}
@@ -345,14 +352,7 @@ func (d *rustDemangler) typ() {
 		d.print("]")
 	case 'T': // tuples
 		d.print("(")
-		i := 0
-		for ; !d.err && !d.eat('E'); i++ {
-			if i > 0 {
-				d.print(", ")
-			}
-			d.typ()
-		}
-		if i == 1 {
+		if d.list(", ", d.typ) == 1 {
 			d.print(",")
 		}
 		d.print(")")
@@ -362,12 +362,7 @@ func (d *rustDemangler) typ() {
 		d.print("dyn ")
 		old := d.lifetime
 		d.binder()
-		for i := 0; !d.err && !d.eat('E'); i++ {
-			if i > 0 {
-				d.print(" + ")
-			}
-			d.dynTrait()
-		}
+		d.list(" + ", d.dynTrait)
 		d.lifetime = old
 		if !d.eat('L') {
 			d.err = true
@@ -378,12 +373,7 @@ func (d *rustDemangler) typ() {
 			d.printLifetime(lt)
 		}
 	case 'B':
-		if pos, ok := d.backref(start); ok {
-			old := d.next
-			d.next = pos
-			d.typ()
-			d.next = old
-		}
+		d.backref(start, d.typ)
 	default:
 		d.next = start // a path, which reads the tag again
 		d.path(false)
@@ -424,12 +414,7 @@ func (d *rustDemangler) fnType() {
 		d.print(`" `)
 	}
 	d.print("fn(")
-	for i := 0; !d.err && !d.eat('E'); i++ {
-		if i > 0 {
-			d.print(", ")
-		}
-		d.typ()
-	}
+	d.list(", ", d.typ)
 	d.print(")")
 	if !d.eat('u') { // () as return type is not printed
 		d.print(" -> ")
@@ -471,22 +456,12 @@ func (d *rustDemangler) pathMaybeOpenGenerics() (open bool) {
 	start := d.next
 	switch {
 	case d.eat('B'):
-		if pos, ok := d.backref(start); ok {
-			old := d.next
-			d.next = pos
-			open = d.pathMaybeOpenGenerics()
-			d.next = old
-		}
+		d.backref(start, func() { open = d.pathMaybeOpenGenerics() })
 	case d.eat('I'):
 		d.path(false)
 		d.print("<")
 		open = true
-		for i := 0; !d.err && !d.eat('E'); i++ {
-			if i > 0 {
-				d.print(", ")
-			}
-			d.genericArg()
-		}
+		d.list(", ", d.genericArg)
 	default:
 		d.path(false)
 	}
@@ -501,12 +476,7 @@ func (d *rustDemangler) constant() {
 	defer d.leave()
 	start := d.next
 	if d.eat('B') {
-		if pos, ok := d.backref(start); ok {
-			old := d.next
-			d.next = pos
-			d.constant()
-			d.next = old
-		}
+		d.backref(start, d.constant)
 		return
 	}
 	tag := d.nextByte()

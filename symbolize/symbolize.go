@@ -276,16 +276,7 @@ func (s *Symbolizer) LookupFunc(path string, addr uint64) (Symbol, bool) {
 // the last symbol, does not name every address above it).
 func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 	syms := m.syms
-	lo, hi := 0, len(syms)
-	for lo < hi { // first symbol with start > addr
-		mid := int(uint(lo+hi) >> 1)
-		if syms[mid].start <= addr {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	i := lo - 1
+	i := sort.Search(len(syms), func(i int) bool { return syms[i].start > addr }) - 1
 	if i < 0 {
 		return m.lookupLabel(addr, 0)
 	}
@@ -331,16 +322,7 @@ func (m *module) sameSection(start, addr uint64) bool {
 func (m *module) lookupLine(addr uint64) (string, int, bool) {
 	m.linesOnce.Do(m.buildLines)
 	rows := m.lines
-	lo, hi := 0, len(rows)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if rows[mid].addr <= addr {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	i := lo - 1
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > addr }) - 1
 	if i < 0 || rows[i].end || rows[i].line <= 0 {
 		return "", 0, false
 	}

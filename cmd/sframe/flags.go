@@ -178,6 +178,20 @@ func (f *flagSet) fileError(path string, err error) {
 	fmt.Fprintf(f.stderr, "sframe %s: %s: %v\n", f.name, displayName(path), withoutPath(path, err))
 }
 
+// eachFile runs do on each of files in turn: a file do fails on gets a
+// one-line error (fileError) and the exit status 1, and the others are
+// still done.
+func (f *flagSet) eachFile(files []string, do func(path string) error) int {
+	status := 0
+	for _, path := range files {
+		if err := do(path); err != nil {
+			f.fileError(path, err)
+			status = 1
+		}
+	}
+	return status
+}
+
 // withoutPath is err without the path a file system error repeats, for
 // messages that name path already.
 func withoutPath(path string, err error) error {

@@ -6,8 +6,9 @@
 //go:debug updatemaxprocs=0
 
 // Command sframe reads, checks, converts and prints SFrame and DWARF CFI
-// data in ELF files. Each subcommand lives in its own file and registers
-// itself in init, so that main stays a dispatcher.
+// data in ELF files. Each subcommand registers itself in init, in its
+// file (commands of one concern share one: print.go, rewrite.go), so that
+// main stays a dispatcher.
 package main
 
 import (

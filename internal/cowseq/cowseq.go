@@ -45,16 +45,21 @@ func (r *run[T]) from(key uint64, yield func(uint64, *T) bool) bool {
 // upper returns the number of keys at most key: the index after the
 // last of them.
 func upper(keys []uint64, key uint64) int {
-	lo, hi := 0, len(keys)
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if keys[h] <= key {
-			lo = h + 1
-		} else {
-			hi = h
-		}
+	return sort.Search(len(keys), func(i int) bool { return keys[i] > key })
+}
+
+// span returns the keys [a, b] a change touches: those it removes, [lo,
+// hi] (none when lo > hi), and those it adds, keys (ascending); a > b
+// when it touches none.
+func span(lo, hi uint64, keys []uint64) (a, b uint64) {
+	a, b = lo, hi
+	if lo > hi {
+		a, b = math.MaxUint64, 0
 	}
-	return lo
+	if len(keys) > 0 {
+		a, b = min(a, keys[0]), max(b, keys[len(keys)-1])
+	}
+	return a, b
 }
 
 // minChunk is the smallest chunk size aimed at.
@@ -64,14 +69,6 @@ const minChunk = 16
 // minChunk. Chunks hold from about half to twice that.
 func target(n int) int {
 	return max(minChunk, int(math.Sqrt(float64(n))))
-}
-
-// Len returns the number of values.
-func (s *seq2[T]) Len() int {
-	if s == nil {
-		return 0
-	}
-	return s.n
 }
 
 // Floor returns the last value whose key is at most key, or nil.
@@ -119,13 +116,7 @@ func (s *seq2[T]) replace(lo, hi uint64, keys []uint64, vals []T) *seq2[T] {
 	if s != nil {
 		old = *s
 	}
-	a, b := lo, hi
-	if lo > hi {
-		a, b = math.MaxUint64, 0
-	}
-	if len(keys) > 0 {
-		a, b = min(a, keys[0]), max(b, keys[len(keys)-1])
-	}
+	a, b := span(lo, hi, keys)
 	if a > b {
 		return s // nothing to remove or add
 	}

@@ -184,7 +184,7 @@ func TestCostOfChanges(t *testing.T) {
 		}
 		// Chunks of about √(n/64) leaves: the chunk array is that to
 		// three times that long.
-		t.Logf("%s: %d leaves in %d chunks for %d values; %d chunk pointers copied", order, s.leaves.Len(), len(s.leaves.chunks), n, copied)
+		t.Logf("%s: %d leaves in %d chunks for %d values; %d chunk pointers copied", order, s.leaves.n, len(s.leaves.chunks), n, copied)
 		if copied > 4*n*40 {
 			t.Errorf("%s: %d chunk pointers copied for %d values", order, copied, n)
 		}

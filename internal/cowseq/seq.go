@@ -16,7 +16,6 @@ package cowseq
 
 import (
 	"iter"
-	"math"
 )
 
 // Seq is a sequence of values sorted by key; values of equal keys are in
@@ -87,13 +86,7 @@ func (s *Seq[T]) startOf(key uint64) uint64 {
 // hi removes nothing), and vals added, whose keys (ascending) are keys:
 // each after the values of keys up to its own. s does not change.
 func (s *Seq[T]) Replace(lo, hi uint64, keep func(*T) bool, keys []uint64, vals []T) *Seq[T] {
-	a, b := lo, hi
-	if lo > hi {
-		a, b = math.MaxUint64, 0
-	}
-	if len(keys) > 0 {
-		a, b = min(a, keys[0]), max(b, keys[len(keys)-1])
-	}
+	a, b := span(lo, hi, keys)
 	if a > b {
 		return s // nothing to remove or add
 	}
