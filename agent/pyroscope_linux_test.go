@@ -301,12 +301,23 @@ func TestPyroscopeDown(t *testing.T) {
 		QueueLen: 64, Log: testLog{t}})
 	waitSent(t, a, 1)
 	srv.stop()
-	downFrom := time.Now()
+	// The period cut second after the stop began at the first cut after
+	// it: all of it fell while the server was down. Its profile's time
+	// is its start (the first cut, seen up to a poll late), which a query
+	// from half a second before that finds and the period before it (two
+	// seconds earlier, sent before the stop) does not.
 	down := a.Stats().Periods
+	var downFrom time.Time
 	for a.Stats().Periods < down+2 {
+		if downFrom.IsZero() && a.Stats().Periods == down+1 {
+			downFrom = time.Now().Add(-500 * time.Millisecond)
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	downUntil := time.Now()
+	if downFrom.IsZero() {
+		downFrom = downUntil.Add(-2500 * time.Millisecond) // both cuts between two polls
+	}
 	if st := a.Stats().Sinks["pyroscope"]; st.Queued == 0 || st.LastError == "" {
 		t.Errorf("server down for two periods: %+v, want profiles queued and an error", st)
 	}
@@ -318,10 +329,20 @@ func TestPyroscopeDown(t *testing.T) {
 	if st.Dropped != 0 {
 		t.Errorf("%d profiles dropped with room in the queue: %+v", st.Dropped, st)
 	}
-	// What was cut while the server was down is in it now, at its time.
-	fg := srv.render(t, fmt.Sprintf(`%s{service_name="recprog"}`, cpuQuery), downFrom.Add(time.Second), downUntil)
-	if fg.Flamebearer.NumTicks == 0 {
-		t.Errorf("Pyroscope has nothing of %s to %s, while it was down", downFrom.Format(time.TimeOnly), downUntil.Format(time.TimeOnly))
+	// What was cut while the server was down is in it now, at its time
+	// (once Pyroscope's ingester has it: queries see a push after a
+	// delay).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		fg := srv.render(t, fmt.Sprintf(`%s{service_name="recprog"}`, cpuQuery), downFrom, downUntil)
+		if fg.Flamebearer.NumTicks > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("Pyroscope has nothing of %s to %s, while it was down", downFrom.Format(time.TimeOnly), downUntil.Format(time.TimeOnly))
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 
 	// Now a small queue: the server goes away for longer than it holds.
