@@ -31,8 +31,8 @@
 // MMAP, COMM, FORK and EXIT records that name their frames, as it does
 // samples of different CPUs: a stack whose process has records waiting,
 // or whose address is not mapped yet, waits for its turn. The program
-// wakes the recorder only once the ring is a quarter full (StackFD): a
-// wakeup per stack would cost more than the walk. A bpf-output perf
+// wakes the recorder only once a CPU has written its share of a quarter
+// of the ring (StackFD): a wakeup per stack would cost more than the walk. A bpf-output perf
 // event per CPU, which orders stacks with the records by itself, cost
 // 0.4-0.5 µs a sample more (bpf_perf_event_output). Stacks are not
 // aggregated in the kernel (stack id -> count): the recorder keeps its

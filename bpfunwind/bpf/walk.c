@@ -137,6 +137,9 @@ struct state {
 	u32 wlen;      // bytes of it read, 0 for none
 	u32 nowin;     // a window could not be read: single reads from here on
 	u64 gen;       // the tables' generation (genmap) at the walk's start
+	u32 tid;
+	u32 pad;
+	u64 unwoken; // bytes this CPU wrote to stacks since it last woke the profiler
 };
 
 // A row lookup's result, kept for the next lookups of the same address
@@ -154,6 +157,16 @@ struct cached {
 // the bucket's and the binary search's lookups cost a frame 8-10 ns,
 // about 40% of its walk.
 #define NCACHE 1024
+
+// The rows of the frames of the last walks, by thread and frame number:
+// tf[tid % NTF][n] the n-th frame's of the last walk of a thread of that
+// slot, checked as the row cache's entries are (address and file). A
+// thread's stack changes little from sample to sample, so the walk finds
+// its rows in order, at addresses that do not wait for the frame's PC
+// (the row cache's wait for it, one cache line a frame): the loads go
+// ahead of the walk, and the lines are read in sequence.
+#define NTF 16 // threads (a power of two)
+#define NTFF 64 // frames a thread (a power of two)
 
 // A stack as the profiler reads it (bpfunwind.Decode): the header, then
 // nkern + nuser program counters.
@@ -183,6 +196,23 @@ struct mcached {
 
 #define NMCACHE 8 // a power of two
 
+// Where the last walk of a thread stopped reading its stack: its last
+// frame's CFA (all its reads were below it), while the tables keep
+// generation gen. The next walk of the thread reads its first window
+// up to there in one read, where the window would otherwise stop at
+// the end of the SP's page and a second read take the rest (the 60-frame
+// thread of the chains program, a stack across a page's end): each page
+// of it is SP's or one the last walk read (the window is at most WIN
+// bytes: two pages), so that no read goes where the thread's stack has
+// not been seen.
+struct top {
+	u32 tid, tgid;
+	u64 top;
+	u64 gen;
+};
+
+#define NTOPS 64 // a power of two, direct-mapped by thread id
+
 // A CPU's scratch: the walk's state first, where a field is one
 // instruction's offset from the scratch's address (BPF's offsets are 16
 // bits: beyond 32 KiB each access took three), then the stack, as it is
@@ -192,8 +222,10 @@ struct scratch {
 	struct mcached mcache[NMCACHE];
 	u32 mnext; // the next entry of mcache to replace
 	u32 pad;
+	struct top tops[NTOPS];
 	u8 win[WIN + 8];  // the window (8 bytes of slack for the verifier)
 	struct cached cache[NCACHE]; // kept from sample to sample on this CPU
+	struct cached tf[NTF][NTFF];
 	struct out out;
 };
 
@@ -268,9 +300,12 @@ struct {
 	__uint(max_entries, 1);
 } execgen SEC(".maps");
 
-// stacks takes the walks' stacks. The profiler is woken only once it
-// holds wake_bytes (it reads the ring at each pass over the perf rings
-// too): a wakeup a sample would cost more than the walk.
+// stacks takes the walks' stacks. The profiler is woken only once a
+// CPU has written wake_bytes since it last woke it (it reads the ring at
+// each pass over the perf rings too): a wakeup a sample would cost more
+// than the walk. Counted per CPU (state.unwoken) rather than asked of
+// the ring (bpf_ringbuf_query), whose positions the other CPUs and the
+// profiler write: 4% of a sample in an A/B.
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096); // set at load
@@ -423,24 +458,38 @@ static __always_inline u32 search(struct state *st, u32 key) {
 }
 
 // findrow returns the row covering the ELF address a in st's file (flags
-// R_NONE for none), from the row cache or searched and cached.
-static __always_inline struct row *findrow(struct scratch *o, u64 a) {
+// R_NONE for none) for the n-th frame: from the thread's frames (tf), the
+// row cache, or searched and cached.
+static __always_inline struct row *findrow(struct scratch *o, u64 a, u64 n) {
 	struct state *st = &o->st;
+	u32 file = st->mfile;
+	struct cached *t = 0;
+	if (n < NTFF) {
+		u64 i = n;
+		hide(i);
+		t = &o->tf[st->tid & (NTF - 1)][i & (NTFF - 1)];
+		if (t->addr == a && t->file == file)
+			return &t->r;
+	}
 	u64 h = (a ^ (a >> 10)) & (NCACHE - 1);
 	hide(h);
 	struct cached *c = &o->cache[h & (NCACHE - 1)];
-	u32 file = st->mfile;
-	if (c->addr == a && c->file == file)
+	if (c->addr == a && c->file == file) {
+		if (t)
+			*t = *c;
 		return &c->r;
+	}
 	c->addr = a;
 	c->file = file;
 	c->r.flags = R_NONE;
-	if (a < st->fbase || a - st->fbase >= st->fspan)
-		return &c->r;
-	u32 k = search(st, (u32)(a - st->fbase));
-	struct row *r = bpf_map_lookup_elem(&rows, &k);
-	if (r)
-		c->r = *r;
+	if (a >= st->fbase && a - st->fbase < st->fspan) {
+		u32 k = search(st, (u32)(a - st->fbase));
+		struct row *r = bpf_map_lookup_elem(&rows, &k);
+		if (r)
+			c->r = *r;
+	}
+	if (t)
+		*t = *c;
 	return &c->r;
 }
 
@@ -460,7 +509,8 @@ static __always_inline void wake(struct state *st) {
 // of the next one starts). It returns 0 if a window was read.
 static __always_inline int fill(struct scratch *o, u64 base) {
 	struct state *st = &o->st;
-	u64 n = st->wbase ? WIN : WIN0;
+	u64 first = st->wbase == 0;
+	u64 n = first ? WIN0 : WIN;
 	u64 rest = PAGE - (base & (PAGE - 1));
 	if (n > rest)
 		n = rest;
@@ -468,6 +518,20 @@ static __always_inline int fill(struct scratch *o, u64 base) {
 	st->wbase = base;
 	if (n < 8 || n > WIN)
 		return -1;
+	if (first) {
+		// Up to where the thread's last walk stopped (struct top).
+		struct top *t = &o->tops[st->tid & (NTOPS - 1)];
+		u64 m = t->top - base;
+		if (t->tid == st->tid && t->tgid == st->tgid && t->gen == st->gen && t->top > base && m > n &&
+		    m <= WIN) {
+			st->reads++;
+			if (bpf_probe_read_user(o->win, m, (void *)base) == 0) {
+				st->wlen = m;
+				return 0;
+			}
+			t->tid = 0;
+		}
+	}
 	st->reads++;
 	if (bpf_probe_read_user(o->win, n, (void *)base)) {
 		st->nowin = 1;
@@ -533,7 +597,7 @@ static __always_inline long frame(struct scratch *o) {
 	findmap(o);
 	struct row *r = 0;
 	if (st->mfile)
-		r = findrow(o, look - st->bias);
+		r = findrow(o, look - st->bias, n);
 	else if (st->mend == 0) {
 		count(C_NO_MAP);
 		st->missing = 1;
@@ -625,6 +689,7 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	st->wlen = 0;
 	st->wbase = 0;
 	st->nowin = 0;
+	u64 sp0 = 0;
 
 	if ((ctx->regs.cs & 3) != 0) {
 		st->pc = ctx->regs.rip;
@@ -645,6 +710,8 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		st->stop = STOP_NOREGS;
 	} else {
 		st->tgid = pt >> 32;
+		st->tid = (u32)pt;
+		sp0 = st->sp;
 		u32 zero = 0;
 		u64 *gen = bpf_map_lookup_elem(&genmap, &zero);
 		u64 *eg = bpf_map_lookup_elem(&execgen, &zero);
@@ -652,6 +719,17 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		st->stop = STOP_DEPTH;
 		struct walkctx wc = {o};
 		bpf_loop((max_depth + 1) / 2, step, &wc, 0);
+		// The thread's top for its next walk: below the last window's
+		// end, so read, and within WIN of SP.
+		u64 top = st->sp;
+		if (!st->nowin && st->wlen && top > sp0 && top - sp0 <= WIN && top > st->wbase &&
+		    top <= st->wbase + st->wlen) {
+			struct top *t = &o->tops[st->tid & (NTOPS - 1)];
+			t->tid = st->tid;
+			t->tgid = st->tgid;
+			t->top = top;
+			t->gen = st->gen;
+		}
 	}
 	add(C_FRAMES_SFRAME, st->frames_sframe);
 	add(C_FRAMES_FP, st->frames_fp);
@@ -675,8 +753,12 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	o->out.cpu = cpu;
 	o->out.time = bpf_ktime_get_ns();
 	u64 flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&stacks, BPF_RB_AVAIL_DATA) >= wake_bytes)
+	u64 un = st->unwoken + size;
+	if (un >= wake_bytes) {
 		flags = BPF_RB_FORCE_WAKEUP;
+		un = 0;
+	}
+	st->unwoken = un;
 	if (bpf_ringbuf_output(&stacks, &o->out, size, flags))
 		count(C_OUTPUT_ERR);
 	return 0;
