@@ -170,7 +170,7 @@ struct cached {
 
 // A stack as the profiler reads it (bpfunwind.Decode): the header, then
 // nkern + nuser program counters.
-struct out {
+struct hdr {
 	u64 period;
 	u32 nuser;
 	u16 nkern;
@@ -179,7 +179,24 @@ struct out {
 	u32 pid, tid;
 	u32 cpu;
 	u32 pad;
+};
+
+struct out {
+	struct hdr h;
 	u64 pcs[MAX_PCS]; // kernel frames, then user frames
+};
+
+// A record of the stacks ring reserved before the walk, which writes
+// the frames into it as it finds them (and into the scratch's out),
+// submitted as it is when they fit, where bpf_ringbuf_output copied the
+// scratch's stack at the end: the ring's lines, which the profiler read
+// last, are fetched while the walk goes on instead of all at once after
+// it. Deeper stacks (and those with kernel frames) go out as before.
+#define NREC 64
+
+struct rec {
+	struct hdr h;
+	u64 pcs[NREC];
 };
 
 // A mapping found in a process's table, kept for the next walks on its
@@ -230,6 +247,9 @@ struct scratch {
 };
 
 #define OUT_HDR 40
+// Decode reads the frames of both records after the header.
+_Static_assert(__builtin_offsetof(struct out, pcs) == OUT_HDR, "struct out's frames");
+_Static_assert(__builtin_offsetof(struct rec, pcs) == OUT_HDR, "struct rec's frames");
 
 // rows and buckets are memory-mapped by the profiler, which writes a
 // file's table into them as into its own memory (a syscall per row cost
@@ -576,10 +596,11 @@ single:
 // The walk's scratch, passed to each step (a lookup a frame less).
 struct walkctx {
 	struct scratch *o;
+	struct rec *rec; // or 0
 };
 
 // frame records st->pc and finds its caller; non-zero ends the walk.
-static __always_inline long frame(struct scratch *o) {
+static __always_inline long frame(struct scratch *o, struct rec *rec) {
 	struct state *st = &o->st;
 	u64 n = st->n;
 	u64 idx = (u64)st->nkern + n;
@@ -589,6 +610,8 @@ static __always_inline long frame(struct scratch *o) {
 	}
 	u64 pc = st->pc, sp = st->sp;
 	o->out.pcs[idx] = pc;
+	if (rec && idx < NREC)
+		rec->pcs[idx] = pc;
 	st->n = n + 1;
 
 	// Callers' PCs are return addresses: their rows are those of the
@@ -656,10 +679,12 @@ static __always_inline long frame(struct scratch *o) {
 // with one, 11.7 with two; four gained 1.5 ns more there, nothing on
 // 32-frame stacks).
 static long step(u64 i, void *ctx) {
-	struct scratch *o = ((struct walkctx *)ctx)->o;
-	if (!o || frame(o))
+	struct walkctx *w = ctx;
+	struct scratch *o = w->o;
+	struct rec *rec = w->rec;
+	if (!o || frame(o, rec))
 		return 1;
-	return frame(o);
+	return frame(o, rec);
 }
 
 SEC("perf_event")
@@ -670,7 +695,8 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		return 0;
 	struct state *st = &o->st;
 	count(C_SAMPLES);
-	o->out.period = ctx->sample_period;
+	u64 period = ctx->sample_period;
+	o->out.h.period = period;
 
 	u32 nk = 0;
 	if (kernel_stack && (ctx->regs.cs & 3) == 0) {
@@ -690,6 +716,7 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	st->wbase = 0;
 	st->nowin = 0;
 	u64 sp0 = 0;
+	struct rec *rec = 0;
 
 	if ((ctx->regs.cs & 3) != 0) {
 		st->pc = ctx->regs.rip;
@@ -717,7 +744,9 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		u64 *eg = bpf_map_lookup_elem(&execgen, &zero);
 		st->gen = (gen ? *gen : 0) + (eg ? *eg : 0);
 		st->stop = STOP_DEPTH;
-		struct walkctx wc = {o};
+		if (!kernel_stack)
+			rec = bpf_ringbuf_reserve(&stacks, sizeof(struct rec), 0);
+		struct walkctx wc = {o, rec};
 		bpf_loop((max_depth + 1) / 2, step, &wc, 0);
 		// The thread's top for its next walk: below the last window's
 		// end, so read, and within WIN of SP.
@@ -735,6 +764,8 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	add(C_FRAMES_FP, st->frames_fp);
 	add(C_READS, st->reads);
 	if (st->missing && fallback) {
+		if (rec)
+			bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
 		count(C_FALLBACK);
 		return 1;
 	}
@@ -742,16 +773,11 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	count(C_STOP + (stop & 7));
 	u32 nu = st->n;
 	nk = st->nkern;
-	o->out.nuser = nu;
-	o->out.nkern = nk;
-	o->out.stop = stop | (event_index & 0xff) << 8;
 	u64 size = OUT_HDR + (u64)(nk + nu) * sizeof(u64);
 	if (size > OUT_HDR + MAX_PCS * sizeof(u64))
 		size = OUT_HDR + MAX_PCS * sizeof(u64);
-	o->out.pid = pt >> 32;
-	o->out.tid = (u32)pt;
-	o->out.cpu = cpu;
-	o->out.time = bpf_ktime_get_ns();
+	if (rec && nk + nu <= NREC)
+		size = sizeof(struct rec);
 	u64 flags = BPF_RB_NO_WAKEUP;
 	u64 un = st->unwoken + size;
 	if (un >= wake_bytes) {
@@ -759,6 +785,28 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		un = 0;
 	}
 	st->unwoken = un;
+	struct hdr *h = &o->out.h;
+	if (rec) {
+		if (nk + nu <= NREC) {
+			h = &rec->h;
+			h->period = period;
+		} else {
+			bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
+			rec = 0;
+		}
+	}
+	h->nuser = nu;
+	h->nkern = nk;
+	h->stop = stop | (event_index & 0xff) << 8;
+	h->pid = pt >> 32;
+	h->tid = (u32)pt;
+	h->cpu = cpu;
+	h->pad = 0;
+	h->time = bpf_ktime_get_ns();
+	if (rec) {
+		bpf_ringbuf_submit(rec, flags);
+		return 0;
+	}
 	if (bpf_ringbuf_output(&stacks, &o->out, size, flags))
 		count(C_OUTPUT_ERR);
 	return 0;
