@@ -744,8 +744,15 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		u64 *eg = bpf_map_lookup_elem(&execgen, &zero);
 		st->gen = (gen ? *gen : 0) + (eg ? *eg : 0);
 		st->stop = STOP_DEPTH;
-		if (!kernel_stack)
+		if (!kernel_stack) {
+			// A full ring would lose the stack anyway: without a
+			// record, no walk (and the walk is checked once, with one).
 			rec = bpf_ringbuf_reserve(&stacks, sizeof(struct rec), 0);
+			if (!rec) {
+				count(C_OUTPUT_ERR);
+				return 0;
+			}
+		}
 		struct walkctx wc = {o, rec};
 		bpf_loop((max_depth + 1) / 2, step, &wc, 0);
 		// The thread's top for its next walk: below the last window's
