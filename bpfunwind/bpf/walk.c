@@ -523,14 +523,14 @@ static __always_inline void wake(struct state *st) {
 	bpf_ringbuf_output(&misses, &tgid, sizeof(tgid), BPF_RB_FORCE_WAKEUP);
 }
 
-// fill reads the window from base: WIN0 bytes for a walk's first, WIN
-// for the next, but never beyond base's page, so that a window never
-// faults on the next mapping (a thread's stack ends where the guard page
-// of the next one starts). It returns 0 if a window was read.
+// fill reads a window from base: WIN bytes, but never beyond base's
+// page, so that a window never faults on the next mapping (a thread's
+// stack ends where the guard page of the next one starts). It returns 0
+// if a window was read. (The walk's first window is read before the
+// walk, by prefill.)
 static __always_inline int fill(struct scratch *o, u64 base) {
 	struct state *st = &o->st;
-	u64 first = st->wbase == 0;
-	u64 n = first ? WIN0 : WIN;
+	u64 n = WIN;
 	u64 rest = PAGE - (base & (PAGE - 1));
 	if (n > rest)
 		n = rest;
@@ -538,20 +538,6 @@ static __always_inline int fill(struct scratch *o, u64 base) {
 	st->wbase = base;
 	if (n < 8 || n > WIN)
 		return -1;
-	if (first) {
-		// Up to where the thread's last walk stopped (struct top).
-		struct top *t = &o->tops[st->tid & (NTOPS - 1)];
-		u64 m = t->top - base;
-		if (t->tid == st->tid && t->tgid == st->tgid && t->gen == st->gen && t->top > base && m > n &&
-		    m <= WIN) {
-			st->reads++;
-			if (bpf_probe_read_user(o->win, m, (void *)base) == 0) {
-				st->wlen = m;
-				return 0;
-			}
-			t->tid = 0;
-		}
-	}
 	st->reads++;
 	if (bpf_probe_read_user(o->win, n, (void *)base)) {
 		st->nowin = 1;
@@ -559,6 +545,40 @@ static __always_inline int fill(struct scratch *o, u64 base) {
 	}
 	st->wlen = n;
 	return 0;
+}
+
+// prefill reads the walk's first window, from its SP: up to where the
+// thread's last walk stopped (struct top) where that is beyond the end
+// of SP's page and within WIN, else WIN0 bytes, but not beyond the page.
+// Here rather than in fill, which each frame's reads inline: the
+// verifier checked that path in every copy (its load took twice as
+// long).
+static __always_inline void prefill(struct scratch *o, u64 base) {
+	struct state *st = &o->st;
+	u64 n = WIN0;
+	u64 rest = PAGE - (base & (PAGE - 1));
+	if (n > rest)
+		n = rest;
+	st->wlen = 0;
+	st->wbase = base;
+	struct top *t = &o->tops[st->tid & (NTOPS - 1)];
+	u64 m = t->top - base;
+	if (t->tid == st->tid && t->tgid == st->tgid && t->gen == st->gen && t->top > base && m > n && m <= WIN) {
+		st->reads++;
+		if (bpf_probe_read_user(o->win, m, (void *)base) == 0) {
+			st->wlen = m;
+			return;
+		}
+		t->tid = 0;
+	}
+	if (n < 8 || n > WIN)
+		return;
+	st->reads++;
+	if (bpf_probe_read_user(o->win, n, (void *)base)) {
+		st->nowin = 1;
+		return;
+	}
+	st->wlen = n;
 }
 
 // read reads the u64 at addr of the user stack, the frame's SP being sp:
@@ -753,6 +773,7 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 				return 0;
 			}
 		}
+		prefill(o, sp0);
 		struct walkctx wc = {o, rec};
 		bpf_loop((max_depth + 1) / 2, step, &wc, 0);
 		// The thread's top for its next walk: below the last window's
