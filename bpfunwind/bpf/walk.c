@@ -523,14 +523,12 @@ static __always_inline void wake(struct state *st) {
 	bpf_ringbuf_output(&misses, &tgid, sizeof(tgid), BPF_RB_FORCE_WAKEUP);
 }
 
-// fill reads a window from base: WIN bytes, but never beyond base's
-// page, so that a window never faults on the next mapping (a thread's
-// stack ends where the guard page of the next one starts). It returns 0
-// if a window was read. (The walk's first window is read before the
-// walk, by prefill.)
-static __always_inline int fill(struct scratch *o, u64 base) {
+// window reads up to n bytes of the stack from base into the window, but
+// never beyond base's page, so that a window never faults on the next
+// mapping (a thread's stack ends where the guard page of the next one
+// starts). It returns 0 if a window was read.
+static __always_inline int window(struct scratch *o, u64 base, u64 n) {
 	struct state *st = &o->st;
-	u64 n = WIN;
 	u64 rest = PAGE - (base & (PAGE - 1));
 	if (n > rest)
 		n = rest;
@@ -547,38 +545,33 @@ static __always_inline int fill(struct scratch *o, u64 base) {
 	return 0;
 }
 
+// fill reads a window of WIN bytes from base, for a slot the walk's
+// windows so far do not hold. (The walk's first window is read before
+// the walk, by prefill.)
+static __always_inline int fill(struct scratch *o, u64 base) { return window(o, base, WIN); }
+
 // prefill reads the walk's first window, from its SP: up to where the
-// thread's last walk stopped (struct top) where that is beyond the end
-// of SP's page and within WIN, else WIN0 bytes, but not beyond the page.
-// Here rather than in fill, which each frame's reads inline: the
-// verifier checked that path in every copy (its load took twice as
-// long).
+// thread's last walk stopped (struct top) where that is beyond what a
+// window of WIN0 bytes cut at the page's end holds, and within WIN;
+// else that window. Here rather than in fill, which each frame's reads
+// inline: the verifier checked that path in every copy (its load took
+// twice as long).
 static __always_inline void prefill(struct scratch *o, u64 base) {
 	struct state *st = &o->st;
-	u64 n = WIN0;
 	u64 rest = PAGE - (base & (PAGE - 1));
-	if (n > rest)
-		n = rest;
-	st->wlen = 0;
-	st->wbase = base;
+	u64 n = WIN0 < rest ? WIN0 : rest;
 	struct top *t = &o->tops[st->tid & (NTOPS - 1)];
 	u64 m = t->top - base;
 	if (t->tid == st->tid && t->tgid == st->tgid && t->gen == st->gen && t->top > base && m > n && m <= WIN) {
 		st->reads++;
 		if (bpf_probe_read_user(o->win, m, (void *)base) == 0) {
+			st->wbase = base;
 			st->wlen = m;
 			return;
 		}
 		t->tid = 0;
 	}
-	if (n < 8 || n > WIN)
-		return;
-	st->reads++;
-	if (bpf_probe_read_user(o->win, n, (void *)base)) {
-		st->nowin = 1;
-		return;
-	}
-	st->wlen = n;
+	window(o, base, WIN0);
 }
 
 // read reads the u64 at addr of the user stack, the frame's SP being sp:
