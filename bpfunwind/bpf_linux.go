@@ -95,8 +95,11 @@ func Load(opts Options) (*Unwinder, error) {
 	if err := spec.Variables[walkVarMaxDepth].Set(uint32(opts.MaxDepth)); err != nil {
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
-	// Woken at a quarter full: room for what comes while it reads.
-	if err := spec.Variables[walkVarWakeBytes].Set(uint64(ring / 4)); err != nil {
+	// Woken by each CPU after a quarter of the ring over the CPUs: the
+	// ring holds less than a quarter unread, room for what comes while
+	// the profiler reads.
+	wake := uint64(max(ring/4/ncpu, 1))
+	if err := spec.Variables[walkVarWakeBytes].Set(wake); err != nil {
 		return nil, fmt.Errorf("bpf unwinder: %w", err)
 	}
 	ks := uint32(0)
@@ -138,7 +141,7 @@ func Load(opts Options) (*Unwinder, error) {
 		walkMapGenmap: u.objs.Genmap, walkMapExecgen: u.objs.Execgen}
 	for i := 1; i < opts.Events; i++ {
 		sp := spec0.Copy()
-		for name, v := range map[string]any{walkVarMaxDepth: uint32(opts.MaxDepth), walkVarKernelStack: ks, walkVarFallback: fb, walkVarEventIndex: uint32(i), walkVarWakeBytes: uint64(ring / 4)} {
+		for name, v := range map[string]any{walkVarMaxDepth: uint32(opts.MaxDepth), walkVarKernelStack: ks, walkVarFallback: fb, walkVarEventIndex: uint32(i), walkVarWakeBytes: wake} {
 			if err := sp.Variables[name].Set(v); err != nil {
 				u.Close()
 				return nil, fmt.Errorf("bpf unwinder: %w", err)
@@ -218,8 +221,9 @@ func stackRingSize(want, ncpu int) int {
 	return n
 }
 
-// StackFD returns a file descriptor that polls readable when the
-// program's stacks ring is a quarter full: the reader of the perf rings
+// StackFD returns a file descriptor that polls readable when a CPU has
+// written a quarter of the stacks ring divided by the CPUs since it last
+// woke it (the ring then holds less than a quarter unread): the reader of the perf rings
 // should read them then (perfevent.Session.WakeOn), and the stacks with
 // ReadStacks.
 func (u *Unwinder) StackFD() int { return u.objs.Stacks.FD() }

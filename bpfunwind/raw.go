@@ -64,13 +64,16 @@ func Decode(raw []byte, chain []uint64) (out []uint64, h Header, ok bool) {
 
 // StackKey appends to key what identifies the stack of a record of the
 // stacks ring (Decode): its thread, event and frames, not its time,
-// period, CPU or why its walk stopped.
+// period, CPU or why its walk stopped, nor the bytes after its frames (a
+// record reserved for 64 frames holds older records' bytes there).
 func StackKey(key, raw []byte) []byte {
 	if len(raw) < outHeader {
 		return append(key, raw...)
 	}
+	le := binary.LittleEndian
+	n := outHeader + 8*(int(le.Uint32(raw[8:]))+int(le.Uint16(raw[12:])))
 	key = append(key, raw[8:14]...)  // frame counts
 	key = append(key, raw[15])       // event
 	key = append(key, raw[24:32]...) // process, thread
-	return append(key, raw[outHeader:]...)
+	return append(key, raw[outHeader:min(n, len(raw))]...)
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // TestDecode reads a stack record laid out as bpf/walk.c's struct out
-// writes it, whole and cut short.
+// writes it, whole, cut short and followed by unused bytes (StackKey too).
 func TestDecode(t *testing.T) {
 	le := binary.LittleEndian
 	var b []byte
@@ -35,5 +35,20 @@ func TestDecode(t *testing.T) {
 	}
 	if _, _, ok := Decode(b[:outHeader-1], nil); ok {
 		t.Error("Decode of a short header: ok")
+	}
+	// A record reserved for 64 frames (struct rec) holds bytes of older
+	// records after its frames: the same stack, the same record.
+	long := append(slices.Clone(b), 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4)
+	if chain, _, ok := Decode(long, nil); !ok || !slices.Equal(chain, want) {
+		t.Errorf("Decode of a longer record: %x %v, want %x", chain, ok, want)
+	}
+	if k, kl := StackKey(nil, b), StackKey(nil, long); string(k) != string(kl) {
+		t.Errorf("StackKey of a longer record %x, want %x", kl, k)
+	}
+	// The key still tells frames apart.
+	other := slices.Clone(b)
+	other[len(other)-1] ^= 1
+	if string(StackKey(nil, b)) == string(StackKey(nil, other)) {
+		t.Error("StackKey: the same key for different frames")
 	}
 }

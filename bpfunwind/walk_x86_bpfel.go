@@ -80,6 +80,9 @@ type walkScratch struct {
 		Wlen         uint32
 		Nowin        uint32
 		Gen          uint64
+		Tid          uint32
+		Pad          uint32
+		Unwoken      uint64
 	}
 	Mcache [8]struct {
 		_ structs.HostLayout
@@ -102,6 +105,13 @@ type walkScratch struct {
 	}
 	Mnext uint32
 	Pad   uint32
+	Tops  [64]struct {
+		_    structs.HostLayout
+		Tid  uint32
+		Tgid uint32
+		Top  uint64
+		Gen  uint64
+	}
 	Win   [4104]uint8
 	Cache [1024]struct {
 		_    structs.HostLayout
@@ -110,18 +120,28 @@ type walkScratch struct {
 		Pad  uint32
 		R    walkRow
 	}
+	Tf [16][64]struct {
+		_    structs.HostLayout
+		Addr uint64
+		File uint32
+		Pad  uint32
+		R    walkRow
+	}
 	Out struct {
-		_      structs.HostLayout
-		Period uint64
-		Nuser  uint32
-		Nkern  uint16
-		Stop   uint16
-		Time   uint64
-		Pid    uint32
-		Tid    uint32
-		Cpu    uint32
-		Pad    uint32
-		Pcs    [4224]uint64
+		_ structs.HostLayout
+		H struct {
+			_      structs.HostLayout
+			Period uint64
+			Nuser  uint32
+			Nkern  uint16
+			Stop   uint16
+			Time   uint64
+			Pid    uint32
+			Tid    uint32
+			Cpu    uint32
+			Pad    uint32
+		}
+		Pcs [4224]uint64
 	}
 }
 

@@ -112,6 +112,14 @@ func TestBPFChains(t *testing.T) {
 				if float64(got) < 0.9*float64(all) {
 					t.Errorf("%d of %d callers found by the build's method (%s): %+v", got, all, b.method, c)
 				}
+				// Each thread's stack (the 60-frame one over the first
+				// window's 1 KiB) is read in one window
+				// once a walk of the thread on that CPU has seen where it
+				// ends: about one read a sample, not two for the 60-frame
+				// thread.
+				if c.Reads > c.Samples+c.Samples/10 {
+					t.Errorf("%d reads of user memory for %d samples, want about one a sample", c.Reads, c.Samples)
+				}
 			})
 		}
 	}
@@ -265,6 +273,45 @@ func TestBPFAgrees(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestBPFKernel records with --bpf and the kernel's frames a thread
+// reading /dev/zero (nearly all its time in system calls): its stacks,
+// whose records are copied out of the scratch map at the end (not
+// written in place, as those without kernel frames), have the kernel's
+// frames, then the whole user chain, walked from the saved user
+// registers.
+func TestBPFKernel(t *testing.T) {
+	needBPF(t)
+	exe := buildProg(t, "-O2", "-Wa,--gsframe")
+	opts := Options{BPF: true, Kernel: true, Command: exec.Command(exe, "zero", "5000000")}
+	var pid int
+	opts.Started = func() { pid = opts.Command.Process.Pid }
+	p := recordUntil(t, opts, func() bool { return threadCPU(pid, "reader") >= 300*time.Millisecond })
+	q := pprofOf(t, p)
+	user := []string{"read3", "read2", "read1", "reader", "start_thread", "clone3"}
+	var total, whole, kern int64
+	for _, s := range q.Sample {
+		if s.Label["thread_name"][0] != "reader" {
+			continue
+		}
+		total += s.Value[0]
+		f := funcs(s)
+		// Innermost first: the kernel's frames (vfs_read's among them),
+		// libc's read, the chain.
+		if i := slices.Index(f, "read3"); i >= 0 && slices.Equal(f[i:], user) {
+			whole += s.Value[0]
+			if slices.Contains(f[:i], "vfs_read") {
+				kern += s.Value[0]
+			}
+		}
+	}
+	if total < 50 || float64(whole) < 0.99*float64(total) || kern < total/2 {
+		t.Errorf("of %d samples, %d have the whole user chain, %d with the kernel's frames to vfs_read; want 99%% and half", total, whole, kern)
+	}
+	if c := checkBPF(t, p); c.KernelMode == 0 {
+		t.Errorf("no sample taken in the kernel walked: %+v", c)
 	}
 }
 

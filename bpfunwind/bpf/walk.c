@@ -137,6 +137,9 @@ struct state {
 	u32 wlen;      // bytes of it read, 0 for none
 	u32 nowin;     // a window could not be read: single reads from here on
 	u64 gen;       // the tables' generation (genmap) at the walk's start
+	u32 tid;
+	u32 pad;
+	u64 unwoken; // bytes this CPU wrote to stacks since it last woke the profiler
 };
 
 // A row lookup's result, kept for the next lookups of the same address
@@ -155,9 +158,19 @@ struct cached {
 // about 40% of its walk.
 #define NCACHE 1024
 
+// The rows of the frames of the last walks, by thread and frame number:
+// tf[tid % NTF][n] the n-th frame's of the last walk of a thread of that
+// slot, checked as the row cache's entries are (address and file). A
+// thread's stack changes little from sample to sample, so the walk finds
+// its rows in order, at addresses that do not wait for the frame's PC
+// (the row cache's wait for it, one cache line a frame): the loads go
+// ahead of the walk, and the lines are read in sequence.
+#define NTF 16 // threads (a power of two)
+#define NTFF 64 // frames a thread (a power of two)
+
 // A stack as the profiler reads it (bpfunwind.Decode): the header, then
 // nkern + nuser program counters.
-struct out {
+struct hdr {
 	u64 period;
 	u32 nuser;
 	u16 nkern;
@@ -166,7 +179,24 @@ struct out {
 	u32 pid, tid;
 	u32 cpu;
 	u32 pad;
+};
+
+struct out {
+	struct hdr h;
 	u64 pcs[MAX_PCS]; // kernel frames, then user frames
+};
+
+// A record of the stacks ring reserved before the walk, which writes
+// the frames into it as it finds them (and into the scratch's out),
+// submitted as it is when they fit, where bpf_ringbuf_output copied the
+// scratch's stack at the end: the ring's lines, which the profiler read
+// last, are fetched while the walk goes on instead of all at once after
+// it. Deeper stacks (and those with kernel frames) go out as before.
+#define NREC 64
+
+struct rec {
+	struct hdr h;
+	u64 pcs[NREC];
 };
 
 // A mapping found in a process's table, kept for the next walks on its
@@ -183,6 +213,23 @@ struct mcached {
 
 #define NMCACHE 8 // a power of two
 
+// Where the last walk of a thread stopped reading its stack: its last
+// frame's CFA (all its reads were below it), while the tables keep
+// generation gen. The next walk of the thread reads its first window
+// up to there in one read, where the window would otherwise stop at
+// the end of the SP's page and a second read take the rest (the 60-frame
+// thread of the chains program, a stack across a page's end): each page
+// of it is SP's or one the last walk read (the window is at most WIN
+// bytes: two pages), so that no read goes where the thread's stack has
+// not been seen.
+struct top {
+	u32 tid, tgid;
+	u64 top;
+	u64 gen;
+};
+
+#define NTOPS 64 // a power of two, direct-mapped by thread id
+
 // A CPU's scratch: the walk's state first, where a field is one
 // instruction's offset from the scratch's address (BPF's offsets are 16
 // bits: beyond 32 KiB each access took three), then the stack, as it is
@@ -192,12 +239,17 @@ struct scratch {
 	struct mcached mcache[NMCACHE];
 	u32 mnext; // the next entry of mcache to replace
 	u32 pad;
+	struct top tops[NTOPS];
 	u8 win[WIN + 8];  // the window (8 bytes of slack for the verifier)
 	struct cached cache[NCACHE]; // kept from sample to sample on this CPU
+	struct cached tf[NTF][NTFF];
 	struct out out;
 };
 
 #define OUT_HDR 40
+// Decode reads the frames of both records after the header.
+_Static_assert(__builtin_offsetof(struct out, pcs) == OUT_HDR, "struct out's frames");
+_Static_assert(__builtin_offsetof(struct rec, pcs) == OUT_HDR, "struct rec's frames");
 
 // rows and buckets are memory-mapped by the profiler, which writes a
 // file's table into them as into its own memory (a syscall per row cost
@@ -268,9 +320,12 @@ struct {
 	__uint(max_entries, 1);
 } execgen SEC(".maps");
 
-// stacks takes the walks' stacks. The profiler is woken only once it
-// holds wake_bytes (it reads the ring at each pass over the perf rings
-// too): a wakeup a sample would cost more than the walk.
+// stacks takes the walks' stacks. The profiler is woken only once a
+// CPU has written wake_bytes since it last woke it (it reads the ring at
+// each pass over the perf rings too): a wakeup a sample would cost more
+// than the walk. Counted per CPU (state.unwoken) rather than asked of
+// the ring (bpf_ringbuf_query), whose positions the other CPUs and the
+// profiler write: 4% of a sample in an A/B.
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096); // set at load
@@ -422,25 +477,50 @@ static __always_inline u32 search(struct state *st, u32 key) {
 	return first + lo - 1;
 }
 
-// findrow returns the row covering the ELF address a in st's file (flags
-// R_NONE for none), from the row cache or searched and cached.
-static __always_inline struct row *findrow(struct scratch *o, u64 a) {
+// lookrow fills the row cache's entry h with the row covering the ELF
+// address a in the file of o's walk (R_NONE for none): the bucket and the
+// binary search. A global function, checked by the verifier once, not in
+// each frame's copy of findrow (loading took 20 ms more with it inline);
+// called only when the caches miss.
+__noinline int lookrow(struct scratch *o, u64 h, u64 a) {
+	if (!o)
+		return 0;
 	struct state *st = &o->st;
+	struct cached *c = &o->cache[h & (NCACHE - 1)];
+	c->addr = a;
+	c->file = st->mfile;
+	c->r.flags = R_NONE;
+	if (a >= st->fbase && a - st->fbase < st->fspan) {
+		u32 k = search(st, (u32)(a - st->fbase));
+		struct row *r = bpf_map_lookup_elem(&rows, &k);
+		if (r)
+			c->r = *r;
+	}
+	return 0;
+}
+
+// findrow returns the row covering the ELF address a in st's file (flags
+// R_NONE for none) for the n-th frame: from the thread's frames (tf), the
+// row cache, or searched and cached (lookrow).
+static __always_inline struct row *findrow(struct scratch *o, u64 a, u64 n) {
+	struct state *st = &o->st;
+	u32 file = st->mfile;
+	struct cached *t = 0;
+	if (n < NTFF) {
+		u64 i = n;
+		hide(i);
+		t = &o->tf[st->tid & (NTF - 1)][i & (NTFF - 1)];
+		if (t->addr == a && t->file == file)
+			return &t->r;
+	}
 	u64 h = (a ^ (a >> 10)) & (NCACHE - 1);
 	hide(h);
-	struct cached *c = &o->cache[h & (NCACHE - 1)];
-	u32 file = st->mfile;
-	if (c->addr == a && c->file == file)
-		return &c->r;
-	c->addr = a;
-	c->file = file;
-	c->r.flags = R_NONE;
-	if (a < st->fbase || a - st->fbase >= st->fspan)
-		return &c->r;
-	u32 k = search(st, (u32)(a - st->fbase));
-	struct row *r = bpf_map_lookup_elem(&rows, &k);
-	if (r)
-		c->r = *r;
+	h &= NCACHE - 1;
+	struct cached *c = &o->cache[h];
+	if (c->addr != a || c->file != file)
+		lookrow(o, h, a);
+	if (t)
+		*t = *c;
 	return &c->r;
 }
 
@@ -454,13 +534,12 @@ static __always_inline void wake(struct state *st) {
 	bpf_ringbuf_output(&misses, &tgid, sizeof(tgid), BPF_RB_FORCE_WAKEUP);
 }
 
-// fill reads the window from base: WIN0 bytes for a walk's first, WIN
-// for the next, but never beyond base's page, so that a window never
-// faults on the next mapping (a thread's stack ends where the guard page
-// of the next one starts). It returns 0 if a window was read.
-static __always_inline int fill(struct scratch *o, u64 base) {
+// window reads up to n bytes of the stack from base into the window, but
+// never beyond base's page, so that a window never faults on the next
+// mapping (a thread's stack ends where the guard page of the next one
+// starts). It returns 0 if a window was read.
+static __always_inline int window(struct scratch *o, u64 base, u64 n) {
 	struct state *st = &o->st;
-	u64 n = st->wbase ? WIN : WIN0;
 	u64 rest = PAGE - (base & (PAGE - 1));
 	if (n > rest)
 		n = rest;
@@ -475,6 +554,35 @@ static __always_inline int fill(struct scratch *o, u64 base) {
 	}
 	st->wlen = n;
 	return 0;
+}
+
+// fill reads a window of WIN bytes from base, for a slot the walk's
+// windows so far do not hold. (The walk's first window is read before
+// the walk, by prefill.)
+static __always_inline int fill(struct scratch *o, u64 base) { return window(o, base, WIN); }
+
+// prefill reads the walk's first window, from its SP: up to where the
+// thread's last walk stopped (struct top) where that is beyond what a
+// window of WIN0 bytes cut at the page's end holds, and within WIN;
+// else that window. Here rather than in fill, which each frame's reads
+// inline: the verifier checked that path in every copy (its load took
+// twice as long).
+static __always_inline void prefill(struct scratch *o, u64 base) {
+	struct state *st = &o->st;
+	u64 rest = PAGE - (base & (PAGE - 1));
+	u64 n = WIN0 < rest ? WIN0 : rest;
+	struct top *t = &o->tops[st->tid & (NTOPS - 1)];
+	u64 m = t->top - base;
+	if (t->tid == st->tid && t->tgid == st->tgid && t->gen == st->gen && t->top > base && m > n && m <= WIN) {
+		st->reads++;
+		if (bpf_probe_read_user(o->win, m, (void *)base) == 0) {
+			st->wbase = base;
+			st->wlen = m;
+			return;
+		}
+		t->tid = 0;
+	}
+	window(o, base, WIN0);
 }
 
 // read reads the u64 at addr of the user stack, the frame's SP being sp:
@@ -512,10 +620,11 @@ single:
 // The walk's scratch, passed to each step (a lookup a frame less).
 struct walkctx {
 	struct scratch *o;
+	struct rec *rec; // or 0
 };
 
 // frame records st->pc and finds its caller; non-zero ends the walk.
-static __always_inline long frame(struct scratch *o) {
+static __always_inline long frame(struct scratch *o, struct rec *rec) {
 	struct state *st = &o->st;
 	u64 n = st->n;
 	u64 idx = (u64)st->nkern + n;
@@ -525,6 +634,8 @@ static __always_inline long frame(struct scratch *o) {
 	}
 	u64 pc = st->pc, sp = st->sp;
 	o->out.pcs[idx] = pc;
+	if (rec && idx < NREC)
+		rec->pcs[idx] = pc;
 	st->n = n + 1;
 
 	// Callers' PCs are return addresses: their rows are those of the
@@ -533,7 +644,7 @@ static __always_inline long frame(struct scratch *o) {
 	findmap(o);
 	struct row *r = 0;
 	if (st->mfile)
-		r = findrow(o, look - st->bias);
+		r = findrow(o, look - st->bias, n);
 	else if (st->mend == 0) {
 		count(C_NO_MAP);
 		st->missing = 1;
@@ -589,13 +700,16 @@ static __always_inline long frame(struct scratch *o) {
 
 // step walks two frames: one bpf_loop iteration. The call of the
 // callback cost about 4 ns a frame (2,004-frame walks: 15.6 ns a frame
-// with one, 11.7 with two; four gained 1.5 ns more there, nothing on
-// 32-frame stacks).
+// with one, 11.7 with two); four took 5% less a sample on the chains
+// program, but the verifier's load of the program 72 ms instead of 22:
+// not kept.
 static long step(u64 i, void *ctx) {
-	struct scratch *o = ((struct walkctx *)ctx)->o;
-	if (!o || frame(o))
+	struct walkctx *w = ctx;
+	struct scratch *o = w->o;
+	struct rec *rec = w->rec;
+	if (!o || frame(o, rec))
 		return 1;
-	return frame(o);
+	return frame(o, rec);
 }
 
 SEC("perf_event")
@@ -606,7 +720,8 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		return 0;
 	struct state *st = &o->st;
 	count(C_SAMPLES);
-	o->out.period = ctx->sample_period;
+	u64 period = ctx->sample_period;
+	o->out.h.period = period;
 
 	u32 nk = 0;
 	if (kernel_stack && (ctx->regs.cs & 3) == 0) {
@@ -625,6 +740,8 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	st->wlen = 0;
 	st->wbase = 0;
 	st->nowin = 0;
+	u64 sp0 = 0;
+	struct rec *rec = 0;
 
 	if ((ctx->regs.cs & 3) != 0) {
 		st->pc = ctx->regs.rip;
@@ -645,18 +762,43 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 		st->stop = STOP_NOREGS;
 	} else {
 		st->tgid = pt >> 32;
+		st->tid = (u32)pt;
+		sp0 = st->sp;
 		u32 zero = 0;
 		u64 *gen = bpf_map_lookup_elem(&genmap, &zero);
 		u64 *eg = bpf_map_lookup_elem(&execgen, &zero);
 		st->gen = (gen ? *gen : 0) + (eg ? *eg : 0);
 		st->stop = STOP_DEPTH;
-		struct walkctx wc = {o};
+		if (!kernel_stack) {
+			// A full ring would lose the stack anyway: without a
+			// record, no walk (and the walk is checked once, with one).
+			rec = bpf_ringbuf_reserve(&stacks, sizeof(struct rec), 0);
+			if (!rec) {
+				count(C_OUTPUT_ERR);
+				return 0;
+			}
+		}
+		prefill(o, sp0);
+		struct walkctx wc = {o, rec};
 		bpf_loop((max_depth + 1) / 2, step, &wc, 0);
+		// The thread's top for its next walk: below the last window's
+		// end, so read, and within WIN of SP.
+		u64 top = st->sp;
+		if (!st->nowin && st->wlen && top > sp0 && top - sp0 <= WIN && top > st->wbase &&
+		    top <= st->wbase + st->wlen) {
+			struct top *t = &o->tops[st->tid & (NTOPS - 1)];
+			t->tid = st->tid;
+			t->tgid = st->tgid;
+			t->top = top;
+			t->gen = st->gen;
+		}
 	}
 	add(C_FRAMES_SFRAME, st->frames_sframe);
 	add(C_FRAMES_FP, st->frames_fp);
 	add(C_READS, st->reads);
 	if (st->missing && fallback) {
+		if (rec)
+			bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
 		count(C_FALLBACK);
 		return 1;
 	}
@@ -664,19 +806,40 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	count(C_STOP + (stop & 7));
 	u32 nu = st->n;
 	nk = st->nkern;
-	o->out.nuser = nu;
-	o->out.nkern = nk;
-	o->out.stop = stop | (event_index & 0xff) << 8;
 	u64 size = OUT_HDR + (u64)(nk + nu) * sizeof(u64);
 	if (size > OUT_HDR + MAX_PCS * sizeof(u64))
 		size = OUT_HDR + MAX_PCS * sizeof(u64);
-	o->out.pid = pt >> 32;
-	o->out.tid = (u32)pt;
-	o->out.cpu = cpu;
-	o->out.time = bpf_ktime_get_ns();
+	if (rec && nk + nu <= NREC)
+		size = sizeof(struct rec);
 	u64 flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&stacks, BPF_RB_AVAIL_DATA) >= wake_bytes)
+	u64 un = st->unwoken + size;
+	if (un >= wake_bytes) {
 		flags = BPF_RB_FORCE_WAKEUP;
+		un = 0;
+	}
+	st->unwoken = un;
+	struct hdr *h = &o->out.h;
+	if (rec) {
+		if (nk + nu <= NREC) {
+			h = &rec->h;
+			h->period = period;
+		} else {
+			bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
+			rec = 0;
+		}
+	}
+	h->nuser = nu;
+	h->nkern = nk;
+	h->stop = stop | (event_index & 0xff) << 8;
+	h->pid = pt >> 32;
+	h->tid = (u32)pt;
+	h->cpu = cpu;
+	h->pad = 0;
+	h->time = bpf_ktime_get_ns();
+	if (rec) {
+		bpf_ringbuf_submit(rec, flags);
+		return 0;
+	}
 	if (bpf_ringbuf_output(&stacks, &o->out, size, flags))
 		count(C_OUTPUT_ERR);
 	return 0;
