@@ -5,7 +5,9 @@
 # recorder/testdata/recprog.c (SFrame build): `work` (two threads 32
 # frames deep, 1,500,000,000 iterations), 3 s of the chains program
 # (`spin`: threads 5, 20 and 60 frames deep) and 2 s each of `deep
-# --max-depth 5`, `deep` (32 frames) and `recurse` (2,004 frames).
+# --max-depth 5`, `deep` (32 frames), `recurse` (2,004 frames) and
+# `recurse:1000` (recprog's recursion 1,000 deep: 1,004 frames; PROG:N
+# passes N to recprog after its seconds).
 # At the end, each spec's median and range per build.
 #
 # Usage: scripts/bench-bpf-ab.sh BEFORE_SFRAME AFTER_SFRAME
@@ -16,7 +18,7 @@ set -euo pipefail
 before=$(realpath "$1")
 after=$(realpath "$2")
 rounds=${ROUNDS:-2}
-specs=${SPECS:-work 1500000000,spin 3,deep 2 --max-depth 5,deep 2,recurse 2}
+specs=${SPECS:-work 1500000000,spin 3,deep 2 --max-depth 5,deep 2,recurse 2,recurse:1000 2}
 . "$(dirname "$0")/lib.sh"
 workdir /tmp/sframekit-bench-bpf-ab
 build_recprog -Wa,--gsframe
@@ -28,11 +30,12 @@ for r in $(seq "$rounds"); do
   for b in before after; do
     bin=$before; [ $b = after ] && bin=$after
     for spec in "${speclist[@]}"; do
-      set -- $spec; prog=$1; arg=$2; shift 2
+      set -- $spec; prog=${1%%:*}; arg=$2; shift 2
+      extra=(); [[ $spec == *:* ]] && { extra=("${spec%% *}"); extra=("${extra[0]#*:}"); }
       if [ "$prog" = work ]; then
         "$bin" record --bpf "$@" -o ab.pb.gz -- ./recprog "$prog" "$arg" >/dev/null 2>err.txt
       else
-        "$bin" record --bpf --duration "$arg" "$@" -o ab.pb.gz -- ./recprog "$prog" 3 >/dev/null 2>err.txt
+        "$bin" record --bpf --duration "$arg" "$@" -o ab.pb.gz -- ./recprog "$prog" 3 "${extra[@]}" >/dev/null 2>err.txt
       fi
       t=$(sed -n 's/.*, \([0-9.]*\(ns\|µs\|ms\)\) per sample in the BPF program.*/\1/p' err.txt)
       printf '%s %-6s %-22s %s per sample, %s samples, reads %s\n' "$r" $b "$spec" "$t" \

@@ -8,11 +8,11 @@
  *   recprog deep SECONDS   thread "spin32" spins in spin32() -> d1() ->
  *                          ... -> d29(): with start_thread and clone3, a
  *                          stack of 32 frames
- *   recprog recurse SECONDS
+ *   recprog recurse SECONDS [DEPTH]
  *                          thread "recurse" spins in recurse_spin() ->
- *                          rec() called 2,000 times recursively -> e1():
- *                          2,001 frames of the program, past the 16 KiB
- *                          stack copy of a user-space unwinder
+ *                          rec() called DEPTH (2,000) times recursively
+ *                          -> e1(): DEPTH+1 frames of the program, past
+ *                          the 16 KiB stack copy of a user-space unwinder
  *   recprog sleep SECONDS  thread "sleeper" runs 1 ms of CPU in sleeper()
  *                          -> busy1() -> busy2() -> busy3(), then sleeps
  *                          9 ms in sleeper() -> nap1() -> nap2() -> nap3()
@@ -259,9 +259,9 @@ NOIPA void *spin20(void *arg) { started("spin20"); b1(); return arg; }
 NOIPA void *spin60(void *arg) { started("spin60"); c1(); return arg; }
 NOIPA void *spin32(void *arg) { started("spin32"); d1(); return arg; }
 
-/* RECURSE calls of rec(), each frame bigger than the 8 bytes of its
+/* recurse_depth calls of rec(), each frame bigger than the 8 bytes of its
  * return address: the stack grows past any copy a sampler makes. */
-#define RECURSE 2000
+static int recurse_depth = 2000;
 NOIPA void e1(void) { SPIN(4); }
 NOIPA int rec(int n) {
 	volatile int pad[4] = {n};
@@ -272,7 +272,7 @@ NOIPA int rec(int n) {
 	sink++;
 	return pad[0];
 }
-NOIPA void *recurse_spin(void *arg) { started("recurse"); rec(RECURSE - 1); return arg; }
+NOIPA void *recurse_spin(void *arg) { started("recurse"); rec(recurse_depth - 1); return arg; }
 NOIPA void *work(void *arg) { started((const char *)arg); d1(); return arg; }
 NOIPA void *late_spin(void *arg) { started("late"); late1(); return arg; }
 
@@ -352,7 +352,7 @@ static void *timer(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: recprog spin|deep|recurse|sleep|late SECONDS [auto] | recprog work|zero ITERATIONS\n");
+		fprintf(stderr, "usage: recprog spin|deep|recurse|sleep|late SECONDS [auto|DEPTH] | recprog work|zero ITERATIONS\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "work") == 0) {
@@ -392,6 +392,8 @@ int main(int argc, char **argv) {
 		start(spin32);
 		wait_running(1);
 	} else if (strcmp(argv[1], "recurse") == 0) {
+		if (argc > 3 && atoi(argv[3]) > 0)
+			recurse_depth = atoi(argv[3]);
 		start(recurse_spin);
 		wait_running(1);
 	} else if (strcmp(argv[1], "sleep") == 0) {
