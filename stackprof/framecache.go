@@ -35,7 +35,6 @@ func (c *frameCache[V]) slot(m *perfunwind.Mapping, pc uint64, sig bool) (*frame
 	return s, s.ok && s.pc == pc && s.m == m && s.sig == sig
 }
 
-// set fills s with the frame and its value.
 // appendCached appends the text of the frame at pc in m: the one c holds,
 // or the one format appends, which c then holds.
 func appendCached(c *frameCache[string], b []byte, m *perfunwind.Mapping, pc uint64, format func([]byte, *perfunwind.Mapping, uint64) []byte) []byte {
@@ -49,6 +48,7 @@ func appendCached(c *frameCache[string], b []byte, m *perfunwind.Mapping, pc uin
 	return b
 }
 
+// set fills s with the frame and its value.
 func (s *frameSlot[V]) set(m *perfunwind.Mapping, pc uint64, sig bool, v V) {
 	*s = frameSlot[V]{m: m, pc: pc, sig: sig, ok: true, v: v}
 }

@@ -25,6 +25,7 @@ type ScriptWriter struct {
 	w     *bufio.Writer
 	r     *perfunwind.Resolver
 	buf   []byte
+	comm  []byte             // a sample's COMM, quoted (writeIPOnly)
 	lines frameCache[string] // each frame's lines
 }
 
@@ -60,15 +61,9 @@ func (sw *ScriptWriter) Write(st *perfunwind.Stack) error {
 
 // writeIPOnly writes the one line of a sample without a call graph.
 func (sw *ScriptWriter) writeIPOnly(st *perfunwind.Stack) error {
-	// COMM quoted as Write quotes it, then right-aligned in place.
-	b := textfmt.AppendPrintable(sw.buf[:0], st.Comm)
-	if n := len(b); n < 16 {
-		b = append(b, make([]byte, 16-n)...)
-		copy(b[16-n:], b[:n])
-		for i := range 16 - n {
-			b[i] = ' '
-		}
-	}
+	// COMM quoted as Write quotes it, then right-aligned.
+	sw.comm = textfmt.AppendPrintable(sw.comm[:0], st.Comm)
+	b := appendPad(sw.buf[:0], sw.comm, 16)
 	b = append(b, ' ')
 	b = appendPadUint(b, uint64(st.Tid), 5)
 	b = append(b, ' ')
