@@ -21,18 +21,18 @@ import (
 	"github.com/sframekit/sframekit/perfunwind"
 )
 
-// Record records the target of opts until it exits (every thread of the
-// processes given, or the command), opts.Duration passes or ctx is done,
-// and returns the merged stacks. Errors are one line, saying what to do:
-// perf_event_paranoid forbids it (and which value is needed), the
-// locked-memory limit, no such process, a command that cannot be started
-// (exec.ErrNotFound when it is not found).
 // testBPFLoaded, set by tests, is given the loaded BPF unwinder, whose
 // counters say when a recording has walked enough in the kernel (how
 // long a new process's tables take to load depends on the machine's
 // load, so a fixed length cannot).
 var testBPFLoaded func(*bpfunwind.Unwinder)
 
+// Record records the target of opts until it exits (every thread of the
+// processes given, or the command), opts.Duration passes or ctx is done,
+// and returns the merged stacks. Errors are one line, saying what to do:
+// perf_event_paranoid forbids it (and which value is needed), the
+// locked-memory limit, no such process, a command that cannot be started
+// (exec.ErrNotFound when it is not found).
 func Record(ctx context.Context, opts Options) (*Profile, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
