@@ -69,7 +69,6 @@ func (v ReadelfVersion) printsEHFrameHdr() bool { return v != Readelf240 }
 // elffile.MaxDecompressed), and rows are printed as they are
 // computed, so memory stays bounded by the section size whatever the row
 // count.
-
 func WriteCFIText(w io.Writer, in *CFIInput) error {
 	f, section, v := in.ELF, in.Section, in.Readelf
 	if v == "" {
