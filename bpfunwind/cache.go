@@ -1,6 +1,7 @@
 package bpfunwind
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -184,7 +185,7 @@ func trimCache(dir string) {
 			total += fi.Size()
 		}
 	}
-	slices.SortFunc(es, func(a, b entry) int { return int(min(max(a.mod-b.mod, -1), 1)) })
+	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.mod, b.mod) })
 	for len(es) > maxCacheFiles || total > maxCacheBytes && len(es) > 1 {
 		os.Remove(filepath.Join(dir, es[0].name))
 		total -= es[0].size

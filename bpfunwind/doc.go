@@ -45,7 +45,8 @@
 // aggregated in the kernel (stack id -> count): the recorder keeps its
 // per-thread, per-period merging and its time order (off-CPU weights
 // come from matching switch-outs with switch-ins), and a stack record
-// costs 40 bytes plus 8 per frame instead of a 16 KiB copy. The program
+// costs 552 bytes up to 64 frames (reserved whole before the walk), 40
+// bytes plus 8 per frame beyond, instead of a 16 KiB copy. The program
 // returns 0, so that the event writes no sample of its own.
 //
 // # Tables
@@ -111,9 +112,9 @@
 //
 // Per frame: the mapping of the PC (the last frame's mapping first, then
 // a bounded binary search of the process's table), the row of the PC (a
-// bounded binary search of its bucket's rows, skipped for the address of
-// the last search: a recursion's frames; for callers at the return
-// address - 1, the call), the CFA, the return address and, if saved, the
+// bounded binary search of its bucket's rows, skipped when the thread's
+// rows of its last walk (by frame number) or the CPU's row cache (by
+// address) hold it; for callers at the return address - 1, the call), the CFA, the return address and, if saved, the
 // frame pointer read from the stack (a saved slot below SP, popped by
 // the innermost frame's epilogue, keeps the register's value). No row:
 // the frame pointer ([FP] the caller's FP, [FP+8] the return address). A

@@ -14,7 +14,7 @@ const (
 	DefaultMaxDepth = 4096
 	// MaxDepth is the most Options.MaxDepth may be (the program's
 	// buffer: 4,096 user frames and 128 kernel frames, beside the 4 KiB
-	// stack window and the caches, 71 KiB per CPU).
+	// stack window and the caches, 103 KiB per CPU).
 	MaxDepth = 4096
 	// DefaultMaxRows is the size of the rows map: 2 Mi rows of 16 bytes,
 	// 32 MiB, about a hundred libc-sized files; and of the buckets map
@@ -33,8 +33,8 @@ const (
 	// holds; frames in those beyond follow frame pointers.
 	MaxMappings = 512
 	// DefaultStackRing is the stacks ring buffer's size per CPU: 4 MiB,
-	// about 14,000 stacks of 32 frames (304 bytes each), seconds of
-	// samples at 999 Hz. MaxStackRing bounds the whole ring: 256 MiB.
+	// about 7,500 stacks of up to 64 frames (a 552-byte record each, with
+	// the ring's 8-byte header), seconds of samples at 999 Hz. MaxStackRing bounds the whole ring: 256 MiB.
 	DefaultStackRing = 4 << 20
 	MaxStackRing     = 256 << 20
 )

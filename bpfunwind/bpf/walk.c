@@ -84,7 +84,7 @@ struct mapping {
 	u32 n;          // rows, 0 for none (frame pointers)
 	u32 nb;         // buckets in buckets, 1..n
 	u32 shift;      // a bucket covers 1 << shift bytes of pc
-	u32 file;       // the file's id (the last search's key), 0 for none
+	u32 file;       // the file's id (the row caches' key), 0 for none
 };
 
 struct proc {
@@ -309,10 +309,11 @@ struct {
 	__uint(max_entries, 1);
 } genmap SEC(".maps");
 
-// execgen counts the execs of processes that had a table (on_exec): the
-// walker's generation is genmap's plus this one, each only ever growing,
-// so that the mapping caches made before an exec are stale at once,
-// before the profiler has read the exec's records.
+// execgen counts the execs of processes that had a table (on_exec) and
+// the mappings a new one cut (on_unmapped_area): the walker's generation
+// is genmap's plus this one, each only ever growing, so that the mapping
+// caches made before are stale at once, before the profiler has read the
+// records.
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, u32);
