@@ -177,9 +177,13 @@ type seenStack struct {
 	st  *stack
 }
 
-// maxSeen bounds r.seen: 16,384 stacks (a 32-frame stack's key is 270
-// bytes: 4-5 MB).
-const maxSeen = 1 << 14
+// maxSeen and maxSeenBytes bound r.seen: 16,384 stacks, and 8 MiB of
+// keys (a 32-frame stack's key is 270 bytes; a 4,096-frame one's 33 KB,
+// so that the count alone would allow 550 MB).
+const (
+	maxSeen      = 1 << 14
+	maxSeenBytes = 8 << 20
+)
 
 // forgetSeen empties r.seen, keeping its room.
 func (r *recorder) forgetSeen() {
@@ -347,7 +351,7 @@ func (r *recorder) take(t uint64, late bool, kind uint8, raw []byte) {
 			if r.seen == nil {
 				r.seen = make(map[uint64]seenStack)
 			}
-			if len(r.seen) >= maxSeen {
+			if len(r.seen) >= maxSeen || len(r.seenKeys)+len(r.seenKey) > maxSeenBytes {
 				r.forgetSeen()
 			}
 			r.seenKeys = append(r.seenKeys, r.seenKey...)
