@@ -3,10 +3,13 @@ package bpfunwind
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
@@ -70,18 +73,27 @@ func TestTableCache(t *testing.T) {
 }
 
 // FuzzDecodeTable decodes arbitrary bytes as a cached table: never a
-// panic, and what decodes encodes back to the same bytes.
+// panic, and what decodes encodes back to the same bytes. Each input is
+// decoded as it is and with its checksum made right, so that the checks
+// after the checksum's (flags, order, spans) see mutated bytes too.
 func FuzzDecodeTable(f *testing.F) {
 	tab := cachedTable(f)
 	f.Add(EncodeTable(tab, 62))
 	f.Add(EncodeTable(&Table{}, 62))
-	f.Fuzz(func(t *testing.T, b []byte) {
+	check := func(t *testing.T, b []byte) {
 		tab, err := DecodeTable(b, 62, 1<<16)
 		if err != nil {
 			return
 		}
 		if !bytes.Equal(EncodeTable(tab, 62), b) {
 			t.Fatalf("%x decodes to %+v, which encodes otherwise", b, tab)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		check(t, b)
+		if len(b) >= 4 {
+			body := slices.Clone(b[:len(b)-4])
+			check(t, binary.LittleEndian.AppendUint32(body, crc32.ChecksumIEEE(body)))
 		}
 	})
 }

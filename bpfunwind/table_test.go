@@ -11,14 +11,18 @@ import (
 	"github.com/sframekit/sframekit/unwind"
 )
 
-// lookup returns the row covering the ELF address a, as the walker's
-// search finds it (rowNone for none): among the rows from its bucket's
-// (Buckets) to the next bucket's.
-func (tab *Table) lookup(a uint64) Row {
+// lookup returns a function that returns the row covering the ELF
+// address a, as the walker's search finds it (rowNone for none): among
+// the rows from its bucket's (Buckets, made once) to the next bucket's.
+func (tab *Table) lookup() func(a uint64) Row {
+	shift, idx := tab.Buckets()
+	return func(a uint64) Row { return tab.search(shift, idx, a) }
+}
+
+func (tab *Table) search(shift uint32, idx []Bucket, a uint64) Row {
 	if a < tab.Base || a >= tab.Limit || len(tab.Rows) == 0 {
 		return Row{Flags: rowNone}
 	}
-	shift, idx := tab.Buckets()
 	k := uint32(a - tab.Base)
 	b := min(int(uint64(k)>>shift), len(idx)-1)
 	lo, hi := int(idx[b].Lo), min(int(idx[b].Hi), len(tab.Rows))
@@ -42,6 +46,7 @@ func checkTable(t *testing.T, name string, tb *unwind.Tables) *Table {
 		t.Fatalf("%s: no SFrame", name)
 	}
 	tab := BuildTable(tb, arch.AMD64)
+	lookup := tab.lookup()
 	outer := tb.Outermost()
 	inOuter := func(a uint64) bool {
 		for _, o := range outer {
@@ -63,7 +68,7 @@ func checkTable(t *testing.T, name string, tb *unwind.Tables) *Table {
 				if a >= fn.End() {
 					continue
 				}
-				got := tab.lookup(a)
+				got := lookup(a)
 				want := Row{Flags: rowNone}
 				if row, err := s.RowForPC(a); err == nil && fn.PCType() != sframe.PCMask && !fn.Signal() {
 					if r, why := reduce(&row, arch.AMD64); why == NumReasons {
@@ -82,7 +87,7 @@ func checkTable(t *testing.T, name string, tb *unwind.Tables) *Table {
 		}
 	}
 	for _, o := range outer {
-		if got := tab.lookup(o[0]); got.Flags != rowEnd {
+		if got := lookup(o[0]); got.Flags != rowEnd {
 			t.Errorf("%s: outermost code at %#x has %+v", name, o[0], got)
 		}
 	}
