@@ -434,7 +434,7 @@ func loadTable(f *perfunwind.File, maxRows int, cache string) (*Table, error) {
 		return nil, err
 	}
 	mach := uint32(ef.Machine)
-	path := cachePath(cache, f.BuildID, mach)
+	path := cachePath(cache, f.BuildID, mach, f.Size())
 	if path != "" {
 		if tab := readCached(path, mach, maxRows); tab != nil {
 			return tab, nil

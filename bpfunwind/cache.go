@@ -22,9 +22,14 @@ import (
 // loaded machine), at every start of sframe record --bpf, for the same
 // few libraries; and a program's first samples are passed on to the
 // user-space walk until its tables are loaded. So tables are kept on
-// disk, keyed by the file's build ID and machine, in the user's cache
-// directory (Options.TableCache): read back, they cost a read and a
-// check.
+// disk, keyed by the file's build ID, machine and size, in the user's
+// cache directory (Options.TableCache): read back, they cost a read and
+// a check. The size keeps apart a file that claims another's build ID
+// (rebuilt without a new one, or crafted) unless it has the same size
+// too; such a file's tables then serve the other, whose stacks may come
+// out wrong, but the walker stays within its bounds (DecodeTable).
+// Tables made by an older BuildTable are told apart by cacheMagic's
+// version.
 //
 // A cached table is untrusted input (the directory is writable, files
 // get cut short or corrupted): DecodeTable checks everything the walker
@@ -120,14 +125,14 @@ func DecodeTable(b []byte, mach uint32, maxRows int) (*Table, error) {
 	return tab, nil
 }
 
-// cachePath returns the file of the table of the build buildID for ELF
-// machine mach in dir; "" when it has none (no build ID, or not one that
-// names a file).
-func cachePath(dir string, buildID []byte, mach uint32) string {
+// cachePath returns the file of the table of the build buildID, of size
+// bytes, for ELF machine mach in dir; "" when it has none (no build ID,
+// or not one that names a file).
+func cachePath(dir string, buildID []byte, mach uint32, size int64) string {
 	if dir == "" || len(buildID) == 0 || len(buildID) > 64 {
 		return ""
 	}
-	return filepath.Join(dir, fmt.Sprintf("%s-%d.tab", hex.EncodeToString(buildID), mach))
+	return filepath.Join(dir, fmt.Sprintf("%s-%d-%d.tab", hex.EncodeToString(buildID), mach, size))
 }
 
 // readCached returns the cached table at path, nil when there is none

@@ -30,13 +30,13 @@ func cachedTable(t testing.TB) *Table {
 }
 
 // TestTableCache: a table kept in the cache reads back equal; a cut,
-// corrupted, other machine's or too large one reads as none; the
-// directory is trimmed to its bounds.
+// corrupted, other machine's or too large one reads as none; a file of
+// another size has its own; the directory is trimmed to its bounds.
 func TestTableCache(t *testing.T) {
 	tab := cachedTable(t)
 	dir := t.TempDir()
 	id := []byte{0xde, 0xad, 0xbe, 0xef}
-	path := cachePath(dir, id, uint32(elf.EM_X86_64))
+	path := cachePath(dir, id, uint32(elf.EM_X86_64), 1234)
 	writeCached(path, tab, uint32(elf.EM_X86_64))
 	got := readCached(path, uint32(elf.EM_X86_64), DefaultMaxRows)
 	if !reflect.DeepEqual(got, tab) {
@@ -60,7 +60,12 @@ func TestTableCache(t *testing.T) {
 	if readCached(path, uint32(elf.EM_AARCH64), DefaultMaxRows) != nil || readCached(path, uint32(elf.EM_X86_64), len(tab.Rows)-1) != nil {
 		t.Error("read for another machine, or beyond the rows allowed")
 	}
-	if cachePath(dir, nil, 62) != "" || cachePath("", id, 62) != "" {
+	// A file of another size that claims the same build ID has a table
+	// of its own.
+	if other := cachePath(dir, id, uint32(elf.EM_X86_64), 1235); other == path {
+		t.Errorf("files of two sizes share the cached table %s", path)
+	}
+	if cachePath(dir, nil, 62, 1) != "" || cachePath("", id, 62, 1) != "" {
 		t.Error("a cache path without a build ID or a directory")
 	}
 	for i := range maxCacheFiles + 5 {
