@@ -280,6 +280,16 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 	}
 }
 
+// CountReused counts in s.Stats a sample whose stack the caller did not
+// have Unwind make again, because it had kept the one Unwind made of an
+// equal callchain (with kernel kernel frames) while nothing the session
+// knows changed: the counts Unwind would have added.
+func (s *Session) CountReused(kernel int) {
+	s.Stats.Samples++
+	s.Stats.Callchain++
+	s.Stats.KernelFrames += uint64(kernel)
+}
+
 // indexContext returns the index of the first context marker in c, or -1.
 func indexContext(c []uint64) int {
 	for i, pc := range c {

@@ -337,10 +337,7 @@ func (r *recorder) take(t uint64, late bool, kind uint8, raw []byte) {
 		h = maphash.Bytes(r.seed, r.seenKey)
 		if e := r.seen[h]; e.key == string(r.seenKey) && e.st != nil {
 			st = e.st
-			// What Unwind counts of a callchain's stack (r.sess.Unwind).
-			r.sess.Stats.Samples++
-			r.sess.Stats.Callchain++
-			r.sess.Stats.KernelFrames += uint64(st.kernel)
+			r.sess.CountReused(st.kernel)
 		}
 	}
 	if st == nil {
