@@ -93,6 +93,23 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 	}
 }
 
+// FromCallchain makes s the sample of a stack a walker outside the
+// session took (sframe record --bpf's, in the kernel): its callchain
+// chain (with perf's context markers), which s keeps, no registers and
+// no stack copy, and as IP the first user frame's address.
+func (s *Sample) FromCallchain(pid, tid uint32, time, period uint64, event int, chain []uint64) {
+	s.Pid, s.Tid, s.Time, s.Period, s.Event = pid, tid, time, period, event
+	s.Callchain = chain
+	s.Regs, s.Stack, s.StackSize = arch.Regs{}, nil, 0
+	s.NoCallGraph, s.IPKernel, s.IP = false, false, 0
+	for i, pc := range chain {
+		if pc == perfdata.ContextUser && i+1 < len(chain) {
+			s.IP = chain[i+1]
+			break
+		}
+	}
+}
+
 // Frame is one frame of a sample's stack.
 type Frame struct {
 	// PC is the current PC of the innermost frame (of the kernel's part

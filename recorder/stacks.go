@@ -294,25 +294,14 @@ func (r *recorder) sample(rec *perfdata.Record, t uint64, late bool) {
 // stack takes a stack the BPF program walked (a record of its ring,
 // bpfunwind.Decode) as r.sample takes a sample; late says it waited.
 func (r *recorder) stack(raw []byte, late bool) {
-	var h bpfunwind.Header
-	var ok bool
-	r.smp.Callchain, h, ok = bpfunwind.Decode(raw, r.smp.Callchain)
+	chain, h, ok := bpfunwind.Decode(raw, r.smp.Callchain)
 	if !ok {
 		r.stats.BPFTruncated++
 	}
 	if h.Time > r.roundMax && !late {
 		r.roundMax = h.Time
 	}
-	r.smp.Pid, r.smp.Tid, r.smp.Time, r.smp.Period, r.smp.Event = h.Pid, h.Tid, h.Time, h.Period, h.Event
-	r.smp.Regs, r.smp.Stack, r.smp.StackSize = arch.Regs{}, nil, 0
-	r.smp.NoCallGraph, r.smp.IPKernel = false, false
-	r.smp.IP = 0
-	for i, pc := range r.smp.Callchain {
-		if pc == perfdata.ContextUser && i+1 < len(r.smp.Callchain) {
-			r.smp.IP = r.smp.Callchain[i+1]
-			break
-		}
-	}
+	r.smp.FromCallchain(h.Pid, h.Tid, h.Time, h.Period, h.Event, chain)
 	r.take(h.Time, late, evStack, raw)
 }
 
