@@ -116,7 +116,7 @@ type recorder struct {
 	stacks  map[uint64]*stack
 	seed    maphash.Seed
 	slab    slab.Slab[stack] // the next stacks' room
-	keys    []byte           // the next keys' room: keys are never changed
+	keys    slab.Bytes       // the stacks' keys, never changed
 	order   []*stack
 	mapIDs  map[*perfunwind.Mapping]uint32
 	maps    []*perfunwind.Mapping // by ID - 1
@@ -163,12 +163,12 @@ type recorder struct {
 	// before is merged without mapping its frames again. Emptied when a
 	// record is applied (mappings, names, exits), at each cut, and
 	// beyond maxSeen stacks. Keyed by the key's hash, the key itself in
-	// seenKeys (one block, reused once emptied): a string per stack was an
+	// seenKeys (reused once emptied): a string per stack was an
 	// allocation per new stack. Two keys of one hash share a place, the
 	// later kept: a miss costs a walk's mapping, nothing else.
 	seen     map[uint64]seenStack
 	seenKey  []byte
-	seenKeys []byte
+	seenKeys slab.Bytes
 }
 
 // seenStack is a stack of r.seen and its BPF key.
@@ -188,7 +188,7 @@ const (
 // forgetSeen empties r.seen, keeping its room.
 func (r *recorder) forgetSeen() {
 	clear(r.seen)
-	r.seenKeys = r.seenKeys[:0]
+	r.seenKeys.Reset()
 }
 
 // Waits between passes over the rings. A sample read before the records
@@ -337,12 +337,10 @@ func (r *recorder) take(t uint64, late bool, kind uint8, raw []byte) {
 			if r.seen == nil {
 				r.seen = make(map[uint64]seenStack)
 			}
-			if len(r.seen) >= maxSeen || len(r.seenKeys)+len(r.seenKey) > maxSeenBytes {
+			if len(r.seen) >= maxSeen || r.seenKeys.Len()+len(r.seenKey) > maxSeenBytes {
 				r.forgetSeen()
 			}
-			r.seenKeys = append(r.seenKeys, r.seenKey...)
-			k := r.seenKeys[len(r.seenKeys)-len(r.seenKey):]
-			r.seen[h] = seenStack{key: unsafe.String(unsafe.SliceData(k), len(k)), st: st}
+			r.seen[h] = seenStack{key: r.seenKeys.String(r.seenKey, 64<<10), st: st}
 		}
 	}
 	if r.smp.Event == r.csEvent {
@@ -436,12 +434,7 @@ func (r *recorder) intern(st *perfunwind.Stack) *stack {
 	// The stack and its key come from blocks of many: two allocations
 	// per stack were a quarter of merging.
 	s := r.slab.New(256)
-	if len(k) > cap(r.keys)-len(r.keys) {
-		r.keys = make([]byte, 0, max(64<<10, len(k)))
-	}
-	r.keys = append(r.keys, k...)
-	key := r.keys[len(r.keys)-len(k):]
-	*s = stack{pid: st.Pid, tid: st.Tid, event: st.Event, comm: st.Comm, key: unsafe.String(unsafe.SliceData(key), len(key)), frames: frames, kernel: st.Kernel, next: first}
+	*s = stack{pid: st.Pid, tid: st.Tid, event: st.Event, comm: st.Comm, key: r.keys.String(k, 64<<10), frames: frames, kernel: st.Kernel, next: first}
 	r.stacks[h] = s
 	r.order = append(r.order, s)
 	return s

@@ -55,3 +55,32 @@ func BenchmarkNew(b *testing.B) {
 		_ = sink
 	})
 }
+
+// TestBytes: strings are copies (changing the bytes given later changes
+// none), kept whole across blocks, Len counts them, and after Reset the
+// block is written again from its start.
+func TestBytes(t *testing.T) {
+	var b Bytes
+	p := []byte("abcdef")
+	s1 := b.String(p, 8)
+	p[0] = 'X'
+	s2 := b.String(p[:4], 8) // does not fit: a new block
+	if s1 != "abcdef" || s2 != "Xbcd" {
+		t.Fatalf("strings %q %q, want abcdef Xbcd", s1, s2)
+	}
+	if b.Len() != 10 {
+		t.Errorf("Len %d, want 10", b.Len())
+	}
+	long := b.String(make([]byte, 20), 8) // longer than a block
+	if len(long) != 20 || s2 != "Xbcd" {
+		t.Errorf("a string longer than the block: %d bytes, earlier %q", len(long), s2)
+	}
+	b.Reset()
+	if b.Len() != 0 {
+		t.Errorf("Len %d after Reset", b.Len())
+	}
+	s3 := b.String([]byte("zz"), 8)
+	if s3 != "zz" || s1 != "abcdef" {
+		t.Errorf("after Reset: %q, an older block's string %q", s3, s1)
+	}
+}
