@@ -52,6 +52,22 @@ func TestLayout(t *testing.T) {
 	if n := unsafe.Offsetof(walkScratch{}.Out.Pcs); n != outHeader {
 		t.Errorf("struct out's frames start at %d, read at %d", n, outHeader)
 	}
+	// The header's fields where Decode reads them (stop and event are
+	// the two bytes at 14, one u16 in the generated struct).
+	h := walkScratch{}.Out.H
+	for _, f := range []struct {
+		name      string
+		off, want uintptr
+	}{
+		{"period", unsafe.Offsetof(h.Period), 0}, {"nuser", unsafe.Offsetof(h.Nuser), 8},
+		{"nkern", unsafe.Offsetof(h.Nkern), 12}, {"stop", unsafe.Offsetof(h.Stop), 14},
+		{"time", unsafe.Offsetof(h.Time), 16}, {"pid", unsafe.Offsetof(h.Pid), 24},
+		{"tid", unsafe.Offsetof(h.Tid), 28}, {"cpu", unsafe.Offsetof(h.Cpu), 32},
+	} {
+		if f.off != f.want {
+			t.Errorf("struct hdr's %s is at %d, read at %d", f.name, f.off, f.want)
+		}
+	}
 }
 
 // TestRowsAllocator: ranges of the rows map are taken first fit and
