@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sframekit/sframekit/internal/hugeheap"
 	"github.com/sframekit/sframekit/internal/outfile"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/recorder"
@@ -182,19 +183,20 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	sig := newRecordSignals(file, stderr)
 	defer sig.stop() // and the output dropped, unless committed
 
-	// No huge-page reservation (hugeheap), unlike sframe report: a
-	// recording's heap grows over seconds, and on a virtual machine whose
-	// host takes back free memory (a balloon's free page reporting, after
-	// about 2 s), a huge page faulted then is fresh host memory, cleared at
-	// 1.5-2 ms per MiB, against 0.4 ms for 4 KiB pages (docs/PERFORMANCE.md,
-	// "Sixth pass").
-	//
+	// The heap the profiler touches first (the files' tables and symbols,
+	// the profile: a few MB) in 2 MiB pages, as sframe report does:
+	// faulting it in 4 KiB at a time cost 300-500 page faults of 15-40 us
+	// each on a virtual machine, a fifth of a short recording's CPU time.
+	// Not where the host takes free memory back (hugeheap): there a huge
+	// page was fresh host memory, and the reservation cost a compiler's
+	// recording a quarter of the profiler's CPU.
+	hugeheap.Reserve(32 << 20)
 	// A recording may run for long: collect garbage as usual, not only
-	// at main's memory limit, but from recordGCFirst on. Below it (a C++
-	// compiler's 10,000 samples and its files' tables take a third of
-	// it) the collections as the heap doubled from a few MB, and sweeping
-	// after them, were a tenth of the recording's CPU, for garbage that is
-	// a few MB.
+	// at main's memory limit, but from recordGCFirst on. Below it (the
+	// reservation above and 32 MiB of heap: a C++ compiler's 10,000
+	// samples and its files' tables take half of that) the collections
+	// as the heap doubled from a few MB, and sweeping after them, were a
+	// tenth of the recording's CPU, for garbage that is a few MB.
 	delayGCUntil(recordGCFirst)
 	prof, err := recorder.Record(sig.ctx, opts)
 	if err != nil {

@@ -16,6 +16,7 @@ package hugeheap
 
 // Reserve grows the heap by n bytes backed by huge pages, as the package
 // documentation says. It is advice: where the system or the runtime does
-// not follow it, nothing changes but n bytes of address space. It runs a
+// not follow it, nothing changes but n bytes of address space; where the
+// host reclaims free memory, it does nothing. Otherwise it runs a
 // garbage collection, and is meant for the start of a command.
 func Reserve(n int) { reserve(n) }

@@ -12,7 +12,8 @@ import (
 
 // TestReserve checks that memory allocated after Reserve lies in a
 // mapping that may take huge pages (/proc/self/smaps: THPeligible), where
-// the system gives them on request.
+// the system gives them on request, and in one that may not where the
+// host takes free memory back.
 func TestReserve(t *testing.T) {
 	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	if err != nil || !strings.Contains(string(mode), "[madvise]") {
@@ -25,8 +26,8 @@ func TestReserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !eligible {
-		t.Errorf("memory allocated after Reserve, at %#x, is not eligible for huge pages", addr)
+	if want := !hostReclaims(balloonDir); eligible != want {
+		t.Errorf("memory allocated after Reserve, at %#x: eligible for huge pages %v, want %v (host reclaims free memory: %v)", addr, eligible, want, !want)
 	}
 }
 
@@ -53,4 +54,42 @@ func thpEligible(addr uintptr) (bool, error) {
 		}
 	}
 	return false, fmt.Errorf("no mapping holds %#x", addr)
+}
+
+// TestHostReclaims reads balloon devices laid out as sysfs lays them out,
+// with the features of a Firecracker guest's balloon (free page
+// reporting: bit 5) and of one without it.
+func TestHostReclaims(t *testing.T) {
+	const (
+		reporting = "01100101000000000000000000000000100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\n"
+		statsOnly = "01100000000000000000000000000000100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\n"
+	)
+	for _, c := range []struct {
+		name    string
+		devices []string // features of virtio0, virtio1, ...
+		want    bool
+	}{
+		{"no balloon", nil, false},
+		{"reporting", []string{reporting}, true},
+		{"statistics only", []string{statsOnly}, false},
+		{"second device reports", []string{statsOnly, reporting}, true},
+		{"empty features", []string{""}, false},
+	} {
+		dir := t.TempDir()
+		for i, f := range c.devices {
+			dev := fmt.Sprintf("%s/virtio%d", dir, i)
+			if err := os.Mkdir(dev, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dev+"/features", []byte(f), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c.devices == nil {
+			dir += "/absent"
+		}
+		if got := hostReclaims(dir); got != c.want {
+			t.Errorf("%s: hostReclaims = %v, want %v", c.name, got, c.want)
+		}
+	}
 }
