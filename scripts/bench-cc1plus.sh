@@ -32,6 +32,9 @@
 #   bpf_us       sframe-bpf only: the BPF program's run time per sample
 #                (the kernel's statistics; charged to the compilation, not
 #                in prof_cpu_s)
+#   name_ms      sframe only: its summary's milliseconds "to name the
+#                frames and write the profile", after the recording (a
+#                cost per function reached more than per sample)
 set -euo pipefail
 runs=${RUNS:-3}
 num=${NUM:-8}
@@ -48,7 +51,7 @@ secs() { grep -E '^[0-9]+m[0-9.]+s [0-9]+m[0-9.]+s$' | tr 'ms' '  ' | awk '{t +=
 
 print_load
 echo "$(g++ --version | head -1); $(perf --version); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs"
-printf '%-10s %4s %10s %8s %10s %9s %7s %8s %7s\n' tool run prog_cpu_s samples prof_cpu_s us/sample rec_us copy_end bpf_us
+printf '%-10s %4s %10s %8s %10s %9s %7s %8s %7s %7s\n' tool run prog_cpu_s samples prof_cpu_s us/sample rec_us copy_end bpf_us name_ms
 for r in $(seq "$runs"); do
   for tool in baseline sframe ${BASE:+sframe-base} ${BPF:+sframe-bpf} perf-dwarf; do
     rm -f out.pb.gz perf.data err.txt out.txt
@@ -62,11 +65,12 @@ for r in $(seq "$runs"); do
     prog=$(secs <out.txt)
     read -r _ u s _ < <(grep '^TIME' err.txt)
     prof=$(awk "BEGIN{printf \"%.3f\", $u + $s - $prog}")
-    samples=0 rec=NA copyend=NA bpf=NA
+    samples=0 rec=NA copyend=NA bpf=NA name=NA
     case $tool in
       sframe*)
         samples=$(sed -n 's/^\([0-9]*\) samples read.*/\1/p' err.txt)
         rec=$(sed -n 's/.* \([0-9.]*\) µs per sample.*/\1/p' err.txt)
+        name=$(sed -n 's/.*; \([0-9.]*\)ms to name the frames.*/\1/p' err.txt)
         copyend=$(sed -n 's/.*, \([0-9]*\) where the stack copy ends.*/\1/p' err.txt)
         bpf=$(sed -n 's/.*, \([0-9.]*\)\(ns\|µs\) per sample in the BPF program.*/\1 \2/p' err.txt | awk '{ if ($2 == "ns") $1 /= 1000; printf "%.2f", $1 }') ;;
       perf-dwarf)
@@ -74,16 +78,16 @@ for r in $(seq "$runs"); do
     esac
     per=NA
     [ "${samples:-0}" -gt 0 ] && per=$(awk "BEGIN{printf \"%.1f\", 1e6 * $prof / $samples}")
-    printf '%-10s %4s %10s %8s %10s %9s %7s %8s %7s\n' "$tool" "$r" "$prog" "${samples:-0}" "$prof" "$per" "${rec:-NA}" "${copyend:-NA}" "${bpf:-NA}"
+    printf '%-10s %4s %10s %8s %10s %9s %7s %8s %7s %7s\n' "$tool" "$r" "$prog" "${samples:-0}" "$prof" "$per" "${rec:-NA}" "${copyend:-NA}" "${bpf:-NA}" "${name:-NA}"
   done
 done | tee results.txt
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 awk '
   function med(s,   a, k, i, j, t) { k = split(s, a, " "); for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((k + 1) / 2)] }
-  $1 != "tool" { prog[$1] = prog[$1] " " $3; per[$1] = per[$1] " " $6; prof[$1] = prof[$1] " " $5; rec[$1] = rec[$1] " " $7; bpfus[$1] = bpfus[$1] " " $9 }
+  $1 != "tool" { prog[$1] = prog[$1] " " $3; per[$1] = per[$1] " " $6; prof[$1] = prof[$1] " " $5; rec[$1] = rec[$1] " " $7; bpfus[$1] = bpfus[$1] " " $9; nm[$1] = nm[$1] " " $10 }
   END {
-    printf "\nmedians: compilation %.2f s CPU alone; profiler CPU per sample: sframe %.1f us (%.1f while recording), perf dwarf %.1f us; sframe / perf %.2fx (profiler CPU %.3f s vs %.3f s)\n",
-      med(prog["baseline"]), med(per["sframe"]), med(rec["sframe"]), med(per["perf-dwarf"]), med(per["sframe"]) / med(per["perf-dwarf"]), med(prof["sframe"]), med(prof["perf-dwarf"])
-    if (base) printf "sframe-base: %.1f us per sample (%.1f while recording), %.2fx perf dwarf (profiler CPU %.3f s)\n", med(per["sframe-base"]), med(rec["sframe-base"]), med(per["sframe-base"]) / med(per["perf-dwarf"]), med(prof["sframe-base"])
+    printf "\nmedians: compilation %.2f s CPU alone; profiler CPU per sample: sframe %.1f us (%.1f while recording, %.0f ms naming and writing), perf dwarf %.1f us; sframe / perf %.2fx (profiler CPU %.3f s vs %.3f s)\n",
+      med(prog["baseline"]), med(per["sframe"]), med(rec["sframe"]), med(nm["sframe"]), med(per["perf-dwarf"]), med(per["sframe"]) / med(per["perf-dwarf"]), med(prof["sframe"]), med(prof["perf-dwarf"])
+    if (base) printf "sframe-base: %.1f us per sample (%.1f while recording, %.0f ms naming and writing), %.2fx perf dwarf (profiler CPU %.3f s)\n", med(per["sframe-base"]), med(rec["sframe-base"]), med(nm["sframe-base"]), med(per["sframe-base"]) / med(per["perf-dwarf"]), med(prof["sframe-base"])
     if (bpf) printf "sframe-bpf: %.1f us per sample (%.1f while recording) and %.2f us in the BPF program, %.2fx perf dwarf for the process alone (profiler CPU %.3f s)\n", med(per["sframe-bpf"]), med(rec["sframe-bpf"]), med(bpfus["sframe-bpf"]), med(per["sframe-bpf"]) / med(per["perf-dwarf"]), med(prof["sframe-bpf"])
   }' base="${BASE:+1}" bpf="${BPF:+1}" results.txt
