@@ -223,9 +223,9 @@ func stackRingSize(want, ncpu int) int {
 
 // StackFD returns a file descriptor that polls readable when a CPU has
 // written a quarter of the stacks ring divided by the CPUs since it last
-// woke it (the ring then holds less than a quarter unread): the reader of the perf rings
-// should read them then (perfevent.Session.WakeOn), and the stacks with
-// ReadStacks.
+// woke it (the ring then holds less than a quarter unread): the reader of
+// the perf rings should read them then (perfevent.Session.WakeOn), and the
+// stacks with ReadStacks.
 func (u *Unwinder) StackFD() int { return u.objs.Stacks.FD() }
 
 // ReadStacks calls fn with each stack the program has written since the

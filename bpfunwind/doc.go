@@ -25,25 +25,24 @@
 //
 // Each stack goes out as a record of a BPF ring buffer (stacks; Decode):
 // the sampled event's period and index, the thread, the CPU, the time
-// (bpf_ktime_get_ns: CLOCK_MONOTONIC, the clock the recorder's perf
-// events use) and the frames. The record, room for 64 frames, is
-// reserved before the walk, which writes the frames into it as it finds
-// them (the ring's lines, which the recorder read last, come in while
-// the walk goes on); a deeper stack, or one with kernel frames, is
-// copied out of the scratch map at the end instead (bpf_ringbuf_output).
-// A record may so be longer than its frames (Decode, StackKey). The recorder reads it at each pass over
-// the perf rings (ReadStacks) and orders the stacks by time with the
+// (bpf_ktime_get_ns: CLOCK_MONOTONIC, the clock the recorder's perf events
+// use) and the frames. The record, room for 64 frames, is reserved before
+// the walk, which writes the frames into it as it finds them (the ring's
+// lines, which the recorder read last, come in while the walk goes on); a
+// deeper stack, or one with kernel frames, is copied out of the scratch
+// map at the end instead (bpf_ringbuf_output). A record may so be longer
+// than its frames (Decode, StackKey). The recorder reads it at each pass
+// over the perf rings (ReadStacks) and orders the stacks by time with the
 // MMAP, COMM, FORK and EXIT records that name their frames, as it does
-// samples of different CPUs: a stack whose process has records waiting,
-// or whose address is not mapped yet, waits for its turn. The program
-// wakes the recorder only once a CPU has written its share of a quarter
-// of the ring (StackFD; counted per CPU, not asked of the ring, whose
-// positions the other CPUs write): a wakeup per stack would cost more
-// than the walk. A bpf-output perf
-// event per CPU, which orders stacks with the records by itself, cost
-// 0.4-0.5 µs a sample more (bpf_perf_event_output). Stacks are not
-// aggregated in the kernel (stack id -> count): the recorder keeps its
-// per-thread, per-period merging and its time order (off-CPU weights
+// samples of different CPUs: a stack whose process has records waiting, or
+// whose address is not mapped yet, waits for its turn. The program wakes
+// the recorder only once a CPU has written its share of a quarter of the
+// ring (StackFD; counted per CPU, not asked of the ring, whose positions
+// the other CPUs write): a wakeup per stack would cost more than the walk.
+// A bpf-output perf event per CPU, which orders stacks with the records by
+// itself, cost 0.4-0.5 µs a sample more (bpf_perf_event_output). Stacks
+// are not aggregated in the kernel (stack id -> count): the recorder keeps
+// its per-thread, per-period merging and its time order (off-CPU weights
 // come from matching switch-outs with switch-ins), and a stack record
 // costs 552 bytes up to 64 frames (reserved whole before the walk), 40
 // bytes plus 8 per frame beyond, instead of a 16 KiB copy. The program
@@ -110,52 +109,52 @@
 //
 // # The walk
 //
-// Per frame: the mapping of the PC (the last frame's mapping first, then
-// a bounded binary search of the process's table), the row of the PC (a
+// Per frame: the mapping of the PC (the last frame's mapping first, then a
+// bounded binary search of the process's table), the row of the PC (a
 // bounded binary search of its bucket's rows, skipped when the thread's
 // rows of its last walk (by frame number) or the CPU's row cache (by
-// address) hold it; for callers at the return address - 1, the call), the CFA, the return address and, if saved, the
-// frame pointer read from the stack (a saved slot below SP, popped by
-// the innermost frame's epilogue, keeps the register's value). No row:
-// the frame pointer ([FP] the caller's FP, [FP+8] the return address). A
-// walk ends at an outermost row, a zero return address, a read that
-// fails, a stack pointer that does not move up, or MaxDepth frames. The
-// frames are iterated with bpf_loop, two a call. Each CPU keeps the rows
-// its walks found in a direct-mapped cache of 1,024, keyed by file and
-// address (a file's id is never reused): the frames of a sample are
-// mostly those of the samples before, whose bucket and binary search
-// cost a frame 8-10 ns of its 20; before it, the rows of the first 64
-// frames of the last walks of 16 threads (by thread id), by frame
-// number, checked the same way: a thread's n-th frame is mostly its
-// n-th frame of the last sample, and these loads do not wait for the
-// frame's PC, as the cache's do, so they go ahead of the walk (the
+// address) hold it; for callers at the return address - 1, the call), the
+// CFA, the return address and, if saved, the frame pointer read from the
+// stack (a saved slot below SP, popped by the innermost frame's epilogue,
+// keeps the register's value). No row: the frame pointer ([FP] the
+// caller's FP, [FP+8] the return address). A walk ends at an outermost
+// row, a zero return address, a read that fails, a stack pointer that does
+// not move up, or MaxDepth frames. The frames are iterated with bpf_loop,
+// two a call. Each CPU keeps the rows its walks found in a direct-mapped
+// cache of 1,024, keyed by file and address (a file's id is never reused):
+// the frames of a sample are mostly those of the samples before, whose
+// bucket and binary search cost a frame 8-10 ns of its 20; before it, the
+// rows of the first 64 frames of the last walks of 16 threads (by thread
+// id), by frame number, checked the same way: a thread's n-th frame is
+// mostly its n-th frame of the last sample, and these loads do not wait
+// for the frame's PC, as the cache's do, so they go ahead of the walk (the
 // chains program: 0.94 -> 0.81 µs a sample with the record written in
-// place); and the last 8 mappings it found in
-// the process tables, while those keep their generation (genmap, which
-// the profiler bumps after each change of a table), which spare a walk's
-// first frame and each frame that changes mapping a hash lookup and a
-// binary search; the walk's state lives in the
-// per-CPU scratch map rather than on the stack, so that the verifier
-// checks each search's body once rather than once per path through it.
+// place); and the last 8 mappings it found in the process tables, while
+// those keep their generation (genmap, which the profiler bumps after each
+// change of a table), which spare a walk's first frame and each frame that
+// changes mapping a hash lookup and a binary search; the walk's state
+// lives in the per-CPU scratch map rather than on the stack, so that the
+// verifier checks each search's body once rather than once per path
+// through it.
 //
 // The stack is read a window at a time into the scratch map: one
 // bpf_probe_read_user of 1 KiB from the SP for the walk's first frames,
 // then of 4 KiB from the SP of the first frame whose slot is beyond it,
 // each cut at the end of its page, so that a window never faults on the
-// next mapping (a thread's stack ends where the next thread's guard
-// page starts), while the page of the slot it is read for is the
-// stack's. The first window goes further, in one read, up to where the
-// thread's last walk on the CPU stopped (its last frame's CFA, kept for
-// 64 threads while the tables keep their generation) where that is
-// beyond the page's end and within 4 KiB of the SP: each page of it is
-// the SP's or one that walk read. The first read of a sample costs about
-// 0.2 µs (an 8-byte one as much as 1 KiB: the first touch of the
-// thread's stack, and the helper call, 65 ns), a second one 0.1 µs. A slot a window does not hold (across a page's end) is read
-// alone, and so is every slot after a window's read failed (a page not
-// present). A read of user memory costs about as much as the rest of a
-// frame's walk: a 32-frame stack needs one or two reads instead of 32
-// to 64, a 2,000-frame recursion (32 bytes a frame) about 17 instead of
-// 2,000. Counters.Reads counts them.
+// next mapping (a thread's stack ends where the next thread's guard page
+// starts), while the page of the slot it is read for is the stack's. The
+// first window goes further, in one read, up to where the thread's last
+// walk on the CPU stopped (its last frame's CFA, kept for 64 threads while
+// the tables keep their generation) where that is beyond the page's end
+// and within 4 KiB of the SP: each page of it is the SP's or one that walk
+// read. The first read of a sample costs about 0.2 µs (an 8-byte one as
+// much as 1 KiB: the first touch of the thread's stack, and the helper
+// call, 65 ns), a second one 0.1 µs. A slot a window does not hold (across
+// a page's end) is read alone, and so is every slot after a window's read
+// failed (a page not present). A read of user memory costs about as much
+// as the rest of a frame's walk: a 32-frame stack needs one or two reads
+// instead of 32 to 64, a 2,000-frame recursion (32 bytes a frame) about 17
+// instead of 2,000. Counters.Reads counts them.
 //
 // # Bounds
 //

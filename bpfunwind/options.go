@@ -32,9 +32,10 @@ const (
 	// MaxMappings is the most executable mappings a process's table
 	// holds; frames in those beyond follow frame pointers.
 	MaxMappings = 512
-	// DefaultStackRing is the stacks ring buffer's size per CPU: 4 MiB,
-	// about 7,500 stacks of up to 64 frames (a 552-byte record each, with
-	// the ring's 8-byte header), seconds of samples at 999 Hz. MaxStackRing bounds the whole ring: 256 MiB.
+	// DefaultStackRing is the stacks ring buffer's size per CPU: 4 MiB, about
+	// 7,500 stacks of up to 64 frames (a 552-byte record each, with the ring's
+	// 8-byte header), seconds of samples at 999 Hz. MaxStackRing bounds the
+	// whole ring: 256 MiB.
 	DefaultStackRing = 4 << 20
 	MaxStackRing     = 256 << 20
 )
