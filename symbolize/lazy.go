@@ -263,7 +263,9 @@ func lazyBetter(names *nameReader, a, b *lazyCand) (bool, error) {
 // long names would otherwise have each tie read a long name again.
 type nameReader struct {
 	str  *elf.Section
-	buf  []byte // nameChunk bytes
+	buf  []byte // a chunk of the table: n bytes of it, from pos, are read
+	pos  uint64
+	n    int
 	left uint64 // bytes of names the pass may still read
 }
 
@@ -272,10 +274,19 @@ type nameReader struct {
 // or the pass's bytes are spent (the table is then read whole).
 func (nr *nameReader) read(off uint32) (string, error) {
 	str := nr.str
+	// A name wholly in the chunk read last is taken from it: names looked
+	// up one after the other often lie side by side.
+	if o := uint64(off); o >= nr.pos && o-nr.pos < uint64(nr.n) {
+		b := nr.buf[o-nr.pos : nr.n]
+		if i := slices.Index(b, 0); i >= 0 {
+			return nr.take(b[:i])
+		}
+	}
 	var name []byte
 	for pos := uint64(off); pos < str.Size; {
 		chunk := nr.buf[:min(uint64(len(nr.buf)), str.Size-pos)]
 		n, err := elffile.ReadSectionAt(str, chunk, int64(pos))
+		nr.pos, nr.n = pos, n
 		i := slices.Index(chunk[:n], 0)
 		used := uint64(n)
 		if i >= 0 {
@@ -299,4 +310,18 @@ func (nr *nameReader) read(off uint32) (string, error) {
 		pos += uint64(n)
 	}
 	return "", errLazy
+}
+
+// take returns the name b read from the chunk, as read returns one,
+// charging the budget with its bytes and terminator.
+func (nr *nameReader) take(b []byte) (string, error) {
+	used := uint64(len(b)) + 1
+	if used > nr.left {
+		return "", errLazy
+	}
+	nr.left -= used
+	if len(b) == 0 {
+		return "", errLazy
+	}
+	return string(b), nil
 }

@@ -338,10 +338,15 @@ func radixSort(a []int) {
 // "" for an entry without one, reading only those entries and names:
 // perf's PLT names need a few hundred of cc1plus's 31,000 dynamic
 // symbols, and decoding them all (debug/elf's DynamicSymbols) cost more
-// than the rest of naming that file. ok is false when f has no such
-// table, or when it is compressed (read it whole instead). The names
-// read are bounded as a lazy lookup's are: at most twice the string
-// table's size and 64 KiB, past which names are "".
+// than the rest of naming that file. Entries that lie within
+// maxSymbolSpan bytes of each other are read at once, and names through
+// a chunk of namesChunk bytes kept between them: a PLT's symbols are
+// side by side, and so are their names, and reading each alone (1,000
+// reads for cc1plus) was most of the system time of naming that file.
+// ok is false when f has no such table, or when it is compressed (read
+// it whole instead). The names read are bounded as a lazy lookup's are:
+// at most twice the string table's size and 64 KiB, past which names
+// are "".
 func SymbolNames(f *elf.File, typ elf.SectionType, idx []uint32) (names []string, ok bool) {
 	sec, str, err := strtabOf(f, typ)
 	if sec == nil || err != nil {
@@ -351,17 +356,34 @@ func SymbolNames(f *elf.File, typ elf.SectionType, idx []uint32) (names []string
 	if f.Class == elf.ELFCLASS64 {
 		size = 24
 	}
-	nr := &nameReader{str: str, buf: make([]byte, nameChunk), left: 2*str.Size + 64<<10}
+	entries := sec.Size / size
+	lo, hi := entries, uint64(0)
+	for _, k := range idx {
+		if k != 0 && uint64(k) < entries {
+			lo, hi = min(lo, uint64(k)), max(hi, uint64(k))
+		}
+	}
+	var span []byte // entries lo to hi, when read at once
+	if lo <= hi && (hi-lo+1)*size <= maxSymbolSpan {
+		span = make([]byte, (hi-lo+1)*size)
+		if n, err := elffile.ReadSectionAt(sec, span, int64(lo*size)); n < len(span) && err != nil {
+			span = nil
+		}
+	}
+	nr := &nameReader{str: str, buf: make([]byte, namesChunk), left: 2*str.Size + 64<<10}
 	e := make([]byte, size)
 	names = make([]string, len(idx))
 	for i, k := range idx {
-		if k == 0 || uint64(k) >= sec.Size/size {
+		if k == 0 || uint64(k) >= entries {
 			continue
 		}
-		if n, err := elffile.ReadSectionAt(sec, e, int64(uint64(k)*size)); n < len(e) && err != nil {
+		ent := e
+		if span != nil {
+			ent = span[(uint64(k)-lo)*size:][:size]
+		} else if n, err := elffile.ReadSectionAt(sec, e, int64(uint64(k)*size)); n < len(e) && err != nil {
 			continue
 		}
-		se := decodeSym(f.ByteOrder, size == 24, e)
+		se := decodeSym(f.ByteOrder, size == 24, ent)
 		if se.name == 0 || uint64(se.name) >= str.Size {
 			continue
 		}
@@ -369,3 +391,11 @@ func SymbolNames(f *elf.File, typ elf.SectionType, idx []uint32) (names []string
 	}
 	return names, true
 }
+
+// maxSymbolSpan bounds the bytes of entries SymbolNames reads at once
+// (about 10,000 64-bit entries); namesChunk is the size of its reads of
+// names.
+const (
+	maxSymbolSpan = 256 << 10
+	namesChunk    = 4 << 10
+)
