@@ -45,7 +45,8 @@ func TestSymbolNames(t *testing.T) {
 			}
 			// Every index, in reverse (reads need not go in order), and
 			// three that are not in the table; then the first 600 in
-			// order, as a PLT's (read at once, their names side by side).
+			// order, as a PLT's (entries and names side by side, read
+			// through the same chunks).
 			every := []uint32{0, uint32(len(all)) + 1, 1 << 31}
 			for i := len(all); i >= 1; i-- {
 				every = append(every, uint32(i))
