@@ -3,6 +3,7 @@ package stackprof
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -285,5 +286,98 @@ func TestScriptWriterIPOnly(t *testing.T) {
 		"          a\\x0ab    42 12345.678901:      7f0000001234 [unknown] (/tmp/a\\x0ab.so)\n"
 	if got := buf.String(); got != want {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestPerfBuilderLocations checks that a profile has one location per
+// mapping, address and kind (signal frame or not), whatever the order
+// frames come in: frames of two pieces of one file's mapping (split by a
+// later mmap), of another file, and of a third at the first one's
+// addresses, interleaved, more distinct addresses than
+// the frame cache holds, each address twice, and signal frames at
+// addresses that ordinary frames have too. Each sample's locations must
+// be its frames' addresses (those looked up: a return address less one),
+// in its mapping.
+func TestPerfBuilderLocations(t *testing.T) {
+	r, _ := testStacks(t)
+	// One file mapped at 0x7f0000000000 (offset 0), later cut in two;
+	// another file after it.
+	lo := &perfunwind.Mapping{Name: "/nonexistent/a.so", Start: 0x7f0000000000, End: 0x7f0000100000}
+	hi := &perfunwind.Mapping{Name: "/nonexistent/a.so", Start: 0x7f0000100000, End: 0x7f0000200000, Pgoff: 0x100000}
+	other := &perfunwind.Mapping{Name: "/nonexistent/b.so", Start: 0x7f1000000000, End: 0x7f1000100000}
+	// And a third, in another process, at the first one's addresses.
+	same := &perfunwind.Mapping{Name: "/nonexistent/c.so", Start: 0x7f0000000000, End: 0x7f0000100000}
+	type key struct {
+		file string
+		addr uint64
+		sig  bool
+	}
+	want := map[key]bool{}
+	var stacks []*perfunwind.Stack
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 600 {
+		st := &perfunwind.Stack{Pid: 7, Tid: 7, Comm: "prog", Period: 1}
+		for j := range 8 {
+			var f perfunwind.Frame
+			switch n := rng.IntN(4000); j % 3 {
+			case 0:
+				f = perfunwind.Frame{PC: lo.Start + 0x1000 + uint64(n)*16, Map: lo}
+			case 1:
+				f = perfunwind.Frame{PC: hi.Start + 0x1000 + uint64(n)*16, Map: hi}
+				if i%2 == 1 {
+					f = perfunwind.Frame{PC: same.Start + 0x1000 + uint64(n)*16, Map: same}
+				}
+			default:
+				f = perfunwind.Frame{PC: other.Start + 0x1000 + uint64(n)*16, Map: other}
+			}
+			f.First = j == 0
+			f.Signal = (i+j)%17 == 0
+			st.Frames = append(st.Frames, f)
+			want[key{f.Map.Name, f.LookupPC(), f.Signal}] = true
+		}
+		stacks = append(stacks, st)
+	}
+	b := NewPerfBuilder(r, &perfdata.Header{Attrs: []*perfdata.Attr{{Type: perfdata.TypeSoftware, Name: "cpu-clock"}}})
+	for range 2 { // each stack twice: the second time, every location exists
+		for _, st := range stacks {
+			b.Add(st)
+		}
+	}
+	q := reparse(t, b.Profile)
+	got := map[key]bool{}
+	for _, l := range q.Location {
+		sig := len(l.Line) > 0 && l.Line[0].Function.Name == "<signal handler called>"
+		k := key{l.Mapping.File, l.Address, sig}
+		if got[k] {
+			t.Errorf("two locations for %s %#x (signal frame %v)", k.file, k.addr, k.sig)
+		}
+		got[k] = true
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d locations, want %d", len(got), len(want))
+	}
+	if len(q.Sample) != len(stacks) {
+		t.Fatalf("%d samples, want %d", len(q.Sample), len(stacks))
+	}
+	// The samples' locations, as sets of frames (the profile orders its
+	// samples as it likes).
+	frames := func(keys []key) string { return fmt.Sprint(keys) }
+	wantSamples := map[string]int{}
+	for _, st := range stacks {
+		var ks []key
+		for _, f := range st.Frames {
+			ks = append(ks, key{f.Map.Name, f.LookupPC(), f.Signal})
+		}
+		wantSamples[frames(ks)] += 2
+	}
+	for _, s := range q.Sample {
+		var ks []key
+		for _, l := range s.Location {
+			sig := len(l.Line) > 0 && l.Line[0].Function.Name == "<signal handler called>"
+			ks = append(ks, key{l.Mapping.File, l.Address, sig})
+		}
+		if wantSamples[frames(ks)] != int(s.Value[0]) {
+			t.Errorf("sample %v: %d samples, want %d", ks, s.Value[0], wantSamples[frames(ks)])
+		}
 	}
 }
