@@ -79,9 +79,6 @@ func seenBit(pc uint64) uint64 {
 
 // Lookup implements unwind.CFI.
 func (c *cfiCache) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
-	if c.seen == nil {
-		c.seen = new([seenBits / 64]uint64)
-	}
 	b := seenBit(pc)
 	word, bit := &c.seen[b/64], uint64(1)<<(b%64)
 	seen := *word&bit != 0
@@ -167,7 +164,7 @@ func (s *Session) cachedCFI(t unwind.CFI) *cfiCache {
 	}
 	c := s.cfis[t]
 	if c == nil {
-		c = &cfiCache{t: t, rows: map[uint64]*cfiRow{}, due: &s.genDue}
+		c = &cfiCache{t: t, rows: map[uint64]*cfiRow{}, seen: new([seenBits / 64]uint64), due: &s.genDue}
 		s.cfis[t] = c
 	}
 	return c

@@ -183,7 +183,7 @@ func (b *PerfBuilder) location(f *perfunwind.Frame) *profile.Location {
 // newLocation returns the location of frame f at pc, making it the first
 // time.
 func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Location {
-	if f.Map != b.lastMap || f.Map == nil {
+	if b.lastLocs == nil || f.Map != b.lastMap {
 		m := b.mapping(f.Map)
 		locs := b.byMap[m]
 		if locs == nil {
