@@ -120,10 +120,22 @@ type module struct {
 	linesErr  error
 }
 
-// sym is one function symbol.
+// sym is one function symbol. Its name may run on past its end, through
+// the rest of the string table (readFuncSyms does not look for the ends
+// of names it may never use): symName gives the name itself.
 type sym struct {
 	start, size uint64
 	name        string
+}
+
+// symName returns the name of a sym's name field: up to its first NUL,
+// or all of it. An empty name names nothing (readFuncSyms cannot drop
+// such symbols without reading every name; a linker writes none).
+func symName(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // lineRow is one row of the combined line table.
@@ -301,7 +313,11 @@ func (m *module) lookupFunc(addr uint64) (Symbol, bool) {
 		return m.lookupLabel(addr, syms[i].start+syms[i].size)
 	}
 	s := &syms[pick]
-	return Symbol{Name: s.name, Start: s.start, Size: s.size, Offset: addr - s.start}, true
+	name := symName(s.name)
+	if name == "" {
+		return Symbol{}, false
+	}
+	return Symbol{Name: name, Start: s.start, Size: s.size, Offset: addr - s.start}, true
 }
 
 // sameSection reports whether addr lies in the executable section holding

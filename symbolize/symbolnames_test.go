@@ -1,7 +1,9 @@
 package symbolize
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/corpus"
+	"github.com/sframekit/sframekit/internal/elftest"
 )
 
 // TestSymbolNames checks that SymbolNames reads, for every index of each
@@ -110,5 +113,52 @@ func TestRadixSort(t *testing.T) {
 				t.Fatalf("%d %s keys: not sorted as slices.Sort sorts them", n, kind)
 			}
 		}
+	}
+}
+
+// TestEmptySymbolNames checks the names that readFuncSyms leaves unread
+// until used: a function symbol whose name is empty names nothing, loses
+// to a named one at its address (whichever comes first in the table and
+// whatever the rule, perf's or ours), and one at offset 0 is not read at
+// all; a name ends at its own NUL, not the table's.
+func TestEmptySymbolNames(t *testing.T) {
+	strtab := []byte("\x00foo\x00\x00bar\x00")
+	const foo, empty, bar = 1, 5, 6
+	ent := func(name uint32, value uint64) []byte {
+		e := make([]byte, 24)
+		binary.LittleEndian.PutUint32(e, name)
+		e[4] = byte(elf.STB_GLOBAL)<<4 | byte(elf.STT_FUNC)
+		binary.LittleEndian.PutUint16(e[6:], 1) // .text
+		binary.LittleEndian.PutUint64(e[8:], value)
+		binary.LittleEndian.PutUint64(e[16:], 0x10)
+		return e
+	}
+	symtab := slices.Concat(make([]byte, 24),
+		ent(empty, 0x1000), ent(foo, 0x1000), // a tie: the empty name first
+		ent(empty, 0x1020), // alone
+		ent(0, 0x1040),     // offset 0
+		ent(bar, 0x1060))
+	data := elftest.Build(elf.ET_DYN, []elftest.Section{
+		{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addr: 0x1000, Data: make([]byte, 0x100), Align: 16},
+		{Name: ".symtab", Type: elf.SHT_SYMTAB, Data: symtab, Link: 3, Info: 1, Align: 8, EntSize: 24},
+		{Name: ".strtab", Type: elf.SHT_STRTAB, Data: strtab, Align: 1},
+	})
+	for _, perf := range []bool{false, true} {
+		s := New()
+		s.DebugDirs = nil
+		s.PerfNames = perf
+		if err := s.Register("[t]", bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			addr uint64
+			name string
+		}{{0x1004, "foo"}, {0x1024, ""}, {0x1044, ""}, {0x1064, "bar"}} {
+			sym, ok := s.LookupFunc("[t]", c.addr)
+			if ok != (c.name != "") || sym.Name != c.name {
+				t.Errorf("PerfNames %v: %#x: %q, %v; want %q", perf, c.addr, sym.Name, ok, c.name)
+			}
+		}
+		s.Close()
 	}
 }
