@@ -42,9 +42,15 @@ type stack struct {
 func (s *stack) appendFrames(fs []perfunwind.Frame, maps []*perfunwind.Mapping) []perfunwind.Frame {
 	// The key's bytes, read in place (a conversion would copy them).
 	k := unsafe.Slice(unsafe.StringData(s.key), len(s.key))[s.frames:]
-	for len(k) >= 8 {
-		f := perfunwind.Frame{PC: binary.LittleEndian.Uint64(k)}
-		k = k[8:]
+	var pc uint64
+	for len(k) > 0 {
+		d, n := binary.Varint(k)
+		if n <= 0 || n >= len(k) {
+			break
+		}
+		pc += uint64(d)
+		f := perfunwind.Frame{PC: pc}
+		k = k[n:]
 		id, n := binary.Uvarint(k)
 		if n <= 0 || n >= len(k) {
 			break
@@ -417,9 +423,14 @@ func (r *recorder) intern(st *perfunwind.Stack) *stack {
 	k = append(k, st.Comm...)
 	k = append(k, 0)
 	frames := len(k)
+	// Each address as its difference from the one before: callers lie
+	// near one another, and 8 bytes each made the keys the largest part
+	// of a C++ compiler's recording (3.7 MB of 15, each new page a fault).
+	var prev uint64
 	for i := range st.Frames {
 		f := &st.Frames[i]
-		k = binary.LittleEndian.AppendUint64(k, f.PC)
+		k = binary.AppendVarint(k, int64(f.PC-prev))
+		prev = f.PC
 		k = binary.AppendUvarint(k, uint64(r.mapID(f.Map)))
 		k = append(k, f.Flags())
 	}
