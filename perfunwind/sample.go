@@ -320,7 +320,7 @@ func indexContext(c []uint64) int {
 // unwindUser unwinds the user part of smp in process p.
 func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	sp := smp.Regs.SP()
-	s.touched += prefetch(smp.Stack, s.lastRead)
+	s.touched += prefetch(smp.Stack)
 	s.mem = unwind.StackMemory{SP: sp, Stack: smp.Stack, End: p.stackEnd(sp, smp), Fallback: &p.mem}
 	frames, stop, err := p.sp.u.Unwind(&s.ctx, &smp.Regs, &s.mem, s.frames[:0])
 	s.frames = frames
@@ -357,9 +357,6 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	if int(stop) < len(s.Stats.Stops) {
 		s.Stats.Stops[stop]++
 	}
-	if top > sp {
-		s.lastRead = top - sp
-	}
 	switch {
 	case stop == unwind.StopEnd && top > sp:
 		s.depth.complete(smp.Tid, top)
@@ -377,24 +374,21 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	}
 }
 
-// prefetchBytes is the least of a stack copy that prefetch loads: the
-// median walk of a C program's samples reads 1.1 KB of its 8 KiB copy.
+// prefetchBytes is how much of a stack copy prefetch loads: the median
+// walk of a C program's samples reads 1.1 KB of its 8 KiB copy.
 const prefetchBytes = 2 << 10
 
-// prefetch loads the first prefetchBytes of a stack copy, or as much as
-// the walk before read (last) when that is more, a byte of each cache
-// line, and returns their sum (kept by the caller, so that the loads
-// stay). The walk's loads of return addresses each depend on the one
-// before, so each waits for memory in turn, and the copy is rarely in the
-// cache: perfdata read it ahead, or the kernel wrote it on another
-// processor. These loads are independent, and the processor overlaps
-// them. With 2 KiB, sframe report's unwinding took 15-20% fewer
-// processor samples (1 KiB gained less); a C++ compiler's walks read 6 KB
-// and more, and the walk before says so.
-func prefetch(stack []byte, last uint64) byte {
-	n := min(uint64(len(stack)), max(prefetchBytes, last))
+// prefetch loads the first prefetchBytes of a stack copy, a byte of each
+// cache line, and returns their sum (kept by the caller, so that the
+// loads stay). The walk's loads of return addresses each depend on the
+// one before, so each waits for memory in turn, and the copy is rarely
+// in the cache: perfdata read it ahead, on another processor. These
+// loads are independent, and the processor overlaps them. With them,
+// sframe report's unwinding took 15-20% fewer processor samples (2 KiB;
+// 1 KiB gained less).
+func prefetch(stack []byte) byte {
 	var t byte
-	for o := uint64(0); o < n; o += 64 {
+	for o := 0; o < min(len(stack), prefetchBytes); o += 64 {
 		t += stack[o]
 	}
 	return t

@@ -167,11 +167,10 @@ type Session struct {
 	depth stackDepths
 
 	// Scratch reused by every sample.
-	ctx      unwind.Context
-	mem      unwind.StackMemory
-	frames   []unwind.Frame
-	touched  byte   // what prefetch loaded, so that its loads are kept
-	lastRead uint64 // bytes of its stack copy the last walk read (prefetch)
+	ctx     unwind.Context
+	mem     unwind.StackMemory
+	frames  []unwind.Frame
+	touched byte // what prefetch loaded, so that its loads are kept
 
 	// Stats counts what the samples gave.
 	Stats Stats

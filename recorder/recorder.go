@@ -205,14 +205,10 @@ func (o *Options) stackSize() uint32 {
 }
 
 // ringPages returns the pages of each ring: a quarter of a second of
-// samples of one busy thread per CPU, to the nearest power of two (the
-// reader, woken when a ring is half full, then has about an eighth of a
-// second to come before samples are lost), at least 128 pages (512 KiB)
-// and, past that, at most 64 MiB for all the CPUs. Nearest, not the next
-// one up: the kernel allocates, maps and at the end frees every page
-// (about 0.7 µs each on the VM of docs/PERFORMANCE.md), and at sframe's
-// defaults (999 Hz, 16 KiB stacks: 1,030 pages wanted) rounding up made
-// 2,048 pages a CPU, which cost every recording 1.5 ms more than 1,024.
+// samples of one busy thread per CPU, rounded up to a power of two (the
+// reader, woken when a ring is half full, then has an eighth of a second
+// or more to come before samples are lost), at least 128 pages (512 KiB)
+// and, past that, at most 64 MiB for all the CPUs.
 func (o *Options) ringPages() int {
 	if o.RingPages != 0 {
 		return o.RingPages
@@ -222,9 +218,7 @@ func (o *Options) ringPages() int {
 	want := o.freq() * sample / 4 / page
 	limit := uint64(64<<20) / page / uint64(max(runtime.NumCPU(), 1))
 	pages := uint64(128)
-	// Double while the next power is nearer want (on a log scale:
-	// pages·√2 < want).
-	for 2*pages*pages < want*want && pages*2 <= limit {
+	for pages < want && pages*2 <= limit {
 		pages *= 2
 	}
 	return int(pages)
