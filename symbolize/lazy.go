@@ -204,8 +204,8 @@ func scanFuncs(f *elf.File, typ elf.SectionType, qs []uint64, buf []byte) ([]laz
 			if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || elf.SectionIndex(shndx) == elf.SHN_UNDEF || c.start == 0 {
 				continue
 			}
-			if uint64(c.nameOff) >= str.Size {
-				continue
+			if c.nameOff == 0 || uint64(c.nameOff) >= str.Size {
+				continue // no name (readFuncSyms's rule)
 			}
 			c.bind, c.set = elf.ST_BIND(info), true
 			count++

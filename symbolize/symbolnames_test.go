@@ -143,6 +143,10 @@ func TestEmptySymbolNames(t *testing.T) {
 		{Name: ".symtab", Type: elf.SHT_SYMTAB, Data: symtab, Link: 3, Info: 1, Align: 8, EntSize: 24},
 		{Name: ".strtab", Type: elf.SHT_STRTAB, Data: strtab, Align: 1},
 	})
+	cases := []struct {
+		addr uint64
+		name string
+	}{{0x1004, "foo"}, {0x1024, ""}, {0x1044, ""}, {0x1064, "bar"}}
 	for _, perf := range []bool{false, true} {
 		s := New()
 		s.DebugDirs = nil
@@ -150,15 +154,29 @@ func TestEmptySymbolNames(t *testing.T) {
 		if err := s.Register("[t]", bytes.NewReader(data)); err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range []struct {
-			addr uint64
-			name string
-		}{{0x1004, "foo"}, {0x1024, ""}, {0x1044, ""}, {0x1064, "bar"}} {
+		for _, c := range cases {
 			sym, ok := s.LookupFunc("[t]", c.addr)
 			if ok != (c.name != "") || sym.Name != c.name {
 				t.Errorf("PerfNames %v: %#x: %q, %v; want %q", perf, c.addr, sym.Name, ok, c.name)
 			}
 		}
 		s.Close()
+	}
+	// A lazy lookup of them all at once answers the same.
+	s := New()
+	s.DebugDirs = nil
+	s.Lazy = true
+	defer s.Close()
+	if err := s.Register("[t]", bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	var addrs []uint64
+	for _, c := range cases {
+		addrs = append(addrs, c.addr)
+	}
+	for i, sym := range s.LookupFuncs("[t]", addrs) {
+		if sym.Name != cases[i].name {
+			t.Errorf("Lazy: %#x: %q, want %q", cases[i].addr, sym.Name, cases[i].name)
+		}
 	}
 }

@@ -182,10 +182,10 @@ func decodeSym(bo binary.ByteOrder, is64 bool, e []byte) symEntry {
 }
 
 // better reports whether a should name the address rather than b (same
-// start): a named symbol over one with an empty name, a sized symbol over
-// an unsized one, then global over weak over
-// local, then the name with fewer leading underscores, then the shorter,
-// then the first in alphabetical order.
+// start): a named symbol over one with an empty name, then a sized
+// symbol over an unsized one, then global over weak over local, then the
+// name with fewer leading underscores, then the shorter, then the first
+// in alphabetical order.
 func better(a, b *cand) bool {
 	if a.label != b.label { // labels compete only with PerfNames
 		return !a.label
