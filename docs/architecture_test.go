@@ -25,8 +25,7 @@ func goListImports(t *testing.T) map[string][]string {
 	if _, err := os.Stat(gobin); err != nil {
 		gobin = "go"
 	}
-	// -pgo=off: PGO lists the command's imports as its variants ("pkg [cmd]").
-	cmd := exec.Command(gobin, "list", "-pgo=off", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...")
+	cmd := exec.Command(gobin, "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...")
 	cmd.Dir = ".."
 	out, err := cmd.Output()
 	if err != nil {

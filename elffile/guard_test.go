@@ -38,10 +38,7 @@ func TestGuardedReadsOnly(t *testing.T) {
 	if err != nil {
 		t.Skip("no go tool")
 	}
-	// Without PGO: with cmd/sframe's default.pgo, the packages only the
-	// command imports are listed as its variants ("runtime/metrics
-	// [github.com/.../cmd/sframe]"), not by their import paths.
-	cmd := exec.Command(gotool, "list", "-pgo=off", "-export", "-deps", "-json=ImportPath,Dir,GoFiles,Export,Module", "./...")
+	cmd := exec.Command(gotool, "list", "-export", "-deps", "-json=ImportPath,Dir,GoFiles,Export,Module", "./...")
 	cmd.Dir = ".."
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

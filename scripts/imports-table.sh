@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/sframekit/sframekit/
-go list -pgo=off -f '{{.ImportPath}}|{{join .Imports " "}}' ./... | grep -v '/docs|' | while IFS='|' read -r p imps; do
+go list -f '{{.ImportPath}}|{{join .Imports " "}}' ./... | grep -v '/docs|' | while IFS='|' read -r p imps; do
   ours=""
   for i in $imps; do
     case $i in "$mod"*) ours+="\`${i#"$mod"}\`, " ;; esac
