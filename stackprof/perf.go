@@ -34,7 +34,6 @@ type PerfBuilder struct {
 	maps map[mapID]*profile.Mapping
 	kmap map[*perfunwind.Mapping]*profile.Mapping
 	kern map[*profile.Mapping]bool
-	locs map[locID]*profile.Location
 	fns  functions
 	// The mapping of the last new location, its pprof mapping and that
 	// mapping's locations other than signal frames (byMap), by address:
@@ -43,12 +42,14 @@ type PerfBuilder struct {
 	// search of maps (its file name hashed) and one of locs (a struct
 	// key hashed and compared). A C++ compilation's 300,000 frames miss
 	// the cache 27,000 times for 14,700 locations; naming them took 4%
-	// more CPU that way (BenchmarkWritePprofCXX, six pairs). locs keeps
-	// the signal frames.
+	// more CPU that way (BenchmarkWritePprofCXX, six pairs). sigLocs
+	// are the signal frames' locations, apart: a signal frame at an
+	// ordinary frame's address is another location.
 	lastMap  *perfunwind.Mapping
 	lastPM   *profile.Mapping
 	lastLocs map[uint64]*profile.Location
 	byMap    map[*profile.Mapping]map[uint64]*profile.Location
+	sigLocs  map[locID]*profile.Location
 	// smp are the samples by the hash (seed) of their keys, those of
 	// one hash chained by perfSample.next; all are the samples in the
 	// order added. Keyed by the keys themselves, the map hashed each
@@ -79,10 +80,10 @@ type mapID struct {
 	start, base uint64
 }
 
+// locID is a signal frame's location: its mapping and address.
 type locID struct {
 	m    *profile.Mapping
 	addr uint64
-	sig  bool
 }
 
 type perfSample struct {
@@ -99,16 +100,16 @@ type perfSample struct {
 func NewPerfBuilder(r *perfunwind.Resolver, h *perfdata.Header) *PerfBuilder {
 	return &PerfBuilder{
 		r: r, hdr: h,
-		p:     &profile.Profile{},
-		maps:  map[mapID]*profile.Mapping{},
-		kmap:  map[*perfunwind.Mapping]*profile.Mapping{},
-		kern:  map[*profile.Mapping]bool{},
-		locs:  map[locID]*profile.Location{},
-		byMap: map[*profile.Mapping]map[uint64]*profile.Location{},
-		fns:   functions{},
-		smp:   map[uint64]*perfSample{},
-		seed:  maphash.MakeSeed(),
-		types: map[int]profile.ValueType{},
+		p:       &profile.Profile{},
+		maps:    map[mapID]*profile.Mapping{},
+		kmap:    map[*perfunwind.Mapping]*profile.Mapping{},
+		kern:    map[*profile.Mapping]bool{},
+		byMap:   map[*profile.Mapping]map[uint64]*profile.Location{},
+		sigLocs: map[locID]*profile.Location{},
+		fns:     functions{},
+		smp:     map[uint64]*perfSample{},
+		seed:    maphash.MakeSeed(),
+		types:   map[int]profile.ValueType{},
 	}
 }
 
@@ -193,12 +194,11 @@ func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Locat
 		b.lastMap, b.lastPM, b.lastLocs = f.Map, m, locs
 	}
 	m := b.lastPM
-	k := locID{m: m, addr: pc, sig: f.Signal}
-	if !f.Signal {
-		if l := b.lastLocs[pc]; l != nil {
+	if f.Signal {
+		if l := b.sigLocs[locID{m, pc}]; l != nil {
 			return l
 		}
-	} else if l := b.locs[k]; l != nil {
+	} else if l := b.lastLocs[pc]; l != nil {
 		return l
 	}
 	l := b.locBlock.New(256)
@@ -235,7 +235,7 @@ func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Locat
 		}
 	}
 	if f.Signal {
-		b.locs[k] = l
+		b.sigLocs[locID{m, pc}] = l
 	} else {
 		b.lastLocs[pc] = l
 	}
