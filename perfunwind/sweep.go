@@ -81,3 +81,39 @@ type Sizes struct {
 func (s *Session) Sizes() Sizes {
 	return Sizes{Processes: len(s.procs), Threads: len(s.threads), Files: len(s.files), CFITables: len(s.cfis)}
 }
+
+// DropTables lets go of every file's unwind tables and of what was
+// cached of them (CFI rows, SFrame compiled from CFI, the walker's own
+// rows), in the mappings of the session's processes and in maps (those
+// the caller still holds, of processes that exited), for a caller that
+// is done unwinding and goes on to name the frames, which needs the
+// mappings and files only. sframe record calls it between the two: the
+// tables were most of what was live then (a C++ compilation: 7 of 10
+// MB), and a collection after it hands their memory to what naming
+// allocates, rather than each page of that being a fresh page fault.
+// Stacks unwound after it follow frame pointers through the mappings
+// known before it; a mapping added after it has its tables loaded again.
+func (s *Session) DropTables(maps []*Mapping) {
+	s.cache.Retain(func(string) bool { return false })
+	clear(s.cfis)
+	s.genDue = false
+	s.ctx, s.mem, s.frames = unwind.Context{}, unwind.StackMemory{}, nil
+	spaces := map[*space]bool{}
+	for _, p := range s.procs {
+		if spaces[p.sp] {
+			continue
+		}
+		spaces[p.sp] = true
+		for _, mp := range p.sp.maps.All() {
+			(*mp).module = nil
+		}
+		u, _ := unwind.New(s.opts.Arch, nil) // the architecture was checked
+		u.MaxDepth = s.opts.MaxDepth
+		p.sp.u = u
+	}
+	for _, m := range maps {
+		if m != nil {
+			m.module = nil
+		}
+	}
+}

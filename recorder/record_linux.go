@@ -243,6 +243,9 @@ func Record(ctx context.Context, opts Options) (*Profile, error) {
 	sess.Stats.Read = r.stats.Samples
 	if r.onCut == nil {
 		p.stacks, p.maps = r.order, r.maps
+		// Unwinding is over: naming needs the mappings and files, not
+		// their tables, which may go to the next collection.
+		sess.DropTables(r.maps)
 		p.res = perfunwind.NewResolver(sess)
 	}
 	p.Stats.CPU = cpuTime() - cpu0

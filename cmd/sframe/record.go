@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -204,6 +205,13 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer prof.Close()
+	// What is live now is the stacks, little more: the recording's unwind
+	// tables were let go (perfunwind's DropTables) and the rest is its
+	// garbage. Collected now, for about a millisecond, that memory is
+	// what naming allocates first, where fresh pages cost a page fault
+	// each (a C++ compilation: 2,400 fewer faults of 15,000, 0.6 µs a
+	// sample).
+	runtime.GC()
 	// Naming the frames and building the profile allocate what lives
 	// until it is written (tens of MB for a compiler's 10,000 stacks):
 	// collecting while the heap doubles from the recording's few MB cost
