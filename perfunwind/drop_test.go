@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sframekit/sframekit/internal/testprog"
-	"github.com/sframekit/sframekit/targets"
 )
 
 // TestDropTables unwinds samples of a running program made of CFI alone
@@ -19,26 +18,7 @@ import (
 // with no failure.
 func TestDropTables(t *testing.T) {
 	exe := testprog.Build(t, "../unwind/testdata/stackprog.c", "-O2", "-fomit-frame-pointer")
-	proc := testprog.StartWith(t, testprog.Options{Threads: 7}, exe, "1", "50")
-	s, err := NewSession(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.SeedProcess(proc.PID()); err != nil {
-		t.Fatal(err)
-	}
-	p, err := targets.AttachProcess(proc.PID())
-	if err != nil {
-		t.Skipf("cannot attach: %v", err)
-	}
-	defer p.Close()
-	var samples []*Sample
-	for _, th := range p.Threads() {
-		stack := make([]byte, 8192)
-		n, _ := p.Memory().ReadAt(stack, int64(th.Regs.SP()))
-		samples = append(samples, &Sample{Pid: uint32(proc.PID()), Tid: uint32(th.TID), Regs: th.Regs, Stack: stack[:n]})
-	}
+	s, _, samples := SeededSamples(t, exe)
 	r := NewResolver(s)
 	defer r.Close()
 	var frames []Frame

@@ -8,7 +8,6 @@ import (
 
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/perfunwind"
-	"github.com/sframekit/sframekit/targets"
 	"github.com/sframekit/sframekit/unwind"
 )
 
@@ -20,20 +19,7 @@ import (
 // the copy ends; thread names come from the seeding.
 func TestSeedProcess(t *testing.T) {
 	exe := testprog.Build(t, "../unwind/testdata/stackprog.c", "-O2", "-fomit-frame-pointer", "-Wa,--gsframe")
-	proc := testprog.StartWith(t, testprog.Options{Threads: 7}, exe, "1", "50")
-	s, err := perfunwind.NewSession(perfunwind.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.SeedProcess(proc.PID()); err != nil {
-		t.Fatal(err)
-	}
-	p, err := targets.AttachProcess(proc.PID())
-	if err != nil {
-		t.Skipf("cannot attach: %v", err)
-	}
-	defer p.Close()
+	s, p, samples := perfunwind.SeededSamples(t, exe)
 	tr := unwind.NewTracer()
 	trace, err := tr.Capture(p)
 	if err != nil {
@@ -42,12 +28,8 @@ func TestSeedProcess(t *testing.T) {
 	threads := p.Threads()
 	compared := 0
 	for i, th := range threads {
-		sp := th.Regs.SP()
-		stack := make([]byte, 8192)
-		n, _ := p.Memory().ReadAt(stack, int64(sp))
-		smp := &perfunwind.Sample{Pid: uint32(proc.PID()), Tid: uint32(th.TID), Regs: th.Regs, Stack: stack[:n]}
 		var st perfunwind.Stack
-		s.Unwind(smp, &st)
+		s.Unwind(samples[i], &st)
 		if st.Comm != th.Name {
 			t.Errorf("thread %d: name %q, want %q", th.TID, st.Comm, th.Name)
 		}
