@@ -3,7 +3,6 @@
 package recorder
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -349,7 +348,7 @@ func TestBPFLateCode(t *testing.T) {
 		lib1 := testprog.Build(t, "testdata/dllib.c", "-O2", "-Wa,--gsframe", "-shared", "-fPIC")
 		lib2 := testprog.Build(t, "testdata/dllib.c", "-O2", "-Wa,--gsframe", "-shared", "-fPIC", "-DPAD")
 		cmd := exec.Command(dlprog, "reload", lib1, lib2, "120")
-		var out bytes.Buffer
+		var out testprog.Buffer
 		cmd.Stdout = &out
 		p := recordUntil(t, Options{Command: cmd, BPF: true}, func() bool { return threadCPU(cmd.Process.Pid, "dl2") >= 300*time.Millisecond })
 		if a := strings.Fields(out.String()); len(a) != 2 || a[0] != a[1] {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/sframekit/sframekit/internal/testprog"
 )
 
 // TestAgentSIGTERM runs sframe agent on a spinning program and sends it
@@ -26,7 +28,7 @@ func TestAgentSIGTERM(t *testing.T) {
 	}
 	defer func() { prog.Process.Kill(); prog.Wait() }()
 	var stdout bytes.Buffer
-	var stderr lockedBuffer
+	var stderr testprog.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- run([]string{"agent", "-p", strconv.Itoa(prog.Process.Pid), "--listen", "127.0.0.1:0", "--period", "1h"}, &stdout, &stderr)

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -309,7 +308,7 @@ func TestRecordSignals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var errb lockedBuffer
+			var errb testprog.Buffer
 			cmd.Stderr = &errb
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -404,25 +403,6 @@ func waitFor(t *testing.T, what string, done func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that a command writes while a test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestRecordOneName: a function has one name in pprof and folded output:
@@ -538,7 +518,7 @@ func TestRecordSignalAfterRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errb lockedBuffer
+	var errb testprog.Buffer
 	s := newRecordSignals(file, &errb)
 	defer s.stop()
 	// The recording has ended (Record returned); sframe's SIGHUP comes.
