@@ -5,7 +5,7 @@
 # recorder/testdata/recprog.c (mode work, SFrame build, two threads 32
 # frames deep) at 999 Hz, for a short and a long amount of work,
 # interleaved, RUNS times. For each profiler it fits the whole-process
-# CPU time (user+system from /usr/bin/time; for sframe, minus the
+# CPU time (user+system, lib.sh's tm; for sframe, minus the
 # program's own CPU, which it runs) against the samples taken:
 #   per sample  (median long - median short) / (their samples' difference)
 # and prints, per run, the program's CPU time and wall time (its
@@ -14,30 +14,20 @@
 # Then the BPF run time per sample for walks of 5, 32 and 2,004 frames
 # (recprog deep with --max-depth 5, deep, recurse), 2 s each.
 #
-# CPU times are the children's rusage (microseconds; /usr/bin/time's
-# hundredths of a second were coarser than the differences measured).
+# CPU times are the children's rusage to the millisecond (lib.sh's tm;
+# /usr/bin/time's hundredths of a second were coarser than the
+# differences measured).
 # With BASE=/path/to/sframe, a fourth profiler, `$BASE record --bpf`
 # (an older build), runs interleaved with the others: before and after
 # in one run.
 #
 # Usage: scripts/bench-bpf.sh [SHORT_ITERS [LONG_ITERS]]
 #        (defaults 1500000000 and 6000000000; RUNS=3; PARTS="fit depth
-#        steady" or some of them; WINDOW=6; needs root, python3)
+#        steady" or some of them; WINDOW=6; needs root)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 sizes 1500000000 6000000000 3 "$@"
 recprog_setup /tmp/sframekit-bench-bpf
-# rtime CMD...: runs CMD and prints "TIME user system" (its and its
-# children's, in seconds to the microsecond) on stderr.
-rtime() {
-  # (Less what python3 itself had run before: tens of ms at its start.)
-  python3 -c 'import resource, subprocess, sys
-u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-r = subprocess.call(sys.argv[1:])
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-sys.stderr.write("TIME %.6f %.6f\n" % (u.ru_utime - u0.ru_utime, u.ru_stime - u0.ru_stime))
-sys.exit(r)' "$@"
-}
 modes="bpf user perf"
 [ -n "${BASE:-}" ] && modes="base bpf user perf"
 parts=${PARTS:-fit depth steady}
@@ -51,11 +41,11 @@ for r in $(seq "$runs"); do
       lost=0; bpf=-; rec=-
       case $mode in
       perf)
-        rtime perf record -q -F 999 --call-graph dwarf -o perf.data -- ./recprog work "$it" >out.txt 2>err.txt
-        rtime perf script -i perf.data >/dev/null 2>err2.txt
+        tm perf record -q -F 999 --call-graph dwarf -o perf.data -- ./recprog work "$it" >out.txt 2>err.txt
+        tm perf script -i perf.data >/dev/null 2>err2.txt
         cpu=$(awk '/^elapsed/ {print $4}' out.txt)
-        read -r _ u s < <(grep '^TIME' err.txt)
-        read -r _ u2 s2 < <(grep '^TIME' err2.txt)
+        read -r _ u s _ < <(grep '^TIME' err.txt)
+        read -r _ u2 s2 _ < <(grep '^TIME' err2.txt)
         samples=$(perf report -i perf.data --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
         lost=$(perf report -i perf.data --stats 2>/dev/null | awk '/LOST_SAMPLES events:/ {print $3; exit}')
         prof=$(awk "BEGIN{printf \"%.4f\", $u + $s - $cpu + $u2 + $s2}")
@@ -64,9 +54,9 @@ for r in $(seq "$runs"); do
         flag=; bin=./sframe
         [ $mode != user ] && flag=--bpf
         [ $mode = base ] && bin=$BASE
-        rtime "$bin" record $flag -o out.pb.gz -- ./recprog work "$it" >out.txt 2>err.txt
+        tm "$bin" record $flag -o out.pb.gz -- ./recprog work "$it" >out.txt 2>err.txt
         cpu=$(awk '/^elapsed/ {print $4}' out.txt)
-        read -r _ u s < <(grep '^TIME' err.txt)
+        read -r _ u s _ < <(grep '^TIME' err.txt)
         samples=$(sed -n 's/^\([0-9]*\) samples read.*/\1/p' err.txt)
         lost=$(sed -n 's/^lost: \([0-9]*\).*/\1/p' err.txt); lost=${lost:-0}
         # Stacks the BPF program found no room for in its ring.

@@ -9,7 +9,7 @@
 # regex, streams and futures). It runs under `bash -c '...; times'`, so
 # that each run prints the CPU time of the compilation itself (the
 # shell's and its children's); the profiler's own CPU time is then
-# /usr/bin/time's user+system for the whole run minus that. Runs are
+# the whole run's user+system (lib.sh's tm) minus that. Runs are
 # interleaved (baseline, sframe, perf dwarf, ...) so that each profiler
 # sees the same load on this shared machine.
 #

@@ -16,8 +16,10 @@
 #   recprog_bench DEFAULT  recprog_setup DEFAULT, then print_load
 #   temp_build NAME FLAGS  work: a new folder /tmp/NAME.XXXXXX, with
 #                        build_sframe and build_recprog FLAGS; cd "$root"
-#   tm CMD...            CMD under /usr/bin/time: "TIME user sys elapsed"
-#                        on standard error
+#   tm CMD...            runs CMD and prints "TIME user sys elapsed" on
+#                        standard error: the CPU seconds of CMD and of
+#                        every process it waited for, to the millisecond
+#                        (bash's time), and the wall seconds
 #   print_load           the load averages, before a measurement
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 workdir() {
@@ -49,5 +51,11 @@ temp_build() {
   build_recprog "${@:2}"
   cd "$root"
 }
-tm() { /usr/bin/time -f "TIME %U %S %e" "$@"; }
+# (Not /usr/bin/time: GNU time cuts %U and %S to 10 ms each, which made
+# a profiler's CPU in bench-cc1plus.sh 10 ms a run less than it was, on
+# average, as its baseline rows showed: -3 to -15 ms with no profiler.)
+tm() {
+  local TIMEFORMAT='TIME %3U %3S %3R'
+  time "$@"
+}
 print_load() { echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"; }

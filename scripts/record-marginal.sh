@@ -3,8 +3,8 @@
 # cost per sample: it profiles recorder/testdata/recprog.c (mode work,
 # SFrame build, two threads 32 frames deep; see bench-record.sh) at 999
 # Hz for a short and a long amount of work, interleaved, RUNS times, and
-# fits the profiler's whole-process CPU time (user+system from
-# /usr/bin/time, minus the program's own) against the samples taken:
+# fits the profiler's whole-process CPU time (user+system, lib.sh's
+# tm, minus the program's own) against the samples taken:
 #   per sample  (median long - median short) / (their samples' difference)
 #   fixed       median short - per sample * its samples
 # The whole-process figure per sample of each run is printed too: it
@@ -21,9 +21,9 @@ printf '%-6s %4s %8s %10s %9s\n' size run samples prof_cpu_s us/sample
 for r in $(seq "$runs"); do
   for size in short long; do
     it=$short; [ $size = long ] && it=$long
-    /usr/bin/time -f "TIME %U %S" ./sframe record -o out.pb.gz -- ./recprog work "$it" >out.txt 2>err.txt
+    tm ./sframe record -o out.pb.gz -- ./recprog work "$it" >out.txt 2>err.txt
     cpu=$(awk '/^elapsed/ {print $4}' out.txt)
-    read -r _ u s < <(grep '^TIME' err.txt)
+    read -r _ u s _ < <(grep '^TIME' err.txt)
     samples=$(sed -n 's/^\([0-9]*\) samples read.*/\1/p' err.txt)
     prof=$(awk "BEGIN{printf \"%.4f\", $u + $s - $cpu}")
     printf '%-6s %4s %8s %10s %9.1f\n' $size "$r" "$samples" "$prof" "$(awk "BEGIN{print 1e6 * $prof / $samples}")"
