@@ -72,7 +72,12 @@ func findRecording(t testing.TB, name string) recording {
 // program, libpython), for the functions the walks go through, as they
 // go (the zero Options; NoSFrameFromCFI without): every sample must give
 // the same frames, with the same canonical frame addresses (but those two
-// kinds of frames say nothing about), and the same end.
+// kinds of frames say nothing about), and the same end. Compiling is due
+// only after enough CFI lookups in a file: python's walks take the CFI
+// at hundreds of the interpreter's addresses, and must use compiled
+// SFrame; a C or C++ program's take it at a few dozen, whose rows the
+// unwinder keeps after one lookup each (the outermost frames' too,
+// _start's and clone3's), and may compile nothing.
 func TestSFrameFromCFI(t *testing.T) {
 	for _, name := range []string{"sframe", "cfi", "cxx", "python", "exec"} {
 		t.Run(name, func(t *testing.T) {
@@ -93,7 +98,7 @@ func TestSFrameFromCFI(t *testing.T) {
 			if diffs > 0 {
 				t.Errorf("%d of %d samples differ", diffs, len(cfi))
 			}
-			if cst.GenFrames != 0 || gst.GenFrames == 0 || gst.GenFiles == 0 {
+			if cst.GenFrames != 0 || name == "python" && (gst.GenFrames == 0 || gst.GenFiles == 0) {
 				t.Errorf("frames by compiled SFrame: %d without, %d with (%d files)", cst.GenFrames, gst.GenFrames, gst.GenFiles)
 			}
 			t.Logf("%d samples; CFI frames %d without, %d with compiled SFrame (%d frames, %d files, %d functions, %d left to CFI)",

@@ -93,16 +93,7 @@ var recordings = []recording{
 
 // pythonProg runs testdata/work.py in python3.
 func pythonProg(t testing.TB) []string {
-	testprog.NeedTool(t, "python3")
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The interpreter itself, not a wrapper script (pyenv's shims
-	// are shell scripts that exec it).
-	if real, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output(); err == nil {
-		py = strings.TrimSpace(string(real))
-	}
+	py := testprog.Python(t)
 	sec, _ := strconv.ParseFloat(work(t), 64)
 	return []string{py, "testdata/work.py", fmt.Sprint(sec / 1000)}
 }

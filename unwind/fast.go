@@ -11,6 +11,7 @@ type walkState struct {
 	// the address of an instruction, not a return address.
 	top        bool
 	noProgress bool // the last frame's caller SP did not move up
+	end        bool // the last frame is the outermost (fastEnd)
 	depth      int
 }
 
@@ -134,6 +135,15 @@ func (w *Context) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 			cfa = fp
 		}
 		cfa += uint64(int64(r.cfaOff))
+		if fl&fastEnd != 0 {
+			// The outermost frame: the general step's frame, and the end.
+			fr := &buf[n]
+			n++
+			fr.PC, fr.SP, fr.CFA, fr.Module = pc, sp, cfa, in.m
+			fr.Method, fr.Signal, fr.Exact = method, false, false
+			st.end = true
+			break
+		}
 		// mem.word is inlined; the slow read is a call, off the
 		// common path.
 		a := cfa + uint64(int64(r.raOff))
@@ -180,6 +190,9 @@ func (w *Context) fastWalk(frames []Frame, st *walkState, max int) []Frame {
 // a cached rule it keeps only PC, SP and FP, and marks the walk as one
 // to redo without them if a rule further up needs another register.
 func (w *Context) topStep(in *modInfo, r *fastRule, st *walkState) (Frame, bool) {
+	if r.flags&fastEnd != 0 {
+		return Frame{}, false // a sample in _start itself: rare
+	}
 	mem := &w.mem.flat
 	if w.be {
 		mem = &emptyFlat

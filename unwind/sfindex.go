@@ -69,6 +69,11 @@ const (
 	fastCFAFP                // CFA is based on FP, not SP
 	fastFP                   // FP is saved at CFA + fpOff
 	fastRASigned             // RA is signed (AArch64 PAC)
+	// fastEnd: the row leaves the RA undefined, the outermost frame
+	// (_start's, at the bottom of every walk of a C program): the walk
+	// ends with this frame, its CFA computed, as the general step ends
+	// it. Only cached CFI rows (fastFromCFI) have it.
+	fastEnd
 )
 
 // compileFast returns the fast form of row, or a zero rule if the row does

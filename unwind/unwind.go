@@ -466,6 +466,9 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 			if st.noProgress {
 				return frames, StopNoProgress, nil
 			}
+			if st.end {
+				return frames, StopEnd, nil
+			}
 			if st.depth == d {
 				break
 			}
@@ -532,7 +535,7 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 		if w.gen {
 			return frames, StopNoRule, nil // Unwind walks again
 		}
-		if method == MethodCFI && err == nil && !w.sig {
+		if method == MethodCFI && (err == nil || err == errEnd) && !w.sig {
 			w.keepCFIRule(in, lookup-m.Bias)
 		}
 		frames = append(frames, Frame{PC: pc, SP: sp, CFA: w.cfa, Module: m, Method: method, Signal: w.sig, Exact: top || w.sig})

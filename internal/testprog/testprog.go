@@ -276,3 +276,19 @@ func ReadLine(r *bufio.Reader, d time.Duration) (string, error) {
 		return "", fmt.Errorf("timeout after %v", d)
 	}
 }
+
+// Python returns the python3 interpreter itself (sys.executable), not a
+// wrapper script on PATH (pyenv's shims are shell scripts that exec it):
+// a recording of the wrapper would sample the shell. NeedTool applies.
+func Python(t testing.TB) string {
+	t.Helper()
+	NeedTool(t, "python3")
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if real, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output(); err == nil {
+		py = strings.TrimSpace(string(real))
+	}
+	return py
+}
