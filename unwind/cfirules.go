@@ -222,9 +222,14 @@ func (w *Context) keepCFIRule(in *modInfo, elfPC uint64) {
 		*c = cfiRules{}
 	}
 	t := c.table(in.m.CFI, true)
-	if t.put(elfPC, r) {
-		c.n++
+	if !t.put(elfPC, r) {
+		// Kept before, its row's range with it: a top frame whose
+		// cached row the fast path does not take (an outermost row, a
+		// failed read) steps here again, and must not add the range
+		// once more each time.
+		return
 	}
+	c.n++
 	if t.keepRange(w.cfi.row.Start, w.cfi.row.End, elfPC, r) {
 		c.n++
 	}

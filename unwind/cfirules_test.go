@@ -165,6 +165,17 @@ func TestCFIRowsByRange(t *testing.T) {
 	if n, fs := walk(0x3010, 0x1060, 0, 0, 0x2050); n != 1 || len(fs) != 3 {
 		t.Errorf("return address at another address of f's row: %d frames, %d CFI lookups; want 3 and 1 (h)", len(fs), n)
 	}
+	// A top frame in g itself takes the general step each time (its row
+	// ends the walk at once): the cache keeps what it kept the first
+	// time, and does not grow.
+	walk(0x2010)
+	kept := ctx.cfiRules.n
+	for range 100 {
+		walk(0x2010)
+	}
+	if ctx.cfiRules.n != kept {
+		t.Errorf("100 walks from a top frame in g: %d cached entries, %d after the first", ctx.cfiRules.n, kept)
+	}
 }
 
 // TestRuleTable puts 50,000 addresses (clustered, as return addresses
