@@ -686,3 +686,67 @@ func TestAgainstPerfScript(t *testing.T) {
 		})
 	}
 }
+
+// inlinesRecording records testdata/inlines.c, built with DWARF.
+var inlinesRecording = recording{name: "inlines", prog: func(t testing.TB) []string {
+	return []string{testprog.Build(t, "testdata/inlines.c", "-O2", "-g"), work(t)}
+}}
+
+// TestInlinesAgainstPerfScript compares the text of a recording with its
+// inlined calls (Resolver.Inlines) with perf script's without
+// --no-inline, sample by sample: perf shows the frames addr2line -f -i
+// gives, the function itself as inlined where its DWARF name is not its
+// symbol's (a clone), and names from the DWARF linkage name first.
+func TestInlinesAgainstPerfScript(t *testing.T) {
+	path := record(t, inlinesRecording)
+	c := exec.Command("perf", "script", "-i", path, "-F", "comm,tid,time,ip,sym,dso", "--max-stack", strconv.Itoa(unwind.DefaultMaxDepth))
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	perfText, err := c.Output()
+	if err != nil {
+		t.Fatalf("perf script: %v\n%s", err, stderr.String())
+	}
+	r, s := openSession(t, path, perfunwind.Options{})
+	res := perfunwind.NewResolver(s)
+	defer res.Close()
+	res.Inlines = true
+	var ourText bytes.Buffer
+	sw := stackprof.NewScriptWriter(&ourText, res)
+	if err := s.Process(r, perfunwind.ProcessOptions{}, sw.Write); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ps := strings.Split(strings.TrimSpace(string(perfText)), "\n\n")
+	ours := strings.Split(strings.TrimSpace(ourText.String()), "\n\n")
+	if len(ps) != len(ours) {
+		t.Fatalf("perf script shows %d samples, we %d", len(ps), len(ours))
+	}
+	same, clone, linkage := 0, 0, 0
+	var diffs []string
+	for i := range ps {
+		if ps[i] == ours[i] {
+			same++
+		} else if len(diffs) < 3 {
+			diffs = append(diffs, fmt.Sprintf("perf:\n%s\nours:\n%s", ps[i], ours[i]))
+		}
+		clone += strings.Count(ps[i], " work (inlined)\n")
+		linkage += strings.Count(ps[i], " leaf_impl (")
+	}
+	t.Logf("%d of %d samples identical; perf shows the clone as inlined work %d times, leaf_impl %d", same, len(ps), clone, linkage)
+	for _, d := range diffs {
+		t.Log(d)
+	}
+	if len(ps) < 100 {
+		t.Fatalf("only %d samples", len(ps))
+	}
+	if float64(same) < 0.99*float64(len(ps)) {
+		t.Errorf("%d of %d samples identical to perf script's, want 99%%", same, len(ps))
+	}
+	// What the comparison must cover: the rule for the function itself
+	// (a clone of work, shown as inlined), and the linkage name.
+	if clone < len(ps)/10 || linkage < len(ps)/10 {
+		t.Errorf("perf shows work (inlined) %d times and leaf_impl %d in %d samples: the program's frames are not those the test is for", clone, linkage, len(ps))
+	}
+}

@@ -39,6 +39,16 @@ type Loc struct {
 	// with its call site in the next one out (see symbolize.Inline), when
 	// the Resolver expands them.
 	Inlined []symbolize.Inline
+	// PerfInlined are the names perf script shows at the address when it
+	// expands inlined calls (without --no-inline), innermost first: those
+	// of the calls inlined there, then the function's as DWARF names it,
+	// each as addr2line -f -i gives it and demangled as Short is ("??"
+	// where DWARF has no name). perf shows a name equal to Short as the
+	// symbol itself, "NAME (DSO)", and any other as "NAME (inlined)":
+	// for glibc's "__libc_start_main@@GLIBC_2.34", "__libc_start_main_impl
+	// (inlined)". Set when the Resolver expands inlined calls and DWARF
+	// places the address in a function that has a symbol; nil otherwise.
+	PerfInlined []string
 }
 
 // Resolver names the frames of a Session's stacks: each address of each
@@ -137,7 +147,14 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 		l.Name, l.Short, l.Unversioned = d[0], d[1], d[2]
 	}
 	if r.Inlines {
-		l.Inlined = r.sym.Inlines(f.key, addr)
+		var fn symbolize.Inline
+		l.Inlined, fn = r.sym.InlinesIn(f.key, addr)
+		if fn.Name != "" && l.Sym != "" {
+			l.PerfInlined = make([]string, 0, len(l.Inlined)+1)
+			for _, in := range append(l.Inlined, fn) {
+				l.PerfInlined = append(l.PerfInlined, r.perfName(in))
+			}
+		}
 	}
 	if l.Sym == "" && l.File == "" && l.Inlined == nil {
 		return unknown
@@ -145,6 +162,19 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 	p := r.slab.New(128)
 	*p = l
 	return p
+}
+
+// perfName returns the name perf script gives the inlined call or
+// function in: addr2line's (the linkage name, else the plain one, "??"
+// for none), demangled as perf demangles symbols.
+func (r *Resolver) perfName(in symbolize.Inline) string {
+	switch {
+	case in.Linkage != "":
+		return r.demangled(in.Linkage)[1]
+	case in.Name != "":
+		return in.Name
+	}
+	return "??"
 }
 
 // demangled returns the display and perf forms of the symbol name sym,

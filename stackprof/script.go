@@ -19,8 +19,12 @@ import (
 // (C++ and Rust names demangled without parameters, as perf shows them),
 // "[unknown]" when none is known; DSO is the recorded file name,
 // "[kernel.kallsyms]", or "[unknown]". When the Resolver expands inlined
-// calls, each comes before its frame as "\tADDR NAME (inlined)", as perf
-// script shows them without --no-inline.
+// calls, a frame that DWARF places in a function has the lines perf
+// script shows without --no-inline (perfunwind.Loc.PerfInlined): the
+// calls inlined there, innermost first, then the function as DWARF names
+// it, each "\tADDR NAME (inlined)" but for a name that is the symbol's,
+// "\tADDR SYM (DSO)"; other frames have their inlined calls, if any,
+// before their own line.
 type ScriptWriter struct {
 	w     *bufio.Writer
 	r     *perfunwind.Resolver
@@ -96,6 +100,20 @@ func (sw *ScriptWriter) writeIPOnly(st *perfunwind.Stack) error {
 func (sw *ScriptWriter) appendFrame(b []byte, m *perfunwind.Mapping, pc uint64) []byte {
 	loc := sw.r.Resolve(m, pc)
 	addr := m.PerfAddr(pc)
+	if loc.PerfInlined != nil {
+		for _, n := range loc.PerfInlined {
+			b = appendAddr(b, addr)
+			b = textfmt.AppendPrintable(b, n)
+			if n != loc.Short {
+				b = append(b, " (inlined)\n"...)
+				continue
+			}
+			b = append(b, " ("...)
+			b = textfmt.AppendPrintable(b, m.Name)
+			b = append(b, ")\n"...)
+		}
+		return b
+	}
 	for k := range loc.Inlined {
 		b = appendAddr(b, addr)
 		if n := loc.Inlined[k].Name; n != "" {

@@ -10,6 +10,10 @@ type Inline struct {
 	// Name is the inlined function's name (demangled from its linkage
 	// name for C++), "" if DWARF does not say.
 	Name string
+	// Linkage is the linkage name Name was demangled from, "" when DWARF
+	// gave none (Name is then its plain name): what addr2line -f prints,
+	// and perf then demangles its own way.
+	Linkage string
 	// File and Line are the call site, in the caller, that the compiler
 	// replaced by the function's body; "" and 0 when unknown.
 	File string
@@ -26,25 +30,35 @@ const maxInlineDepth = 64
 // eu-stack -i show as frames of their own. It returns nil when addr is in
 // no inlined call or there is no DWARF.
 func (s *Symbolizer) Inlines(path string, addr uint64) []Inline {
+	calls, _ := s.InlinesIn(path, addr)
+	return calls
+}
+
+// InlinesIn returns what Inlines does, and the function whose code holds
+// addr: the subprogram DWARF places it in, which the calls were inlined
+// into (Name and Linkage set, File and Line not); a zero Inline when
+// DWARF has no subprogram there (code written in assembly, say). Those
+// are the frames addr2line -f -i prints, which perf script shows.
+func (s *Symbolizer) InlinesIn(path string, addr uint64) ([]Inline, Inline) {
 	m := s.get(path, nil)
 	if m.err != nil || m.loadSyms() != nil {
-		return nil
+		return nil, Inline{}
 	}
 	m.linesOnce.Do(m.buildLines)
 	if m.dw == nil {
-		return nil
+		return nil, Inline{}
 	}
 	m.inlMu.Lock()
 	defer m.inlMu.Unlock()
 	return m.inlines(addr)
 }
 
-func (m *module) inlines(addr uint64) []Inline {
+func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 	dw := m.dw
 	r := dw.Reader()
 	cu, err := r.SeekPC(addr)
 	if err != nil || cu == nil || !cu.Children {
-		return nil
+		return nil, Inline{}
 	}
 	var files []*dwarf.LineFile
 	if lr, err := dw.LineReader(cu); err == nil && lr != nil {
@@ -75,8 +89,13 @@ func (m *module) inlines(addr uint64) []Inline {
 			}
 			continue
 		}
+		if e.Tag == dwarf.TagSubprogram {
+			// The innermost one, for GNU C's nested functions.
+			fn.Name, fn.Linkage = m.originName(e, 0)
+		}
 		if e.Tag == dwarf.TagInlinedSubroutine {
-			in := Inline{Name: m.originName(e, 0)}
+			var in Inline
+			in.Name, in.Linkage = m.originName(e, 0)
 			if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && f < int64(len(files)) && files[f] != nil {
 				in.File = files[f].Name
 			}
@@ -93,7 +112,7 @@ func (m *module) inlines(addr uint64) []Inline {
 	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
 		chain[i], chain[j] = chain[j], chain[i]
 	}
-	return chain
+	return chain, fn
 }
 
 // contains reports whether e's address ranges hold addr.
@@ -111,17 +130,18 @@ func contains(dw *dwarf.Data, e *dwarf.Entry, addr uint64) bool {
 }
 
 // originName is the name of e, or of the entry its abstract origin or
-// specification points to: inlined subroutines carry no name of their
-// own.
-func (m *module) originName(e *dwarf.Entry, hops int) string {
+// specification points to (inlined subroutines carry no name of their
+// own), and the linkage name it was demangled from ("" for a plain name).
+// A linkage name comes first, as in addr2line.
+func (m *module) originName(e *dwarf.Entry, hops int) (name, linkage string) {
 	if n, ok := e.Val(dwarf.AttrLinkageName).(string); ok && n != "" {
-		return Demangle(n)
+		return Demangle(n), n
 	}
 	if n, ok := e.Val(dwarf.AttrName).(string); ok && n != "" {
-		return n
+		return n, ""
 	}
 	if hops >= 8 {
-		return ""
+		return "", ""
 	}
 	for _, a := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
 		off, ok := e.Val(a).(dwarf.Offset)
@@ -134,5 +154,5 @@ func (m *module) originName(e *dwarf.Entry, hops int) string {
 			return m.originName(o, hops+1)
 		}
 	}
-	return ""
+	return "", ""
 }

@@ -63,8 +63,10 @@ Formats (--format):
           their own)
   text    each sample as perf script -F comm,tid,time,ip,sym,dso
           --no-inline prints it, so that the two can be compared with diff
-          (with --inlines, inlined calls as perf shows them without
-          --no-inline)
+          (with --inlines, as perf script prints it without --no-inline,
+          its default where the files have DWARF: the inlined calls, and
+          a function whose DWARF name is not its symbol's, a clone such
+          as f.constprop.0, as "f (inlined)")
 
 folded and text go to standard output unless -o is given. A summary
 goes to standard error: samples read, how their stacks were unwound
