@@ -105,6 +105,9 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 			chain = append(chain, in)
 		}
 		if !e.Children {
+			if e.Tag == dwarf.TagSubprogram {
+				fn = m.lastAlias(r, fn, addr)
+			}
 			break // the innermost entry containing addr
 		}
 	}
@@ -113,6 +116,23 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 		chain[i], chain[j] = chain[j], chain[i]
 	}
 	return chain, fn
+}
+
+// lastAlias returns, of fn (the subprogram just read from r, without
+// children) and the subprograms without children that follow it and hold
+// addr too, the last one's name: the assembler writes an entry for each
+// of a function's names (glibc's __memmove_avx512_unaligned_erms, then
+// __memcpy_avx512_unaligned_erms, over the same code), and addr2line
+// names the last (in libc's debug file: 324 pairs of two, every one).
+func (m *module) lastAlias(r *dwarf.Reader, fn Inline, addr uint64) Inline {
+	for range maxInlineDepth {
+		e, err := r.Next()
+		if err != nil || e == nil || e.Tag != dwarf.TagSubprogram || e.Children || !contains(m.dw, e, addr) {
+			return fn
+		}
+		fn.Name, fn.Linkage = m.originName(e, 0)
+	}
+	return fn
 }
 
 // contains reports whether e's address ranges hold addr.

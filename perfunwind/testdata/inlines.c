@@ -4,7 +4,9 @@
  * (work.constprop.0 or work.isra.0) is not its DWARF name (work), so that
  * perf shows the function as inlined; and a function under an assembler
  * name, whose DWARF linkage name (leaf_impl, not its name leaf) is its
- * symbol's. The argument is the milliseconds of CPU time to run for.
+ * symbol's; on x86-64, a function under two names (alias.S), for which
+ * the assembler writes two DWARF entries. The argument is the
+ * milliseconds of CPU time to run for.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -32,6 +34,15 @@ static inline __attribute__((always_inline)) unsigned long step(unsigned long x)
 
 unsigned long leaf(unsigned long x) __asm__("leaf_impl");
 
+/* In alias.S on x86-64 (two names over one function); elsewhere here. */
+unsigned long churn_second(unsigned long x);
+#ifndef __x86_64__
+unsigned long churn_second(unsigned long x)
+{
+	return mix(x);
+}
+#endif
+
 __attribute__((noinline)) unsigned long leaf(unsigned long x)
 {
 	return mix(x + 1);
@@ -41,7 +52,7 @@ __attribute__((noinline)) unsigned long leaf(unsigned long x)
 __attribute__((noinline)) static unsigned long work(unsigned long x, int n, int unused)
 {
 	for (int i = 0; i < n; i++)
-		x = step(x) + leaf(x);
+		x = step(x) + leaf(x) + churn_second(x);
 	return x;
 }
 
