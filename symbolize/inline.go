@@ -105,8 +105,8 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 			chain = append(chain, in)
 		}
 		if !e.Children {
-			if e.Tag == dwarf.TagSubprogram {
-				fn = m.lastAlias(r, fn, addr)
+			if n, ok := rangeHolding(dw, e, addr); ok && e.Tag == dwarf.TagSubprogram {
+				fn = m.lastAlias(r, fn, addr, n)
 			}
 			break // the innermost entry containing addr
 		}
@@ -118,35 +118,51 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 	return chain, fn
 }
 
-// lastAlias returns, of fn (the subprogram just read from r, without
-// children) and the subprograms without children that follow it and hold
-// addr too, the last one's name: the assembler writes an entry for each
-// of a function's names (glibc's __memmove_avx512_unaligned_erms, then
-// __memcpy_avx512_unaligned_erms, over the same code), and addr2line
-// names the last (in libc's debug file: 324 pairs of two, every one).
-func (m *module) lastAlias(r *dwarf.Reader, fn Inline, addr uint64) Inline {
-	for range maxInlineDepth {
+// lastAlias returns the function holding addr among fn (the subprogram
+// just read from r, without children) and the run of subprograms without
+// children that follow it, as addr2line picks it: of those holding addr,
+// the one with the smallest range, the last of equals. The assembler
+// writes an entry for each of a function's names (glibc's
+// __memmove_avx512_unaligned_erms, then __memcpy_avx512_unaligned_erms,
+// over the same code; other functions may come between), and addr2line
+// names the last: in libc's debug file, the second of each of 324 pairs.
+// The run ends at the first other entry, or after maxAliasRun entries.
+func (m *module) lastAlias(r *dwarf.Reader, fn Inline, addr uint64, size uint64) Inline {
+	for range maxAliasRun {
 		e, err := r.Next()
-		if err != nil || e == nil || e.Tag != dwarf.TagSubprogram || e.Children || !contains(m.dw, e, addr) {
+		if err != nil || e == nil || e.Tag != dwarf.TagSubprogram || e.Children {
 			return fn
 		}
-		fn.Name, fn.Linkage = m.originName(e, 0)
+		if n, ok := rangeHolding(m.dw, e, addr); ok && n <= size {
+			size = n
+			fn.Name, fn.Linkage = m.originName(e, 0)
+		}
 	}
 	return fn
 }
 
-// contains reports whether e's address ranges hold addr.
-func contains(dw *dwarf.Data, e *dwarf.Entry, addr uint64) bool {
+// maxAliasRun bounds the entries lastAlias reads past the one found: an
+// assembler's unit holds a few dozen functions.
+const maxAliasRun = 256
+
+// rangeHolding returns the size of the range of e that holds addr.
+func rangeHolding(dw *dwarf.Data, e *dwarf.Entry, addr uint64) (uint64, bool) {
 	rs, err := dw.Ranges(e)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	for _, r := range rs {
 		if addr >= r[0] && addr < r[1] {
-			return true
+			return r[1] - r[0], true
 		}
 	}
-	return false
+	return 0, false
+}
+
+// contains reports whether e's address ranges hold addr.
+func contains(dw *dwarf.Data, e *dwarf.Entry, addr uint64) bool {
+	_, ok := rangeHolding(dw, e, addr)
+	return ok
 }
 
 // originName is the name of e, or of the entry its abstract origin or

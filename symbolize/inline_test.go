@@ -77,10 +77,12 @@ func addr2lineInlines(t *testing.T, file string, addrs []uint64) [][]string {
 	return groups
 }
 
-// checkInlines compares Inlines and Lookup with addr2line -i at addrs:
+// checkInlines compares InlinesIn and Lookup with addr2line -i at addrs:
 // the same number of levels, the same positions at each, and the same
-// names of the inlined functions (the function itself is named from the
-// symbol table by Lookup, and addr2line from DWARF: not compared).
+// names of the inlined functions and of the function itself (addr2line's
+// last name: from DWARF, the linkage name first; where DWARF has no
+// function, addr2line names one from the symbol table, and InlinesIn
+// none: not compared).
 // Positions are compared by file base name and line: in -i mode,
 // binutils 2.40's addr2line joins DWARF 5 directories twice
 // ("./libio/./libio/libioP.h" for what it prints as "libio/libioP.h"
@@ -99,9 +101,14 @@ func checkInlines(t *testing.T, s *Symbolizer, path, dwarfFile string, addrs []u
 		}
 		var got []string
 		p := pos(sym.File, sym.Line)
-		for _, in := range s.Inlines(path, a) {
+		calls, fn := s.InlinesIn(path, a)
+		for _, in := range calls {
 			got = append(got, in.Name+"@"+p)
 			p = pos(in.File, in.Line)
+		}
+		fnName := fn.Linkage
+		if fnName == "" {
+			fnName = fn.Name
 		}
 		if len(got) > 0 {
 			withInlines++
@@ -123,16 +130,16 @@ func checkInlines(t *testing.T, s *Symbolizer, path, dwarfFile string, addrs []u
 			if len(got) > 0 {
 				got[0], w[0] = first(got[0]), first(w[0])
 			}
-			_, wp, _ := strings.Cut(w[len(w)-1], "@")
+			wn, wp, _ := strings.Cut(w[len(w)-1], "@")
 			if len(got) == 0 {
 				p, wp = first("@" + p)[1:], first("@" + wp)[1:]
 			}
-			ok = wp == p && strings.Join(w[:len(got)], " ") == strings.Join(got, " ")
+			ok = wp == p && strings.Join(w[:len(got)], " ") == strings.Join(got, " ") && (fnName == "" || fnName == wn)
 		}
 		if !ok {
 			bad++
 			if bad <= 10 {
-				t.Errorf("%s %#x: %v then @%s; addr2line %v", filepath.Base(path), a, got, p, w)
+				t.Errorf("%s %#x: %v then %s@%s; addr2line %v", filepath.Base(path), a, got, fnName, p, w)
 			}
 		}
 	}
