@@ -279,14 +279,21 @@ func ours(t testing.TB, path string, calls *callSites) []ourSample {
 // limit (perf's is kernel.perf_event_max_stack, 127).
 func perfScript(t testing.TB, path string) []scriptSample {
 	t.Helper()
-	c := exec.Command("perf", "script", "-i", path, "-F", "comm,tid,time,ip,sym,dso", "--no-inline", "--max-stack", strconv.Itoa(unwind.DefaultMaxDepth))
+	return parseScript(t, perfScriptText(t, path, "--no-inline"))
+}
+
+// perfScriptText runs perf script -F comm,tid,time,ip,sym,dso on the
+// recording at path, with our depth limit and args, and returns its text.
+func perfScriptText(t testing.TB, path string, args ...string) []byte {
+	t.Helper()
+	c := exec.Command("perf", append([]string{"script", "-i", path, "-F", "comm,tid,time,ip,sym,dso", "--max-stack", strconv.Itoa(unwind.DefaultMaxDepth)}, args...)...)
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
 	out, err := c.Output()
 	if err != nil {
 		t.Fatalf("perf script: %v\n%s", err, stderr.String())
 	}
-	return parseScript(t, out)
+	return out
 }
 
 // Categories of samples whose user frames differ from perf script's.
@@ -709,13 +716,7 @@ var inlinesRecording = recording{name: "inlines", prog: func(t testing.TB) []str
 // DWARF entries for one function under several names the last.
 func TestInlinesAgainstPerfScript(t *testing.T) {
 	path := record(t, inlinesRecording)
-	c := exec.Command("perf", "script", "-i", path, "-F", "comm,tid,time,ip,sym,dso", "--max-stack", strconv.Itoa(unwind.DefaultMaxDepth))
-	var stderr bytes.Buffer
-	c.Stderr = &stderr
-	perfText, err := c.Output()
-	if err != nil {
-		t.Fatalf("perf script: %v\n%s", err, stderr.String())
-	}
+	perfText := perfScriptText(t, path)
 	r, s := openSession(t, path, perfunwind.Options{})
 	res := perfunwind.NewResolver(s)
 	defer res.Close()

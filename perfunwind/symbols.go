@@ -39,16 +39,11 @@ type Loc struct {
 	// with its call site in the next one out (see symbolize.Inline), when
 	// the Resolver expands them.
 	Inlined []symbolize.Inline
-	// PerfInlined are the names perf script shows at the address when it
-	// expands inlined calls (without --no-inline), innermost first: those
-	// of the calls inlined there, then the function's as DWARF names it,
-	// each as addr2line -f -i gives it and demangled as Short is ("??"
-	// where DWARF has no name). perf shows a name equal to Short as the
-	// symbol itself, "NAME (DSO)", and any other as "NAME (inlined)":
-	// for glibc's "__libc_start_main@@GLIBC_2.34", "__libc_start_main_impl
-	// (inlined)". Set when the Resolver expands inlined calls and DWARF
-	// places the address in a function that has a symbol; nil otherwise.
-	PerfInlined []string
+	// Func is the function DWARF places the address in, which the calls
+	// of Inlined were inlined into (symbolize.Symbolizer.InlinesIn): with
+	// them, the frames perf script shows there without --no-inline (see
+	// PerfName). Set with Inlined; zero where DWARF has no function.
+	Func symbolize.Inline
 }
 
 // Resolver names the frames of a Session's stacks: each address of each
@@ -147,14 +142,7 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 		l.Name, l.Short, l.Unversioned = d[0], d[1], d[2]
 	}
 	if r.Inlines {
-		var fn symbolize.Inline
-		l.Inlined, fn = r.sym.InlinesIn(f.key, addr)
-		if fn.Name != "" && l.Sym != "" {
-			l.PerfInlined = make([]string, 0, len(l.Inlined)+1)
-			for _, in := range append(l.Inlined, fn) {
-				l.PerfInlined = append(l.PerfInlined, r.perfName(in))
-			}
-		}
+		l.Inlined, l.Func = r.sym.InlinesIn(f.key, addr)
 	}
 	if l.Sym == "" && l.File == "" && l.Inlined == nil {
 		return unknown
@@ -164,10 +152,14 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 	return p
 }
 
-// perfName returns the name perf script gives the inlined call or
-// function in: addr2line's (the linkage name, else the plain one, "??"
-// for none), demangled as perf demangles symbols.
-func (r *Resolver) perfName(in symbolize.Inline) string {
+// PerfName returns the name perf script gives the inlined call or
+// function in (of a Loc's Inlined or Func) when it shows inlined calls:
+// addr2line's (the linkage name, else the plain one, "??" for none),
+// demangled as Short is. perf shows a frame named as the symbol's Short
+// as the symbol itself, "NAME (DSO)", any other as "NAME (inlined)": for
+// glibc's __libc_start_main@@GLIBC_2.34, "__libc_start_main_impl
+// (inlined)".
+func (r *Resolver) PerfName(in symbolize.Inline) string {
 	switch {
 	case in.Linkage != "":
 		return r.demangled(in.Linkage)[1]

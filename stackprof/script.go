@@ -8,6 +8,7 @@ import (
 
 	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/perfunwind"
+	"github.com/sframekit/sframekit/symbolize"
 )
 
 // ScriptWriter writes unwound samples as `perf script -F
@@ -19,12 +20,12 @@ import (
 // (C++ and Rust names demangled without parameters, as perf shows them),
 // "[unknown]" when none is known; DSO is the recorded file name,
 // "[kernel.kallsyms]", or "[unknown]". When the Resolver expands inlined
-// calls, a frame that DWARF places in a function has the lines perf
-// script shows without --no-inline (perfunwind.Loc.PerfInlined): the
-// calls inlined there, innermost first, then the function as DWARF names
-// it, each "\tADDR NAME (inlined)" but for a name that is the symbol's,
-// "\tADDR SYM (DSO)"; other frames have their inlined calls, if any,
-// before their own line.
+// calls, a frame of a symbol that DWARF places in a function has the
+// lines perf script shows without --no-inline (perfunwind.Loc.Func and
+// Resolver.PerfName): the calls inlined there, innermost first, then the
+// function as DWARF names it, each "\tADDR NAME (inlined)" but for a name
+// that is the symbol's, "\tADDR SYM (DSO)"; other frames have their
+// inlined calls, if any, before their own line.
 type ScriptWriter struct {
 	w     *bufio.Writer
 	r     *perfunwind.Resolver
@@ -83,13 +84,7 @@ func (sw *ScriptWriter) writeIPOnly(st *perfunwind.Stack) error {
 	} else {
 		b = append(b, "[unknown]"...)
 	}
-	b = append(b, " ("...)
-	if f.Map != nil {
-		b = textfmt.AppendPrintable(b, f.Map.Name)
-	} else {
-		b = append(b, "[unknown]"...)
-	}
-	b = append(b, ")\n"...)
+	b = appendDSO(b, f.Map)
 	sw.buf = b
 	_, err := sw.w.Write(b)
 	return err
@@ -100,18 +95,21 @@ func (sw *ScriptWriter) writeIPOnly(st *perfunwind.Stack) error {
 func (sw *ScriptWriter) appendFrame(b []byte, m *perfunwind.Mapping, pc uint64) []byte {
 	loc := sw.r.Resolve(m, pc)
 	addr := m.PerfAddr(pc)
-	if loc.PerfInlined != nil {
-		for _, n := range loc.PerfInlined {
+	if loc.Func.Name != "" && loc.Short != "" {
+		perfLine := func(in symbolize.Inline) {
+			n := sw.r.PerfName(in)
 			b = appendAddr(b, addr)
 			b = textfmt.AppendPrintable(b, n)
 			if n != loc.Short {
 				b = append(b, " (inlined)\n"...)
-				continue
+			} else {
+				b = appendDSO(b, m)
 			}
-			b = append(b, " ("...)
-			b = textfmt.AppendPrintable(b, m.Name)
-			b = append(b, ")\n"...)
 		}
+		for _, in := range loc.Inlined {
+			perfLine(in)
+		}
+		perfLine(loc.Func)
 		return b
 	}
 	for k := range loc.Inlined {
@@ -129,6 +127,12 @@ func (sw *ScriptWriter) appendFrame(b []byte, m *perfunwind.Mapping, pc uint64) 
 	} else {
 		b = append(b, "[unknown]"...)
 	}
+	return appendDSO(b, m)
+}
+
+// appendDSO appends " (DSO)" and a newline: m's file name, or
+// "[unknown]" for no mapping.
+func appendDSO(b []byte, m *perfunwind.Mapping) []byte {
 	b = append(b, " ("...)
 	if m != nil {
 		b = textfmt.AppendPrintable(b, m.Name)

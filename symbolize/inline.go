@@ -83,7 +83,8 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 			}
 			continue
 		}
-		if !contains(dw, e, addr) {
+		size, ok := rangeHolding(dw, e, addr)
+		if !ok {
 			if e.Children {
 				r.SkipChildren()
 			}
@@ -105,8 +106,8 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 			chain = append(chain, in)
 		}
 		if !e.Children {
-			if n, ok := rangeHolding(dw, e, addr); ok && e.Tag == dwarf.TagSubprogram {
-				fn = m.lastAlias(r, fn, addr, n)
+			if e.Tag == dwarf.TagSubprogram {
+				fn = m.lastAlias(r, fn, addr, size)
 			}
 			break // the innermost entry containing addr
 		}
@@ -145,7 +146,8 @@ func (m *module) lastAlias(r *dwarf.Reader, fn Inline, addr uint64, size uint64)
 // assembler's unit holds a few dozen functions.
 const maxAliasRun = 256
 
-// rangeHolding returns the size of the range of e that holds addr.
+// rangeHolding returns the size of the range of e that holds addr, and
+// whether one does.
 func rangeHolding(dw *dwarf.Data, e *dwarf.Entry, addr uint64) (uint64, bool) {
 	rs, err := dw.Ranges(e)
 	if err != nil {
@@ -157,12 +159,6 @@ func rangeHolding(dw *dwarf.Data, e *dwarf.Entry, addr uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// contains reports whether e's address ranges hold addr.
-func contains(dw *dwarf.Data, e *dwarf.Entry, addr uint64) bool {
-	_, ok := rangeHolding(dw, e, addr)
-	return ok
 }
 
 // originName is the name of e, or of the entry its abstract origin or
