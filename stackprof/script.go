@@ -8,7 +8,6 @@ import (
 
 	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/perfunwind"
-	"github.com/sframekit/sframekit/symbolize"
 )
 
 // ScriptWriter writes unwound samples as `perf script -F
@@ -96,7 +95,12 @@ func (sw *ScriptWriter) appendFrame(b []byte, m *perfunwind.Mapping, pc uint64) 
 	loc := sw.r.Resolve(m, pc)
 	addr := m.PerfAddr(pc)
 	if loc.Func.Name != "" && loc.Short != "" {
-		perfLine := func(in symbolize.Inline) {
+		// The calls inlined there, then the function.
+		for k := 0; k <= len(loc.Inlined); k++ {
+			in := loc.Func
+			if k < len(loc.Inlined) {
+				in = loc.Inlined[k]
+			}
 			n := sw.r.PerfName(in)
 			b = appendAddr(b, addr)
 			b = textfmt.AppendPrintable(b, n)
@@ -106,10 +110,6 @@ func (sw *ScriptWriter) appendFrame(b []byte, m *perfunwind.Mapping, pc uint64) 
 				b = appendDSO(b, m)
 			}
 		}
-		for _, in := range loc.Inlined {
-			perfLine(in)
-		}
-		perfLine(loc.Func)
 		return b
 	}
 	for k := range loc.Inlined {
