@@ -183,6 +183,74 @@ func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 	return f
 }
 
+// liveMapping is where a running process maps a file: the range names
+// the file in /proc/PID/map_files.
+type liveMapping struct {
+	pid        uint32
+	start, end uint64
+}
+
+// openLive finds the file that a running process maps (Options.Live)
+// from name, recorded with inode ino (0: not recorded): at lookup (name
+// without " (deleted)") if the file there is that inode, else through
+// /proc/PID/map_files at the mapping's range, which gives the mapped
+// file itself while the process maps it: deleted, replaced by another
+// build, a memfd, or another file at that path in the process's mount
+// namespace. perf would read such a file at its path after the
+// recording, and name the code with whatever it finds there.
+//
+// The file is then known by its descriptor, /proc/self/fd/N (Path): the
+// unwinder and symbolizer open it again by path, and the recorded path
+// may hold another file by then (another build of a library, mapped by
+// the processes started after it was replaced). A separate debug file
+// is then found by build ID, not by a debug link beside the recorded
+// path.
+func (s *Session) openLive(name, lookup string, deleted bool, ino uint64, at *liveMapping) *File {
+	f := &File{Name: name, locs: map[uint64]*Loc{}}
+	var errs []string
+	try := func(path string) bool {
+		osf, err := sysfile.OpenRegular(path)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) && pe.Path == path {
+				err = pe.Err
+			}
+			errs = append(errs, fmt.Sprintf("%s: %v", path, err))
+			return false
+		}
+		st, err := osf.Stat()
+		if err == nil && ino != 0 {
+			if got := sysfile.Inode(st); got != 0 && got != ino {
+				err = fmt.Errorf("another file (inode %d, mapped %d)", got, ino)
+			}
+		}
+		var segs []loadSeg
+		var own []byte
+		if err == nil {
+			segs, own, err = readELFInfo(osf, st.Size())
+		}
+		if err != nil {
+			osf.Close()
+			errs = append(errs, fmt.Sprintf("%s: %v", path, err))
+			return false
+		}
+		fd := fmt.Sprintf("/proc/self/fd/%d", osf.Fd())
+		f.Path, f.segs, f.r, f.close, f.key, f.size, f.BuildID = fd, segs, osf, osf.Close, fd, st.Size(), own
+		return true
+	}
+	if !deleted && filepath.IsAbs(lookup) && try(lookup) {
+		return f
+	}
+	if at != nil && try(fmt.Sprintf("/proc/%d/map_files/%x-%x", at.pid, at.start, at.end)) {
+		return f
+	}
+	if deleted {
+		errs = append([]string{"deleted while mapped"}, errs...)
+	}
+	f.Err = errors.New(strings.Join(errs, "; "))
+	return f
+}
+
 // notRecorded says why the file at a recorded path, st, without a build
 // ID, is not the file the recording mapped with inode ino (0: not
 // recorded), or returns nil when nothing says so. On the recording's
@@ -304,7 +372,7 @@ func isAnon(name string) bool {
 	case name == "", name == "//anon", name == "[heap]", name == "[stack]", name == "[vsyscall]",
 		strings.HasPrefix(name, "[anon:"), strings.HasPrefix(name, "[stack:"),
 		strings.HasPrefix(name, "/dev/zero"), strings.HasPrefix(name, "/anon_hugepage"),
-		strings.HasPrefix(name, "/SYSV"), strings.HasPrefix(name, "/memfd:") && strings.HasSuffix(name, "(deleted)"):
+		strings.HasPrefix(name, "/SYSV"):
 		return true
 	}
 	return strings.HasPrefix(name, "/tmp/perf-") && strings.HasSuffix(name, ".map")

@@ -32,7 +32,7 @@ func (s *Session) SeedProcess(pid int) error {
 		if name == "" {
 			name = "//anon" // as perf names anonymous memory
 		}
-		s.Mmap(p, p, m.Start, m.End-m.Start, m.Offset, name, m.Exec(), nil)
+		s.mmap(p, p, m.Start, m.End-m.Start, m.Offset, name, m.Exec(), nil, m.Inode)
 	}
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, t := range tasks {

@@ -289,8 +289,9 @@ func (s *Session) Files() []*File {
 }
 
 // file returns the File of name with build ID id, or without one with
-// inode ino (0: not recorded), finding it once.
-func (s *Session) file(name string, id []byte, ino uint64) *File {
+// inode ino (0: not recorded), finding it once; at is where a live
+// process maps it (nil: unknown), for the files its path does not give.
+func (s *Session) file(name string, id []byte, ino uint64, at *liveMapping) *File {
 	if len(id) == 0 {
 		id = s.opts.BuildIDs[name]
 	}
@@ -307,7 +308,10 @@ func (s *Session) file(name string, id []byte, ino uint64) *File {
 		lookup = strings.TrimSuffix(name, " (deleted)")
 	}
 	var f *File
-	if deleted && len(id) == 0 {
+	if s.opts.Live && s.opts.SymFS == "" && name != "[vdso]" {
+		// The process runs now: read the very file it mapped.
+		f = s.openLive(name, lookup, deleted, ino, at)
+	} else if deleted && len(id) == 0 {
 		// The file at the path now is not the one that was mapped.
 		f = &File{Name: name, Err: fmt.Errorf("deleted while mapped, and no build ID recorded"), locs: map[uint64]*Loc{}}
 	} else {
@@ -592,7 +596,7 @@ func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string
 	if exec {
 		// Only code needs its file: data mappings are named, not read.
 		if !m.anon && !dump {
-			m.File = s.file(name, buildID, ino)
+			m.File = s.file(name, buildID, ino, &liveMapping{pid, start, start + length})
 			if m.File.Path != "" {
 				m.Bias = m.File.bias(start, pgoff)
 			}
@@ -603,16 +607,16 @@ func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string
 }
 
 // MappingOf returns the mapping that an MMAP record of an executable
-// mapping would add to its process (its file found as the session finds
+// mapping would add to process pid (its file found as the session finds
 // it, once and shared, and its load bias), without adding it anywhere:
 // for a mirror of the processes' mappings kept by an in-kernel unwinder
 // (package bpfunwind), which applies the records as soon as they are
 // read, while the session applies them in time order.
-func (s *Session) MappingOf(start, length, pgoff uint64, name string, buildID []byte, ino uint64) *Mapping {
+func (s *Session) MappingOf(pid uint32, start, length, pgoff uint64, name string, buildID []byte, ino uint64) *Mapping {
 	m := &Mapping{Start: start, End: start + length, Pgoff: pgoff, Name: name, Exec: true}
 	m.anon = isAnon(name)
 	if !m.anon {
-		m.File = s.file(name, buildID, ino)
+		m.File = s.file(name, buildID, ino, &liveMapping{pid, start, start + length})
 		if m.File.Path != "" {
 			m.Bias = m.File.bias(start, pgoff)
 		}

@@ -594,3 +594,53 @@ func TestKernelTime(t *testing.T) {
 		})
 	}
 }
+
+// TestFilesNotAtTheirPath records programs whose mapped files are not
+// the files at their paths when the profiler reads them: a library
+// replaced by another build while the first stays mapped (a package
+// upgrade), and a program run from a memfd. Each sample must be named
+// from the file its process mapped, read through /proc/PID/map_files:
+// perf, which reads the paths after the recording, names the first
+// library's code with the second's functions and the memfd's not at all.
+func TestFilesNotAtTheirPath(t *testing.T) {
+	needPerf(t)
+	dlprog := testprog.Build(t, "testdata/dlprog.c", "-O2")
+	t.Run("replaced", func(t *testing.T) {
+		dir := t.TempDir()
+		lib, next := dir+"/libdl.so", dir+"/libdl-new.so"
+		for _, c := range []struct {
+			flags []string
+			to    string
+		}{{nil, lib}, {[]string{"-DNEW"}, next}} {
+			b, err := os.ReadFile(testprog.Build(t, "testdata/dllib.c", append([]string{"-O2", "-shared", "-fPIC"}, c.flags...)...))
+			if err == nil {
+				err = os.WriteFile(c.to, b, 0o755)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(dlprog, "replace", lib, next, "120")
+		var out testprog.Buffer
+		cmd.Stdout = &out
+		p := recordUntil(t, Options{Command: cmd}, func() bool { return threadCPU(cmd.Process.Pid, "dl2") >= 300*time.Millisecond })
+		t.Logf("loaded at %q", out.String())
+		q := pprofOf(t, p)
+		checkChains(t, q, cmd.Process.Pid, map[string][]string{
+			"dl":  {"lib2", "lib1", "lib_spin", "dl_thread"},
+			"dl2": {"lib2_new", "lib1_new", "lib_spin", "dl_thread"},
+		})
+	})
+	t.Run("memfd", func(t *testing.T) {
+		cmd := exec.Command(dlprog, "memfd", buildProg(t, "-O2"), "spin", "120")
+		p := recordUntil(t, Options{Command: cmd}, func() bool {
+			pid := cmd.Process.Pid
+			return threadCPU(pid, "spin5") >= 300*time.Millisecond && threadCPU(pid, "spin20") >= 300*time.Millisecond
+		})
+		q := pprofOf(t, p)
+		checkChains(t, q, cmd.Process.Pid, map[string][]string{
+			"spin5":  chain("spin5", "a", 5),
+			"spin20": chain("spin20", "b", 20),
+		})
+	})
+}

@@ -382,7 +382,7 @@ func (r *recorder) mirrorRecord(rec *perfdata.Record) {
 			id = m.BuildID
 		}
 		pid = m.Pid
-		r.mirror.Mmap(pid, r.sess.MappingOf(m.Addr, m.Len, m.Pgoff, string(m.Filename), id, m.Ino))
+		r.mirror.Mmap(pid, r.sess.MappingOf(pid, m.Addr, m.Len, m.Pgoff, string(m.Filename), id, m.Ino))
 	case rec.Comm() != nil && rec.Comm().Exec:
 		pid = rec.Comm().Pid
 		r.mirror.Exec(pid)

@@ -77,6 +77,7 @@ type PerfBuilder struct {
 // the same pprof mapping.
 type mapID struct {
 	file        string
+	f           *perfunwind.File // two builds of a file may be mapped at one address in turn
 	start, base uint64
 }
 
@@ -260,7 +261,7 @@ func (b *PerfBuilder) mapping(m *perfunwind.Mapping) *profile.Mapping {
 	}
 	// Pieces of one mapping (cut by later mmaps) share its base: the
 	// runtime address of file offset 0.
-	k := mapID{file: m.Name, start: m.Start, base: m.Start - m.Pgoff}
+	k := mapID{file: m.Name, f: m.File, start: m.Start, base: m.Start - m.Pgoff}
 	if pm := b.maps[k]; pm != nil {
 		return pm
 	}

@@ -11,6 +11,12 @@ static volatile int stop;
 NOIPA void lib_pad(void) { __asm__ volatile(".skip 512, 0x90"); }
 #endif
 
+#ifdef NEW
+/* Another build of the library, whose functions have other names. */
+#define lib1 lib1_new
+#define lib2 lib2_new
+#endif
+
 NOIPA void lib2(void) {
 	volatile unsigned long n = 0;
 	while (!stop) n += 5;

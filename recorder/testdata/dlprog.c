@@ -12,12 +12,24 @@
  *                  where LIB1 was, when it is no larger) and spins in
  *                  it in thread "dl2"; prints both load addresses;
  *                  exits after SECONDS
+ *   dlprog replace LIB NEW SECONDS
+ *                  as reload, but loads LIB twice, renaming NEW to LIB
+ *                  before the second load (another build replaced at
+ *                  the path of the one still mapped, as a package
+ *                  upgrade does)
  *   dlprog exec PROG ARGS...
  *                  spins 300 ms, then executes PROG with ARGS (the same
  *                  process, a new program)
+ *   dlprog memfd PROG ARGS...
+ *                  executes a copy of PROG in a memfd (fexecve), as
+ *                  some runtimes and container tools run programs
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,9 +76,14 @@ int main(int argc, char **argv) {
 		nanosleep(&ts, NULL);
 		return 0;
 	}
-	if (argc >= 5 && strcmp(argv[1], "reload") == 0) {
+	int replace = argc >= 5 && strcmp(argv[1], "replace") == 0;
+	if (argc >= 5 && (strcmp(argv[1], "reload") == 0 || replace)) {
 		for (int i = 0; i < 2; i++) {
-			void *h = dlopen(argv[2 + i], RTLD_NOW);
+			if (replace && i == 1 && rename(argv[3], argv[2]) != 0) {
+				perror("dlprog: rename");
+				return 1;
+			}
+			void *h = dlopen(argv[2 + (replace ? 0 : i)], RTLD_NOW);
 			void (*stop)(void) = 0;
 			if (!h || !(lib_spin = (void (*)(void))dlsym(h, "lib_spin")) ||
 			    !(stop = (void (*)(void))dlsym(h, "lib_stop"))) {
@@ -96,6 +113,18 @@ int main(int argc, char **argv) {
 		perror("dlprog: exec");
 		return 1;
 	}
-	fprintf(stderr, "usage: dlprog dlopen LIB SECONDS | dlprog reload LIB1 LIB2 SECONDS | dlprog exec PROG ARGS...\n");
+	if (argc >= 3 && strcmp(argv[1], "memfd") == 0) {
+		int in = open(argv[2], O_RDONLY), fd = memfd_create("dlprog-memfd", MFD_CLOEXEC);
+		struct stat st;
+		if (in < 0 || fd < 0 || fstat(in, &st) != 0 || sendfile(fd, in, NULL, st.st_size) != st.st_size) {
+			perror("dlprog: memfd");
+			return 1;
+		}
+		extern char **environ;
+		fexecve(fd, argv + 2, environ);
+		perror("dlprog: fexecve");
+		return 1;
+	}
+	fprintf(stderr, "usage: dlprog dlopen LIB SECONDS | dlprog reload LIB1 LIB2 SECONDS | dlprog replace LIB NEW SECONDS | dlprog exec PROG ARGS... | dlprog memfd PROG ARGS...\n");
 	return 2;
 }
