@@ -103,10 +103,15 @@ type fileKey struct {
 // another program's. Without build IDs, a file at the recorded path on
 // the recording's machine is refused when it is not the file recorded
 // with inode ino, or was modified after the recording (see
-// Options.SameMachine).
-func (s *Session) openFile(name string, id []byte, ino uint64) *File {
+// Options.SameMachine). An id from the recording's table (fromTable) is
+// what perf record read at the path when it ended: a file of another
+// inode than the mapped one that came there during the recording is
+// where it read it, so that neither that file nor its copy in the
+// build-ID cache is the mapped one (replacedDuring).
+func (s *Session) openFile(name string, id []byte, ino uint64, fromTable bool) *File {
 	f := &File{Name: name, BuildID: id, locs: map[uint64]*Loc{}}
 	var tried []string
+	noCache := false // the build-ID cache holds the recorded ID's file, not the mapped one
 	// at names path in an error once ("PATH: what is wrong"), not as
 	// a file system error names it again.
 	at := func(path string, err error) error {
@@ -146,6 +151,13 @@ func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 			f.Err = at(path, fmt.Errorf("build ID %x, recorded %x", own, id))
 			return false
 		}
+		if fromTable && len(own) > 0 && s.opts.SymFS == "" {
+			if err := s.replacedDuring(st, ino); err != nil {
+				osf.Close()
+				f.Err, noCache = at(path, err), true
+				return false
+			}
+		}
 		if len(id) == 0 && len(own) == 0 && s.opts.SymFS == "" {
 			if err := s.notRecorded(st, ino); err != nil {
 				osf.Close()
@@ -166,7 +178,7 @@ func (s *Session) openFile(name string, id []byte, ino uint64) *File {
 	} else if filepath.IsAbs(name) && try(sysfile.Under(s.opts.SymFS, name)) {
 		return f
 	}
-	if len(id) > 0 && s.buildIDDir != "" {
+	if len(id) > 0 && s.buildIDDir != "" && !noCache {
 		h := hex.EncodeToString(trimBuildID(id))
 		if len(h) > 2 {
 			dir := filepath.Join(s.buildIDDir, ".build-id", h[:2], h[2:])
@@ -272,6 +284,30 @@ func (s *Session) notRecorded(st os.FileInfo, ino uint64) error {
 			st.ModTime().Format("2006-01-02 15:04:05"), end.Format("2006-01-02 15:04:05"))
 	}
 	return nil
+}
+
+// replacedDuring says why the file at a recorded path, st, whose build
+// ID is the one the recording's table gives, is not the file the
+// recording mapped with inode ino: it is another inode, which came to the
+// path (its inode change time) before the recording ended, so that perf
+// record read the table's build ID from it, not from the mapped file (a
+// build replaced while the program ran, or another file at the path in
+// the program's mount namespace). nil when nothing says so: a file
+// that came after the recording ended, if of the recorded build, is the
+// same build installed again.
+func (s *Session) replacedDuring(st os.FileInfo, ino uint64) error {
+	end := s.opts.RecordingEnd
+	if !s.opts.SameMachine || ino == 0 || end.IsZero() {
+		return nil
+	}
+	got := sysfile.Inode(st)
+	if got == 0 || got == ino {
+		return nil
+	}
+	if ct := sysfile.ChangeTime(st); ct.IsZero() || ct.After(end) {
+		return nil
+	}
+	return fmt.Errorf("not the file mapped (inode %d, mapped %d), and there before the recording ended: the recorded build ID is this file's", got, ino)
 }
 
 // trimBuildID drops the zero padding perf adds to build IDs shorter than

@@ -292,11 +292,15 @@ func (s *Session) Files() []*File {
 // inode ino (0: not recorded), finding it once; at is where a live
 // process maps it (nil: unknown), for the files its path does not give.
 func (s *Session) file(name string, id []byte, ino uint64, at *liveMapping) *File {
+	fromTable := false
 	if len(id) == 0 {
 		id = s.opts.BuildIDs[name]
+		fromTable = len(id) > 0
 	}
 	k := fileKey{name: name, buildID: string(id)}
-	if len(id) == 0 {
+	if len(id) == 0 || fromTable && s.opts.SameMachine {
+		// perf record reads the table's build IDs from the paths when
+		// it ends: a mapping of another inode may be of another build.
 		k.ino = ino
 	}
 	if f, ok := s.files[k]; ok {
@@ -315,7 +319,7 @@ func (s *Session) file(name string, id []byte, ino uint64, at *liveMapping) *Fil
 		// The file at the path now is not the one that was mapped.
 		f = &File{Name: name, Err: fmt.Errorf("deleted while mapped, and no build ID recorded"), locs: map[uint64]*Loc{}}
 	} else {
-		f = s.openFile(lookup, id, k.ino)
+		f = s.openFile(lookup, id, k.ino, fromTable)
 		f.Name = name
 	}
 	s.files[k] = f

@@ -5,11 +5,51 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/sframekit/sframekit/internal/testprog"
 )
+
+// TestReportReplacedDuringRecording records a program that loads a
+// library, then loads it again after another build (with build IDs)
+// replaced it at its path. perf record reads the build IDs of its table
+// from the paths when it ends: the table gives the second build's for
+// both, and perf script names the first build's code with the second's
+// functions. Only the MMAP2 records' inodes tell: the file at the path,
+// of another inode than the first mapping's and there before the
+// recording ended, is refused for it (and the build-ID cache, which holds
+// the same file), with a line in the summary; the second mapping's
+// samples are named.
+func TestReportReplacedDuringRecording(t *testing.T) {
+	testprog.NeedTool(t, "perf")
+	dlprog := testprog.Build(t, "../../recorder/testdata/dlprog.c", "-O2")
+	dir := t.TempDir()
+	lib, next := filepath.Join(dir, "libdl.so"), filepath.Join(dir, "libdl-new.so")
+	writeFile(t, lib, mustRead(t, testprog.Build(t, "../../recorder/testdata/dllib.c", "-O2", "-shared", "-fPIC")))
+	writeFile(t, next, mustRead(t, testprog.Build(t, "../../recorder/testdata/dllib.c", "-O2", "-shared", "-fPIC", "-DNEW")))
+	rec := filepath.Join(dir, "perf.data")
+	if out, err := exec.Command("perf", "record", "-q", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", dlprog, "replace", lib, next, "1").CombinedOutput(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, out)
+	}
+	out, errs, code := runCLI(t, "report", "--format", "folded", rec)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	refused := regexp.MustCompile(`(?m)^files not used: 1\n  ` + regexp.QuoteMeta(lib) + `: not the file mapped \(inode \d+, mapped \d+\), and there before the recording ended: the recorded build ID is this file's$`)
+	var first, second bool
+	for _, line := range strings.Split(out, "\n") {
+		first = first || strings.HasPrefix(line, "dl;") && strings.Contains(line, ";lib_spin")
+		second = second || strings.HasPrefix(line, "dl2;") && strings.Contains(line, ";dl_thread;lib_spin;lib1_new;lib2_new ")
+		if strings.HasPrefix(line, "dl;") && strings.Contains(line, "_new") {
+			t.Errorf("the first build's code named from the second's: %s", line)
+		}
+	}
+	if first || !second || !refused.MatchString(errs) {
+		t.Errorf("first build named %v (want not), second named %v (want so), or no refusal in the summary:\n%s\n%.2000s", first, second, errs, out)
+	}
+}
 
 // TestReportMemfd records a program executed from a memfd, whose file
 // "/memfd:NAME (deleted)" is gone when the recording is read: its frames
