@@ -151,7 +151,9 @@ func (s *Session) openFile(name string, id []byte, ino uint64, fromTable bool) *
 			f.Err = at(path, fmt.Errorf("build ID %x, recorded %x", own, id))
 			return false
 		}
-		if fromTable && len(own) > 0 && s.opts.SymFS == "" {
+		if fromTable && len(own) > 0 && s.opts.SymFS == "" && len(tried) == 1 {
+			// The file at the recorded path (not the build-ID
+			// cache's copy, another inode by nature).
 			if err := s.replacedDuring(st, ino); err != nil {
 				osf.Close()
 				f.Err, noCache = at(path, err), true

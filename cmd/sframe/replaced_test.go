@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -26,6 +27,7 @@ func TestReportReplacedDuringRecording(t *testing.T) {
 	testprog.NeedTool(t, "perf")
 	dlprog := testprog.Build(t, "../../recorder/testdata/dlprog.c", "-O2")
 	dir := t.TempDir()
+	t.Setenv("HOME", dir) // perf's build-ID cache, $HOME/.debug: the test's own
 	lib, next := filepath.Join(dir, "libdl.so"), filepath.Join(dir, "libdl-new.so")
 	writeFile(t, lib, mustRead(t, testprog.Build(t, "../../recorder/testdata/dllib.c", "-O2", "-shared", "-fPIC")))
 	writeFile(t, next, mustRead(t, testprog.Build(t, "../../recorder/testdata/dllib.c", "-O2", "-shared", "-fPIC", "-DNEW")))
@@ -48,6 +50,42 @@ func TestReportReplacedDuringRecording(t *testing.T) {
 	}
 	if first || !second || !refused.MatchString(errs) {
 		t.Errorf("first build named %v (want not), second named %v (want so), or no refusal in the summary:\n%s\n%.2000s", first, second, errs, out)
+	}
+}
+
+// TestReportBuildIDCache records one build at two paths, then reports
+// the second recording after its file was removed: the file is perf's
+// build-ID cache copy, which perf record made from the first path (another
+// inode than the second recording's mapping, and older than it), and is
+// used, as perf script uses it.
+func TestReportBuildIDCache(t *testing.T) {
+	testprog.NeedTool(t, "perf")
+	built := testprog.Build(t, "../../perfunwind/testdata/prog.c", "-O2", "-g")
+	dir := t.TempDir()
+	t.Setenv("HOME", dir) // perf's build-ID cache, $HOME/.debug: the test's own
+	var rec string
+	for _, sub := range []string{"a", "b"} {
+		prog := filepath.Join(dir, sub, "prog")
+		if err := os.Mkdir(filepath.Dir(prog), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, prog, mustRead(t, built))
+		rec = filepath.Join(dir, sub+".data")
+		if out, err := exec.Command("perf", "record", "-q", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", prog, "300").CombinedOutput(); err != nil {
+			t.Fatalf("perf record: %v\n%s", err, out)
+		}
+		if sub == "b" {
+			if err := os.Remove(prog); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out, errs, code := runCLI(t, "report", "--format", "folded", rec)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, ";work;rec;") || strings.Contains(errs, "files not used") {
+		t.Errorf("no work;rec; frames, or a file not used:\n%s\n%.500s", errs, out)
 	}
 }
 
