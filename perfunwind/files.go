@@ -217,8 +217,8 @@ type liveMapping struct {
 // unwinder and symbolizer open it again by path, and the recorded path
 // may hold another file by then (another build of a library, mapped by
 // the processes started after it was replaced). A separate debug file
-// is then found by build ID, not by a debug link beside the recorded
-// path.
+// is still found by build ID or by a debug link beside the path the
+// descriptor was opened from (symbolize.FindDebugFile).
 func (s *Session) openLive(name, lookup string, deleted bool, ino uint64, at *liveMapping) *File {
 	f := &File{Name: name, locs: map[uint64]*Loc{}}
 	var errs []string

@@ -559,7 +559,7 @@ func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elffi
 	if !ok || !filepath.IsAbs(name) {
 		return "", nil
 	}
-	dir := filepath.Dir(name)
+	dir := filepath.Dir(openedFrom(name))
 	cands := []string{filepath.Join(dir, link), filepath.Join(dir, ".debug", link)}
 	for _, d := range debugDirs {
 		cands = append(cands, sysfile.Under(d, filepath.Join(dir, link)))
@@ -583,6 +583,26 @@ func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elffi
 		}
 	}
 	return "", nil
+}
+
+// openedFrom returns the path that name, a descriptor's or a mapping's
+// link in /proc (/proc/self/fd/N, /proc/PID/map_files/RANGE: a live
+// profiler's way to the very file a process mapped), was opened from,
+// without " (deleted)", so that a debug link is searched beside the
+// object rather than in /proc; any other name as it is.
+func openedFrom(name string) string {
+	if !strings.HasPrefix(name, "/proc/") {
+		return name
+	}
+	dir := filepath.Dir(name)
+	if filepath.Base(dir) != "fd" && filepath.Base(dir) != "map_files" {
+		return name
+	}
+	p, err := os.Readlink(name)
+	if err != nil || !filepath.IsAbs(p) {
+		return name
+	}
+	return strings.TrimSuffix(p, " (deleted)")
 }
 
 // openSameBuildID opens the ELF file at path if it is a regular file

@@ -237,6 +237,21 @@ func TestSeparateDebugFile(t *testing.T) {
 		if s.DebugFile(stripped) != dbg {
 			t.Errorf("debug file %q, want %q", s.DebugFile(stripped), dbg)
 		}
+		// Opened through its descriptor (as sframe record reads the
+		// file a process mapped): the link is searched beside the path
+		// the descriptor was opened from, not in /proc/self/fd.
+		fd, err := os.Open(stripped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fd.Close()
+		byFD := fmt.Sprintf("/proc/self/fd/%d", fd.Fd())
+		s3 := New()
+		s3.DebugDirs = nil
+		checkAgainstTools(t, s3, byFD, exe, funcs)
+		if s3.DebugFile(byFD) != dbg {
+			t.Errorf("through %s: debug file %q, want %q", byFD, s3.DebugFile(byFD), dbg)
+		}
 		// A debug file whose CRC does not match is not used.
 		os.WriteFile(dbg, []byte("not it"), 0o644)
 		s2 := New()
