@@ -41,3 +41,36 @@ func TestCopyEndCounted(t *testing.T) {
 		t.Errorf("the summary does not name a copy that would have held every cut walk")
 	}
 }
+
+// TestCopyEndOtherStack unwinds a perf recording, with stack copies of 4
+// KiB, of a thread that runs on its own stack and on a coroutine's: the
+// coroutine's walks are cut by the copy, the thread's own are complete.
+// The top of the thread's stack measures nothing of the coroutine's,
+// whose stack lies elsewhere: the summary must not take the distance
+// between the two (terabytes) for what the cut walks needed, and so
+// claim that no copy could hold them (a 16 KiB copy does), nor name a
+// copy for them.
+func TestCopyEndOtherStack(t *testing.T) {
+	exe := testprog.Build(t, "testdata/coro.c", "-O2")
+	path := record(t, recording{name: "coro-4k", prog: func(testing.TB) []string { return []string{exe, "1"} },
+		opts: []string{"--call-graph", "dwarf,4096"}})
+	r, s := openSession(t, path, perfunwind.Options{})
+	if err := s.Process(r, perfunwind.ProcessOptions{}, func(*perfunwind.Stack) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var sum strings.Builder
+	if err := perfunwind.WriteSummary(&sum, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("summary:\n%s", sum.String())
+	if s.Stats.CopyEnd < 20 || s.Stats.Stops[unwind.StopEnd] < 20 {
+		t.Fatalf("%d walks ended where the stack copy ends and %d at the outermost frame, want 20 or more of each", s.Stats.CopyEnd, s.Stats.Stops[unwind.StopEnd])
+	}
+	if strings.Contains(sum.String(), "more than the kernel copies") {
+		t.Errorf("the summary measures the coroutine's walks by the top of the thread's own stack")
+	}
+	// The main stack's few cut walks (ld.so's, at the start) are measured.
+	if !strings.Contains(sum.String(), "walks needed more stack than the 4096 bytes copied") || strings.Contains(sum.String(), "would have held them all") {
+		t.Errorf("the summary does not say that the coroutine's cut walks could not be measured")
+	}
+}

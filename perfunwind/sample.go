@@ -321,7 +321,8 @@ func indexContext(c []uint64) int {
 func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	sp := smp.Regs.SP()
 	s.touched += prefetch(smp.Stack)
-	s.mem = unwind.StackMemory{SP: sp, Stack: smp.Stack, End: p.stackEnd(sp, smp), Fallback: &p.mem}
+	end := p.stackEnd(sp, smp)
+	s.mem = unwind.StackMemory{SP: sp, Stack: smp.Stack, End: end, Fallback: &p.mem}
 	frames, stop, err := p.sp.u.Unwind(&s.ctx, &smp.Regs, &s.mem, s.frames[:0])
 	s.frames = frames
 	s.mem = unwind.StackMemory{} // keep no reference to the record
@@ -361,7 +362,7 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	case stop == unwind.StopEnd && top > sp:
 		s.depth.complete(smp.Tid, top)
 	case st.CopyEnd():
-		s.depth.cut(smp.Tid, sp, uint64(len(smp.Stack)))
+		s.depth.cut(smp.Tid, sp, end, uint64(len(smp.Stack)))
 	}
 	if st.CopyEnd() {
 		s.Stats.CopyEnd++

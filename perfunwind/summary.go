@@ -159,13 +159,23 @@ func WriteSummary(w io.Writer, s *Session) error {
 // ended where their copy did: a thread's outermost frame stays where its
 // stack starts (_start, start_thread), so a complete walk of the thread
 // gives the top of its stack, and a cut walk needed the copy to reach
-// from its SP up to there. It keeps two words per thread, for at most
-// maxDepthThreads threads (those seen later are not measured).
+// from its SP up to there. A thread may run on other stacks too (a
+// coroutine's, a signal's alternate stack): a cut walk is measured only
+// by a top below the end of its own stack (StackMemory.End), which those
+// lie apart from. It keeps two words per thread and stack end, for at
+// most maxDepthThreads of them (those seen later are not measured).
 type stackDepths struct {
-	top     map[uint32]uint64 // per thread, the highest CFA of a complete walk
-	low     map[uint32]uint64 // per thread, the lowest SP of a cut walk
-	n       map[uint32]uint64 // per thread, its cut walks
-	cutCopy uint64            // the largest copy that was cut short
+	top     map[uint32]uint64   // per thread, the highest CFA of a complete walk
+	low     map[cutStack]uint64 // per thread and stack end, the lowest SP of a cut walk
+	n       map[cutStack]uint64 // per thread and stack end, its cut walks
+	cutCopy uint64              // the largest copy that was cut short
+}
+
+// cutStack is a stack that walks were cut short on: the thread's, and the
+// end of the stack their copies were taken from.
+type cutStack struct {
+	tid uint32
+	end uint64
 }
 
 const maxDepthThreads = 1 << 16
@@ -181,30 +191,31 @@ func (d *stackDepths) complete(tid uint32, top uint64) {
 }
 
 // cut notes a walk of thread tid cut short by its copy of size bytes
-// from sp.
-func (d *stackDepths) cut(tid uint32, sp, size uint64) {
+// from sp, of the stack that ends at end.
+func (d *stackDepths) cut(tid uint32, sp, end, size uint64) {
 	if d.low == nil {
-		d.low, d.n = map[uint32]uint64{}, map[uint32]uint64{}
+		d.low, d.n = map[cutStack]uint64{}, map[cutStack]uint64{}
 	}
 	d.cutCopy = max(d.cutCopy, size)
-	l, ok := d.low[tid]
+	k := cutStack{tid, end}
+	l, ok := d.low[k]
 	if !ok && len(d.low) >= maxDepthThreads {
 		return
 	}
 	if !ok || sp < l {
-		d.low[tid] = sp
+		d.low[k] = sp
 	}
-	d.n[tid]++
+	d.n[k]++
 }
 
 // need returns the copy, in bytes, that would have held the cut walks of
-// the threads that also had a complete walk, and how many cut walks that
+// the stacks that also had a complete walk, and how many cut walks that
 // is.
 func (d *stackDepths) need() (bytes, known uint64) {
-	for tid, sp := range d.low {
-		if top, ok := d.top[tid]; ok && top > sp && top-sp > d.cutCopy {
+	for k, sp := range d.low {
+		if top, ok := d.top[k.tid]; ok && top > sp && top <= k.end && top-sp > d.cutCopy {
 			bytes = max(bytes, top-sp)
-			known += d.n[tid]
+			known += d.n[k]
 		}
 	}
 	return bytes, known
@@ -220,7 +231,7 @@ func writeCopyAdvice(b *strings.Builder, d *stackDepths, cut uint64) {
 	fmt.Fprintf(b, "  %d walks needed more stack than the %d bytes copied", cut, d.cutCopy)
 	switch {
 	case known == 0:
-		b.WriteString("; none of their threads had a complete walk to measure its stack by")
+		b.WriteString("; none of their stacks had a complete walk to measure it by")
 	case need > perfevent.MaxStackUser:
 		fmt.Fprintf(b, "; %d of them needed %d bytes, more than the kernel copies (%d)", known, need, perfevent.MaxStackUser)
 	default:
@@ -229,7 +240,7 @@ func writeCopyAdvice(b *strings.Builder, d *stackDepths, cut uint64) {
 		if known == cut {
 			b.WriteString("them all")
 		} else {
-			fmt.Fprintf(b, "the %d whose threads had a complete walk to measure their stack by", known)
+			fmt.Fprintf(b, "the %d whose stacks had a complete walk to measure them by", known)
 		}
 		fmt.Fprintf(b, " (sframe record --stack-size %d, perf record --call-graph dwarf,%d)", size, size)
 	}
