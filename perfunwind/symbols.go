@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"strings"
 
-	"github.com/ianlancetaylor/demangle"
-
 	"github.com/sframekit/sframekit/internal/slab"
 	"github.com/sframekit/sframekit/symbolize"
 )
@@ -211,8 +209,7 @@ func demangleShort(name string) string {
 	if len(name) < 2 || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') {
 		return ""
 	}
-	const maxPow = 16
-	if d := demangle.Filter(name, demangle.NoParams, demangle.MaxLength(maxPow)); len(d) < 1<<maxPow && d != name {
+	if d := symbolize.DemangleShort(name); d != name {
 		return d
 	}
 	return ""

@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/ianlancetaylor/demangle"
 )
@@ -32,10 +33,141 @@ func Demangle(name string) string {
 	if name[1] == 'R' {
 		return name // not a valid Rust v0 name, and not C++ either
 	}
-	if d := demangle.Filter(name, demangle.Verbose, demangle.NoRust, demangle.MaxLength(maxDemangledPow)); len(d) < 1<<maxDemangledPow {
+	if d := filterCxx(name, demangle.Verbose, demangle.NoRust, demangle.MaxLength(maxDemangledPow)); len(d) < 1<<maxDemangledPow {
 		return d
 	}
 	return name
+}
+
+// DemangleShort returns a C++ or Rust name as perf shows it, without
+// parameters and without c++filt's verbose expansions (std::string
+// rather than std::basic_string<...>), or name itself when it does not
+// demangle or would demangle to more than 64 KB.
+func DemangleShort(name string) string {
+	if len(name) < 2 || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') {
+		return name
+	}
+	if d := filterCxx(name, demangle.NoParams, demangle.MaxLength(maxDemangledPow)); len(d) < 1<<maxDemangledPow {
+		return d
+	}
+	return name
+}
+
+// filterCxx is demangle.Filter, but prints empty template argument packs
+// as libiberty (c++filt, perf) does. libiberty writes ", " before each
+// argument and takes it back when the argument prints nothing, so an
+// empty pack first or between arguments leaves ", " behind
+// (Foo<, int>, f(int, , int)), and one at the end of a template's
+// arguments leaves no space between two closing brackets:
+// llvm::PassManager<llvm::Module, llvm::AnalysisManager<llvm::Module>>
+// (its third argument an empty pack), where demangle skips empty packs
+// and writes "> >" as for Foo<Foo<int> >.
+func filterCxx(name string, opts ...demangle.Option) string {
+	// An empty pack is "JE" in the mangled name, and a pack expansion
+	// prints nothing only when its pack is empty.
+	if !strings.Contains(name, "JE") || !strings.HasPrefix(name, "_Z") || legacyRustShape(name) {
+		return demangle.Filter(name, opts...)
+	}
+	a, err := demangle.ToAST(name, opts...)
+	if err != nil {
+		return name
+	}
+	a = libibertyPacks(a)
+	return strings.ReplaceAll(demangle.ASTToString(a, opts...), ", "+packMark, "")
+}
+
+// packMark stands for an empty argument at the end of a list while
+// demangle prints it: demangle writes ", " before it and, since the last
+// byte is not '>', no space before the template's '>'; filterCxx then
+// removes ", " and the mark, as libiberty takes back its ", ". Symbol
+// names hold no NUL byte.
+const packMark = "\x00"
+
+// libibertyPacks returns a with the empty arguments of every template
+// and function argument list replaced so that demangle prints them as
+// libiberty does: an empty Name where an argument follows (demangle
+// would skip it), packMark at the end. The tree is copied, not changed:
+// template parameters refer to their template's original arguments.
+func libibertyPacks(a demangle.AST) demangle.AST {
+	fn := func(a demangle.AST) demangle.AST {
+		switch a := a.(type) {
+		case *demangle.Template:
+			if args, ok := libibertyArgs(a.Args); ok {
+				return &demangle.Template{Name: a.Name, Args: args}
+			}
+		case *demangle.FunctionType:
+			if args, ok := libibertyArgs(a.Args); ok {
+				return &demangle.FunctionType{Return: a.Return, Args: args, ForLocalName: a.ForLocalName}
+			}
+		}
+		return nil
+	}
+	if c := a.Copy(fn, func(demangle.AST) bool { return false }); c != nil {
+		return c
+	}
+	return a
+}
+
+// libibertyArgs returns the list args with its empty arguments replaced
+// as libibertyPacks says, and whether there were any that demangle
+// prints otherwise than libiberty (not when all are empty: both print
+// nothing).
+func libibertyArgs(args []demangle.AST) ([]demangle.AST, bool) {
+	last := -1
+	for i, a := range args {
+		if !emptyArg(a) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil, false
+	}
+	var out []demangle.AST
+	for i, a := range args {
+		if !emptyArg(a) {
+			continue
+		}
+		if out == nil {
+			out = append([]demangle.AST(nil), args...)
+		}
+		if i < last {
+			out[i] = &demangle.Name{Name: ""}
+		} else {
+			out[i] = &demangle.Name{Name: packMark}
+		}
+	}
+	return out, out != nil
+}
+
+// emptyArg reports whether demangle prints nothing for the argument a
+// (its printState.isEmpty): an empty pack, or the expansion of one.
+func emptyArg(a demangle.AST) bool {
+	switch a := a.(type) {
+	case *demangle.ArgumentPack:
+		for _, e := range a.Args {
+			if !emptyArg(e) {
+				return false
+			}
+		}
+		return true
+	case *demangle.ExprList:
+		return len(a.Exprs) == 0
+	case *demangle.PackExpansion:
+		return a.Pack != nil && emptyArg(a.Base)
+	}
+	return false
+}
+
+// legacyRustShape reports whether demangle.Filter takes name for a legacy
+// Rust name (_ZN...17h<16 hex digits>E, with an optional ".suffix").
+func legacyRustShape(name string) bool {
+	if !strings.HasPrefix(name, "_ZN") {
+		return false
+	}
+	if i := strings.LastIndex(name, "E."); i > 0 {
+		name = name[:i+1]
+	}
+	return strings.HasSuffix(name, "E") && len(name) > 23 && name[len(name)-20:len(name)-17] == "17h"
 }
 
 // Limits of the Rust demangler on crafted names: its nesting depth (the

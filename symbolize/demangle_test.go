@@ -66,6 +66,58 @@ func TestDemangleMatchesCxxfilt(t *testing.T) {
 	t.Logf("%d names from %s, %d differ", len(names), lib, bad)
 }
 
+// TestDemangleEmptyPacksMatchCxxfilt: empty template argument packs
+// print as libiberty prints them, in c++filt's form (Demangle) and
+// without parameters (DemangleShort, perf's form; c++filt -p, the same
+// for these names): ", " left where an argument follows, and no space
+// between two closing brackets after a last empty pack, as in
+// libLLVM's llvm::PassManager<llvm::Module,
+// llvm::AnalysisManager<llvm::Module>>::run.
+func TestDemangleEmptyPacksMatchCxxfilt(t *testing.T) {
+	testprog.NeedTool(t, "c++filt")
+	names := []string{
+		"_ZN4llvm11PassManagerINS_6ModuleENS_15AnalysisManagerIS1_JEEEJEE3runERS1_RS3_",
+		"_ZN3FooIS_IiEJEE3barEv",   // Foo<Foo<int>>::bar()
+		"_ZN3FooIS_IiEJEEC2Ev",     // a constructor
+		"_ZN3FooIS_IiEE3barEv",     // no pack: Foo<Foo<int> >::bar()
+		"_ZN3FooIJEiE3barEv",       // Foo<, int>::bar()
+		"_ZN3FooIJEE3barEv",        // Foo<>::bar()
+		"_ZN3FooIiJEE3barEv",       // Foo<int>::bar()
+		"_ZN3FooIS_IiEJEiE3barEv",  // Foo<Foo<int>, , int>::bar()
+		"_ZN3FooIS_IiEJEJEE3barEv", // two empty packs at the end
+		"_Z1fIJEEviDpT_i",          // void f<>(int, , int)
+		"_Z1fIJEEvDpT_i",           // void f<>(, int)
+		"_Z1fIiJEEvT_DpT0_",        // void f<int>(int)
+		"_ZSt11make_uniqueI3FooJEENSt9_MakeUniqIT_E15__single_objectEDpOT0_",
+		"_ZN3FooIS_IiEJEE3barEv.cold", // a clone
+	}
+	for _, p := range []bool{false, true} {
+		args := []string{}
+		if p {
+			args = append(args, "-p")
+		}
+		cmd := exec.Command("c++filt", args...)
+		cmd.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+		if len(want) != len(names) {
+			t.Fatalf("c++filt printed %d lines for %d names", len(want), len(names))
+		}
+		for i, n := range names {
+			got := Demangle(n)
+			if p {
+				got = DemangleShort(n)
+			}
+			if got != want[i] {
+				t.Errorf("%s (short %v):\n got  %s\n want %s", n, p, got, want[i])
+			}
+		}
+	}
+}
+
 // TestDemangleBounded: a name that expands far beyond its size (each of
 // 8,000 parameters is a two-byte substitution for a 30-character class
 // name) comes back as it is rather than as a quarter megabyte of text.
