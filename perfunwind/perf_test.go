@@ -78,6 +78,18 @@ var recordings = []recording{
 		}
 		return []string{testprog.Build(t, "testdata/exceptions.cc", "-O2", "-g"), n}
 	}, want: 0.99},
+	// Names that libiberty demangles and perf chooses among aliases
+	// otherwise than c++filt's defaults would (testdata/cxxnames.cc).
+	{name: "cxxnames", prog: func(t testing.TB) []string {
+		if runtime.GOARCH != "amd64" {
+			t.Skip("cxxnames.S is x86-64 assembly")
+		}
+		s, err := filepath.Abs("testdata/cxxnames.S")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []string{testprog.Build(t, "testdata/cxxnames.cc", "-O2", "-g", s), work(t)}
+	}, want: 0.99},
 	{name: "python", prog: pythonProg},
 	// With a copy of 32 KiB, deep stacks fit: perf's errors at the end
 	// of the copy leave the agreement alone.

@@ -21,6 +21,11 @@ type cand struct {
 	sym
 	bind  elf.SymBind
 	label bool // an untyped symbol in code (only with PerfNames)
+	// grown: a symbol of size 0 that perf's symbols__fixup_end extends
+	// to the next start before choosing among equal starts, the last of
+	// its start in table order (the others end at the next one, their
+	// own start) when a symbol with a later start follows.
+	grown bool
 }
 
 // readFuncSyms returns the function symbols of f's first section of type
@@ -133,7 +138,7 @@ func readFuncSyms(f *elf.File, typ elf.SectionType, labels bool) ([]cand, []sym)
 			}
 			nm = nm[:n]
 		}
-		return cand{sym{value, sz, nm}, elf.ST_BIND(info), label}, true
+		return cand{sym: sym{value, sz, nm}, bind: elf.ST_BIND(info), label: label}, true
 	}
 	count := 0
 	var text []sym
@@ -212,10 +217,14 @@ func better(a, b *cand) bool {
 
 // perfBetter is better as perf's choose_best_symbol decides (perf 6.1,
 // util/symbol.c): a function over a label, then (a case perf's
-// st_name check leaves out) a named symbol, then a sized symbol, then a
-// non-weak one, then a global one, then the name with fewer leading
-// underscores, then the longer name; on a tie, the first in the table
-// stays.
+// st_name check leaves out) a named symbol, then a sized symbol (sized
+// as symbols__fixup_end left it: see grown), then a non-weak one, then a
+// global one, then the name with fewer leading underscores, then the
+// longer name; on a tie, the first in the table stays. perf compares the
+// names it shows, demangled (DemangleShort): libclang-cpp's
+// clang::Sema::SubstDecl loses to the alias
+// clang::TemplateDeclInstantiator::VisitDecl, whose mangled name is the
+// shorter.
 func perfBetter(a, b *cand) bool {
 	if a.label != b.label {
 		return !a.label
@@ -223,8 +232,8 @@ func perfBetter(a, b *cand) bool {
 	if ea, eb := emptyName(a), emptyName(b); ea != eb {
 		return eb
 	}
-	if (a.size > 0) != (b.size > 0) {
-		return a.size > 0
+	if sa, sb := a.size > 0 || a.grown, b.size > 0 || b.grown; sa != sb {
+		return sa
 	}
 	if wa, wb := a.bind == elf.STB_WEAK, b.bind == elf.STB_WEAK; wa != wb {
 		return !wa
@@ -232,7 +241,7 @@ func perfBetter(a, b *cand) bool {
 	if ga, gb := a.bind == elf.STB_GLOBAL, b.bind == elf.STB_GLOBAL; ga != gb {
 		return ga
 	}
-	an, bn := symName(a.name), symName(b.name)
+	an, bn := DemangleShort(symName(a.name)), DemangleShort(symName(b.name))
 	under := func(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
 	if ua, ub := under(an), under(bn); ua != ub {
 		return ua < ub
@@ -271,8 +280,14 @@ func funcSyms(cs []cand, pick func(a, b *cand) bool) []sym {
 	for i := 0; i < len(order); {
 		best := &cs[order[i]]
 		j := i + 1
-		for ; j < len(order) && cs[order[j]].start == best.start; j++ {
-			if c := &cs[order[j]]; pick(c, best) {
+		for j < len(order) && cs[order[j]].start == best.start {
+			j++
+		}
+		if last := &cs[order[j-1]]; last.size == 0 && j < len(order) {
+			last.grown = true
+		}
+		for k := i + 1; k < j; k++ {
+			if c := &cs[order[k]]; pick(c, best) {
 				best = c
 			}
 		}
