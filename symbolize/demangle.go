@@ -47,6 +47,19 @@ func DemangleShort(name string) string {
 	if len(name) < 2 || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') {
 		return name
 	}
+	// A legacy Rust name as libiberty prints it without its verbose
+	// option: without the hash. (demangle's own takes a '_' that starts
+	// an element for a separator: std::sys::backtrace::_rust_begin_short_backtrace
+	// for __rust_begin_short_backtrace.)
+	if strings.HasPrefix(name, "_ZN") {
+		if d, ok := demangleRust(name, 1<<maxDemangledPow); ok {
+			const hash = len("::h0123456789abcdef")
+			if len(d) > hash && d[len(d)-hash:len(d)-hash+3] == "::h" {
+				return d[:len(d)-hash]
+			}
+			return name
+		}
+	}
 	if d := filterCxx(name, demangle.NoParams, demangle.MaxLength(maxDemangledPow)); len(d) < 1<<maxDemangledPow {
 		return d
 	}
