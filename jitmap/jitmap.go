@@ -179,7 +179,9 @@ func (t *Table) add(s Symbol) bool {
 }
 
 // ParsePerfMap reads a perf map: lines "START SIZE NAME", START and SIZE
-// in hexadecimal (without 0x, as perf reads them), NAME the rest of the
+// in hexadecimal with or without 0x (perf reads them with strtoull, base
+// 16; the JVM's -XX:+DumpPerfMapAtExit and jcmd Compiler.perfmap write
+// 0x00007f9d8cec8120), NAME the rest of the
 // line, spaces included. Malformed lines and lines over MaxLine bytes
 // are skipped, as perf skips malformed ones; at most MaxEntries are kept.
 // The names are substrings of one copy of data.
@@ -221,9 +223,13 @@ func ParsePerfMap(data []byte) *Table {
 	return t
 }
 
-// hexField parses a hexadecimal number at the start of s, followed by
-// one space, and returns it and what follows the space.
+// hexField parses a hexadecimal number at the start of s, after an
+// optional 0x, followed by one space, and returns it and what follows
+// the space.
 func hexField(s string) (uint64, string, bool) {
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		s = s[2:]
+	}
 	var v uint64
 	i := 0
 	for ; i < len(s) && i < 17; i++ {

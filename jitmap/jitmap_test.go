@@ -17,13 +17,14 @@ func TestParsePerfMap(t *testing.T) {
 	tab := ParsePerfMap([]byte("1000 100 JS:*fib /tmp/fib.js:1:13\n" +
 		"1100 10 Builtin:X\n" +
 		"garbage\n" +
-		"0x2000 10 prefixed\n" + // perf reads "0" and then fails at "x"
+		"0x2000 0x10 prefixed\n" + // the JVM's form: perf's strtoull reads the 0x
+		"0x 10 no digits\n" +
 		"1180 40 later (overlaps the first)\n" +
 		"3000 0 empty\n" +
 		"4000 10 \n" + // no name
 		"5000 10 last, no newline"))
-	if tab.Len() != 5 || tab.Skipped != 3 {
-		t.Errorf("%d entries, %d skipped; want 5, 3", tab.Len(), tab.Skipped)
+	if tab.Len() != 6 || tab.Skipped != 3 {
+		t.Errorf("%d entries, %d skipped; want 6, 3", tab.Len(), tab.Skipped)
 	}
 	for _, c := range []struct {
 		addr uint64
@@ -31,7 +32,8 @@ func TestParsePerfMap(t *testing.T) {
 	}{
 		{0xfff, ""}, {0x1000, "JS:*fib /tmp/fib.js:1:13"}, {0x10ff, "JS:*fib /tmp/fib.js:1:13"}, {0x1100, "Builtin:X"},
 		{0x110f, "Builtin:X"}, {0x1110, ""}, {0x117f, ""}, {0x1180, "later (overlaps the first)"},
-		{0x11bf, "later (overlaps the first)"}, {0x11c0, ""}, {0x3000, "empty"}, {0x3001, ""},
+		{0x11bf, "later (overlaps the first)"}, {0x11c0, ""}, {0x2000, "prefixed"}, {0x200f, "prefixed"}, {0x2010, ""},
+		{0x3000, "empty"}, {0x3001, ""},
 		{0x500f, "last, no newline"}, {0x5010, ""},
 	} {
 		s, ok := tab.Lookup(c.addr)
