@@ -70,6 +70,8 @@ type Resolver struct {
 	slab  slab.Slab[Loc]       // room for the next Locs: allocated in blocks
 	names map[string][3]string // Name, Short and Unversioned of each symbol name
 	plts  map[*File]*pltTable
+	// cacheSet: the symbolizer was given the session's build-ID cache.
+	cacheSet bool
 }
 
 // NewResolver returns a Resolver for the files of s, demangling.
@@ -114,6 +116,11 @@ func (r *Resolver) Resolve(m *Mapping, pc uint64) *Loc {
 }
 
 func (r *Resolver) lookup(f *File, addr uint64) *Loc {
+	if !r.cacheSet {
+		// Known once the recording's header is read (Session.adopt),
+		// which is after NewResolver and before the first frame.
+		r.sym.BuildIDCache, r.cacheSet = r.s.buildIDDir, true
+	}
 	if f.image != nil {
 		// The vDSO: known to the symbolizer under its key.
 		r.sym.Register(f.key, bytes.NewReader(f.image))

@@ -68,6 +68,14 @@ type Symbolizer struct {
 	// first lookup.
 	PerfNames bool
 
+	// BuildIDCache is perf's build-ID cache (~/.debug), or "": an object
+	// without .symtab of its own nor a debug file is named from the copy
+	// perf keeps there for its build ID (<dir>/.build-id/<xx>/<rest>/elf)
+	// when that copy has one, as perf names it: a binary stripped after
+	// perf recorded an earlier build of the same ID. Set before the
+	// first lookup.
+	BuildIDCache string
+
 	// Lazy makes the Symbolizer read no symbol table whole: LookupFuncs
 	// then finds the addresses it is given in one pass over the table,
 	// keeping only the winners, where otherwise it would sort every
@@ -159,9 +167,9 @@ func (s *Symbolizer) get(key string, src func() (*elffile.File, error)) *module 
 		m = &module{src: src}
 		s.mods[key] = m
 	}
-	dirs, lazy, perf := s.DebugDirs, s.Lazy && !s.PerfNames, s.PerfNames
+	dirs, cache, lazy, perf := s.DebugDirs, s.BuildIDCache, s.Lazy && !s.PerfNames, s.PerfNames
 	s.mu.Unlock()
-	m.once.Do(func() { m.err = m.load(key, dirs, lazy, perf) })
+	m.once.Do(func() { m.err = m.load(key, dirs, cache, lazy, perf) })
 	return m
 }
 
@@ -345,9 +353,10 @@ func (m *module) lookupLine(addr uint64) (string, int, bool) {
 	return m.files[rows[i].file], int(rows[i].line), true
 }
 
-// load opens the object and finds its debug file; unless lazy, it also
-// reads the symbols and finds the DWARF (loadSyms).
-func (m *module) load(name string, debugDirs []string, lazy, perf bool) error {
+// load opens the object and finds its debug file (or, for an object
+// without symbols, perf's copy in cache: see Symbolizer.BuildIDCache);
+// unless lazy, it also reads the symbols and finds the DWARF (loadSyms).
+func (m *module) load(name string, debugDirs []string, cache string, lazy, perf bool) error {
 	f, err := m.src()
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -359,6 +368,9 @@ func (m *module) load(name string, debugDirs []string, lazy, perf bool) error {
 	}
 
 	path, dbg := FindDebugFile(f.File, name, debugDirs)
+	if dbg == nil && cache != "" && f.SectionByType(elf.SHT_SYMTAB) == nil {
+		path, dbg = cachedCopy(f.File, cache)
+	}
 	if dbg != nil {
 		m.debug = path
 	}
@@ -583,6 +595,28 @@ func FindDebugFile(f *elf.File, name string, debugDirs []string) (string, *elffi
 		}
 	}
 	return "", nil
+}
+
+// cachedCopy returns the copy of f that perf's build-ID cache dir holds
+// for f's build ID, opened, if it has a .symtab (perf takes its symbols
+// from the first of its candidates that has one, the cache's copy before
+// the file itself), else "" and nil.
+func cachedCopy(f *elf.File, dir string) (string, *elffile.File) {
+	id := elffile.BuildID(f)
+	if len(id) < 2 {
+		return "", nil
+	}
+	h := hex.EncodeToString(id)
+	p := filepath.Join(dir, ".build-id", h[:2], h[2:], "elf")
+	c := openSameBuildID(p, id)
+	if c == nil {
+		return "", nil
+	}
+	if c.SectionByType(elf.SHT_SYMTAB) == nil {
+		c.Close()
+		return "", nil
+	}
+	return p, c
 }
 
 // openedFrom returns the path that name, a descriptor's or a mapping's

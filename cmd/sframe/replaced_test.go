@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,4 +128,79 @@ func TestReportMemfd(t *testing.T) {
 	if memfd < len(ours)/2 || !strings.Contains(errs, "files not used: 1\n  /memfd:dlprog-memfd (deleted): deleted while mapped") {
 		t.Errorf("%d of %d samples in the memfd; summary:\n%s", memfd, len(ours), errs)
 	}
+}
+
+// TestReportStrippedFromBuildIDCache records a program, strips it (its
+// build ID kept) and records it again: perf names the second recording's
+// frames from the copy of the first build that its build-ID cache holds
+// (the copy has .symtab, the stripped file only .dynsym), and report's
+// text must name them as perf script does.
+func TestReportStrippedFromBuildIDCache(t *testing.T) {
+	testprog.NeedTool(t, "perf")
+	testprog.NeedTool(t, "strip")
+	built := testprog.Build(t, "../../perfunwind/testdata/prog.c", "-O2", "-Wl,--build-id")
+	dir := t.TempDir()
+	t.Setenv("HOME", dir) // perf's build-ID cache, $HOME/.debug: the test's own
+	var rec string
+	for _, step := range []string{"a", "stripped"} {
+		// Another path for the stripped copy: perf's cache links the
+		// file it records (the same inode), which strip would change.
+		prog := filepath.Join(dir, step, "prog")
+		if err := os.Mkdir(filepath.Dir(prog), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, prog, mustRead(t, built))
+		if step == "stripped" {
+			if out, err := exec.Command("strip", "--strip-all", prog).CombinedOutput(); err != nil {
+				t.Fatalf("strip: %v\n%s", err, out)
+			}
+		}
+		rec = filepath.Join(dir, step+".data")
+		if out, err := exec.Command("perf", "record", "-q", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", prog, "200").CombinedOutput(); err != nil {
+			t.Fatalf("perf record: %v\n%s", err, out)
+		}
+	}
+	out, errs, code := runCLI(t, "report", "--format", "text", rec)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	perf, err := exec.Command("perf", "script", "-i", rec, "-F", "comm,tid,time,ip,sym,dso", "--no-inline").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(perf), " work (") {
+		t.Fatalf("perf script names no frame work: its build-ID cache did not give the symbols\n%.1000s", perf)
+	}
+	ours, theirs := parseText(t, out), parseText(t, string(perf))
+	if len(ours) != len(theirs) || len(ours) < 50 {
+		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
+	}
+	// Compare the frames of the program's own file (perf's walk and ours
+	// agree there; this is about names).
+	same, named := 0, 0
+	for i := range ours {
+		a, b := progFrames(ours[i].frames), progFrames(theirs[i].frames)
+		if slices.Equal(a, b) {
+			same++
+		}
+		if len(a) > 0 && !strings.Contains(a[0], "[unknown]") {
+			named++
+		}
+	}
+	if same < len(ours)*99/100 || named < len(ours)/2 {
+		t.Errorf("%d of %d samples name the program's frames as perf script does, %d name them at all\n%.800s", same, len(ours), named, out)
+	}
+}
+
+// progFrames returns the frames of a text sample that lie in the file
+// named prog, without their addresses.
+func progFrames(frames []string) []string {
+	var out []string
+	for _, f := range frames {
+		if strings.HasSuffix(f, "/prog)") {
+			_, rest, _ := strings.Cut(strings.TrimSpace(f), " ")
+			out = append(out, rest)
+		}
+	}
+	return out
 }
