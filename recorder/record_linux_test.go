@@ -266,7 +266,11 @@ func checkChains(t *testing.T, q *profile.Profile, pid int, want map[string][]st
 			t.Errorf("thread %s: %d samples, want 50 or more to judge", name, total[name])
 			continue
 		}
-		if frac := float64(exact[name]) / float64(total[name]); frac < 0.99 {
+		// A thread's exit (glibc's start_thread freeing its stack:
+		// __madvise under start_thread) is outside its chain and may be
+		// sampled; on a loaded machine, where the thread gets fewer
+		// samples, one such sample is more than 1%.
+		if frac := float64(exact[name]) / float64(total[name]); frac < 0.99 && total[name]-exact[name] > 1 {
 			t.Errorf("thread %s: %d of %d samples (%.1f%%) show its chain %s ... %s, want 99%%", name, exact[name], total[name], 100*frac, c[0], c[len(c)-1])
 		} else {
 			t.Logf("thread %s: %d of %d samples show its %d-frame chain", name, exact[name], total[name], len(c))
