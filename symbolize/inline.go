@@ -66,17 +66,40 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 	}
 	// Walk down the DIEs containing addr: a subprogram, then lexical
 	// blocks and inlined subroutines, recording the latter outermost
-	// first. Entries that do not contain addr are skipped whole.
+	// first. Entries that do not contain addr are skipped whole. Until
+	// the subprogram is found, namespaces and modules are entered, as
+	// addr2line does: rustc (and clang, for C++ functions in a
+	// namespace) writes subprograms inside them, which have no range of
+	// their own; open counts those entered, whose ends go on with their
+	// siblings.
 	var chain []Inline
+	inFunc, open := false, 0
 	for len(chain) < maxInlineDepth {
 		e, err := r.Next()
-		// The end of a sibling list: of the unit, or of the children of
-		// the innermost entry containing addr. Either way, done.
-		if err != nil || e == nil || e.Tag == 0 {
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			// The end of a sibling list: of a namespace entered, or of
+			// the unit, or of the children of the innermost entry
+			// containing addr.
+			if !inFunc && open > 0 {
+				open--
+				continue
+			}
 			break
 		}
 		switch e.Tag {
 		case dwarf.TagSubprogram, dwarf.TagLexDwarfBlock, dwarf.TagInlinedSubroutine:
+		case dwarf.TagNamespace, dwarf.TagModule:
+			if !inFunc {
+				if e.Children {
+					open++
+				}
+				continue
+			}
+			r.SkipChildren()
+			continue
 		default:
 			if e.Children {
 				r.SkipChildren()
@@ -93,6 +116,7 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 		if e.Tag == dwarf.TagSubprogram {
 			// The innermost one, for GNU C's nested functions.
 			fn.Name, fn.Linkage = m.originName(e, 0)
+			inFunc = true
 		}
 		if e.Tag == dwarf.TagInlinedSubroutine {
 			var in Inline

@@ -103,7 +103,12 @@ func checkInlines(t *testing.T, s *Symbolizer, path, dwarfFile string, addrs []u
 		p := pos(sym.File, sym.Line)
 		calls, fn := s.InlinesIn(path, a)
 		for _, in := range calls {
-			got = append(got, in.Name+"@"+p)
+			// addr2line without -C prints the linkage name, if any.
+			n := in.Linkage
+			if n == "" {
+				n = in.Name
+			}
+			got = append(got, n+"@"+p)
 			p = pos(in.File, in.Line)
 		}
 		fnName := fn.Linkage
@@ -200,4 +205,60 @@ func TestInlinesMatchAddr2line(t *testing.T) {
 	}
 	n = checkInlines(t, s, libc, dbg, addrs)
 	t.Logf("libc: %d addresses, %d in inlined calls", len(addrs), n)
+}
+
+// TestInlinesInNamespaces compares Inlines with addr2line -i in programs
+// whose functions DWARF places inside namespaces: clang's C++ functions
+// of a namespace, and every function rustc writes (in its crate's and
+// module's namespaces). Those calls were not found while the search did
+// not enter namespaces: 47 of 389 addresses of the C++ program and 930
+// of 1,200 of the Rust one differed from addr2line.
+func TestInlinesInNamespaces(t *testing.T) {
+	dir := t.TempDir()
+	text := func(file string) (lo, hi uint64) {
+		f, err := elf.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		sec := f.Section(".text")
+		if sec == nil {
+			t.Fatalf("%s: no .text", file)
+		}
+		return sec.Addr, sec.Addr + sec.Size
+	}
+	check := func(t *testing.T, exe string, step uint64) {
+		lo, hi := text(exe)
+		var addrs []uint64
+		for a := lo; a < hi && len(addrs) < 1200; a += step {
+			addrs = append(addrs, a)
+		}
+		n := checkInlines(t, New(), exe, exe, addrs)
+		t.Logf("%s: %d addresses, %d in inlined calls", filepath.Base(exe), len(addrs), n)
+		if n < 10 {
+			t.Errorf("only %d addresses in inlined calls", n)
+		}
+	}
+	t.Run("clang++", func(t *testing.T) {
+		testprog.NeedTool(t, "clang++")
+		src, exe := filepath.Join(dir, "ns.cc"), filepath.Join(dir, "ns")
+		code := "namespace app { namespace detail {\n" + inlineSource + "} }\n" +
+			"int main(int argc, char **argv) { return app::detail::entry(argc); }\n"
+		code = strings.Replace(code, "int main(int argc, char **argv) { (void)argv; return entry(argc); }", "", 1)
+		if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("clang++", "-g", "-O2", "-o", exe, src).CombinedOutput(); err != nil {
+			t.Fatalf("clang++: %v\n%s", err, out)
+		}
+		check(t, exe, 1)
+	})
+	t.Run("rustc", func(t *testing.T) {
+		rc := rustc(t)
+		exe := filepath.Join(dir, "rustprog")
+		if out, err := exec.Command(rc, "-O", "-g", "-o", exe, "testdata/rustprog.rs").CombinedOutput(); err != nil {
+			t.Fatalf("rustc: %v\n%s", err, out)
+		}
+		check(t, exe, 97)
+	})
 }
