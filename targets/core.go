@@ -331,6 +331,41 @@ func OpenCoreWith(corePath string, o CoreOptions) (*Core, error) {
 	return c, nil
 }
 
+// withoutSections returns r, a 64-bit ELF file, as if its header gave no
+// section header table, and whether it could: not when the program
+// header count is in section 0 (PN_XNUM, a core of 65,535 mappings or
+// more).
+func withoutSections(r io.ReaderAt) (io.ReaderAt, bool) {
+	var h [64]byte
+	if n, _ := r.ReadAt(h[:], 0); n < len(h) || h[elf.EI_CLASS] != byte(elf.ELFCLASS64) {
+		return nil, false
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	if h[elf.EI_DATA] == byte(elf.ELFDATA2MSB) {
+		bo = binary.BigEndian
+	}
+	if bo.Uint16(h[0x38:]) == 0xffff { // e_phnum
+		return nil, false
+	}
+	clear(h[0x28:0x30]) // e_shoff
+	clear(h[0x3a:0x40]) // e_shentsize, e_shnum, e_shstrndx
+	return &headerOverlay{r, h}, true
+}
+
+// headerOverlay reads r with its first 64 bytes replaced by h.
+type headerOverlay struct {
+	r io.ReaderAt
+	h [64]byte
+}
+
+func (o *headerOverlay) ReadAt(b []byte, off int64) (int, error) {
+	n, err := o.r.ReadAt(b, off)
+	if off >= 0 && off < int64(len(o.h)) {
+		copy(b[:n], o.h[off:])
+	}
+	return n, err
+}
+
 // openCore reads a core from r.
 func openCore(r io.ReaderAt, corePath, exePath string) (c *Core, err error) {
 	return openCoreWith(r, corePath, CoreOptions{Exe: exePath})
@@ -344,6 +379,14 @@ func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err e
 		return nil, err
 	}
 	ef, err := elf.NewFile(r)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// A core cut short loses the section headers that gdb's gcore
+		// writes at its end, which a core does not need: read it
+		// without them.
+		if nr, ok := withoutSections(r); ok {
+			ef, err = elf.NewFile(nr)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("not an ELF file: %w", err)
 	}
@@ -361,6 +404,8 @@ func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err e
 
 	var notes coreNotes
 	var segs []coreSeg
+	var cut, loads int  // PT_LOADs with file bytes: cut short, and in all
+	var firstCut uint64 // the address where the first cut one ends
 	for i, p := range ef.Progs {
 		switch p.Type {
 		case elf.PT_NOTE:
@@ -383,17 +428,28 @@ func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err e
 				c.warnf("PT_LOAD %d at %#x wraps around; ignored", i, p.Vaddr)
 				continue
 			}
-			if s.off > uint64(size) || s.filesz > uint64(size)-s.off {
+			if s.filesz > 0 {
+				loads++
+			}
+			if s.filesz > 0 && (s.off > uint64(size) || s.filesz > uint64(size)-s.off) {
 				// Truncated core: keep what is there.
 				avail := uint64(0)
 				if s.off < uint64(size) {
 					avail = uint64(size) - s.off
 				}
-				c.warnf("PT_LOAD %d at %#x: %#x of %#x bytes present (truncated core)", i, p.Vaddr, avail, s.filesz)
+				if cut == 0 {
+					firstCut = p.Vaddr + avail
+				}
+				cut++
 				s.filesz = avail
 			}
 			segs = append(segs, s)
 		}
+	}
+	if cut > 0 {
+		// One line for them all: a core cut by a size limit loses the
+		// tail of one segment and all those after it.
+		c.warnf("truncated core (%d bytes): %d of %d memory segments cut short or missing, from %#x on", size, cut, loads, firstCut)
 	}
 	if len(notes.threads) == 0 {
 		return nil, errors.New("no NT_PRSTATUS note (no thread)")

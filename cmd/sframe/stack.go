@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -133,6 +135,9 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		}
 		f, err := elffile.OpenArg(path)
 		if err != nil {
+			if path == *core && cutCore(path, err) {
+				continue
+			}
 			fs.fileError(path, err)
 			return 1
 		}
@@ -224,6 +229,28 @@ func runStack(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return code
+}
+
+// cutCore reports whether err, of opening the core file path, says that
+// the file ends early while its header is a core's: a core cut short by a
+// size limit or a full disk still holds the threads' registers, and
+// targets reads what memory is there and warns of the rest, as gdb does.
+// Only a regular file is read again (a pipe cannot be).
+func cutCore(path string, err error) bool {
+	var te *elffile.TruncatedError
+	if !errors.As(err, &te) {
+		return false
+	}
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h, err := elffile.ReadHeader(f)
+	return err == nil && elf.Type(h.Type) == elf.ET_CORE
 }
 
 // holdsSignal reports whether a thread of p was stopped at the delivery

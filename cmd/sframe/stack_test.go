@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -309,6 +310,111 @@ func TestStackCore(t *testing.T) {
 			t.Errorf("--exe %s: exit %d, stderr %q\nwant exit %d, %q", c.exe, code, stderr, c.code, c.want)
 		}
 	}
+}
+
+// TestStackCoreTruncated reads cores cut short, as a size limit or a
+// full disk leaves them. A kernel core (abort in a program) cut after its
+// notes, and at half: the notes hold the registers, so every thread's
+// first frame is the whole core's, and one warning line says the core is
+// cut. A gcore core, whose notes and section headers come last, cut in
+// its section headers: the same stacks as the whole core's. stack
+// refused all of them before ("truncated ELF file (N of M bytes)", exit
+// 1), as it refuses a cut executable, while gdb showed their stacks.
+func TestStackCoreTruncated(t *testing.T) {
+	check := func(t *testing.T, exe, core string, cuts func(whole []byte) []int, warn bool) {
+		t.Helper()
+		whole, err := os.ReadFile(core)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := runCLI(t, "stack", "--core", core, "--exe", exe)
+		if code != 0 {
+			t.Fatalf("whole core: exit %d: %s", code, stderr)
+		}
+		want, _, _ := parseStackText(t, stdout)
+		for _, n := range cuts(whole) {
+			cut := filepath.Join(t.TempDir(), "cut")
+			if err := os.WriteFile(cut, whole[:n], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr, code := runCLI(t, "stack", "--core", cut, "--exe", exe)
+			if code != 0 {
+				t.Errorf("cut at %d of %d bytes: exit %d: %s", n, len(whole), code, stderr)
+				continue
+			}
+			if c := strings.Count(stderr, "sframe stack: warning: truncated core ("); warn && c != 1 || !warn && c != 0 {
+				t.Errorf("cut at %d: %d truncation warnings in\n%s", n, c, stderr)
+			}
+			got, _, _ := parseStackText(t, stdout)
+			if len(got) != len(want) {
+				t.Errorf("cut at %d: %d threads, the whole core %d", n, len(got), len(want))
+			}
+			for tid, fs := range want {
+				g := got[tid]
+				if !warn && strings.Join(g, " ") != strings.Join(fs, " ") || len(g) == 0 || g[0] != fs[0] {
+					t.Errorf("cut at %d: thread %d: %v, in the whole core %v", n, tid, g, fs)
+				}
+			}
+		}
+	}
+	t.Run("kernel", func(t *testing.T) {
+		pattern, err := os.ReadFile("/proc/sys/kernel/core_pattern")
+		if err != nil || strings.TrimSpace(string(pattern)) != "core" {
+			t.Skipf("core_pattern is %q, not \"core\"; not changing it", strings.TrimSpace(string(pattern)))
+		}
+		exe := testprog.Build(t, "testdata/die.c", "-O1", "-g")
+		dir := t.TempDir()
+		cmd := exec.Command("sh", "-c", "ulimit -c unlimited && exec \"$0\" \"$1\"", exe, strconv.Itoa(int(syscall.SIGABRT)))
+		cmd.Dir = dir
+		if err := cmd.Run(); err == nil {
+			t.Fatal("the program did not die")
+		}
+		ents, _ := os.ReadDir(dir)
+		core := ""
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "core") {
+				core = filepath.Join(dir, e.Name())
+			}
+		}
+		if core == "" {
+			t.Fatal("the kernel wrote no core")
+		}
+		check(t, exe, core, func(whole []byte) []int {
+			f, err := elf.NewFile(bytes.NewReader(whole))
+			if err != nil {
+				t.Fatal(err)
+			}
+			afterNotes := 0
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_NOTE {
+					afterNotes = max(afterNotes, int(p.Off+p.Filesz))
+				}
+			}
+			return []int{afterNotes, len(whole) / 2}
+		}, true)
+	})
+	t.Run("gcore", func(t *testing.T) {
+		testprog.NeedTool(t, "gcore")
+		p, exe := startStackProg(t)
+		base := filepath.Join(t.TempDir(), "core")
+		if b, err := exec.Command("gcore", "-o", base, strconv.Itoa(p.PID())).CombinedOutput(); err != nil {
+			t.Fatalf("gcore: %v\n%s", err, b)
+		}
+		check(t, exe, fmt.Sprintf("%s.%d", base, p.PID()), func(whole []byte) []int {
+			f, err := elf.NewFile(bytes.NewReader(whole))
+			if err != nil {
+				t.Fatal(err)
+			}
+			end := 0
+			for _, p := range f.Progs {
+				end = max(end, int(p.Off+p.Filesz))
+			}
+			if end >= len(whole) {
+				t.Fatalf("gcore wrote nothing after its segments (%d of %d bytes)", end, len(whole))
+			}
+			return []int{end, (end + len(whole)) / 2}
+		}, false)
+	})
 }
 
 // gdbTermination returns gdb's "Program terminated with signal ..." line
