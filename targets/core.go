@@ -568,13 +568,22 @@ func (c *Core) checkFiles() {
 			}
 			fileIDs[m.File] = fileID
 		}
-		if !bytes.Equal(fileID, coreID) && !warned[m.File] {
-			warned[m.File] = true
-			got := "none"
-			if fileID != nil {
-				got = fmt.Sprintf("%x", fileID)
+		if !bytes.Equal(fileID, coreID) {
+			// Another build (the core's first page of the file holds
+			// its note, so a file without one is another file too):
+			// its tables, names and bytes would all be wrong, as
+			// perfunwind refuses another build. Its frames are then
+			// walked as a missing file's.
+			if !warned[m.File] {
+				warned[m.File] = true
+				got := "none"
+				if fileID != nil {
+					got = fmt.Sprintf("%x", fileID)
+				}
+				c.warnf("%s %s is not the file the process ran: its build ID is %s, the core's %x; not used: its frames can be neither unwound with its tables nor named", what, m.File, got, coreID)
 			}
-			c.warnf("%s %s is not the file the process ran: its build ID is %s, the core's %x; its frames may be unwound and named wrongly", what, m.File, got, coreID)
+			c.mem.refuse(m.File)
+			m.File = ""
 		}
 	}
 }
@@ -938,6 +947,17 @@ func (m *coreMem) readFile(p []byte, a uint64) (int, error) {
 		return got, fmt.Errorf("core memory at %#x from %s: %w", a+uint64(got), fm.path, err)
 	}
 	return got, nil
+}
+
+// refuse makes path a file that is never read: another build than the
+// one the process mapped (checkFiles).
+func (m *coreMem) refuse(path string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f := m.open[path]; f != nil {
+		f.Close()
+	}
+	m.open[path] = nil
 }
 
 // file opens (once) a mapped file.

@@ -305,9 +305,14 @@ func TestStackCore(t *testing.T) {
 		{other, "sframe stack: warning: executable " + other + " is not the file the process ran: its build ID is ", 0},
 		{missing, "sframe stack: " + missing + ": no such file or directory", 1},
 	} {
-		_, stderr, code := runCLI(t, "stack", "--core", core, "--exe", c.exe)
+		stdout, stderr, code := runCLI(t, "stack", "--core", core, "--exe", c.exe)
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("--exe %s: exit %d, stderr %q\nwant exit %d, %q", c.exe, code, stderr, c.code, c.want)
+		}
+		// Another build is not used: no frame is named from it (its
+		// functions, at other addresses, named every frame wrongly).
+		if c.exe == other && regexp.MustCompile(`in [^?]\S* \(stackprog\)`).MatchString(stdout) {
+			t.Errorf("--exe %s: frames named from another build:\n%s", c.exe, stdout)
 		}
 	}
 }
