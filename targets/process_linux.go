@@ -52,6 +52,7 @@ type Process struct {
 	exe      string
 	threads  []arch.Thread
 	modules  []arch.Module
+	anonCode []arch.Mapping // executable mappings of no file (AnonCode)
 	warnings []error
 	mem      *procMem
 
@@ -797,6 +798,7 @@ func (p *Process) loadState() error {
 	if err != nil {
 		return fmt.Errorf("attach to process %d: %w", p.pid, err)
 	}
+	p.anonCode = anonCode(maps)
 	return nil
 }
 
@@ -878,6 +880,25 @@ func (p *Process) Exe() string { return p.exe }
 
 // Threads returns the stopped threads, main thread first, then by TID.
 func (p *Process) Threads() []arch.Thread { return p.threads }
+
+// AnonCode returns the executable mappings of no file, sorted by Start:
+// the code JIT compilers write (node, the JVM), which the frames of a
+// thread running it are in. An unwinder walks through it by frame
+// pointers, as perf does, where otherwise the walk would end at its
+// first such frame.
+func (p *Process) AnonCode() []arch.Mapping { return p.anonCode }
+
+// anonCode returns the executable mappings among lines (/proc/PID/maps)
+// that no file backs; not the vDSO (a module) nor [vsyscall].
+func anonCode(lines []arch.Mapping) []arch.Mapping {
+	var out []arch.Mapping
+	for _, l := range lines {
+		if strings.Contains(l.Perm, "x") && (l.Inode == 0 || !strings.HasPrefix(l.Path, "/")) && l.Path != "[vdso]" && l.Path != "[vsyscall]" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
 
 // Modules returns the ELF modules mapped in the process, sorted by Start:
 // every file-backed mapping group whose file is ELF, and the vDSO.

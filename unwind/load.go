@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/sframekit/sframekit/arch"
@@ -262,7 +263,9 @@ func (c *Cache) Modules(mods []arch.Module, mem arch.Memory) []*Module {
 			file = "[vdso]"
 		}
 		if file == "" || !tm.HasBias {
-			out = append(out, &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias})
+			for _, r := range codeRanges(tm) {
+				out = append(out, &Module{Name: tm.Path, File: file, Start: r[0], End: r[1], Bias: tm.Bias})
+			}
 			continue
 		}
 		load := func(opts LoadOptions) *Tables {
@@ -287,14 +290,35 @@ func (c *Cache) Modules(mods []arch.Module, mem arch.Memory) []*Module {
 			e.once.Do(func() { e.t = load(c.Options) })
 			t = e.t
 		}
-		m := &Module{Name: tm.Path, File: file, Start: tm.Start, End: tm.End, Bias: tm.Bias, SFrame: t.SFrame, sfx: t.sfx,
-			SFrameGen: t.Gen, outer: t.outer}
-		if t.cfi != nil {
-			m.CFI = t.cfi
+		for _, r := range codeRanges(tm) {
+			m := &Module{Name: tm.Path, File: file, Start: r[0], End: r[1], Bias: tm.Bias, SFrame: t.SFrame, sfx: t.sfx,
+				SFrameGen: t.Gen, outer: t.outer}
+			if t.cfi != nil {
+				m.CFI = t.cfi
+			}
+			out = append(out, m)
 		}
-		out = append(out, m)
 	}
 	return out
+}
+
+// codeRanges returns the ranges of tm that hold its code: its executable
+// mappings where their permissions say (a live process's), else its whole
+// span (a core's, whose segments gdb writes without x). Not the span of a
+// live module: a program may map other code between its mappings (node's
+// JIT code lies between mappings of node's own file), which would be
+// taken for the file's and walked with its tables.
+func codeRanges(tm *arch.Module) [][2]uint64 {
+	var rs [][2]uint64
+	for _, mp := range tm.Mappings {
+		if strings.Contains(mp.Perm, "x") {
+			rs = append(rs, [2]uint64{mp.Start, mp.End})
+		}
+	}
+	if len(rs) == 0 {
+		return [][2]uint64{{tm.Start, tm.End}}
+	}
+	return rs
 }
 
 // openModule opens the ELF file of m: m.File, or for the vDSO its image read

@@ -133,6 +133,9 @@ func (tr *Tracer) Capture(t arch.Target) (*Trace, error) {
 		}()
 	}
 	mods := tr.Cache.Modules(tmods, mem)
+	if a, ok := t.(interface{ AnonCode() []arch.Mapping }); ok {
+		mods = appendAnonCode(mods, a.AnonCode())
+	}
 	u, err := New(t.Arch(), mods)
 	if err != nil {
 		return nil, err
@@ -168,6 +171,32 @@ func (tr *Tracer) Capture(t arch.Target) (*Trace, error) {
 		}
 	}
 	return trace, nil
+}
+
+// appendAnonCode returns mods with a module without tables for each of
+// code (executable memory of no file: JIT code) that no module covers,
+// named by its maps name ("[anon:NAME]") or "[anon]": walks through it
+// go on by frame pointers, where they would end at the first frame in
+// no known module.
+func appendAnonCode(mods []*Module, code []arch.Mapping) []*Module {
+	for _, c := range code {
+		covered := false
+		for _, m := range mods {
+			if m.Start < c.End && c.Start < m.End {
+				covered = true
+				break
+			}
+		}
+		if covered {
+			continue
+		}
+		name := c.Path
+		if name == "" {
+			name = "[anon]"
+		}
+		mods = append(mods, &Module{Name: name, Start: c.Start, End: c.End})
+	}
+	return mods
 }
 
 // inVDSO reports whether a frame of trace is in the vDSO.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -1086,4 +1087,35 @@ func TestStackProfileInterrupted(t *testing.T) {
 			t.Fatalf("%v: the process is gone: %v", sig, err)
 		}
 	}
+}
+
+// TestStackAnonCode: a thread blocked in a function that code in
+// anonymous executable memory called (as JIT code calls its runtime) is
+// walked through that code by frame pointers, as perf walks it, to main
+// and past it, the frame there named "?? ([anon])". Before, the walk
+// ended at that frame ("PC in no known module"), which left a JVM
+// thread running JIT code a stack of one frame.
+func TestStackAnonCode(t *testing.T) {
+	exe := testprog.Build(t, "testdata/anoncode.c", "-O2") // x86-64 code, as this file
+	p := testprog.Start(t, exe)
+	stdout, stderr, code := runCLI(t, "stack", strconv.Itoa(p.PID()))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, funcs, stops := parseStackText(t, stdout)
+	if len(stops) != 0 || len(funcs) != 1 {
+		t.Fatalf("stops %v, %d threads:\n%s", stops, len(funcs), stdout)
+	}
+	var got []string
+	for _, fs := range funcs {
+		got = fs
+	}
+	i := slices.Index(got, "wait_here")
+	if i < 0 || i+2 >= len(got) || got[i+1] != "??" || got[i+2] != "main" {
+		t.Errorf("frames %q, want wait_here, ?? (the anonymous code), main", got)
+	}
+	if !regexp.MustCompile(`(?m)^#\d+ +0x[0-9a-f]+ in \?\? \(\[anon\]\) \[fp\]$`).MatchString(stdout) {
+		t.Errorf("no frame in ?? ([anon]) by frame pointer:\n%s", stdout)
+	}
+	p.Ping(t, "after")
 }
