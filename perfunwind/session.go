@@ -676,6 +676,13 @@ func (s *Session) Mapped(pid uint32, addr uint64) bool {
 // exited, or its last thread's exit was not read yet).
 func (s *Session) Known(pid uint32) bool { return s.procs[pid] != nil }
 
+// KnownThread reports whether the session knows thread tid: a FORK or
+// COMM record (or SeedProcess) named it, and its exit was not read. A
+// live profiler may read a new thread's first samples before the FORK
+// record that names it, written on another CPU: such a sample must wait
+// for it, or its stack is named ":TID".
+func (s *Session) KnownThread(tid uint32) bool { return s.threads[tid] != nil }
+
 // Mappings returns the mappings process pid has now, sorted by Start and
 // disjoint, or nil for a process the session does not know (never seen,
 // or forgotten at its exit): what an in-kernel unwinder (package

@@ -282,7 +282,8 @@ type Stats struct {
 	// was full.
 	Lost uint64
 	// Deferred counts the samples kept until the records describing
-	// their process were read (they came first, from another CPU).
+	// their process or thread were read (they came first, from another
+	// CPU).
 	Deferred uint64
 	// Undecodable counts records that did not decode (it should stay 0).
 	Undecodable uint64

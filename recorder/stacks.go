@@ -105,8 +105,8 @@ type pendingOut struct {
 // new process or program, give its mappings. So the records that
 // describe processes are applied in time order, late (see round), and a
 // sample is unwound at once only when nothing about its process or thread
-// is waiting and its address is mapped; otherwise it is copied and waits
-// for its turn.
+// is waiting, its thread is known and its address is mapped; otherwise it
+// is copied and waits for its turn.
 type recorder struct {
 	sess    *perfunwind.Session
 	arch    arch.Arch
@@ -132,6 +132,10 @@ type recorder struct {
 	queue    []event
 	heldProc map[uint32]int // records waiting, by process
 	heldTid  map[uint32]int // records waiting, by thread
+	// nameless are the threads of known processes that no record named
+	// by the time of a sample of theirs (started while /proc was read):
+	// their later samples do not wait for a name that will not come.
+	nameless map[uint32]struct{}
 	pending  map[uint32]pendingOut
 	roundMax uint64 // latest time read, up to this pass over the rings
 	prevMax  uint64 // up to the pass before: what is earlier is all read
@@ -222,7 +226,7 @@ const (
 func newRecorder(sess *perfunwind.Session, a arch.Arch, attrs []*perfdata.Attr, csEvent, maxKept int) *recorder {
 	return &recorder{sess: sess, arch: a, csEvent: csEvent, dec: perfdata.NewDecoder(binary.NativeEndian, attrs), maxKept: maxKept,
 		stacks: map[uint64]*stack{}, seed: maphash.MakeSeed(), mapIDs: map[*perfunwind.Mapping]uint32{}, pending: map[uint32]pendingOut{},
-		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}}
+		heldProc: map[uint32]int{}, heldTid: map[uint32]int{}, nameless: map[uint32]struct{}{}}
 }
 
 // handle takes one record of the rings.
@@ -325,6 +329,9 @@ func (r *recorder) take(t uint64, late bool, kind uint8, raw []byte) {
 			return
 		}
 	}
+	if late && !r.sess.KnownThread(r.smp.Tid) && r.sess.Known(r.smp.Pid) {
+		r.nameless[r.smp.Tid] = struct{}{}
+	}
 	var st *stack
 	var h uint64
 	if kind == evStack {
@@ -400,6 +407,13 @@ func (r *recorder) mirrorRecord(rec *perfdata.Record) {
 func (r *recorder) mustWait(pid, tid uint32) bool {
 	if len(r.heldProc) > 0 && r.heldProc[pid] > 0 || len(r.heldTid) > 0 && r.heldTid[tid] > 0 {
 		return true
+	}
+	if !r.sess.KnownThread(tid) && r.sess.Known(pid) {
+		// A new thread of a known process, whose FORK record another
+		// CPU's ring may hold, not read yet: its name comes with it.
+		if _, ok := r.nameless[tid]; !ok {
+			return true
+		}
 	}
 	if r.smp.Regs.Arch != 0 {
 		// A sample with its user registers (with --bpf, one the program
@@ -606,6 +620,7 @@ func (r *recorder) apply(e *event) {
 		if r.late.Type == perfdata.RecordExit {
 			t := r.late.Task()
 			r.sess.Exit(t.Pid, t.Tid)
+			delete(r.nameless, t.Tid)
 			if r.bpf != nil && !r.sess.Known(t.Pid) {
 				r.mirror.Exit(t.Pid) // its last thread
 				r.bpf.DropProcess(t.Pid)
