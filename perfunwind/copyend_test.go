@@ -74,3 +74,36 @@ func TestCopyEndOtherStack(t *testing.T) {
 		t.Errorf("the summary does not say that the coroutine's cut walks could not be measured")
 	}
 }
+
+// TestCopyEndGoroutines unwinds a perf recording, with stack copies of 4
+// KiB, of a Go program whose threads run goroutines of two kinds: deep
+// ones, whose walks the copy cuts, and shallow ones, whose walks are
+// complete and end at the tops of their own stacks. All of them lie in
+// the heap, one stretch of anonymous memory, so the end of the memory
+// tells them apart no more: the distance from a deep goroutine's SP to
+// the top of a shallow one's stack, which the summary took for what the
+// cut walk needed ("needed 5368696 bytes, more than the kernel copies",
+// where 120 KB would do), is no measure, and the summary must name none.
+func TestCopyEndGoroutines(t *testing.T) {
+	path := record(t, recording{name: "gostacks-4k", prog: func(t testing.TB) []string {
+		return []string{testprog.BuildGo(t, "./testdata/gostacks"), "150"}
+	}, opts: []string{"--call-graph", "dwarf,4096"}})
+	r, s := openSession(t, path, perfunwind.Options{})
+	if err := s.Process(r, perfunwind.ProcessOptions{}, func(*perfunwind.Stack) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var sum strings.Builder
+	if err := perfunwind.WriteSummary(&sum, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("summary:\n%s", sum.String())
+	if s.Stats.CopyEnd < 20 || s.Stats.Stops[unwind.StopEnd] < 20 {
+		t.Fatalf("%d walks ended where the stack copy ends and %d at the outermost frame, want 20 or more of each", s.Stats.CopyEnd, s.Stats.Stops[unwind.StopEnd])
+	}
+	if !strings.Contains(sum.String(), "walks needed more stack than the 4096 bytes copied") {
+		t.Errorf("the summary does not count the cut walks")
+	}
+	if strings.Contains(sum.String(), "more than the kernel copies") || strings.Contains(sum.String(), "would have held") {
+		t.Errorf("the summary measures the deep goroutines' walks by the tops of other goroutines' stacks")
+	}
+}

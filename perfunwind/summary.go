@@ -162,10 +162,16 @@ func WriteSummary(w io.Writer, s *Session) error {
 // from its SP up to there. A thread may run on other stacks too (a
 // coroutine's, a signal's alternate stack): a cut walk is measured only
 // by a top below the end of its own stack (StackMemory.End), which those
-// lie apart from. It keeps two words per thread and stack end, for at
-// most maxDepthThreads of them (those seen later are not measured).
+// lie apart from. Stacks in one stretch of anonymous memory share that
+// end (a Go program's goroutines, on the heap, run on every thread):
+// when a thread's complete walks end at different tops, it ran on
+// several, and the distance from a cut walk to a top says nothing of its
+// own stack, so none of the thread's cut walks is measured. It keeps a
+// few words per thread and stack end, for at most maxDepthThreads of
+// them (those seen later are not measured).
 type stackDepths struct {
 	top     map[uint32]uint64   // per thread, the highest CFA of a complete walk
+	lowTop  map[uint32]uint64   // per thread, the lowest such top: another stack when it differs
 	low     map[cutStack]uint64 // per thread and stack end, the lowest SP of a cut walk
 	n       map[cutStack]uint64 // per thread and stack end, its cut walks
 	cutCopy uint64              // the largest copy that was cut short
@@ -183,10 +189,13 @@ const maxDepthThreads = 1 << 16
 // complete notes a complete walk of thread tid that read up to top.
 func (d *stackDepths) complete(tid uint32, top uint64) {
 	if d.top == nil {
-		d.top = map[uint32]uint64{}
+		d.top, d.lowTop = map[uint32]uint64{}, map[uint32]uint64{}
 	}
-	if t, ok := d.top[tid]; ok || len(d.top) < maxDepthThreads {
+	if t, ok := d.top[tid]; ok {
 		d.top[tid] = max(t, top)
+		d.lowTop[tid] = min(d.lowTop[tid], top)
+	} else if len(d.top) < maxDepthThreads {
+		d.top[tid], d.lowTop[tid] = top, top
 	}
 }
 
@@ -213,7 +222,7 @@ func (d *stackDepths) cut(tid uint32, sp, end, size uint64) {
 // is.
 func (d *stackDepths) need() (bytes, known uint64) {
 	for k, sp := range d.low {
-		if top, ok := d.top[k.tid]; ok && top > sp && top <= k.end && top-sp > d.cutCopy {
+		if top, ok := d.top[k.tid]; ok && d.lowTop[k.tid] == top && top > sp && top <= k.end && top-sp > d.cutCopy {
 			bytes = max(bytes, top-sp)
 			known += d.n[k]
 		}
@@ -231,7 +240,7 @@ func writeCopyAdvice(b *strings.Builder, d *stackDepths, cut uint64) {
 	fmt.Fprintf(b, "  %d walks needed more stack than the %d bytes copied", cut, d.cutCopy)
 	switch {
 	case known == 0:
-		b.WriteString("; none of their stacks had a complete walk to measure it by")
+		b.WriteString("; none of their stacks had a complete walk to measure it by (or their threads ran on several stacks)")
 	case need > perfevent.MaxStackUser:
 		fmt.Fprintf(b, "; %d of them needed %d bytes, more than the kernel copies (%d)", known, need, perfevent.MaxStackUser)
 	default:
