@@ -122,6 +122,15 @@ func (c *cfiCache) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi
 	return cie, ok, err
 }
 
+// FindFDE implements unwind.FDEFinder through the CFI c caches, or
+// says there is no FDE when that CFI cannot tell.
+func (c *cfiCache) FindFDE(pc uint64) (*cfi.Table, cfi.FDE, error) {
+	if f, ok := c.t.(unwind.FDEFinder); ok {
+		return f.FindFDE(pc)
+	}
+	return nil, cfi.FDE{}, cfi.ErrNoFDE
+}
+
 // isFresh reports whether the function at pc is yet to be compiled,
 // noting it in pcs the first time.
 func (c *cfiCache) isFresh(pc uint64) bool {

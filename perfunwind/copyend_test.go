@@ -107,3 +107,41 @@ func TestCopyEndGoroutines(t *testing.T) {
 		t.Errorf("the summary measures the deep goroutines' walks by the tops of other goroutines' stacks")
 	}
 }
+
+// TestCoroutineWalksEnd unwinds a recording, with stack copies that hold
+// them whole, of a thread that runs on a coroutine's stack: its walks end
+// at the frame makecontext planted (glibc's __start_context, whose
+// address, a function's first byte, no call wrote), the coroutine's
+// outermost, not for want of an unwind rule there.
+func TestCoroutineWalksEnd(t *testing.T) {
+	exe := testprog.Build(t, "testdata/coro.c", "-O2")
+	path := record(t, recording{name: "coro-32k", prog: func(testing.TB) []string { return []string{exe, "1"} },
+		opts: []string{"--call-graph", "dwarf,32768"}})
+	r, s := openSession(t, path, perfunwind.Options{})
+	res := perfunwind.NewResolver(s)
+	defer res.Close()
+	coroutine, ended := 0, 0
+	err := s.Process(r, perfunwind.ProcessOptions{}, func(st *perfunwind.Stack) error {
+		inCoroutine := false
+		for i := range st.Frames {
+			if res.Resolve(st.Frames[i].Map, st.Frames[i].LookupPC()).Name == "coroutine" {
+				inCoroutine = true
+			}
+		}
+		if inCoroutine && !st.CopyEnd() {
+			coroutine++
+			if st.Stop == unwind.StopEnd {
+				ended++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if coroutine < 20 || ended != coroutine {
+		var sum strings.Builder
+		perfunwind.WriteSummary(&sum, s)
+		t.Errorf("%d of %d walks on the coroutine's stack ended at its outermost frame, want all (20 or more)\n%s", ended, coroutine, sum.String())
+	}
+}

@@ -389,6 +389,33 @@ func set(r *arch.Regs, n arch.Reg, v uint64) {
 // noReg is no register: get finds nothing there and set ignores it.
 const noReg = ^arch.Reg(0)
 
+// FDEFinder is a CFI that finds the FDE covering an ELF address
+// (CFITable; a caching CFI passes it on), for the walk's test of a
+// return address that no call wrote (plantedReturn).
+type FDEFinder interface {
+	FindFDE(pc uint64) (*cfi.Table, cfi.FDE, error)
+}
+
+// plantedReturn reports whether the return address pc (an ELF address)
+// is the first byte of a function that c describes while the byte
+// before it lies in none: a call leaves its return address inside the
+// caller, so this one was written by code that starts a stack, as
+// glibc's makecontext writes __start_context's address at the top of a
+// coroutine's stack. The frame there is the stack's outermost, and a
+// walk that has no rule for it ends (StopEnd), as at a thread's first
+// function, not for want of a rule.
+func plantedReturn(c CFI, pc uint64) bool {
+	f, ok := c.(FDEFinder)
+	if !ok || pc == 0 {
+		return false
+	}
+	if _, fde, err := f.FindFDE(pc); err != nil || fde.PCBegin != pc {
+		return false
+	}
+	_, _, err := f.FindFDE(pc - 1)
+	return errors.Is(err, cfi.ErrNoFDE)
+}
+
 // errNoRule means a method has no rule for the PC (try the next one).
 var errNoRule = errors.New("no rule")
 
@@ -544,6 +571,9 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 			case errEnd:
 				return frames, StopEnd, nil
 			case errNoRule:
+				if !top && m != nil && plantedReturn(m.CFI, pc-m.Bias) {
+					return frames, StopEnd, nil
+				}
 				return frames, StopNoRule, nil
 			}
 			return frames, StopMemory, err
