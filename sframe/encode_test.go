@@ -422,7 +422,6 @@ func TestEncodeRefuses(t *testing.T) {
 	for i := range many {
 		many[i] = sframe.EncRow{StartOff: uint32(i), Row: encAMD64Row(8)}
 	}
-	aarch := sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: 31, Offset: 16}, RA: encDeref(-8)}
 	cases := []struct {
 		name  string
 		opts  sframe.EncodeOptions
@@ -447,8 +446,6 @@ func TestEncodeRefuses(t *testing.T) {
 			[]sframe.EncFunc{{Start: 1, Size: 8, Rows: []sframe.EncRow{{StartOff: 8, Row: encAMD64Row(8)}}}}, "not below"},
 		{"duplicate starts when sorted", sframe.EncodeOptions{ABI: sframe.ABIAMD64LE},
 			[]sframe.EncFunc{{Start: 1, Size: 8}, {Start: 1, Size: 8}}, "same address"},
-		{"AArch64 RA without FP", sframe.EncodeOptions{ABI: sframe.ABIAArch64LE},
-			[]sframe.EncFunc{{Start: 1, Size: 8, Rows: []sframe.EncRow{{Row: aarch}}}}, "RA and FP together"},
 		{"s390x CFA not 160+8k", sframe.EncodeOptions{ABI: sframe.ABIS390XBE},
 			[]sframe.EncFunc{{Start: 1, Size: 8, Rows: []sframe.EncRow{{Row: sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: 15, Offset: 164}}}}}}, "multiple of 8"},
 		{"s390x register RA in v3 default FDE", sframe.EncodeOptions{ABI: sframe.ABIS390XBE},
@@ -499,24 +496,35 @@ func TestEncodeRefuses(t *testing.T) {
 	}
 }
 
-// TestEncodeFixedOffsetsAArch64: with a fixed FP offset in the header an
-// AArch64 row needs only CFA and RA, but AArch64 rows hold 1 or 3 words;
-// the encoder pads the third (found by FuzzEncodeRoundTrip).
-func TestEncodeFixedOffsetsAArch64(t *testing.T) {
-	row := sframe.Row{
-		CFA: sframe.Rule{Kind: sframe.RuleValue, Base: 31, Offset: 16},
-		RA:  encDeref(-8),
-		FP:  sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: -16, Fixed: true},
-	}
-	opts := sframe.EncodeOptions{ABI: sframe.ABIAArch64LE, ExplicitFixed: true, CFAFixedFPOffset: -16}
-	s := encMustEncode(t, opts, []sframe.EncFunc{{Start: 0x100, Size: 8, Rows: []sframe.EncRow{{Row: row}}}})
-	f, _ := s.Func(0)
-	it := s.FREs(&f)
-	if !it.Next() || it.FRE().Count() != 3 {
-		t.Fatalf("want one FRE of 3 words: %v", it.Err())
-	}
-	if r, err := s.Rules(&f, it.FRE()); err != nil || r != row {
-		t.Errorf("rules %+v, %v; want %+v", r, err, row)
+// TestEncodeAArch64RAWithoutFP: an AArch64 row that saves the RA but
+// not the FP (x30 alone, as -fomit-frame-pointer code does) is two data
+// words, CFA and RA, as gas writes it; with a fixed FP offset in the
+// header, too. The encoder used to refuse the first and pad the second
+// to three words, and Validate to reject two.
+func TestEncodeAArch64RAWithoutFP(t *testing.T) {
+	raOnly := sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: 31, Offset: 16}, RA: encDeref(-8)}
+	fixedFP := raOnly
+	fixedFP.FP = sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: -16, Fixed: true}
+	for _, c := range []struct {
+		name string
+		opts sframe.EncodeOptions
+		row  sframe.Row
+	}{
+		{"RA only", sframe.EncodeOptions{ABI: sframe.ABIAArch64LE}, raOnly},
+		{"fixed FP", sframe.EncodeOptions{ABI: sframe.ABIAArch64LE, ExplicitFixed: true, CFAFixedFPOffset: -16}, fixedFP},
+	} {
+		s := encMustEncode(t, c.opts, []sframe.EncFunc{{Start: 0x100, Size: 8, Rows: []sframe.EncRow{{Row: c.row}}}})
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		f, _ := s.Func(0)
+		it := s.FREs(&f)
+		if !it.Next() || it.FRE().Count() != 2 {
+			t.Fatalf("%s: want one FRE of 2 words: %v", c.name, it.Err())
+		}
+		if r, err := s.Rules(&f, it.FRE()); err != nil || r != c.row {
+			t.Errorf("%s: rules %+v, %v; want %+v", c.name, r, err, c.row)
+		}
 	}
 }
 

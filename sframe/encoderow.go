@@ -161,22 +161,8 @@ func (e *encoder) encodeRow(fn int, f *EncFunc, ri int, r *Row, b *wordsBuf) err
 	}
 	b.info |= uint8(b.n) << 1
 	// The word counts the ABI's layout allows (see expectedWords).
-	switch e.abi {
-	case ABIAMD64LE:
-		if b.n > 2 {
-			return rowErr(fn, f, ri, "%d data words; AMD64 rows hold at most 2 (no fixed RA offset?)", b.n)
-		}
-	case ABIAArch64BE, ABIAArch64LE:
-		if b.n == 2 && (e.fixedRA != 0 || e.fixedFP != 0) {
-			// A fixed offset in the header frees one of the three
-			// words; AArch64 rows still hold 1 or 3, and the decoder
-			// ignores the last one.
-			b.add(0, false)
-			b.info = b.info&^0x1e | uint8(b.n)<<1
-		}
-		if b.n != 1 && b.n != 3 {
-			return rowErr(fn, f, ri, "AArch64 rows save RA and FP together or neither (rule would need %d words)", b.n)
-		}
+	if e.abi == ABIAMD64LE && b.n > 2 {
+		return rowErr(fn, f, ri, "%d data words; AMD64 rows hold at most 2 (no fixed RA offset?)", b.n)
 	}
 	return nil
 }

@@ -59,6 +59,9 @@ var xcases = []xcase{
 	{name: "aarch64-O0-sframe", arch: testprog.AArch64, flags: []string{"-O0", "-static", "-Wa,--gsframe"}, qemu: noSVE, prog: "sframe", lib: "cfi"},
 	{name: "aarch64-O2-sframe", arch: testprog.AArch64, flags: []string{"-O2", "-static", "-Wa,--gsframe"}, qemu: noSVE, prog: "sframe", lib: "cfi"},
 	{name: "aarch64-O0-fp", arch: testprog.AArch64, flags: []string{"-O0", "-static", "-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"}, qemu: noSVE, prog: "fp", lib: "cfi"},
+	// -fomit-frame-pointer: rows that save x30 alone, two data words
+	// (the section was once rejected whole and CFI used instead).
+	{name: "aarch64-O2-omitfp-sframe", arch: testprog.AArch64, flags: []string{"-O2", "-static", "-Wa,--gsframe", "-fomit-frame-pointer"}, qemu: noSVE, prog: "sframe", lib: "cfi"},
 	{name: "aarch64-O2-fp", arch: testprog.AArch64, flags: []string{"-O2", "-static", "-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"}, qemu: noSVE, prog: "fp", lib: "cfi"},
 	{name: "aarch64-O2-pac-sframe", arch: testprog.AArch64, flags: []string{"-O2", "-static", "-Wa,--gsframe", "-mbranch-protection=standard"}, qemu: noSVE, prog: "sframe", lib: "cfi", pacNote: true},
 	{name: "aarch64-O2-pac-cfi", arch: testprog.AArch64, flags: []string{"-O2", "-static", "-mbranch-protection=standard"}, qemu: noSVE, prog: "cfi", lib: "cfi", pacNote: true},
