@@ -190,7 +190,7 @@ func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 			p.lastLoad = i
 			vend = max(vend, ph.Vaddr+ph.Memsz)
 			if ph.Filesz != 0 {
-				fileEnd = max(fileEnd, ph.Off+ph.Filesz)
+				fileEnd = max(fileEnd, l.strippedEnd(ph))
 			}
 			if ph.Align > p.Align && ph.Align&(ph.Align-1) == 0 {
 				p.Align = min(ph.Align, maxPageAlign)
@@ -265,6 +265,26 @@ func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 		}
 	}
 	return p, nil
+}
+
+// strippedEnd returns where the file contents of the PT_LOAD ph end once
+// strip or objcopy has rewritten the file: at the end of the last
+// section with bytes in it, since they recompute p_filesz from the
+// sections (the Go linker pads its data segment's file size up to the
+// address of .bss; strip drops that padding). A segment holding no such
+// section keeps its size.
+func (l *elf64Layout) strippedEnd(ph elf.Prog64) uint64 {
+	end, found := ph.Off, false
+	for i := range l.shdrs {
+		sh := &l.shdrs[i]
+		if hasFileBytes(sh) && sh.Flags&uint64(elf.SHF_ALLOC) != 0 && ph.Off <= sh.Off && sh.Off < ph.Off+ph.Filesz {
+			end, found = max(end, sh.Off+sh.Size), true
+		}
+	}
+	if !found {
+		return ph.Off + ph.Filesz
+	}
+	return end
 }
 
 // tableLoad returns the index of the PT_LOAD whose file contents hold

@@ -447,6 +447,91 @@ func TestGenStripClean(t *testing.T) {
 	}
 }
 
+// genGoProg is a Go program whose data segment the Go linker pads in
+// the file up to the address of .bss (p_filesz past the end of .data).
+const genGoProg = `package main
+
+import (
+	"fmt"
+	"sort"
+)
+
+func main() {
+	v := make([]int, 1000)
+	for i := range v {
+		v[i] = (i * 7919) % 1000
+	}
+	sort.Ints(v)
+	fmt.Println(v[0], v[999])
+}
+`
+
+// TestGenStripGo strips gen's output of a Go program (internal linker,
+// static): strip drops the padding of the data segment and packs the
+// program header table's segment right after .data, so the table's
+// address must be congruent to the end of .data, not of p_filesz. The
+// stripped copy crashed (SIGSEGV at exec: its table's segment was not
+// congruent to its address) before the planner took strip's end.
+func TestGenStripGo(t *testing.T) {
+	for _, tool := range []string{"go", "strip"} {
+		testprog.NeedTool(t, tool)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(genGoProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module gostrip\n\ngo 1.21\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "prog")
+	build := exec.Command("go", "build", "-o", in, ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if !dataPadded(t, in) {
+		t.Fatalf("%s: the Go linker no longer pads the data segment; this test needs an input that has such padding", in)
+	}
+	out := filepath.Join(dir, "prog.gen")
+	gen(t, "-o", out, in)
+	stripped := filepath.Join(dir, "prog.strip")
+	if o, e, rc := runCmd(t, nil, "strip", "-o", stripped, out); rc != 0 {
+		t.Fatalf("strip: exit %d: %s%s", rc, o, e)
+	}
+	o1, e1, rc1 := runCmd(t, nil, in)
+	for _, p := range []string{out, stripped} {
+		if o2, e2, rc2 := runCmd(t, nil, p); o1 != o2 || e1 != e2 || rc1 != rc2 {
+			t.Errorf("%s: (%d) %q %q, original (%d) %q %q", filepath.Base(p), rc2, o2, e2, rc1, o1, e1)
+		}
+	}
+}
+
+// dataPadded reports whether a PT_LOAD of the file at path holds more
+// file bytes than its last section.
+func dataPadded(t *testing.T, path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || p.Filesz == 0 {
+			continue
+		}
+		var end uint64
+		for _, s := range f.Sections {
+			if s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 && s.Offset >= p.Off && s.Offset < p.Off+p.Filesz {
+				end = max(end, s.Offset+s.Size)
+			}
+		}
+		if end != 0 && end < p.Off+p.Filesz {
+			return true
+		}
+	}
+	return false
+}
+
 // TestGenNoCFI runs gen and verify on a copy of a corpus executable
 // without .eh_frame, .eh_frame_hdr and .debug_frame (removed by objcopy):
 // both say the file has no CFI, naming it (gen said "no .debug_frame
