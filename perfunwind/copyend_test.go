@@ -28,16 +28,8 @@ func TestCopyEndCounted(t *testing.T) {
 			t.Errorf("%d walks ended with %q in %s: the copy's end, counted elsewhere", n, w.Stop, w.Module)
 		}
 	}
-	r, s := openSession(t, path, perfunwind.Options{})
-	if err := s.Process(r, perfunwind.ProcessOptions{}, func(*perfunwind.Stack) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	var sum strings.Builder
-	if err := perfunwind.WriteSummary(&sum, s); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("summary:\n%s", sum.String())
-	if !strings.Contains(sum.String(), "walks needed more stack than the 4096 bytes copied: a copy of ") || !strings.Contains(sum.String(), "would have held them all") {
+	_, sum := summarize(t, path)
+	if !strings.Contains(sum, "walks needed more stack than the 4096 bytes copied: a copy of ") || !strings.Contains(sum, "would have held them all") {
 		t.Errorf("the summary does not name a copy that would have held every cut walk")
 	}
 }
@@ -54,23 +46,15 @@ func TestCopyEndOtherStack(t *testing.T) {
 	exe := testprog.Build(t, "testdata/coro.c", "-O2")
 	path := record(t, recording{name: "coro-4k", prog: func(testing.TB) []string { return []string{exe, "1"} },
 		opts: []string{"--call-graph", "dwarf,4096"}})
-	r, s := openSession(t, path, perfunwind.Options{})
-	if err := s.Process(r, perfunwind.ProcessOptions{}, func(*perfunwind.Stack) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	var sum strings.Builder
-	if err := perfunwind.WriteSummary(&sum, s); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("summary:\n%s", sum.String())
+	s, sum := summarize(t, path)
 	if s.Stats.CopyEnd < 20 || s.Stats.Stops[unwind.StopEnd] < 20 {
 		t.Fatalf("%d walks ended where the stack copy ends and %d at the outermost frame, want 20 or more of each", s.Stats.CopyEnd, s.Stats.Stops[unwind.StopEnd])
 	}
-	if strings.Contains(sum.String(), "more than the kernel copies") {
+	if strings.Contains(sum, "more than the kernel copies") {
 		t.Errorf("the summary measures the coroutine's walks by the top of the thread's own stack")
 	}
 	// The main stack's few cut walks (ld.so's, at the start) are measured.
-	if !strings.Contains(sum.String(), "walks needed more stack than the 4096 bytes copied") || strings.Contains(sum.String(), "would have held them all") {
+	if !strings.Contains(sum, "walks needed more stack than the 4096 bytes copied") || strings.Contains(sum, "would have held them all") {
 		t.Errorf("the summary does not say that the coroutine's cut walks could not be measured")
 	}
 }
@@ -88,22 +72,14 @@ func TestCopyEndGoroutines(t *testing.T) {
 	path := record(t, recording{name: "gostacks-4k", prog: func(t testing.TB) []string {
 		return []string{testprog.BuildGo(t, "./testdata/gostacks"), "150"}
 	}, opts: []string{"--call-graph", "dwarf,4096"}})
-	r, s := openSession(t, path, perfunwind.Options{})
-	if err := s.Process(r, perfunwind.ProcessOptions{}, func(*perfunwind.Stack) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	var sum strings.Builder
-	if err := perfunwind.WriteSummary(&sum, s); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("summary:\n%s", sum.String())
+	s, sum := summarize(t, path)
 	if s.Stats.CopyEnd < 20 || s.Stats.Stops[unwind.StopEnd] < 20 {
 		t.Fatalf("%d walks ended where the stack copy ends and %d at the outermost frame, want 20 or more of each", s.Stats.CopyEnd, s.Stats.Stops[unwind.StopEnd])
 	}
-	if !strings.Contains(sum.String(), "walks needed more stack than the 4096 bytes copied") {
+	if !strings.Contains(sum, "walks needed more stack than the 4096 bytes copied") {
 		t.Errorf("the summary does not count the cut walks")
 	}
-	if strings.Contains(sum.String(), "more than the kernel copies") || strings.Contains(sum.String(), "would have held") {
+	if strings.Contains(sum, "more than the kernel copies") || strings.Contains(sum, "would have held") {
 		t.Errorf("the summary measures the deep goroutines' walks by the tops of other goroutines' stacks")
 	}
 }
@@ -144,4 +120,20 @@ func TestCoroutineWalksEnd(t *testing.T) {
 		perfunwind.WriteSummary(&sum, s)
 		t.Errorf("%d of %d walks on the coroutine's stack ended at its outermost frame, want all (20 or more)\n%s", ended, coroutine, sum.String())
 	}
+}
+
+// summarize unwinds the recording at path and returns the session and
+// its summary (WriteSummary), which it logs.
+func summarize(t *testing.T, path string) (*perfunwind.Session, string) {
+	t.Helper()
+	r, s := openSession(t, path, perfunwind.Options{})
+	if err := s.Process(r, perfunwind.ProcessOptions{}, func(*perfunwind.Stack) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var sum strings.Builder
+	if err := perfunwind.WriteSummary(&sum, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("summary:\n%s", sum.String())
+	return s, sum.String()
 }
