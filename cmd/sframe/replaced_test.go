@@ -64,22 +64,10 @@ func TestReportBuildIDCache(t *testing.T) {
 	built := testprog.Build(t, "../../perfunwind/testdata/prog.c", "-O2", "-g")
 	dir := t.TempDir()
 	t.Setenv("HOME", dir) // perf's build-ID cache, $HOME/.debug: the test's own
-	var rec string
-	for _, sub := range []string{"a", "b"} {
-		prog := filepath.Join(dir, sub, "prog")
-		if err := os.Mkdir(filepath.Dir(prog), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, prog, mustRead(t, built))
-		rec = filepath.Join(dir, sub+".data")
-		if out, err := exec.Command("perf", "record", "-q", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", prog, "300").CombinedOutput(); err != nil {
-			t.Fatalf("perf record: %v\n%s", err, out)
-		}
-		if sub == "b" {
-			if err := os.Remove(prog); err != nil {
-				t.Fatal(err)
-			}
-		}
+	recordCopy(t, built, dir, "a", "300", nil)
+	prog, rec := recordCopy(t, built, dir, "b", "300", nil)
+	if err := os.Remove(prog); err != nil {
+		t.Fatal(err)
 	}
 	out, errs, code := runCLI(t, "report", "--format", "folded", rec)
 	if code != 0 {
@@ -141,25 +129,14 @@ func TestReportStrippedFromBuildIDCache(t *testing.T) {
 	built := testprog.Build(t, "../../perfunwind/testdata/prog.c", "-O2", "-Wl,--build-id")
 	dir := t.TempDir()
 	t.Setenv("HOME", dir) // perf's build-ID cache, $HOME/.debug: the test's own
-	var rec string
-	for _, step := range []string{"a", "stripped"} {
-		// Another path for the stripped copy: perf's cache links the
-		// file it records (the same inode), which strip would change.
-		prog := filepath.Join(dir, step, "prog")
-		if err := os.Mkdir(filepath.Dir(prog), 0o755); err != nil {
-			t.Fatal(err)
+	recordCopy(t, built, dir, "a", "200", nil)
+	// Another path for the stripped copy: perf's cache links the file
+	// it records (the same inode), which strip would change.
+	_, rec := recordCopy(t, built, dir, "stripped", "200", func(prog string) {
+		if out, err := exec.Command("strip", "--strip-all", prog).CombinedOutput(); err != nil {
+			t.Fatalf("strip: %v\n%s", err, out)
 		}
-		writeFile(t, prog, mustRead(t, built))
-		if step == "stripped" {
-			if out, err := exec.Command("strip", "--strip-all", prog).CombinedOutput(); err != nil {
-				t.Fatalf("strip: %v\n%s", err, out)
-			}
-		}
-		rec = filepath.Join(dir, step+".data")
-		if out, err := exec.Command("perf", "record", "-q", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", prog, "200").CombinedOutput(); err != nil {
-			t.Fatalf("perf record: %v\n%s", err, out)
-		}
-	}
+	})
 	out, errs, code := runCLI(t, "report", "--format", "text", rec)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -203,4 +180,25 @@ func progFrames(frames []string) []string {
 		}
 	}
 	return out
+}
+
+// recordCopy copies the program built to DIR/SUB/prog, lets prepare
+// change the copy (nil: nothing), records it with perf record
+// --call-graph dwarf (argument ms: the program's milliseconds of CPU)
+// and returns the copy's path and the recording's (DIR/SUB.data).
+func recordCopy(t *testing.T, built, dir, sub, ms string, prepare func(prog string)) (prog, rec string) {
+	t.Helper()
+	prog = filepath.Join(dir, sub, "prog")
+	if err := os.Mkdir(filepath.Dir(prog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, prog, mustRead(t, built))
+	if prepare != nil {
+		prepare(prog)
+	}
+	rec = filepath.Join(dir, sub+".data")
+	if out, err := exec.Command("perf", "record", "-q", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", prog, ms).CombinedOutput(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, out)
+	}
+	return prog, rec
 }
