@@ -169,19 +169,7 @@ func TestInlinesMatchAddr2line(t *testing.T) {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	s := New()
-	text := func(file string) (lo, hi uint64) {
-		f, err := elf.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		sec := f.Section(".text")
-		if sec == nil {
-			t.Fatalf("%s: no .text", file)
-		}
-		return sec.Addr, sec.Addr + sec.Size
-	}
-	lo, hi := text(exe)
+	lo, hi := textRange(t, exe)
 	var addrs []uint64
 	for a := lo; a < hi; a++ {
 		addrs = append(addrs, a)
@@ -198,7 +186,7 @@ func TestInlinesMatchAddr2line(t *testing.T) {
 		t.Logf("no debug file for %s: C library part skipped", libc)
 		return
 	}
-	lo, hi = text(libc)
+	lo, hi = textRange(t, libc)
 	addrs = addrs[:0]
 	for a := lo; a < hi && len(addrs) < 4000; a += 251 {
 		addrs = append(addrs, a)
@@ -215,20 +203,8 @@ func TestInlinesMatchAddr2line(t *testing.T) {
 // of 1,200 of the Rust one differed from addr2line.
 func TestInlinesInNamespaces(t *testing.T) {
 	dir := t.TempDir()
-	text := func(file string) (lo, hi uint64) {
-		f, err := elf.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		sec := f.Section(".text")
-		if sec == nil {
-			t.Fatalf("%s: no .text", file)
-		}
-		return sec.Addr, sec.Addr + sec.Size
-	}
 	check := func(t *testing.T, exe string, step uint64) {
-		lo, hi := text(exe)
+		lo, hi := textRange(t, exe)
 		var addrs []uint64
 		for a := lo; a < hi && len(addrs) < 1200; a += step {
 			addrs = append(addrs, a)
@@ -261,4 +237,19 @@ func TestInlinesInNamespaces(t *testing.T) {
 		}
 		check(t, exe, 97)
 	})
+}
+
+// textRange returns the addresses [lo, hi) of file's .text.
+func textRange(t *testing.T, file string) (lo, hi uint64) {
+	t.Helper()
+	f, err := elf.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sec := f.Section(".text")
+	if sec == nil {
+		t.Fatalf("%s: no .text", file)
+	}
+	return sec.Addr, sec.Addr + sec.Size
 }

@@ -369,22 +369,7 @@ func TestStackCoreTruncated(t *testing.T) {
 			t.Skipf("core_pattern is %q, not \"core\"; not changing it", strings.TrimSpace(string(pattern)))
 		}
 		exe := testprog.Build(t, "testdata/die.c", "-O1", "-g")
-		dir := t.TempDir()
-		cmd := exec.Command("sh", "-c", "ulimit -c unlimited && exec \"$0\" \"$1\"", exe, strconv.Itoa(int(syscall.SIGABRT)))
-		cmd.Dir = dir
-		if err := cmd.Run(); err == nil {
-			t.Fatal("the program did not die")
-		}
-		ents, _ := os.ReadDir(dir)
-		core := ""
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), "core") {
-				core = filepath.Join(dir, e.Name())
-			}
-		}
-		if core == "" {
-			t.Fatal("the kernel wrote no core")
-		}
+		core := kernelCore(t, exe, syscall.SIGABRT)
 		check(t, exe, core, func(whole []byte) []int {
 			f, err := elf.NewFile(bytes.NewReader(whole))
 			if err != nil {
@@ -460,22 +445,7 @@ func TestStackCoreSignal(t *testing.T) {
 	exe := testprog.Build(t, "testdata/die.c", "-O1", "-g")
 	for _, sig := range []syscall.Signal{syscall.SIGSEGV, syscall.SIGFPE, syscall.SIGILL, syscall.SIGABRT, syscall.SIGQUIT,
 		syscall.SIGTRAP, syscall.SIGBUS, syscall.SIGSYS, syscall.SIGXCPU, syscall.SIGXFSZ} {
-		dir := t.TempDir()
-		cmd := exec.Command("sh", "-c", "ulimit -c unlimited && exec \"$0\" \"$1\"", exe, strconv.Itoa(int(sig)))
-		cmd.Dir = dir
-		if err := cmd.Run(); err == nil {
-			t.Fatalf("%v: the program did not die", sig)
-		}
-		ents, _ := os.ReadDir(dir)
-		core := ""
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), "core") {
-				core = filepath.Join(dir, e.Name())
-			}
-		}
-		if core == "" {
-			t.Fatalf("%v: the kernel wrote no core", sig)
-		}
+		core := kernelCore(t, exe, sig)
 		line, addr := gdbTermination(t, exe, core)
 		if line == "" {
 			t.Fatalf("%v: gdb says nothing of the signal", sig)
@@ -1118,4 +1088,25 @@ func TestStackAnonCode(t *testing.T) {
 		t.Errorf("no frame in ?? ([anon]) by frame pointer:\n%s", stdout)
 	}
 	p.Ping(t, "after")
+}
+
+// kernelCore runs exe (testdata/die.c) with the number of signal sig as
+// its argument, in a new directory, with core dumps allowed, and returns
+// the path of the core the kernel wrote there when the signal killed it.
+func kernelCore(t *testing.T, exe string, sig syscall.Signal) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", "ulimit -c unlimited && exec \"$0\" \"$1\"", exe, strconv.Itoa(int(sig)))
+	cmd.Dir = dir
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("%v: the program did not die", sig)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "core") {
+			return filepath.Join(dir, e.Name())
+		}
+	}
+	t.Fatalf("%v: the kernel wrote no core", sig)
+	return ""
 }
