@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -514,12 +515,32 @@ func openCoreWith(r io.ReaderAt, corePath string, o CoreOptions) (c *Core, err e
 		// qemu-user writes no NT_FILE: find the modules from the
 		// executable and the dynamic linker's list.
 		c.addLoadedModules(&notes, o, ef.ByteOrder)
+		c.checkExeName(&notes, exePath)
 	}
 	c.checkFiles()
 	if c.dropped > 0 {
 		c.warnings = append(c.warnings, fmt.Errorf("%d more warnings left out", c.dropped))
 	}
 	return c, nil
+}
+
+// checkExeName warns, for a core without NT_FILE (qemu-user's, which
+// holds no page of the executable either, so no build ID to check), when
+// the executable given, exe, is not named as the core names its program
+// (NT_PRPSINFO's pr_fname: the first 15 bytes of the name), as gdb warns
+// that a core may not match its executable: another program of the same
+// layout would be unwound and named without a word.
+func (c *Core) checkExeName(n *coreNotes, exe string) {
+	if exe == "" || !n.hasPS || n.psFname == "" {
+		return
+	}
+	name := filepath.Base(exe)
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	if name != n.psFname {
+		c.warnf("executable %s may not be the program the core's process ran, named %s in the core (which holds no build ID to compare): its frames may be unwound and named wrongly", exe, n.psFname)
+	}
 }
 
 // checkFiles warns about the modules whose file is missing, or is not the

@@ -546,3 +546,27 @@ func TestStackCoreSignalQEMU(t *testing.T) {
 		})
 	}
 }
+
+// TestStackCrossCoreExeName reads a qemu-user core (no NT_FILE, no page
+// of the executable: no build ID to check it by) with --exe at its
+// program and at a copy of another name: the second gets gdb's warning
+// that the core may not be that program's, the first none.
+func TestStackCrossCoreExeName(t *testing.T) {
+	c := xcases[0]
+	r := runX(t, c)
+	other := filepath.Join(t.TempDir(), "another-name")
+	if err := os.WriteFile(other, mustRead(t, r.exe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, exe := range []string{r.exe, other} {
+		args := []string{"stack", "--core", r.crash.Core, "--exe", exe}
+		if c.arch.Sysroot != "" {
+			args = append(args, "--sysroot", c.arch.Sysroot)
+		}
+		_, stderr, code := runCLI(t, args...)
+		warned := strings.Contains(stderr, "may not be the program the core's process ran")
+		if code != 0 || warned != (exe == other) {
+			t.Errorf("--exe %s: exit %d, warned %v, want %v:\n%s", exe, code, warned, exe == other, stderr)
+		}
+	}
+}
