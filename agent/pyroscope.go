@@ -36,7 +36,7 @@ func newPyroscope(base, hostname string) (*pyroscope, error) {
 // name{k=v,...}, sorted.
 func (p *pyroscope) key(s *shipment) string {
 	var b strings.Builder
-	b.WriteString(s.service)
+	b.WriteString(appName(s.service))
 	b.WriteByte('{')
 	keys := make([]string, 0, len(s.labels))
 	for k := range s.labels {
@@ -55,6 +55,21 @@ func (p *pyroscope) key(s *shipment) string {
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// appName makes a service name one that Pyroscope takes as the
+// application name of a series key: it refuses (400) any but the
+// characters [A-Za-z0-9_.-], which would leave a service named by a
+// cgroup path (/system.slice/x.service), a kernel-style name
+// (kworker/0:1) or g++ never stored; each other byte becomes '_'.
+func appName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }
 
 // send implements sender. A 4xx answer but 429 refuses the profile for

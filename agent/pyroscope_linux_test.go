@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/sframekit/sframekit/recorder"
 )
 
@@ -379,4 +381,49 @@ type testLog struct{ t *testing.T }
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestPyroscopeServiceNames pushes a profile for each kind of service
+// name the agent makes to a real Pyroscope server: a cgroup path
+// (--service-label cgroup), a kernel-style thread name, an executable
+// with '+' or ':' in its name. Pyroscope refuses (400) an application
+// name of any other characters than [A-Za-z0-9_.-]: every one of these
+// was refused, and with the queue's retries of a refusal, held every
+// other profile back for a minute.
+func TestPyroscopeServiceNames(t *testing.T) {
+	srv := newPyroServer(t)
+	srv.start(t)
+	p, err := newPyroscope(srv.url(), "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:     10000000,
+	}
+	fn := &profile.Function{ID: 1, Name: "f"}
+	loc := &profile.Location{ID: 1, Address: 0x1000, Line: []profile.Line{{Function: fn}}}
+	prof.Function, prof.Location = []*profile.Function{fn}, []*profile.Location{loc}
+	prof.Sample = []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{10000000}}}
+	data, err := encode(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, name := range []string{"/system.slice/cron.service", "kworker/0:1", "g++", ":443", "app@2"} {
+		s := &shipment{service: name, labels: map[string]string{"service_name": name, "hostname": "h"}, start: now, end: now.Add(time.Second), pprof: data, prof: prof}
+		// Pyroscope refuses everything for a few seconds after it is
+		// ready (422, no live replicas yet): retried as the sink does.
+		for i := 0; ; i++ {
+			err = p.send(context.Background(), s)
+			if err == nil || !strings.Contains(err.Error(), "422") || i == 20 {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		if err != nil {
+			t.Errorf("service %q: %v", name, err)
+		}
+	}
 }
