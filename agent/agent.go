@@ -34,8 +34,8 @@
 // Everything the agent keeps is bounded and released: a period's builders
 // are dropped once encoded; what it knows of a process (service, labels)
 // is forgotten after a period without its samples; the queue of unsent
-// periods holds at most Options.QueueLen profiles (the oldest dropped and
-// counted past that); the recorder forgets each tick's stacks once handed
+// periods holds at most Options.QueueLen profiles of earlier periods
+// besides the last period's (the oldest dropped and counted past that); the recorder forgets each tick's stacks once handed
 // over, and processes at their exit; at each period's end the files no
 // process maps any more are forgotten with their unwind tables and
 // symbols (perfunwind.Session.Sweep).
@@ -113,7 +113,9 @@ type Options struct {
 	// server: /debug/pprof/profile?seconds=N and /healthz.
 	Listen string
 	// QueueLen bounds the profiles waiting for each sink: DefaultQueueLen
-	// when 0.
+	// when 0. The last period's profiles are always queued, however many
+	// services it had; past QueueLen in all, the oldest of earlier periods
+	// are dropped.
 	QueueLen int
 	// Log receives one line per event worth knowing (a period shipped, a
 	// sink failing or back, profiles dropped); nil discards them.
@@ -371,6 +373,7 @@ func (a *Agent) cutPeriod(end time.Time) {
 	a.periodStart = end
 	a.periodNum++
 	a.periods.Add(1)
+	var batch []*shipment
 	for name, svc := range a.services {
 		prof, err := svc.b.Profile()
 		if err != nil {
@@ -386,10 +389,10 @@ func (a *Agent) cutPeriod(end time.Time) {
 		a.profiles.Add(1)
 		a.samples.Add(uint64(svc.samples))
 		a.bytes.Add(uint64(len(data)))
-		pr := &shipment{service: name, labels: svc.labels, start: start, end: end, pprof: data, prof: prof}
-		for _, s := range a.sinks {
-			s.push(pr)
-		}
+		batch = append(batch, &shipment{service: name, labels: svc.labels, start: start, end: end, pprof: data, prof: prof})
+	}
+	for _, s := range a.sinks {
+		s.push(batch)
 	}
 	clear(a.services)
 	if a.sess != nil {

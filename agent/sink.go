@@ -110,21 +110,36 @@ func newSink(name string, to sender, max int, log io.Writer) *sink {
 	return &sink{name: name, to: to, max: max, log: log, wake: make(chan struct{}, 1)}
 }
 
-// push queues s, dropping the oldest queued profile when the queue is
-// full. It never blocks.
-func (k *sink) push(s *shipment) {
+// push queues one period's profiles, dropping the oldest queued ones
+// of earlier periods while more than max wait: a period of more services
+// than max is queued whole, so that a sink that keeps up loses nothing
+// (-a makes a profile for each program that ran, dozens a period), and
+// at most max profiles of earlier periods wait with it. It never blocks.
+func (k *sink) push(batch []*shipment) {
+	if len(batch) == 0 {
+		return
+	}
 	k.mu.Lock()
-	if len(k.queue) >= k.max {
+	old := len(k.queue)
+	k.queue = append(k.queue, batch...)
+	dropped := 0
+	for len(k.queue) > max(k.max, len(batch)) && old > 0 {
 		// The oldest not being sent right now.
 		i := 0
-		if k.queue[0] == k.inflight && len(k.queue) > 1 {
+		if k.queue[0] == k.inflight {
+			if old == 1 {
+				break
+			}
 			i = 1
 		}
 		k.queue = append(k.queue[:i], k.queue[i+1:]...)
-		k.st.Dropped++
-		fmt.Fprintf(k.log, "sframe agent: %s: queue full (%d profiles): dropped the oldest (%d dropped in all)\n", k.name, k.max, k.st.Dropped)
+		old--
+		dropped++
 	}
-	k.queue = append(k.queue, s)
+	if dropped > 0 {
+		k.st.Dropped += uint64(dropped)
+		fmt.Fprintf(k.log, "sframe agent: %s: queue full (%d profiles): dropped the %d oldest (%d dropped in all)\n", k.name, k.max, dropped, k.st.Dropped)
+	}
 	k.mu.Unlock()
 	k.signal()
 }
