@@ -164,6 +164,7 @@ type Agent struct {
 	// per service, and what is known of each process seen.
 	services    map[string]*service
 	procs       map[uint32]*procInfo
+	gone        map[uint32]string // names of processes gone within the tick (noteGone)
 	periodStart time.Time
 	periodNum   uint64
 	builder     func() *stackprof.PerfBuilder
@@ -341,8 +342,9 @@ func (a *Agent) onTick(p *recorder.Profile) {
 	}
 	a.takeRequests()
 	sess := p.Session()
+	a.noteGone(p, sess)
 	p.Each(func(st *perfunwind.Stack, n int64) error {
-		pi := a.proc(st.Pid, sess)
+		pi := a.proc(st, sess)
 		if !pi.keep {
 			return nil
 		}

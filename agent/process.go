@@ -9,6 +9,7 @@ import (
 
 	"github.com/sframekit/sframekit/internal/sysfile"
 	"github.com/sframekit/sframekit/perfunwind"
+	"github.com/sframekit/sframekit/recorder"
 )
 
 // procInfo is what the agent knows of a process: its service and labels,
@@ -22,8 +23,10 @@ type procInfo struct {
 	period    uint64 // the last period with a sample
 }
 
-// proc returns what is known of process pid, reading it the first time.
-func (a *Agent) proc(pid uint32, sess *perfunwind.Session) *procInfo {
+// proc returns what is known of the process of st, reading it the first
+// time.
+func (a *Agent) proc(st *perfunwind.Stack, sess *perfunwind.Session) *procInfo {
+	pid := st.Pid
 	if pi := a.procs[pid]; pi != nil {
 		return pi
 	}
@@ -35,8 +38,18 @@ func (a *Agent) proc(pid uint32, sess *perfunwind.Session) *procInfo {
 	}
 	if exe == "" || exe == "." || exe == "/" {
 		// Gone already, or a kernel thread: the process's name as the
-		// recording knows it.
-		exe = sess.ThreadName(pid)
+		// recording knows it, else (the session forgot it at its exit,
+		// as it does a process that lived less than a tick) the name
+		// its main thread's samples were taken under (see
+		// Agent.noteGone), else its thread's.
+		switch name, ok := a.gone[pid]; {
+		case sess.KnownThread(pid):
+			exe = sess.ThreadName(pid)
+		case ok:
+			exe = name
+		default:
+			exe = st.Comm
+		}
 	}
 	var all []string
 	if cg, err := sysfile.ReadFileMax(dir+"/cgroup", maxProcFile); err == nil {
@@ -71,6 +84,23 @@ func (a *Agent) proc(pid uint32, sess *perfunwind.Session) *procInfo {
 	}
 	a.procs[pid] = pi
 	return pi
+}
+
+// noteGone notes the name of each process of p new to the agent that the
+// session forgot already (it exited within the tick): its main thread's
+// name in its samples, which names its service better than the name of
+// whichever of its threads proc sees first.
+func (a *Agent) noteGone(p *recorder.Profile, sess *perfunwind.Session) {
+	clear(a.gone)
+	p.Each(func(st *perfunwind.Stack, n int64) error {
+		if st.Tid == st.Pid && a.procs[st.Pid] == nil && !sess.KnownThread(st.Pid) {
+			if a.gone == nil {
+				a.gone = map[uint32]string{}
+			}
+			a.gone[st.Pid] = st.Comm
+		}
+		return nil
+	})
 }
 
 // maxProcFile bounds what is read of a process's cgroup file: one line

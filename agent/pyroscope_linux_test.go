@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -501,5 +502,70 @@ func TestPyroscopeManyServices(t *testing.T) {
 			t.Fatalf("profiles not sent in a minute: %+v", st)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// labelValues returns the values of label name in the server's series
+// of the last hour.
+func (s *pyroServer) labelValues(t *testing.T, name string) []string {
+	t.Helper()
+	now := time.Now()
+	body := fmt.Sprintf(`{"name":%q,"start":%d,"end":%d}`, name, now.Add(-time.Hour).UnixMilli(), now.Add(time.Minute).UnixMilli())
+	resp, err := http.Post(s.url()+"/querier.v1.QuerierService/LabelValues", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("LabelValues %s: %s: %s", name, resp.Status, b)
+	}
+	var v struct{ Names []string }
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("LabelValues %s: %v: %.500s", name, err, b)
+	}
+	return v.Names
+}
+
+// TestPyroscopeShortLived profiles a shell that runs a program of a
+// tenth of a second over and over: most of its runs begin and end
+// within a tick, gone from /proc and from the session by the time the
+// agent reads their stacks. Their service is still the program's name
+// (it was ":PID", one service per run, which Pyroscope refused).
+func TestPyroscopeShortLived(t *testing.T) {
+	srv := newPyroServer(t)
+	srv.start(t)
+	srv.waitIngest(t)
+	exe := testprog.Build(t, "../recorder/testdata/recprog.c", "-O2", "-Wa,--gsframe")
+	cmd := exec.Command("sh", "-c", "while :; do "+exe+" work 200000000 >/dev/null; sleep 0.1; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	a := runAgent(t, Options{Record: recorder.Options{PIDs: []int{cmd.Process.Pid}}, Period: time.Second,
+		Pyroscope: srv.url(), Log: testLog{t}})
+	for a.Stats().Periods < 5 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitSent(t, a, a.Stats().Profiles)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		names := srv.labelValues(t, "service_name")
+		var bad []string
+		for _, n := range names {
+			if n == "" || strings.Trim(n, "_:0123456789") == "" {
+				bad = append(bad, n)
+			}
+		}
+		if len(bad) > 0 {
+			t.Fatalf("services named by PID: %q (all: %q)", bad, names)
+		}
+		if slices.Contains(names, "recprog") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no service recprog in a minute: %q", names)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
