@@ -21,20 +21,69 @@ type procInfo struct {
 	cgroup    string
 	keep      bool   // in Options.Cgroup, when one is given
 	period    uint64 // the last period with a sample
+	// comm is the main thread's name in the sample it was read at ("" if
+	// that was another thread's); execs holds what is known of the
+	// process under the other names its main thread's samples had:
+	// after an exec, the process is another program, another service.
+	comm  string
+	execs map[string]*procInfo
 }
 
+// maxExecs bounds procInfo.execs: a program that renames its main
+// thread over and over keeps its first names' services.
+const maxExecs = 8
+
 // proc returns what is known of the process of st, reading it the first
-// time.
+// time, and again when its main thread's name in st differs from the one
+// it was read at (it executed another program).
 func (a *Agent) proc(st *perfunwind.Stack, sess *perfunwind.Session) *procInfo {
-	pid := st.Pid
-	if pi := a.procs[pid]; pi != nil {
+	pi := a.procs[st.Pid]
+	if pi == nil {
+		pi = a.readProc(st, sess)
+		a.procs[st.Pid] = pi
 		return pi
 	}
+	pi.period = a.periodNum
+	if pi.comm == "" && st.Tid == st.Pid {
+		pi.comm = st.Comm // read at another thread's sample
+	}
+	if st.Tid != st.Pid || st.Comm == pi.comm {
+		return pi
+	}
+	if q := pi.execs[st.Comm]; q != nil {
+		return q
+	}
+	if len(pi.execs) >= maxExecs {
+		return pi
+	}
+	q := a.readProc(st, sess)
+	if pi.execs == nil {
+		pi.execs = map[string]*procInfo{}
+	}
+	pi.execs[st.Comm] = q
+	return q
+}
+
+// readProc reads what is known of the process of st from /proc: its
+// service is its executable's name, unless st was taken under another
+// program than the one the process runs now (its main thread's name in
+// st is not the process's name now: it executed another since), which
+// st's name then names.
+func (a *Agent) readProc(st *perfunwind.Stack, sess *perfunwind.Session) *procInfo {
+	pid := st.Pid
 	pi := &procInfo{keep: true, period: a.periodNum}
+	if st.Tid == st.Pid {
+		pi.comm = st.Comm
+	}
 	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10)
 	exe := ""
 	if target, err := os.Readlink(dir + "/exe"); err == nil {
 		exe = filepath.Base(strings.TrimSuffix(target, " (deleted)"))
+	}
+	if pi.comm != "" && exe != "" {
+		if now, err := sysfile.ReadFileMax(dir+"/comm", maxProcFile); err == nil && strings.TrimSuffix(string(now), "\n") != pi.comm {
+			exe = pi.comm
+		}
 	}
 	if exe == "" || exe == "." || exe == "/" {
 		// Gone already, or a kernel thread: the process's name as the
@@ -43,6 +92,8 @@ func (a *Agent) proc(st *perfunwind.Stack, sess *perfunwind.Session) *procInfo {
 		// its main thread's samples were taken under (see
 		// Agent.noteGone), else its thread's.
 		switch name, ok := a.gone[pid]; {
+		case pi.comm != "":
+			exe = pi.comm
 		case sess.KnownThread(pid):
 			exe = sess.ThreadName(pid)
 		case ok:
@@ -82,7 +133,6 @@ func (a *Agent) proc(st *perfunwind.Stack, sess *perfunwind.Session) *procInfo {
 	if pi.service == "" {
 		pi.service = "unknown"
 	}
-	a.procs[pid] = pi
 	return pi
 }
 

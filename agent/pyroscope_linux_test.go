@@ -569,3 +569,53 @@ func TestPyroscopeShortLived(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// TestPyroscopeExec profiles a process that executes another program:
+// the samples of each program are its own service's. They were all the
+// first program's, the process's service read once, at its first sample.
+func TestPyroscopeExec(t *testing.T) {
+	srv := newPyroServer(t)
+	srv.start(t)
+	srv.waitIngest(t)
+	exe := testprog.Build(t, "testdata/execprog.c", "-O2")
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := filepath.Join(t.TempDir(), "afterexec")
+	if err := os.WriteFile(after, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	from := time.Now().Add(-time.Minute)
+	cmd := exec.Command("sh", "-c", "while :; do "+exe+" "+after+"; sleep 0.2; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	a := runAgent(t, Options{Record: recorder.Options{PIDs: []int{cmd.Process.Pid}}, Period: time.Second,
+		Pyroscope: srv.url(), Log: testLog{t}})
+	for a.Stats().Periods < 6 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitSent(t, a, a.Stats().Profiles)
+	until := time.Now().Add(time.Minute)
+	name := filepath.Base(exe)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		pre := srv.render(t, fmt.Sprintf(`%s{service_name=%q}`, cpuQuery, name), from, until)
+		post := srv.render(t, fmt.Sprintf(`%s{service_name="afterexec"}`, cpuQuery), from, until)
+		if pre.Flamebearer.NumTicks > 0 && post.Flamebearer.NumTicks > 0 {
+			if slices.Contains(pre.Flamebearer.Names, "post_exec_spin") {
+				t.Errorf("service %s (before the exec) has the samples of afterexec's post_exec_spin", name)
+			}
+			if slices.Contains(post.Flamebearer.Names, "pre_exec_spin") {
+				t.Errorf("service afterexec has the samples of %s's pre_exec_spin, before the exec", name)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("services %s and afterexec: %d and %d ticks in Pyroscope, want both", name, pre.Flamebearer.NumTicks, post.Flamebearer.NumTicks)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
