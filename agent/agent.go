@@ -175,6 +175,7 @@ type Agent struct {
 	mu      sync.Mutex
 	waiting []*request
 	active  []*request
+	reqs    []*request // a copy of active, for the reader goroutine
 
 	periods, profiles, samples, bytes atomic.Uint64
 	sizes                             atomic.Pointer[perfunwind.Sizes]
@@ -340,9 +341,15 @@ func (a *Agent) onTick(p *recorder.Profile) {
 			fmt.Fprintf(a.opts.Log, "sframe agent: warning: %s\n", w)
 		}
 	}
-	a.takeRequests()
 	sess := p.Session()
 	a.noteGone(p, sess)
+	// The requests active before this tick: those that came during it
+	// start with the next one, whose samples all follow them (this
+	// tick's were taken up to a second before).
+	a.mu.Lock()
+	reqs := append(a.reqs[:0], a.active...)
+	a.mu.Unlock()
+	a.reqs = reqs
 	p.Each(func(st *perfunwind.Stack, n int64) error {
 		pi := a.proc(st, sess)
 		if !pi.keep {
@@ -356,12 +363,14 @@ func (a *Agent) onTick(p *recorder.Profile) {
 		}
 		svc.b.AddSamples(st, n)
 		svc.samples += n
-		for _, r := range a.active {
+		for _, r := range reqs {
 			r.b.AddSamples(st, n)
 		}
 		return nil
 	})
+	clear(a.reqs)
 	now := time.Now()
+	a.takeRequests()
 	a.answer(now)
 	if now.Sub(a.periodStart) >= a.opts.Period-tick/2 {
 		a.cutPeriod(now)

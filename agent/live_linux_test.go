@@ -176,6 +176,77 @@ func testServePprof(t *testing.T, bpf bool) {
 	}
 }
 
+// TestServePprofFromRequest asks for a profile the moment a program
+// leaves phase_a for phase_b: it holds phase_b's samples only. It held a
+// second of phase_a too, the stacks of the tick during which the request
+// came: a profile of N seconds had the samples of N+1 (seconds=1: twice
+// as many as the program took).
+func TestServePprofFromRequest(t *testing.T) {
+	exe := testprog.Build(t, "testdata/phaseprog.c", "-O2", "-Wa,--gsframe")
+	cmd := exec.Command(exe)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	a := runAgent(t, Options{Record: recorder.Options{PIDs: []int{cmd.Process.Pid}, Freq: 999}, Period: 2 * time.Second,
+		Listen: "127.0.0.1:0"})
+	line := make([]byte, 2)
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "b\n" {
+		t.Fatalf("phaseprog printed %q (%v), want b", line, err)
+	}
+	q := fetchProfile(t, "http://"+a.Addr().String(), 2)
+	funcs := map[string]int64{}
+	for _, s := range q.Sample {
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				funcs[ln.Function.Name] += s.Value[0]
+			}
+		}
+	}
+	if funcs["phase_b"] == 0 {
+		t.Errorf("no sample of phase_b: %v", funcs)
+	}
+	if funcs["phase_a"] != 0 {
+		t.Errorf("%d samples of phase_a, which ended before the request (%d of phase_b)", funcs["phase_a"], funcs["phase_b"])
+	}
+}
+
+// TestServePprofCancel has clients give up on their profiles while the
+// agent adds stacks to them: run with -race, it found the reader
+// goroutine reading the list of requests that a handler changed.
+func TestServePprofCancel(t *testing.T) {
+	cmd := startSpin(t)
+	a := runAgent(t, Options{Record: recorder.Options{PIDs: []int{cmd.Process.Pid}, Freq: 999}, Period: 2 * time.Second,
+		Listen: "127.0.0.1:0"})
+	url := "http://" + a.Addr().String() + "/debug/pprof/profile?seconds=2"
+	done := make(chan struct{})
+	for c := 0; c < 8; c++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 12; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(100+97*((c*12+i)%16))*time.Millisecond)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				cancel()
+			}
+		}()
+	}
+	for c := 0; c < 8; c++ {
+		<-done
+	}
+	// The agent still answers.
+	if q := fetchProfile(t, "http://"+a.Addr().String(), 1); len(q.Sample) == 0 {
+		t.Error("a profile of no sample after the cancelled ones")
+	}
+}
+
 // fetchProfile gets url/debug/pprof/profile?seconds=sec and parses it.
 func fetchProfile(t *testing.T, url string, sec int) *profile.Profile {
 	t.Helper()
