@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/signal"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -39,8 +37,9 @@ ships:
                     Alloy's pyroscope.scrape read it) and GET /healthz
 
 Samples carry the labels pid, thread, thread_name and container_id;
-Pyroscope's series also service_name and hostname. It runs until SIGTERM
-or SIGINT, then ships the last period and exits. Each event worth knowing
+Pyroscope's series also service_name and hostname. It runs until SIGTERM,
+SIGINT, SIGHUP or SIGQUIT, then ships the last period and exits (a second
+signal ends it at once). Each event worth knowing
 (a sink failing or back, profiles dropped) is one line on standard error.
 It needs kernel.perf_event_paranoid 0 or lower for -a (or CAP_PERFMON);
 the profiled programs are never stopped, traced or signalled.`
@@ -129,8 +128,12 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first of the signals that end sframe's other long commands
+	// ships the last period; a second ends the agent at once.
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	in := catchInterrupts(func(syscall.Signal) { stop() }, nil)
+	defer in.Stop()
 	if addr := a.Addr(); addr != nil {
 		fmt.Fprintf(stderr, "sframe agent: serving http://%s/debug/pprof/profile and /healthz\n", addr)
 	}

@@ -91,6 +91,54 @@ func serverSamples(t *testing.T, url string) int {
 	return len(p.Sample)
 }
 
+// TestAgentSignals runs sframe agent and ends it with each signal that
+// ends sframe's other long commands (a terminal closed under it: SIGHUP;
+// Ctrl-\: SIGQUIT): it ships the period it was in and exits 0. SIGHUP and
+// SIGQUIT killed it at once, the period's samples lost, without a line.
+func TestAgentSignals(t *testing.T) {
+	needPerf(t)
+	bin := cliBinary(t)
+	prog := exec.Command(recprog(t), "spin", "600")
+	if err := prog.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { prog.Process.Kill(); prog.Wait() }()
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGINT} {
+		var stderr testprog.Buffer
+		cmd := exec.Command(bin, "agent", "-p", strconv.Itoa(prog.Process.Pid), "--listen", "127.0.0.1:0", "--period", "1h")
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for !strings.Contains(stderr.String(), "serving http://") {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("sframe agent did not start in a minute:\n%s", stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		addr := stderr.String()
+		addr = addr[strings.Index(addr, "http://"):]
+		addr = addr[:strings.Index(addr, " ")]
+		// Starting to sample can take a while on a loaded machine.
+		deadline = time.Now().Add(2 * time.Minute)
+		for serverSamples(t, addr+"?seconds=1") == 0 {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no samples from sframe agent's server in 2 minutes:\n%s", stderr.String())
+			}
+		}
+		cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		if log := stderr.String(); err != nil || !strings.Contains(log, "stopped after 1 periods, 1 profiles,") || strings.Contains(log, " 0 samples") {
+			t.Errorf("%v in the first period: %v, want it shipped and exit status 0:\n%s", sig, err, log)
+		}
+	}
+}
+
 // TestAgentUsage: usage errors are one line and exit status 2.
 func TestAgentUsage(t *testing.T) {
 	for _, args := range [][]string{
