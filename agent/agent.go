@@ -370,8 +370,8 @@ func (a *Agent) onTick(p *recorder.Profile) {
 	})
 	clear(a.reqs)
 	now := time.Now()
-	a.takeRequests()
 	a.answer(now)
+	a.takeRequests(now)
 	if now.Sub(a.periodStart) >= a.opts.Period-tick/2 {
 		a.cutPeriod(now)
 	}

@@ -215,6 +215,28 @@ func TestServePprofFromRequest(t *testing.T) {
 	}
 }
 
+// TestServePprofBackToBack asks for one-second profiles one after the
+// other, as a scraper does: each holds a tick of samples, however late
+// the ticks come (counted from when the request came, one that waited
+// for its first tick for more than a second ended before it: empty).
+func TestServePprofBackToBack(t *testing.T) {
+	cmd := startSpin(t)
+	a := runAgent(t, Options{Record: recorder.Options{PIDs: []int{cmd.Process.Pid}}, Period: 2 * time.Second,
+		Listen: "127.0.0.1:0"})
+	url := "http://" + a.Addr().String()
+	// Sampling has started once one has samples.
+	for deadline := time.Now().Add(2 * time.Minute); len(fetchProfile(t, url, 1).Sample) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no sample in 2 minutes")
+		}
+	}
+	for i := 0; i < 6; i++ {
+		if q := fetchProfile(t, url, 1); len(q.Sample) == 0 {
+			t.Errorf("profile %d of 6, one second of a spinning program: no sample", i+1)
+		}
+	}
+}
+
 // TestServePprofCancel has clients give up on their profiles while the
 // agent adds stacks to them: run with -race, it found the reader
 // goroutine reading the list of requests that a handler changed.

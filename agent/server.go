@@ -18,11 +18,13 @@ const MaxProfileSeconds = 600
 // maxWaiting bounds the profile requests waiting at once; more get 503.
 const maxWaiting = 16
 
-// request is one /debug/pprof/profile request: its stacks are added
-// from the first tick after it came until its seconds have passed.
+// request is one /debug/pprof/profile request: its stacks are those of
+// the ticks after the one it was taken at (takeRequests), as many as its
+// seconds.
 type request struct {
-	end   time.Time
-	start time.Time
+	sec   time.Duration
+	end   time.Time // set when taken: the tick at or after it ends it
+	start time.Time // when taken
 	b     *stackprof.PerfBuilder
 	done  chan []byte // the encoded profile, nil on failure
 }
@@ -47,8 +49,7 @@ func (a *Agent) serveProfile(w http.ResponseWriter, r *http.Request) {
 		}
 		sec = n
 	}
-	now := time.Now()
-	req := &request{start: now, end: now.Add(time.Duration(sec) * time.Second), done: make(chan []byte, 1)}
+	req := &request{sec: time.Duration(sec) * time.Second, done: make(chan []byte, 1)}
 	a.mu.Lock()
 	if len(a.waiting)+len(a.active) >= maxWaiting {
 		a.mu.Unlock()
@@ -85,13 +86,18 @@ func (a *Agent) cancel(req *request) {
 	}
 }
 
-// takeRequests makes the waiting requests active, each with a builder
-// (on the reader goroutine, which owns the builders).
-func (a *Agent) takeRequests() {
+// takeRequests makes the waiting requests active at the end of the tick
+// at now, each with a builder (on the reader goroutine, which owns the
+// builders): the next ticks' stacks are theirs, until the tick within
+// half a tick of their seconds' end. Counted from their first tick, not
+// from when they came, so that a request gets as many ticks as seconds
+// however late ticks come.
+func (a *Agent) takeRequests(now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, r := range a.waiting {
 		r.b = a.builder()
+		r.start, r.end = now, now.Add(r.sec-tick/2)
 		a.active = append(a.active, r)
 	}
 	a.waiting = a.waiting[:0]
@@ -114,10 +120,17 @@ func (a *Agent) answer(now time.Time) {
 	a.active = kept
 }
 
-// answerAll answers every request, the agent stopping.
+// answerAll answers every request with what it has, the agent stopping.
 func (a *Agent) answerAll() {
-	a.takeRequests()
-	a.answer(time.Now().Add(MaxProfileSeconds * time.Second))
+	now := time.Now()
+	a.takeRequests(now)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range a.active {
+		a.finish(r, now)
+	}
+	clear(a.active)
+	a.active = a.active[:0]
 }
 
 // finish encodes r's profile and hands it over.
@@ -127,11 +140,7 @@ func (a *Agent) finish(r *request, now time.Time) {
 		r.done <- nil
 		return
 	}
-	end := r.end
-	if now.Before(end) {
-		end = now
-	}
-	decorate(prof, a.procs, r.start, end)
+	decorate(prof, a.procs, r.start, now)
 	data, err := encode(prof)
 	if err != nil {
 		data = nil
