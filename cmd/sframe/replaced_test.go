@@ -90,14 +90,7 @@ func TestReportMemfd(t *testing.T) {
 	if out, err := exec.Command("perf", "record", "-q", "-N", "-o", rec, "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "1000000", "--", dlprog, "memfd", prog, "300").CombinedOutput(); err != nil {
 		t.Fatalf("perf record: %v\n%s", err, out)
 	}
-	out, errs, code := runCLI(t, "report", "--format", "text", rec)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	perf, err := exec.Command("perf", "script", "-i", rec, "-F", "comm,tid,time,ip,sym,dso", "--no-inline").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, errs, perf := textAndScript(t, rec)
 	ours, theirs := parseText(t, out), parseText(t, string(perf))
 	if len(ours) != len(theirs) || len(ours) < 100 {
 		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
@@ -137,14 +130,7 @@ func TestReportStrippedFromBuildIDCache(t *testing.T) {
 			t.Fatalf("strip: %v\n%s", err, out)
 		}
 	})
-	out, errs, code := runCLI(t, "report", "--format", "text", rec)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	perf, err := exec.Command("perf", "script", "-i", rec, "-F", "comm,tid,time,ip,sym,dso", "--no-inline").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, _, perf := textAndScript(t, rec)
 	if !strings.Contains(string(perf), " work (") {
 		t.Fatalf("perf script names no frame work: its build-ID cache did not give the symbols\n%.1000s", perf)
 	}
@@ -201,4 +187,19 @@ func recordCopy(t *testing.T, built, dir, sub, ms string, prepare func(prog stri
 		t.Fatalf("perf record: %v\n%s", err, out)
 	}
 	return prog, rec
+}
+
+// textAndScript returns report's text of the recording rec, its summary
+// and perf script's text of rec (the fields the text form matches).
+func textAndScript(t *testing.T, rec string) (out, errs string, perf []byte) {
+	t.Helper()
+	out, errs, code := runCLI(t, "report", "--format", "text", rec)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	perf, err := exec.Command("perf", "script", "-i", rec, "-F", "comm,tid,time,ip,sym,dso", "--no-inline").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, errs, perf
 }
