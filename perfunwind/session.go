@@ -790,10 +790,14 @@ func (s *Session) Record(rec *perfdata.Record) bool {
 }
 
 // ThreadName returns the name of thread tid, as perf shows it: its last
-// COMM, its creator's, or ":TID".
+// COMM, its creator's, "swapper" for the idle task (0, which no record
+// names: a system-wide recording's idle time), or ":TID".
 func (s *Session) ThreadName(tid uint32) string {
 	if th := s.threads[tid]; th != nil {
 		return th.comm
+	}
+	if tid == 0 {
+		return "swapper"
 	}
 	return fmt.Sprintf(":%d", tid)
 }

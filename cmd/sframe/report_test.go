@@ -631,3 +631,34 @@ func TestReportSymfs(t *testing.T) {
 		t.Errorf("another build at the recorded path: summary line %q, want the path once and the build IDs", line)
 	}
 }
+
+// TestReportSwapper reports a system-wide recording: the samples of the
+// idle task (thread 0, which no record names) are "swapper"'s, as perf
+// script names them; they were ":0"'s.
+func TestReportSwapper(t *testing.T) {
+	testprog.NeedTool(t, "perf")
+	rec := filepath.Join(t.TempDir(), "perf.data")
+	if out, err := exec.Command("perf", "record", "-q", "-N", "-a", "-o", rec, "-e", "cpu-clock", "-c", "1000000", "--", "sleep", "0.3").CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("perf record -a: %v\n%s", err, out)
+		}
+		t.Fatalf("perf record -a: %v\n%s", err, out)
+	}
+	out, _, perf := textAndScript(t, rec)
+	ours, theirs := parseText(t, out), parseText(t, string(perf))
+	if len(ours) != len(theirs) {
+		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
+	}
+	idle := 0
+	for i := range ours {
+		if f := strings.Fields(theirs[i].header); len(f) > 1 && f[1] == "0" {
+			idle++
+			if ours[i].header != theirs[i].header {
+				t.Fatalf("sample %d: %q, perf script %q", i, ours[i].header, theirs[i].header)
+			}
+		}
+	}
+	if idle == 0 {
+		t.Skip("no sample of the idle task (a busy machine)")
+	}
+}
