@@ -2,6 +2,9 @@ package unwind
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -177,17 +180,24 @@ func (tr *Tracer) Capture(t arch.Target) (*Trace, error) {
 // code (executable memory of no file: JIT code) that no module covers,
 // named by its maps name ("[anon:NAME]") or "[anon]": walks through it
 // go on by frame pointers, where they would end at the first frame in
-// no known module.
+// no known module. The modules' ranges are sorted once, with the
+// highest end of each prefix, so that a process's tens of thousands of
+// mappings cost a search each, not a pass over the modules.
 func appendAnonCode(mods []*Module, code []arch.Mapping) []*Module {
+	type span struct{ start, maxEnd uint64 }
+	spans := make([]span, len(mods))
+	for i, m := range mods {
+		spans[i] = span{m.Start, m.End}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	for i := 1; i < len(spans); i++ {
+		spans[i].maxEnd = max(spans[i].maxEnd, spans[i-1].maxEnd)
+	}
 	for _, c := range code {
-		covered := false
-		for _, m := range mods {
-			if m.Start < c.End && c.Start < m.End {
-				covered = true
-				break
-			}
-		}
-		if covered {
+		// The modules starting below c's end: one of them reaches past
+		// c's start when the highest of their ends does.
+		k := sort.Search(len(spans), func(i int) bool { return spans[i].start >= c.End })
+		if k > 0 && spans[k-1].maxEnd > c.Start {
 			continue
 		}
 		name := c.Path
