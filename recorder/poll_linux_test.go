@@ -65,15 +65,6 @@ func TestWaitingSamplesPollFast(t *testing.T) {
 		return rec.Time()
 	}
 	slices.SortStableFunc(samples, func(a, b []byte) int { return cmp.Compare(timeOf(a), timeOf(b)) })
-	feed := func(batch [][]byte) {
-		t.Helper()
-		for _, raw := range batch {
-			if err := dec.Decode(&rec, raw); err != nil {
-				t.Fatal(err)
-			}
-			r.record(&rec)
-		}
-	}
 
 	// Before any sample, passes stay fast (a command's first samples
 	// always wait for its exec's records).
@@ -82,7 +73,7 @@ func TestWaitingSamplesPollFast(t *testing.T) {
 		t.Fatalf("before any sample: polls %v, fast %v; want fast, unchanged", polls, r.fast)
 	}
 	// Samples of a process not known yet wait, copied: still fast.
-	feed(samples[:10])
+	feedRecords(t, r, dec, samples[:10])
 	if r.stats.Deferred != 10 || r.kept == 0 {
 		t.Fatalf("deferred %d, kept %d bytes; want the 10 samples of an unknown process kept", r.stats.Deferred, r.kept)
 	}
@@ -105,7 +96,7 @@ func TestWaitingSamplesPollFast(t *testing.T) {
 	}
 	// Samples of the known process are unwound at once: the passes stay
 	// slow.
-	feed(samples[10:20])
+	feedRecords(t, r, dec, samples[10:20])
 	r.round()
 	if r.stats.Deferred != 10 || len(polls) != 1 {
 		t.Fatalf("known process: deferred %d, polls %v; want 10 and no new poll", r.stats.Deferred, polls)
@@ -118,7 +109,7 @@ func TestWaitingSamplesPollFast(t *testing.T) {
 		reused[&b[:1][0]] = true
 	}
 	r.heldProc[uint32(pid)]++
-	feed(samples[20:25])
+	feedRecords(t, r, dec, samples[20:25])
 	r.heldProc[uint32(pid)]--
 	delete(r.heldProc, uint32(pid))
 	n := 0
@@ -141,5 +132,18 @@ func TestWaitingSamplesPollFast(t *testing.T) {
 	}
 	if got := r.stats.OnCPU; got != 25 {
 		t.Errorf("%d samples counted, want 25", got)
+	}
+}
+
+// feedRecords hands the raw records of batch, decoded by dec, to r in
+// turn, as the rings' reader does.
+func feedRecords(t *testing.T, r *recorder, dec *perfdata.Decoder, batch [][]byte) {
+	t.Helper()
+	var rec perfdata.Record
+	for _, raw := range batch {
+		if err := dec.Decode(&rec, raw); err != nil {
+			t.Fatal(err)
+		}
+		r.record(&rec)
 	}
 }

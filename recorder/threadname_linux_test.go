@@ -98,19 +98,10 @@ func TestNewThreadSamplesBeforeItsFork(t *testing.T) {
 	}
 
 	r := newRecorder(sess, arch.Host(), attrs, -1, 64<<20)
-	feed := func(batch [][]byte) {
-		t.Helper()
-		for _, raw := range batch {
-			if err := dec.Decode(&rec, raw); err != nil {
-				t.Fatal(err)
-			}
-			r.record(&rec)
-		}
-	}
 	// The thread's samples first, then the records that name it, then
 	// the passes that put them in time order.
-	feed(recs)
-	feed(threadRecs)
+	feedRecords(t, r, dec, recs)
+	feedRecords(t, r, dec, threadRecs)
 	for range 3 {
 		r.round()
 	}
@@ -137,10 +128,10 @@ func TestNewThreadSamplesBeforeItsFork(t *testing.T) {
 	// ones are unwound at once, named ":TID" as perf script names it.
 	r = newRecorder(sess2, arch.Host(), attrs, -1, 64<<20)
 	half := len(recs) / 2
-	feed(recs[:half])
+	feedRecords(t, r, dec, recs[:half])
 	r.round()
 	r.round()
-	feed(recs[half:])
+	feedRecords(t, r, dec, recs[half:])
 	waiting := 0
 	for _, e := range r.queue {
 		if e.kind != evSample {
