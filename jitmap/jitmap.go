@@ -64,6 +64,11 @@ type span struct {
 type Table struct {
 	syms  []Symbol
 	spans []span // sorted, not overlapping
+	// symUnwind gives each symbol its unwinding data, an index into
+	// unwinds or -1; nil when no symbol has any. A symbol past its end
+	// has none.
+	symUnwind []int32
+	unwinds   []*Unwinding
 	// Skipped counts the entries that could not be read (malformed or
 	// too long lines, records of unknown code).
 	Skipped int
@@ -81,6 +86,15 @@ func (t *Table) Lookup(addr uint64) (Symbol, bool) {
 	if t == nil {
 		return Symbol{}, false
 	}
+	i, ok := t.lookup(addr)
+	if !ok {
+		return Symbol{}, false
+	}
+	return t.syms[i], true
+}
+
+// lookup returns the index of the symbol at addr.
+func (t *Table) lookup(addr uint64) (int32, bool) {
 	lo, hi := 0, len(t.spans)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -91,9 +105,32 @@ func (t *Table) Lookup(addr uint64) (Symbol, bool) {
 		}
 	}
 	if lo == 0 || addr >= t.spans[lo-1].end {
-		return Symbol{}, false
+		return 0, false
 	}
-	return t.syms[t.spans[lo-1].sym], true
+	return t.spans[lo-1].sym, true
+}
+
+// LookupUnwinding returns the function at the runtime address addr and
+// the unwinding data its jitdump record gave it (see Unwinding), without
+// allocating; false when the function has none, or there is no function
+// at addr.
+func (t *Table) LookupUnwinding(addr uint64) (Symbol, *Unwinding, bool) {
+	if t == nil || t.symUnwind == nil {
+		return Symbol{}, nil, false
+	}
+	i, ok := t.lookup(addr)
+	if !ok || int(i) >= len(t.symUnwind) || t.symUnwind[i] < 0 {
+		return Symbol{}, nil, false
+	}
+	return t.syms[i], t.unwinds[t.symUnwind[i]], true
+}
+
+// setUnwind gives the last symbol added the unwinding data u (-1: none).
+func (t *Table) setUnwind(u int32) {
+	for len(t.symUnwind) < len(t.syms)-1 {
+		t.symUnwind = append(t.symUnwind, -1)
+	}
+	t.symUnwind = append(t.symUnwind, u)
 }
 
 // build makes t's lookup spans from t.syms, later symbols taking the

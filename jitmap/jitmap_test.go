@@ -204,12 +204,21 @@ func FuzzParseJitdump(f *testing.F) {
 	bo := binary.LittleEndian
 	f.Add(jitdump(bo, load(bo, 0x1000, 0x40, 1, "f"), move(bo, 0x1000, 0x2000, 0x40, 1)), uint64(0x2000))
 	f.Add(jitdump(binary.BigEndian, load(binary.BigEndian, 0x1000, 0x4, 1, "g")), uint64(0x1000))
+	f.Add(jitdump(bo, unwindRec(bo, []byte("eh_frame"), []byte("hdr")), load(bo, 0x1000, 11, 1, "t"), load(bo, 0x1010, 11, 2, "u")), uint64(0x1004))
 	f.Fuzz(func(t *testing.T, data []byte, addr uint64) {
 		tab, err := ParseJitdump(data)
 		if err != nil {
 			return
 		}
 		checkTable(t, tab, addr)
+		if s, u, ok := tab.LookupUnwinding(addr); ok {
+			if l, _ := tab.Lookup(addr); l != s {
+				t.Fatalf("%#x: unwinding of %+v, named %+v", addr, s, l)
+			}
+			if len(u.EHFrame) == 0 || len(u.EHFrameHdr) == 0 || len(u.EHFrame)+len(u.EHFrameHdr) > maxUnwinding {
+				t.Fatalf("%#x: unwinding data of %d and %d bytes", addr, len(u.EHFrame), len(u.EHFrameHdr))
+			}
+		}
 	})
 }
 
@@ -303,4 +312,62 @@ func TestLargestMapCost(t *testing.T) {
 		return
 	}
 	memtest.AtMost(t, 400<<20, "reading a perf map of the largest size")
+}
+
+// unwindRec returns a JIT_CODE_UNWINDING_INFO record of the .eh_frame
+// ehFrame and the .eh_frame_hdr hdr, padded to 8 bytes as Python pads it.
+func unwindRec(bo binary.ByteOrder, ehFrame, hdr []byte) []byte {
+	r := make([]byte, jitRecordSize+jitUnwindingFixed)
+	bo.PutUint32(r, jitCodeUnwinding)
+	bo.PutUint64(r[jitRecordSize:], uint64(len(ehFrame)+len(hdr)))
+	bo.PutUint64(r[jitRecordSize+8:], uint64(len(hdr)))
+	r = append(append(r, ehFrame...), hdr...)
+	for len(r)%8 != 0 {
+		r = append(r, 0)
+	}
+	bo.PutUint32(r[4:], uint32(len(r)))
+	return r
+}
+
+// TestParseJitdumpUnwinding reads the unwinding data that a
+// JIT_CODE_UNWINDING_INFO record gives the next code load only, kept
+// once for equal records; records whose sizes do not fit are skipped.
+func TestParseJitdumpUnwinding(t *testing.T) {
+	for _, bo := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+		eh, hdr := []byte("EHFRAME-bytes"), []byte("HDR")
+		bad := unwindRec(bo, eh, hdr)
+		bo.PutUint64(bad[jitRecordSize+8:], 99) // a header larger than the data
+		data := jitdump(bo,
+			unwindRec(bo, eh, hdr), load(bo, 0x1000, 11, 1, "a"),
+			load(bo, 0x1010, 11, 2, "b"), // none: the record was the last load's
+			unwindRec(bo, eh, hdr), load(bo, 0x1020, 11, 3, "c"),
+			bad, load(bo, 0x1030, 11, 4, "d"),
+			unwindRec(bo, nil, hdr), load(bo, 0x1040, 11, 5, "e")) // V8's bare header: no CFI
+		tab, err := ParseJitdump(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tab.Skipped != 1 || len(tab.unwinds) != 1 {
+			t.Errorf("%v: %d skipped, %d unwinding data, want 1 and 1", bo, tab.Skipped, len(tab.unwinds))
+		}
+		for addr, want := range map[uint64]string{0x1000: "a", 0x100a: "a", 0x1010: "", 0x1025: "c", 0x1030: "", 0x1040: "", 0x2000: ""} {
+			s, u, ok := tab.LookupUnwinding(addr)
+			if ok != (want != "") || s.Name != want {
+				t.Errorf("%v %#x: %q %v, want %q", bo, addr, s.Name, ok, want)
+				continue
+			}
+			if ok && (string(u.EHFrame) != string(eh) || string(u.EHFrameHdr) != string(hdr) || u.Order != bo) {
+				t.Errorf("%v %#x: %q %q %v", bo, addr, u.EHFrame, u.EHFrameHdr, u.Order)
+			}
+		}
+		if s, _ := tab.Lookup(0x1010); s.Name != "b" {
+			t.Errorf("%v: %q named 0x1010", bo, s.Name)
+		}
+	}
+	u := &Unwinding{}
+	for size, want := range map[uint64]uint64{11: 0x90, 16: 0x90, 17: 0x98, 0: 0x80} {
+		if got := u.EHFrameAddr(size); got != want {
+			t.Errorf("EHFrameAddr(%d) = %#x, want %#x", size, got, want)
+		}
+	}
 }
