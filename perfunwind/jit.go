@@ -2,6 +2,7 @@ package perfunwind
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/cfi"
 	"github.com/sframekit/sframekit/jitmap"
 )
 
@@ -21,7 +24,10 @@ import (
 // after the program ran; a live recording names its frames at the end).
 // The Session adds jitdump files as their mappings come, while a
 // pipelined writer may be naming frames on another goroutine: mu guards
-// what both touch.
+// what both touch. The unwinding data of jitdump files is the CFI of the
+// JIT's modules (jitSyms is their unwind.CFI): their walks read the files
+// when they first reach JIT code, and read them again when they grew
+// (refresh); naming reads them as they are when it starts (named).
 type jitSyms struct {
 	// name is the perf map's path in the process's mount namespace, the
 	// name perf gives the process's JIT mappings.
@@ -32,6 +38,7 @@ type jitSyms struct {
 	// budget is what the Session may still read of JIT files, shared by
 	// its processes.
 	budget *atomic.Int64
+	arch   arch.Arch // of the unwinding data's CFI
 
 	mu sync.Mutex
 	// dumps are the jitdump files the process mapped, each the paths to
@@ -45,7 +52,40 @@ type jitSyms struct {
 	read []string
 	errs []error
 	locs map[uint64]*Loc
+	// sizes are the files read and their sizes then, which refresh
+	// compares with theirs now; reloads counts its reads of a period,
+	// missed the addresses it looked for since the last read.
+	sizes   []fileSize
+	reloads int
+	missed  map[uint64]struct{}
+	// named says resolve has made sure, in this period, that it names
+	// from the files as they were when naming started.
+	named bool
+	// cfis are the CFI tables made of the unwinding data, per data and
+	// code size (where perf inject would place it).
+	cfis map[jitCFIKey]*cfi.Table
 }
+
+// fileSize is a JIT file read and its size then.
+type fileSize struct {
+	path string
+	size int64
+}
+
+// jitCFIKey names the CFI table of unwinding data u for code of size
+// bytes: its pc-relative addresses assume the .eh_frame after the code.
+type jitCFIKey struct {
+	u    *jitmap.Unwinding
+	size uint64
+}
+
+// The bounds on reading a process's JIT files again (jitSyms.refresh):
+// the reads of a period, and the addresses looked for between two reads
+// that are remembered, not to stat the files again for each.
+const (
+	maxJITReloads = 16
+	maxJITMissed  = 4096
+)
 
 // perfMapName reports whether perf names an executable mapping of this
 // name after the process's perf map: anonymous memory, and areas that
@@ -69,7 +109,11 @@ func (s *Session) jit(pid uint32) *jitSyms {
 	if s.opts.Live {
 		nspid, root = liveNamespace(pid)
 	}
-	j := &jitSyms{name: "/tmp/perf-" + strconv.FormatUint(uint64(nspid), 10) + ".map", locs: map[uint64]*Loc{}, budget: &s.jitBudget}
+	a := s.opts.Arch
+	if a == arch.Unknown {
+		a = arch.Host()
+	}
+	j := &jitSyms{name: "/tmp/perf-" + strconv.FormatUint(uint64(nspid), 10) + ".map", locs: map[uint64]*Loc{}, budget: &s.jitBudget, arch: a}
 	j.mapPaths = s.jitPaths(j.name, root)
 	s.jits[pid] = j
 	return j
@@ -159,7 +203,7 @@ func (j *jitSyms) load() {
 	j.loaded = true
 	j.budget.Add(j.bytes) // what an earlier load read is given back
 	j.bytes = 0
-	j.tables, j.read, j.errs = nil, nil, nil
+	j.tables, j.read, j.errs, j.sizes, j.missed, j.cfis = nil, nil, nil, nil, nil, nil
 	j.locs = map[uint64]*Loc{}
 	read := func(paths []string, parse func([]byte) (*jitmap.Table, error)) {
 		var first error
@@ -178,6 +222,7 @@ func (j *jitSyms) load() {
 					j.budget.Add(-cost)
 					j.bytes += cost
 					j.tables = append(j.tables, t)
+					j.sizes = append(j.sizes, fileSize{p, int64(len(data))})
 					note := ""
 					if t.Truncated || t.Skipped > 0 {
 						note = fmt.Sprintf(", %d entries not read", t.Skipped)
@@ -208,6 +253,15 @@ func (j *jitSyms) load() {
 func (j *jitSyms) resolve(pc uint64) *Loc {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if !j.named {
+		// Walks may have read the files while the JIT was still writing
+		// them (Python's stdio buffer reaches its jitdump file 4 KiB at a
+		// time): names are read as the files are when naming starts.
+		j.named = true
+		if j.loaded && j.grown() {
+			j.loaded = false
+		}
+	}
 	j.load()
 	if l, ok := j.locs[pc]; ok {
 		return l
@@ -224,6 +278,113 @@ func (j *jitSyms) resolve(pc uint64) *Loc {
 	return l
 }
 
+// refresh reads the process's JIT files again for a walk when one of
+// those read has grown since (the JIT is still writing), and reports
+// whether it did: once for each address that no function covered
+// (missed), at most maxJITReloads times a period.
+func (j *jitSyms) refresh(pc uint64) bool {
+	if j.reloads >= maxJITReloads {
+		return false
+	}
+	if _, ok := j.missed[pc]; ok {
+		return false
+	}
+	if j.missed == nil || len(j.missed) >= maxJITMissed {
+		j.missed = map[uint64]struct{}{}
+	}
+	j.missed[pc] = struct{}{}
+	if !j.grown() {
+		return false
+	}
+	j.reloads++
+	j.loaded = false
+	j.load()
+	return true
+}
+
+// grown reports whether a file read has another size now.
+func (j *jitSyms) grown() bool {
+	for _, f := range j.sizes {
+		if st, err := os.Lstat(f.path); err == nil && st.Size() != f.size {
+			return true
+		}
+	}
+	return false
+}
+
+// Lookup implements unwind.CFI for the process's JIT code (whose modules
+// have no bias: pc is a runtime address): the rows of the unwinding data
+// that its jitdump files give the function at pc (Python's -X perf_jit
+// trampolines, V8's --perf-prof-unwinding-info), at the addresses perf
+// inject gives them in the ELF file it writes for the function. Other
+// code is not covered: frame pointers unwind it.
+func (j *jitSyms) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
+	j.mu.Lock()
+	if len(j.dumps) == 0 {
+		j.mu.Unlock()
+		return nil, false, nil
+	}
+	j.load()
+	sym, tab, found := j.unwinding(pc)
+	if !found && j.refresh(pc) {
+		sym, tab, _ = j.unwinding(pc)
+	}
+	j.mu.Unlock()
+	if tab == nil {
+		return nil, false, nil
+	}
+	base := sym.Start - jitmap.UnwindTextAddr // runtime address = the table's + base
+	f, err := tab.RowForPC(ctx, pc-base, row)
+	if err != nil {
+		if errors.Is(err, cfi.ErrNoFDE) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	// The row's range in runtime addresses, within the function: the
+	// unwinder keeps rows for the addresses their range covers.
+	start, end := row.Start+base, row.End+base
+	if start < sym.Start || start > pc {
+		start = sym.Start
+	}
+	if fe := sym.Start + max(sym.Size, 1); end > fe || end <= pc {
+		end = max(fe, pc+1)
+	}
+	row.Start, row.End = start, end
+	return f.CIE, true, nil
+}
+
+// unwinding returns the function at pc and the CFI table of its
+// unwinding data (nil when it has none); found is false when no function
+// covers pc.
+func (j *jitSyms) unwinding(pc uint64) (sym jitmap.Symbol, tab *cfi.Table, found bool) {
+	for _, t := range j.tables {
+		s, u, ok := t.LookupUnwinding(pc)
+		if !ok {
+			if _, named := t.Lookup(pc); named {
+				return s, nil, true
+			}
+			continue
+		}
+		k := jitCFIKey{u, s.Size}
+		if tab = j.cfis[k]; tab == nil {
+			addr := u.EHFrameAddr(s.Size)
+			var err error
+			tab, err = cfi.New(u.EHFrame, cfi.Options{Addr: addr, ByteOrder: u.Order, AddrSize: 8, Arch: j.arch,
+				Hdr: u.EHFrameHdr, HdrAddr: addr + uint64(len(u.EHFrame))})
+			if err != nil {
+				return s, nil, true
+			}
+			if j.cfis == nil {
+				j.cfis = map[jitCFIKey]*cfi.Table{}
+			}
+			j.cfis[k] = tab
+		}
+		return s, tab, true
+	}
+	return jitmap.Symbol{}, nil, false
+}
+
 // ForgetJIT drops what the Session read of JIT symbol files, so that a
 // long recording cut into periods (a continuous profiler's) reads them
 // again, with the code the JITs made since, when a frame in JIT code is
@@ -236,6 +397,7 @@ func (s *Session) ForgetJIT() {
 		j.budget.Add(j.bytes)
 		j.bytes = 0
 		j.loaded, j.tables, j.read, j.errs = false, nil, nil, nil
+		j.sizes, j.reloads, j.missed, j.cfis, j.named = nil, 0, nil, nil, false
 		j.locs = map[uint64]*Loc{}
 		j.mu.Unlock()
 		if s.procs[pid] == nil {

@@ -633,6 +633,10 @@ func (s *Session) MappingOf(pid uint32, start, length, pgoff uint64, name string
 // unwinder then follows frame pointers through it).
 func (s *Session) module(m *Mapping) *unwind.Module {
 	f := m.File
+	if m.jit != nil {
+		// JIT code: the unwinding data of its jitdump files, if any.
+		return &unwind.Module{Name: m.Name, Start: m.Start, End: m.End, CFI: m.jit}
+	}
 	if f == nil || f.Path == "" {
 		return &unwind.Module{Name: m.Name, Start: m.Start, End: m.End}
 	}

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -305,4 +307,33 @@ while (Date.now() < end) s += fib(22);`
 	if fib*2 < all {
 		t.Errorf("%d of %d samples in fib, in /tmp/perf-1.map", fib, all)
 	}
+}
+
+// TestJITUnwindingInfo profiles a JIT trampoline whose jitdump file
+// gives its CFI (a JIT_CODE_UNWINDING_INFO record, as Python 3.13's
+// -X perf_jit and V8's --perf-prof-unwinding-info write), with no frame
+// pointer to follow: walks go through it to main and _start, as perf
+// inject's ELF files for the JIT code let perf script's walks do. A C
+// program writes the file (Debian has no Python 3.13), with Python's
+// trampoline and unwinding bytes.
+func TestJITUnwindingInfo(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x86-64 trampoline")
+	}
+	exe := testprog.Build(t, "testdata/jitunwind.c", "-O2")
+	profileBoth(t, 499, func(t *testing.T, folded []foldedStack, summary string) {
+		through, burn := 0, 0
+		for _, s := range folded {
+			if !slices.Contains(s.frames, "burn") {
+				continue
+			}
+			burn += s.n
+			if i := slices.Index(s.frames, "jit_trampoline"); i > 1 && s.frames[i-1] == "main" && s.frames[1] == "_start" {
+				through += s.n
+			}
+		}
+		if burn < 100 || through < burn*95/100 {
+			t.Errorf("%d samples in burn, %d through jit_trampoline to main and _start:\n%s", burn, through, summary)
+		}
+	}, exe, t.TempDir())
 }
