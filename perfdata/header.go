@@ -37,8 +37,12 @@ type Header struct {
 	// Truncated is set when the file ends inside its data section, or
 	// the header's data size is 0 (perf record did not finish): the
 	// records up to the end of the file are read, then Next reports an
-	// error of kind ErrTruncated; the feature sections are missing.
+	// error of kind ErrTruncated, which says what was lost; the feature
+	// sections are missing.
 	Truncated bool
+	// statedDataSize is the data size the header states: more than
+	// DataSize when the file was cut, 0 when perf record did not finish.
+	statedDataSize int64
 	// FeatureErr is the error of a feature section that could not be
 	// read (past the end of the file, or malformed): the features before
 	// it are set, the records are read, and Next returns FeatureErr in
@@ -367,6 +371,7 @@ func parseFileHeader(b []byte) (*Header, error) {
 	if h.DataOffset < int64(hsize) || h.DataOffset > int64(size) || h.DataSize < 0 {
 		return nil, errorf(ErrBadHeader, 40, "data section at %#x of %#x bytes in a file of %#x", uint64(h.DataOffset), uint64(h.DataSize), size)
 	}
+	h.statedDataSize = h.DataSize
 	if h.DataSize > int64(size)-h.DataOffset || h.DataSize == 0 && h.DataOffset < int64(size) {
 		h.DataSize = int64(size) - h.DataOffset
 		h.Truncated = true
@@ -460,6 +465,11 @@ func (h *Header) parseFeatureSections(b []byte) {
 		if err != nil {
 			e := err.(*Error)
 			e.Msg = f.String() + ": " + e.Msg
+			if off := h.ByteOrder.Uint64(b[at:]); off <= uint64(len(b)) {
+				// It starts in the file and runs past its end: the
+				// file was cut.
+				e = errorf(ErrTruncated, int64(at), "%s: section at %#x of %#x bytes runs past the end of the file (%#x bytes)", f, off, h.ByteOrder.Uint64(b[at+8:]), len(b))
+			}
 			h.FeatureErr = e
 			break
 		}

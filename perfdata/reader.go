@@ -514,10 +514,35 @@ func (r *Reader) Next() (*Record, error) {
 		rec, err = r.nextInFileOrder()
 	}
 	if err != nil {
+		var e *Error
+		if err != r.hdr.FeatureErr && errors.As(err, &e) {
+			if note := r.lossNote(e.Off); note != "" {
+				e.Msg += ": " + note
+			}
+		}
 		r.err = err
 		return nil, err
 	}
 	return rec, nil
+}
+
+// lossNote says, for the message of an error that ends the reading of a
+// file's data section at offset off, what is not read: the records from
+// off to the end of the data section the header states (which a cut
+// file lacks in part), or, when the header states none because perf
+// record did not finish, the records it had not yet written. "" for a
+// pipe-mode stream, whose length is unknown.
+func (r *Reader) lossNote(off int64) string {
+	h := r.hdr
+	switch {
+	case r.in != nil || h.Pipe:
+		return ""
+	case h.Truncated && h.statedDataSize == 0:
+		return "perf record did not finish (the header's data size is 0): the records it had not written are missing"
+	case off >= h.DataOffset+h.statedDataSize:
+		return ""
+	}
+	return fmt.Sprintf("the records in the last %d of the data section's %d bytes are lost", h.DataOffset+h.statedDataSize-off, h.statedDataSize)
 }
 
 func (r *Reader) nextInFileOrder() (*Record, error) {
@@ -585,7 +610,7 @@ func (r *Reader) readInput() ([]byte, int64, error) {
 		off := r.pos
 		if off >= r.end {
 			if r.hdr.Truncated {
-				return nil, off, errorf(ErrTruncated, off, "the file ends inside its data section (or perf record did not finish)")
+				return nil, off, errorf(ErrTruncated, off, "the file ends after %d bytes of records", off-r.hdr.DataOffset)
 			}
 			if r.hdr.FeatureErr != nil {
 				return nil, off, r.hdr.FeatureErr

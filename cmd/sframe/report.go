@@ -78,7 +78,16 @@ A signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT) ends the reading, also of a
 pipe waiting for perf: the output has the samples read before, a line
 on standard error says how many, and the exit status is that of a
 program the signal killed (130 for Ctrl-C). A second signal ends sframe
-at once.`
+at once.
+
+Exit status: 0 when every record was read (a file cut, or damaged,
+after its records, in the feature sections perf record writes last,
+gets a one-line warning: no sample is missing); 1 when the recording
+cannot be read, or is cut or damaged among its records (perf record
+killed, a file copied in part): the output then has every sample
+before the damage, and the error says which bytes of records were lost,
+so that a pipeline (set -o pipefail) does not take the profile for the
+whole recording; 2 for a usage error.`
 
 func runReport(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("report", reportUsage, stdout, stderr)
@@ -279,7 +288,13 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return exitSignaled(sig)
 	}
 	if perr != nil {
-		fs.fileError(input, perr)
+		if h := r.Header(); h.FeatureErr != nil && errors.Is(perr, h.FeatureErr) {
+			// Every record was read: only what perf record writes after
+			// them is missing (build IDs, host and CPU descriptions).
+			fmt.Fprintf(stderr, "sframe report: %s: warning: every sample was read, but not the feature sections after them: %v\n", displayName(input), withoutPath(input, perr))
+			return 0
+		}
+		fmt.Fprintf(stderr, "sframe report: %s: %v (the output has the %d samples read before)\n", displayName(input), withoutPath(input, perr), sess.Stats.Read)
 		return 1
 	}
 	return 0
