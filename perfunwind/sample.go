@@ -367,11 +367,7 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 	if st.CopyEnd() {
 		s.Stats.CopyEnd++
 	} else if stop != unwind.StopEnd && len(frames) > 0 {
-		where := StopPlace{Stop: stop}
-		if m := st.Frames[len(st.Frames)-1].Map; m != nil {
-			where.Module = m.Name
-		}
-		s.Stats.StopWhere[where]++
+		s.Stats.StopWhere[stopPlace(stop, st.Frames[len(st.Frames)-1].Map)]++
 	}
 }
 
@@ -418,6 +414,38 @@ func (s *Session) kernelFrameMap(pc uint64) *Mapping {
 type StopPlace struct {
 	Stop   unwind.Stop
 	Module string
+	// NoFile says the mapping's file was not found or not used
+	// (Session.Files says why): the walk had no unwind tables there,
+	// which is why it ended (Stop is then StopNoRule, whatever failure
+	// the frame-pointer fallback met).
+	NoFile bool
+}
+
+// Reason says why the walks ended, for a person: the one wording of
+// sframe report's and sframe record's summaries.
+func (p StopPlace) Reason() string {
+	if p.NoFile {
+		return "no unwind tables (file not used)"
+	}
+	return p.Stop.String()
+}
+
+// stopPlace is where a walk that ended early with stop ended: in m, its
+// last frame's mapping (nil for none). In a file that was not found or
+// not used, the walk had only the frame-pointer fallback, and which of
+// its failures it met (no rule, memory not readable, no progress)
+// depends on what the frame-pointer register happened to hold: the same
+// missing file would be reported under several reasons, none of them
+// the cause.
+func stopPlace(stop unwind.Stop, m *Mapping) StopPlace {
+	if m == nil {
+		return StopPlace{Stop: stop}
+	}
+	if m.File != nil && m.File.Path == "" && stop != unwind.StopDepth && stop != unwind.StopNoModule {
+		// One place per file, whichever failure the fallback met.
+		return StopPlace{Stop: unwind.StopNoRule, Module: m.Name, NoFile: true}
+	}
+	return StopPlace{Stop: stop, Module: m.Name}
 }
 
 // Stats count what a Session's samples gave.

@@ -72,10 +72,13 @@ func WriteSummary(w io.Writer, s *Session) error {
 		if c := cmp.Compare(b.n, a.n); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.p.Stop, b.p.Stop); c != 0 {
+		if c := cmp.Compare(a.p.Reason(), b.p.Reason()); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.p.Module, b.p.Module)
+		if c := cmp.Compare(a.p.Module, b.p.Module); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.p.Stop, b.p.Stop)
 	})
 	for i, p := range places {
 		if i == 8 {
@@ -86,7 +89,7 @@ func WriteSummary(w io.Writer, s *Session) error {
 		if where == "" {
 			where = "no mapping"
 		}
-		fmt.Fprintf(&b, "  %d: %s, in %s\n", p.n, p.p.Stop, textfmt.Printable(where))
+		fmt.Fprintf(&b, "  %d: %s, in %s\n", p.n, p.p.Reason(), textfmt.Printable(where))
 	}
 	if st.KernelFrames > 0 {
 		how := "named from " + s.opts.Kallsyms

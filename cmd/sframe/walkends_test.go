@@ -51,7 +51,7 @@ func readFolded(t *testing.T, path string) []foldedStack {
 // "  N: REASON, in WHERE".
 func errorEnds(summary string) int {
 	bad := 0
-	for _, m := range regexp.MustCompile(`(?m)^  (\d+): (no unwind rule for PC|PC in no known module|stack pointer did not move up), in `).FindAllStringSubmatch(summary, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  (\d+): (no unwind rule for PC|no unwind tables \(file not used\)|PC in no known module|stack pointer did not move up), in `).FindAllStringSubmatch(summary, -1) {
 		n, _ := strconv.Atoi(m[1])
 		bad += n
 	}
