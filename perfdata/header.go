@@ -360,6 +360,11 @@ func parseFileHeader(b []byte) (*Header, error) {
 		return nil, errorf(ErrTruncated, 0, "header of %d bytes, file of %d", hsize, len(b))
 	}
 	size := uint64(len(b))
+	if do := o.Uint64(b[40:]); do > size {
+		// perf record writes the header and attributes first: a file
+		// that ends before its data section was cut short.
+		return nil, errorf(ErrTruncated, 40, "the file (%#x bytes) ends before its data section at %#x", size, do)
+	}
 	attrSize := o.Uint64(b[16:])
 	aoff, asize, err := fileSection(b, o, 24)
 	if err != nil {
@@ -465,11 +470,6 @@ func (h *Header) parseFeatureSections(b []byte) {
 		if err != nil {
 			e := err.(*Error)
 			e.Msg = f.String() + ": " + e.Msg
-			if off := h.ByteOrder.Uint64(b[at:]); off <= uint64(len(b)) {
-				// It starts in the file and runs past its end: the
-				// file was cut.
-				e = errorf(ErrTruncated, int64(at), "%s: section at %#x of %#x bytes runs past the end of the file (%#x bytes)", f, off, h.ByteOrder.Uint64(b[at+8:]), len(b))
-			}
 			h.FeatureErr = e
 			break
 		}
@@ -481,12 +481,17 @@ func (h *Header) parseFeatureSections(b []byte) {
 }
 
 // fileSection reads the (offset, size) pair at b[at:], a section that
-// must lie inside the file b.
+// must lie inside the file b. One that starts in the file and runs past
+// its end is of a file cut short (ErrTruncated), as perf record leaves
+// the sections it writes last when a copy of its file is partial.
 func fileSection(b []byte, o binary.ByteOrder, at int) (int64, int64, error) {
 	size := uint64(len(b))
 	off, sz := o.Uint64(b[at:]), o.Uint64(b[at+8:])
-	if off > size || sz > size-off {
+	switch {
+	case off > size:
 		return 0, 0, errorf(ErrBadHeader, int64(at), "section [%#x, +%#x) outside the file of %#x bytes", off, sz, size)
+	case sz > size-off:
+		return 0, 0, errorf(ErrTruncated, int64(at), "section [%#x, +%#x) runs past the end of the file (%#x bytes)", off, sz, size)
 	}
 	return int64(off), int64(sz), nil
 }

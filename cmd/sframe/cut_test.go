@@ -88,6 +88,33 @@ func TestReportCut(t *testing.T) {
 			}
 		}
 	}
+	// Cut inside the header's sections, before the data: nothing to
+	// read (perf script: "incompatible file format").
+	path = write("header", whole[:dataOff-8])
+	if out, errs, code := runCLI(t, "report", "--format", "text", path); code != 1 || out != "" ||
+		errs != fmt.Sprintf("sframe report: %s: offset 0x28: truncated: the file (%#x bytes) ends before its data section at %#x\n", path, dataOff-8, dataOff) {
+		t.Errorf("cut before the data: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	// A file-mode recording on standard input, which is not seekable:
+	// what to do instead, not perfdata's function names.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w.Write(whole)
+		w.Close()
+	}()
+	saved := stdin
+	defer func() { stdin = saved }()
+	stdin = r
+	if out, errs, code := runCLI(t, "report", "--format", "text", "-"); code != 1 || out != "" ||
+		errs != "sframe report: <stdin>: a perf.data file, which cannot be read from a pipe: give its path, or record in pipe format (perf record -o -)\n" {
+		t.Errorf("file-mode recording on a pipe: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	r.Close()
+	stdin = saved
+
 	// The bytes lost: from the record the cut is in to the data
 	// section's end.
 	_, errs, _ = runCLI(t, "report", "-q", "--format", "text", filepath.Join(dir, "data"))

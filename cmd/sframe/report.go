@@ -203,6 +203,11 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sframe report: interrupted by %s before the recording's header: nothing written\n", signalName(sig))
 		return exitSignaled(sig)
 	}
+	if perfdata.KindOf(err) == perfdata.ErrNeedSeek {
+		// perfdata's message names its own functions: say what to do.
+		fmt.Fprintf(stderr, "sframe report: %s: a perf.data file, which cannot be read from a pipe: give its path, or record in pipe format (perf record -o -)\n", displayName(input))
+		return 1
+	}
 	if err != nil {
 		fs.fileError(input, err)
 		return 1
