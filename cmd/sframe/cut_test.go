@@ -133,3 +133,38 @@ func TestReportCut(t *testing.T) {
 		t.Errorf("%q: the data section is [%#x, +%d), cut at %#x", errs, dataOff, dataSize, cut)
 	}
 }
+
+// TestReportDirectory: perf record --threads writes a directory, which
+// report does not read (perf script does): one line says how to merge
+// it into a file, and the merged file gives perf script's samples.
+func TestReportDirectory(t *testing.T) {
+	exe, _, _ := reportRecording(t)
+	dir := filepath.Join(t.TempDir(), "perf.data")
+	if out, err := exec.Command("perf", "record", "-q", "-N", "--threads", "--call-graph", "dwarf", "-e", "cpu-clock", "-c", "250000", "-o", dir, "--", exe, "100").CombinedOutput(); err != nil {
+		t.Skipf("perf record --threads: %v\n%s", err, out)
+	}
+	out, errs, code := runCLI(t, "report", "--format", "text", dir)
+	want := fmt.Sprintf("sframe report: %s: a perf.data directory (perf record --threads), not read: merge it with perf inject -i %s -o - > FILE, then sframe report FILE\n", dir, dir)
+	if code != 1 || out != "" || errs != want {
+		t.Fatalf("exit %d, stdout %q, stderr %q, want %q", code, out, errs, want)
+	}
+	merged := filepath.Join(t.TempDir(), "merged.data")
+	f, err := os.Create(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inject := exec.Command("perf", "inject", "-i", dir, "-o", "-")
+	inject.Stdout = f
+	if err := inject.Run(); err != nil {
+		t.Fatalf("perf inject: %v", err)
+	}
+	f.Close()
+	out, errs, code = runCLI(t, "report", "-q", "--format", "text", merged)
+	perf, err := exec.Command("perf", "script", "-i", dir, "-F", "comm,tid,time,ip,sym,dso", "--no-inline", "--max-stack", "1024").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || len(parseText(t, out)) == 0 || len(parseText(t, out)) != len(parseText(t, string(perf))) {
+		t.Errorf("merged: exit %d (%q), %d samples, perf script of the directory %d", code, errs, len(parseText(t, out)), len(parseText(t, string(perf))))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,9 @@ Formats (--format):
           its default where the files have DWARF: the inlined calls, and
           a function whose DWARF name is not its symbol's, a clone such
           as f.constprop.0, as "f (inlined)")
+
+A perf.data directory (perf record --threads) is not read: perf inject
+-i DIR -o - > FILE merges it into a file this command reads.
 
 folded and text go to standard output unless -o is given. A summary
 goes to standard error: samples read, how their stacks were unwound
@@ -194,8 +198,18 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	case input == "-":
 		r, err = perfdata.NewReader(stdin)
 	default:
-		if st, serr := os.Stat(input); serr == nil && st.Mode().IsRegular() {
+		st, serr := os.Stat(input)
+		if serr == nil && st.Mode().IsRegular() {
 			size = st.Size() // for the progress bar
+		}
+		if serr == nil && st.IsDir() {
+			if dst, derr := os.Stat(filepath.Join(input, "data")); derr == nil && dst.Mode().IsRegular() {
+				// perf record --threads writes a directory: a header
+				// file and one file of records per thread, which
+				// perfdata does not read; perf inject merges them.
+				fmt.Fprintf(stderr, "sframe report: %s: a perf.data directory (perf record --threads), not read: merge it with perf inject -i %s -o - > FILE, then sframe report FILE\n", displayName(input), input)
+				return 1
+			}
 		}
 		r, err = perfdata.Open(input)
 	}
