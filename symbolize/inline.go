@@ -60,10 +60,7 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 	if err != nil || cu == nil || !cu.Children {
 		return nil, Inline{}
 	}
-	var files []*dwarf.LineFile
-	if lr, err := dw.LineReader(cu); err == nil && lr != nil {
-		files = lr.Files()
-	}
+	files := m.cuFiles[cu.Offset]
 	// Walk down the DIEs containing addr: a subprogram, then lexical
 	// blocks and inlined subroutines, recording the latter outermost
 	// first. Entries that do not contain addr are skipped whole. Until
@@ -121,8 +118,8 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 		if e.Tag == dwarf.TagInlinedSubroutine {
 			var in Inline
 			in.Name, in.Linkage = m.originName(e, 0)
-			if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && f < int64(len(files)) && files[f] != nil {
-				in.File = files[f].Name
+			if f, ok := e.Val(dwarf.AttrCallFile).(int64); ok && f >= 0 && f < int64(len(files)) && files[f] != noFile {
+				in.File = m.files[files[f]]
 			}
 			if l, ok := e.Val(dwarf.AttrCallLine).(int64); ok && l > 0 {
 				in.Line = int(l)

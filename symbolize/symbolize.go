@@ -123,8 +123,9 @@ type module struct {
 	linesOnce sync.Once
 	lines     []lineRow
 	files     []string
-	dw        *dwarf.Data // kept after the line index, for Inlines
-	inlMu     sync.Mutex  // Inlines' readers are not safe for concurrent use
+	cuFiles   map[dwarf.Offset][]uint32 // per unit: its file entries' names in files (noFile: none)
+	dw        *dwarf.Data               // kept after the line index, for Inlines
+	inlMu     sync.Mutex                // Inlines' readers are not safe for concurrent use
 	linesErr  error
 }
 
@@ -145,6 +146,10 @@ func symName(s string) string {
 	}
 	return s
 }
+
+// noFile is the index in module.files of a file entry that names none
+// (entry 0 before DWARF 5).
+const noFile = ^uint32(0)
 
 // lineRow is one row of the combined line table.
 type lineRow struct {
@@ -453,6 +458,11 @@ func (m *module) buildLines() {
 		return
 	}
 	dw, err := elffile.DWARF(m.dwFile.File)
+	var secs lineSections
+	var raw bool
+	if err == nil {
+		secs, raw = readLineSections(m.dwFile.File)
+	}
 	m.dwFile.Close()
 	m.dwFile = nil
 	if err != nil {
@@ -460,7 +470,20 @@ func (m *module) buildLines() {
 		return
 	}
 	m.dw = dw
+	m.cuFiles = map[dwarf.Offset][]uint32{}
 	files := map[string]uint32{}
+	fileID := func(name string) uint32 {
+		id, ok := files[name]
+		if !ok {
+			id = uint32(len(m.files))
+			files[name] = id
+			m.files = append(m.files, name)
+		}
+		return id
+	}
+	// The names of each unit's file entries, as libdw forms them (see
+	// lineFileNames), by the entries debug/dwarf hands out.
+	names := map[*dwarf.LineFile]uint32{}
 	var rows []lineRow
 	r := dw.Reader()
 	for {
@@ -485,6 +508,28 @@ func (m *module) buildLines() {
 		if lr == nil {
 			continue
 		}
+		clear(names)
+		var rawNames []string
+		if raw {
+			off, _ := e.Val(dwarf.AttrStmtList).(int64)
+			dir, hasDir := e.Val(dwarf.AttrCompDir).(string)
+			rawNames = lineFileNames(secs, off, dir, hasDir)
+		}
+		lfs := lr.Files()
+		ids := make([]uint32, len(lfs))
+		for i, lf := range lfs {
+			switch {
+			case lf == nil:
+				ids[i] = noFile
+				continue
+			case len(rawNames) == len(lfs):
+				ids[i] = fileID(rawNames[i])
+			default:
+				ids[i] = fileID(lf.Name)
+			}
+			names[lf] = ids[i]
+		}
+		m.cuFiles[e.Offset] = ids
 		var le dwarf.LineEntry
 		inSeq, keep := false, false
 		for {
@@ -507,11 +552,10 @@ func (m *module) buildLines() {
 				}
 				row := lineRow{addr: le.Address, line: int32(le.Line), end: le.EndSequence}
 				if !le.EndSequence && le.File != nil {
-					id, ok := files[le.File.Name]
+					id, ok := names[le.File]
 					if !ok {
-						id = uint32(len(m.files))
-						files[le.File.Name] = id
-						m.files = append(m.files, le.File.Name)
+						// Defined by the program (DW_LNE_define_file).
+						id = fileID(le.File.Name)
 					}
 					row.file = id
 				} else if !le.EndSequence {

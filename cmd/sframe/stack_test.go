@@ -808,7 +808,7 @@ func TestStackInlines(t *testing.T) {
 		}
 		pos := ""
 		if m[3] != "" {
-			pos = filepath.Clean(m[3]) + ":" + m[4]
+			pos = m[3] + ":" + m[4]
 		}
 		switch {
 		case m[1] != "":
