@@ -57,7 +57,10 @@ var amd64Gregs = [17]arch.Reg{
 
 // stepSignal restores the interrupted registers from the signal frame.
 func (w *Context) stepSignal(cur, next *arch.Regs) error {
-	sp := cur.SP()
+	sp, ok := cur.Get(w.arch.SP())
+	if !ok {
+		return errRegister // after a frame-pointer step that could not tell it
+	}
 	newFrame(cur, next)
 	switch w.arch {
 	case arch.AMD64:

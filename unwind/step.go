@@ -203,19 +203,27 @@ func (w *Context) stepFP(cur, next *arch.Regs) error {
 	if err != nil {
 		return err
 	}
-	cfa := fp + 16
+	cfa, spKnown := fp+16, true
 	if w.arch == arch.ARM64 {
 		ra = w.strip(ra)
 		// The record may lie anywhere in the frame: the prologue says
-		// where (arm64prologue.go).
-		if c, ok := w.arm64CFA(cur.PC(), fp); ok {
-			cfa = c
+		// where (arm64prologue.go). Where it cannot (code of a file not
+		// found, not in a core), the caller's SP is unknown: a guess
+		// would make the caller's SP-based SFrame or CFI rows read
+		// return addresses from the wrong slots (garbage frames), so
+		// they fail for want of SP and the walk goes on by the frame
+		// records, or stops.
+		cfa, spKnown = w.arm64CFA(cur.PC(), fp)
+		if !spKnown && callerFP != 0 && callerFP <= fp {
+			return errNoRule // nothing else shows the walk moves on
 		}
 	}
-	w.cfa = cfa
 	newFrame(cur, next)
 	next.Set(w.arch.PC(), ra)
-	next.Set(w.arch.SP(), cfa)
+	if spKnown {
+		w.cfa = cfa
+		next.Set(w.arch.SP(), cfa)
+	}
 	next.Set(w.arch.FP(), callerFP)
 	return nil
 }

@@ -578,8 +578,8 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 			}
 			return frames, StopMemory, err
 		}
-		nsp, _ := get(next, w.spReg)
-		if !w.sig && (nsp < sp || (nsp == sp && !top)) {
+		nsp, nspOK := get(next, w.spReg)
+		if !w.sig && nspOK && (nsp < sp || (nsp == sp && !top)) {
 			return frames, StopNoProgress, nil
 		}
 		st.top = w.sig

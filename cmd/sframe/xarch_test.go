@@ -570,3 +570,53 @@ func TestStackCrossCoreExeName(t *testing.T) {
 		}
 	}
 }
+
+// TestStackCrossCoreNoSysroot unwinds the dynamic AArch64 program's core
+// without --sysroot: the C library is not found, so its frames are
+// unwound by their frame records, and a record does not say how large
+// its frame is; where the library's code (not in the core) cannot tell
+// either, the caller's SP is unknown. Its SP-based CFI rows then cannot
+// apply: a guessed SP (the record's address + 16) read return addresses
+// from the wrong slots and printed garbage frames, then stopped in no
+// module. Every frame must be the --sysroot walk's frame at the same
+// depth (gdb-multiarch cannot read qemu cores of dynamic programs), and
+// the walks must go on through the program's functions.
+func TestStackCrossCoreNoSysroot(t *testing.T) {
+	var c xcase
+	for _, x := range xcases {
+		if x.name == "aarch64-O2-dynamic" {
+			c = x
+		}
+	}
+	r := runX(t, c) // with --sysroot
+	stdout, stderr, code := runCLI(t, "stack", "--core", r.crash.Core, "--exe", r.exe)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	tids, th, _ := parseX(t, stdout)
+	if len(tids) != len(r.tids) {
+		t.Fatalf("%d threads, %d with --sysroot:\n%s", len(tids), len(r.tids), stdout)
+	}
+	for _, tid := range tids {
+		got, want := th[tid], r.th[tid]
+		progFrames := 0
+		for i, f := range got {
+			if i >= len(want) || f.pc != want[i].pc {
+				t.Errorf("thread %d frame %d: %#x, not the --sysroot walk's\n%s\n%s", tid, i, f.pc, stdout, r.out)
+				break
+			}
+			if isProgFunc(f.fn) {
+				progFrames++
+			}
+		}
+		wantProg := 0
+		for _, f := range want {
+			if isProgFunc(f.fn) {
+				wantProg++
+			}
+		}
+		if progFrames != wantProg {
+			t.Errorf("thread %d: %d frames in the program, %d with --sysroot\n%s", tid, progFrames, wantProg, stdout)
+		}
+	}
+}
