@@ -7,10 +7,11 @@
  *                  -> lib2() (the last three in LIB); exits after
  *                  SECONDS
  *   dlprog reload LIB1 LIB2 SECONDS
- *                  loads LIB1 and spins 300 ms in thread "dl" in it,
- *                  stops it and unloads LIB1, then loads LIB2 (mapped
- *                  where LIB1 was, when it is no larger) and spins in
- *                  it in thread "dl2"; prints both load addresses;
+ *                  loads LIB1 and spins in it in thread "dl" until that
+ *                  thread has had 300 ms of CPU, stops it and unloads
+ *                  LIB1, then loads LIB2 (mapped where LIB1 was, when it
+ *                  is no larger) and spins in it in thread "dl2";
+ *                  prints both load addresses;
  *                  exits after SECONDS
  *   dlprog replace LIB NEW SECONDS
  *                  as reload, but loads LIB twice, renaming NEW to LIB
@@ -51,6 +52,17 @@ static long long now_ns(void) {
 NOIPA static void spin(int ms) {
 	long long end = now_ns() + ms * 1000000LL;
 	while (now_ns() < end) sink++;
+}
+
+/* wait_cpu sleeps until thread t has had ms milliseconds of CPU time:
+ * on a loaded machine a wall-time wait gives it too few samples to judge. */
+static void wait_cpu(pthread_t t, int ms) {
+	clockid_t c;
+	struct timespec ts, nap = {0, 10000000};
+	if (pthread_getcpuclockid(t, &c) != 0)
+		return;
+	while (clock_gettime(c, &ts) == 0 && ts.tv_sec * 1000LL + ts.tv_nsec / 1000000 < ms)
+		nanosleep(&nap, NULL);
 }
 
 static void (*lib_spin)(void);
@@ -97,7 +109,7 @@ int main(int argc, char **argv) {
 			pthread_t t;
 			pthread_create(&t, NULL, dl_thread, i ? "dl2" : NULL);
 			if (i == 0) {
-				spin(300);
+				wait_cpu(t, 300);
 				stop();
 				pthread_join(t, NULL);
 				dlclose(h);
