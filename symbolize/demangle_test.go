@@ -19,6 +19,34 @@ import (
 // libstdc++ and compares with binutils' c++filt.
 func TestDemangleMatchesCxxfilt(t *testing.T) {
 	testprog.NeedTool(t, "c++filt")
+	lib, names := libstdcxxNames(t)
+	names = append(names, "main", "pause", "_start", "__libc_start_main")
+	cmd := exec.Command("c++filt")
+	cmd.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(strings.TrimSuffix(string(bytes.TrimRight(out, "\n")), "\n"), "\n")
+	if len(want) != len(names) {
+		t.Fatalf("c++filt printed %d lines for %d names", len(want), len(names))
+	}
+	bad := 0
+	for i, n := range names {
+		if got := Demangle(n); got != want[i] {
+			bad++
+			if bad <= 10 {
+				t.Errorf("%s:\n got  %s\n want %s", n, got, want[i])
+			}
+		}
+	}
+	t.Logf("%d names from %s, %d differ", len(names), lib, bad)
+}
+
+// libstdcxxNames returns the path of the installed libstdc++ and the
+// C++ names of its dynamic symbols, skipping the test without one.
+func libstdcxxNames(t testing.TB) (string, []string) {
+	t.Helper()
 	var lib string
 	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/lib64/libstdc++.so.6"} {
 		if _, err := os.Stat(p); err == nil {
@@ -44,27 +72,26 @@ func TestDemangleMatchesCxxfilt(t *testing.T) {
 			names = append(names, s.Name)
 		}
 	}
-	names = append(names, "main", "pause", "_start", "__libc_start_main")
-	cmd := exec.Command("c++filt")
-	cmd.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := strings.Split(strings.TrimSuffix(string(bytes.TrimRight(out, "\n")), "\n"), "\n")
-	if len(want) != len(names) {
-		t.Fatalf("c++filt printed %d lines for %d names", len(want), len(names))
-	}
-	bad := 0
-	for i, n := range names {
-		if got := Demangle(n); got != want[i] {
-			bad++
-			if bad <= 10 {
-				t.Errorf("%s:\n got  %s\n want %s", n, got, want[i])
+	return lib, names
+}
+
+// BenchmarkDemangle demangles every C++ name of libstdc++ (about 5,000),
+// in both forms: the cost of naming a file's functions.
+func BenchmarkDemangle(b *testing.B) {
+	_, names := libstdcxxNames(b)
+	for _, c := range []struct {
+		name string
+		fn   func(string) string
+	}{{"full", Demangle}, {"short", DemangleShort}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, n := range names {
+					_ = c.fn(n)
+				}
 			}
-		}
+		})
 	}
-	t.Logf("%d names from %s, %d differ", len(names), lib, bad)
 }
 
 // TestDemangleEmptyPacksMatchCxxfilt: empty template argument packs
