@@ -66,26 +66,23 @@ func DemangleShort(name string) string {
 	return name
 }
 
-// filterCxx is demangle.Filter, but prints empty template argument packs
-// as libiberty (c++filt, perf) does. libiberty writes ", " before each
-// argument and takes it back when the argument prints nothing, so an
-// empty pack first or between arguments leaves ", " behind
-// (Foo<, int>, f(int, , int)), and one at the end of a template's
-// arguments leaves no space between two closing brackets:
-// llvm::PassManager<llvm::Module, llvm::AnalysisManager<llvm::Module>>
-// (its third argument an empty pack), where demangle skips empty packs
-// and writes "> >" as for Foo<Foo<int> >.
+// filterCxx is demangle.Filter, but prints what demangle prints
+// otherwise than libiberty (c++filt, perf) as libiberty does, by
+// rewriting the tree (libibertyTree) of the names that can hold such
+// parts; the others, nearly all, go through demangle.Filter unchanged.
 func filterCxx(name string, opts ...demangle.Option) string {
 	// An empty pack is "JE" in the mangled name, and a pack expansion
-	// prints nothing only when its pack is empty.
-	if !strings.Contains(name, "JE") || !strings.HasPrefix(name, "_Z") || legacyRustShape(name) {
+	// prints nothing only when its pack is empty; the address of a
+	// function is "ad" before the function's encoding, "L_Z" (or "LZ",
+	// as g++ wrote it before -fabi-version=3).
+	if !(strings.Contains(name, "JE") || strings.Contains(name, "adL")) || !strings.HasPrefix(name, "_Z") || legacyRustShape(name) {
 		return demangle.Filter(name, opts...)
 	}
 	a, err := demangle.ToAST(name, opts...)
 	if err != nil {
 		return name
 	}
-	a = libibertyPacks(a)
+	a = libibertyTree(a)
 	return strings.ReplaceAll(demangle.ASTToString(a, opts...), ", "+packMark, "")
 }
 
@@ -96,12 +93,33 @@ func filterCxx(name string, opts ...demangle.Option) string {
 // names hold no NUL byte.
 const packMark = "\x00"
 
-// libibertyPacks returns a with the empty arguments of every template
-// and function argument list replaced so that demangle prints them as
-// libiberty does: an empty Name where an argument follows (demangle
-// would skip it), packMark at the end. The tree is copied, not changed:
-// template parameters refer to their template's original arguments.
-func libibertyPacks(a demangle.AST) demangle.AST {
+// libibertyTree returns a with the nodes that demangle prints otherwise
+// than libiberty replaced by nodes that print as libiberty does. The
+// tree is copied, not changed: template parameters refer to their
+// template's original arguments.
+//
+// Empty template argument packs: libiberty writes ", " before each
+// argument and takes it back when the argument prints nothing, so an
+// empty pack first or between arguments leaves ", " behind
+// (Foo<, int>, f(int, , int)), and one at the end of a template's
+// arguments leaves no space between two closing brackets:
+// llvm::PassManager<llvm::Module, llvm::AnalysisManager<llvm::Module>>
+// (its third argument an empty pack), where demangle skips empty packs
+// and writes "> >" as for Foo<Foo<int> >. Each empty argument becomes
+// an empty Name where an argument follows (demangle would skip it),
+// packMark at the end.
+//
+// The address of a function: libiberty leaves out the type of the
+// function only when its name is a qualified one (&A::f, most often a
+// pointer to member) and prints the whole function otherwise, in
+// parentheses: clang's AST matchers take
+// &(clang::ast_matchers::internal::BindableMatcher<clang::Decl> clang::ast_matchers::internal::makeDynCastAllOfComposite<clang::Decl, clang::FriendDecl>(llvm::ArrayRef<...>))
+// as a template argument, where demangle prints
+// &(clang::ast_matchers::internal::makeDynCastAllOfComposite<clang::Decl, clang::FriendDecl>),
+// leaving the type out for any name. An operand that is not a Typed
+// node is printed whole by demangle, and a one-element ArgumentPack
+// prints as its element, in parentheses after an operator.
+func libibertyTree(a demangle.AST) demangle.AST {
 	fn := func(a demangle.AST) demangle.AST {
 		switch a := a.(type) {
 		case *demangle.Template:
@@ -111,6 +129,16 @@ func libibertyPacks(a demangle.AST) demangle.AST {
 		case *demangle.FunctionType:
 			if args, ok := libibertyArgs(a.Args); ok {
 				return &demangle.FunctionType{Return: a.Return, Args: args, ForLocalName: a.ForLocalName}
+			}
+		case *demangle.Unary:
+			if op, ok := a.Op.(*demangle.Operator); ok && op.Name == "&" && !a.Suffix {
+				if t, ok := a.Expr.(*demangle.Typed); ok {
+					if _, ok := t.Type.(*demangle.FunctionType); ok {
+						if q, ok := t.Name.(*demangle.Qualified); !ok || q.LocalName {
+							return &demangle.Unary{Op: a.Op, Expr: &demangle.ArgumentPack{Args: []demangle.AST{t}}, SizeofType: a.SizeofType}
+						}
+					}
+				}
 			}
 		}
 		return nil
@@ -122,7 +150,7 @@ func libibertyPacks(a demangle.AST) demangle.AST {
 }
 
 // libibertyArgs returns the list args with its empty arguments replaced
-// as libibertyPacks says, and whether there were any that demangle
+// as libibertyTree says, and whether there were any that demangle
 // prints otherwise than libiberty (not when all are empty: both print
 // nothing).
 func libibertyArgs(args []demangle.AST) ([]demangle.AST, bool) {

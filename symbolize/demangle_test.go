@@ -119,6 +119,14 @@ func TestDemangleEmptyPacksMatchCxxfilt(t *testing.T) {
 		"_ZSt11make_uniqueI3FooJEENSt9_MakeUniqIT_E15__single_objectEDpOT0_",
 		"_ZN3FooIS_IiEJEE3barEv.cold", // a clone
 	}
+	matchCxxfilt(t, names)
+}
+
+// matchCxxfilt checks that Demangle gives c++filt's form of each name,
+// and DemangleShort c++filt -p's (perf's, for names whose own path
+// holds no std:: abbreviation, which c++filt expands).
+func matchCxxfilt(t *testing.T, names []string) {
+	t.Helper()
 	for _, p := range []bool{false, true} {
 		args := []string{}
 		if p {
@@ -144,6 +152,33 @@ func TestDemangleEmptyPacksMatchCxxfilt(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDemangleFunctionAddressMatchesCxxfilt: the address of a function
+// as a template argument prints as libiberty prints it: the function's
+// name alone when that is a qualified name (&A::g), else the whole
+// function in parentheses, with its type (&(void g<int>(int))), where
+// demangle left the type out for every name. libclang-cpp's AST
+// matchers name their functions so (about 200 of its symbols).
+func TestDemangleFunctionAddressMatchesCxxfilt(t *testing.T) {
+	testprog.NeedTool(t, "c++filt")
+	matchCxxfilt(t, []string{
+		// libclang-cpp.so.14
+		"_ZN5clang12ast_matchers7dynamic8internal25variadicMatcherDescriptorINS0_8internal15BindableMatcherINS_12TemplateNameEEENS4_7MatcherIS6_EEXadL_ZNS4_18makeAllOfCompositeIS6_EENS5_IT_EEN4llvm8ArrayRefIPKNS8_ISB_EEEEEEEENS1_14VariantMatcherENSD_9StringRefENS1_11SourceRangeENSE_INS1_11ParserValueEEEPNS1_11DiagnosticsE",
+		"_ZN5clang12ast_matchers7dynamic8internal25variadicMatcherDescriptorINS0_8internal15BindableMatcherINS_4DeclEEENS4_7MatcherINS_10FriendDeclEEEXadL_ZNS4_25makeDynCastAllOfCompositeIS6_S9_EENS5_IT_EEN4llvm8ArrayRefIPKNS8_IT0_EEEEEEEENS1_14VariantMatcherENSE_9StringRefENS1_11SourceRangeENSF_INS1_11ParserValueEEEPNS1_11DiagnosticsE",
+		"_ZN5clang25LazyGenerationalUpdatePtrIPKNS_4DeclEPS1_XadL_ZNS_17ExternalASTSource19CompleteRedeclChainES3_EEE9makeValueERKNS_10ASTContextES4_",
+		"_ZZN5clang12ast_matchers8internal15MemoizedMatcherINS1_7MatcherINS_4DeclEEEXadL_ZNS0_26isInstantiated_getInstanceEvEEE11getInstanceEvE8Instance",
+		"_Z1fIXadL_Z1gIiEvT_EEEvv",     // void f<&(void g<int>(int))>()
+		"_Z1fIXadLZ1gIiEvT_EEEvv",      // the same as g++ wrote it before -fabi-version=3
+		"_Z1fIXadL_Z1gvEEEvv",          // void f<&(g())>()
+		"_Z1fIXadL_ZN1A1gEvEEEvv",      // void f<&A::g>()
+		"_Z1fIXadL_ZN1A1gIiEEvvEEEvv",  // void f<&(void A::g<int>())>()
+		"_Z1fIXadL_ZNK1A1gIiEEvvEEEvv", // a const member function
+		"_Z1fIXadL_ZZ1hvEN1A1gEvEEEvv", // a local name: void f<&(h()::A::g())>()
+		"_Z1fIXadL_ZN1A1xEEEEvv",       // the address of a variable: void f<&A::x>()
+		"_Z1fIL_Z1gIiEvT_EEvv",         // a function, no address: void f<void g<int>(int)>()
+		"_Z1fIXadL_Z1gIiEvT_EEJEEvv",   // with an empty pack after it
+	})
 }
 
 // TestDemangleBounded: a name that expands far beyond its size (each of
