@@ -74,15 +74,16 @@ func filterCxx(name string, opts ...demangle.Option) string {
 	// An empty pack is "JE" in the mangled name, and a pack expansion
 	// prints nothing only when its pack is empty; the address of a
 	// function is "ad" before the function's encoding, "L_Z" (or "LZ",
-	// as g++ wrote it before -fabi-version=3).
-	if !(strings.Contains(name, "JE") || strings.Contains(name, "adL")) || !strings.HasPrefix(name, "_Z") || legacyRustShape(name) {
+	// as g++ wrote it before -fabi-version=3); an unnamed type or a
+	// closure is "Ut" or "Ul".
+	if !(strings.Contains(name, "JE") || strings.Contains(name, "adL") || maybeUnnamedStructor(name)) || !strings.HasPrefix(name, "_Z") || legacyRustShape(name) {
 		return demangle.Filter(name, opts...)
 	}
 	a, err := demangle.ToAST(name, opts...)
 	if err != nil {
 		return name
 	}
-	a = libibertyTree(a)
+	a = libibertyTree(a, name)
 	return strings.ReplaceAll(demangle.ASTToString(a, opts...), ", "+packMark, "")
 }
 
@@ -119,9 +120,18 @@ const packMark = "\x00"
 // leaving the type out for any name. An operand that is not a Typed
 // node is printed whole by demangle, and a one-element ArgumentPack
 // prints as its element, in parentheses after an operator.
-func libibertyTree(a demangle.AST) demangle.AST {
+//
+// The constructor or destructor of an unnamed type or a closure:
+// libiberty names it after the last source name it read before
+// (icu_72::number::impl::MicroProps::{unnamed type#1}::~MicroProps),
+// demangle after the type (~{unnamed type#1}). See unnamedStructor.
+func libibertyTree(a demangle.AST, mangled string) demangle.AST {
 	fn := func(a demangle.AST) demangle.AST {
 		switch a := a.(type) {
+		case *demangle.Qualified:
+			if n := unnamedStructor(a, mangled); n != nil {
+				return &demangle.Qualified{Scope: a.Scope, Name: n, LocalName: a.LocalName}
+			}
 		case *demangle.Template:
 			if args, ok := libibertyArgs(a.Args); ok {
 				return &demangle.Template{Name: a.Name, Args: args}
@@ -147,6 +157,85 @@ func libibertyTree(a demangle.AST) demangle.AST {
 		return c
 	}
 	return a
+}
+
+// unnamedStructor returns the constructor or destructor that q names,
+// named as libiberty names it, when it is one of an unnamed type or a
+// closure (A::{unnamed type#1}::A(), where demangle prints
+// {unnamed type#1}()); else nil. libiberty names it after the last
+// source name it read (its d_info.last_name; a template's arguments do
+// not count), which is the name of the scope around the unnamed types
+// when the mangled name holds that name right before them ("1AUt_", or
+// "1AI" and the template's arguments). Otherwise, as where the scope
+// is a substitution (which sets no last name), q is left as it is.
+func unnamedStructor(q *demangle.Qualified, mangled string) demangle.AST {
+	var ctorName demangle.AST
+	switch n := q.Name.(type) {
+	case *demangle.Constructor:
+		if n.Base != nil {
+			return nil // inheriting: libiberty's last name is the base's
+		}
+		ctorName = n.Name
+	case *demangle.Destructor:
+		ctorName = n.Name
+	default:
+		return nil
+	}
+	if !unnamedType(ctorName) {
+		return nil
+	}
+	s := q.Scope
+	for {
+		p, ok := s.(*demangle.Qualified)
+		if !ok || !unnamedType(p.Name) {
+			break
+		}
+		s = p.Scope
+	}
+	if p, ok := s.(*demangle.Qualified); ok {
+		s = p.Name
+	}
+	next := "U" // the first unnamed type right after the name
+	if t, ok := s.(*demangle.Template); ok {
+		s, next = t.Name, "I"
+	}
+	n, ok := s.(*demangle.Name)
+	if !ok || !strings.Contains(mangled, strconv.Itoa(len(n.Name))+n.Name+next) {
+		return nil
+	}
+	if _, ok := q.Name.(*demangle.Destructor); ok {
+		return &demangle.Destructor{Name: n}
+	}
+	return &demangle.Constructor{Name: n}
+}
+
+// unnamedType reports whether a is an unnamed type or a closure type.
+func unnamedType(a demangle.AST) bool {
+	switch a.(type) {
+	case *demangle.UnnamedType, *demangle.Closure:
+		return true
+	}
+	return false
+}
+
+// maybeUnnamedStructor reports whether the mangled name may hold the
+// constructor or destructor of an unnamed type or closure ("Ut_C1",
+// "UlvE_D2"): an unnamed type and a structor after a '_'.
+func maybeUnnamedStructor(name string) bool {
+	if !strings.Contains(name, "Ut") && !strings.Contains(name, "Ul") {
+		return false
+	}
+	for i := strings.IndexByte(name, '_'); i >= 0 && i+2 < len(name); {
+		if c, d := name[i+1], name[i+2]; c == 'C' && (d >= '1' && d <= '5' || d == 'I') || c == 'D' && d >= '0' && d <= '5' {
+			return true
+		}
+		j := strings.IndexByte(name[i+1:], '_')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // libibertyArgs returns the list args with its empty arguments replaced

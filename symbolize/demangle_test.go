@@ -181,6 +181,34 @@ func TestDemangleFunctionAddressMatchesCxxfilt(t *testing.T) {
 	})
 }
 
+// TestDemangleUnnamedStructorsMatchCxxfilt: the constructor or
+// destructor of an unnamed type or closure is named as libiberty names
+// it, after the name of the scope around it: ICU's
+// icu_72::number::impl::MicroProps::{unnamed type#1}::~MicroProps,
+// where demangle printed ~{unnamed type#1}.
+func TestDemangleUnnamedStructorsMatchCxxfilt(t *testing.T) {
+	testprog.NeedTool(t, "c++filt")
+	matchCxxfilt(t, []string{
+		// libicui18n.so.72
+		"_ZN6icu_726number4impl10MicroPropsUt_D1Ev",
+		"_ZN6icu_726number4impl10MicroPropsUt_D2Ev",
+		"_ZN6icu_728numparse4impl16NumberParserImplUt_C1Ev",
+		"_ZN6icu_728numparse4impl16NumberParserImplUt_C2Ev",
+		"_ZN1AUt_C1Ev",            // A::{unnamed type#1}::A()
+		"_ZN1AUlvE_C2Ev",          // A::{lambda()#1}::A()
+		"_ZN1AIiEUt_C1Ev",         // A<int>::{unnamed type#1}::A()
+		"_ZN1BIN1AEEUt_C1Ev",      // the template's name, not its argument's
+		"_ZN1A1BUt_Ut0_C1Ev",      // A::B::{unnamed type#1}::{unnamed type#2}::B()
+		"_ZNSt1AUt_C1Ev",          // std::A::{unnamed type#1}::A()
+		"_ZN1A1BUt_C1ERKS1_",      // a copy constructor
+		"_ZZ1fvEN1AUt_C1Ev",       // in a local name
+		"_ZNK1AUt_D1Ev",           // const
+		"_ZN1AUt_C1IiEET_",        // a template constructor
+		"_ZN1AUt_C1Ev.cold",       // a clone
+		"_ZN3FooIS_IiEJEEUt_C1Ev", // with an empty pack
+	})
+}
+
 // TestDemangleBounded: a name that expands far beyond its size (each of
 // 8,000 parameters is a two-byte substitution for a 30-character class
 // name) comes back as it is rather than as a quarter megabyte of text.
