@@ -74,9 +74,9 @@ func filterCxx(name string, opts ...demangle.Option) string {
 	// An empty pack is "JE" in the mangled name, and a pack expansion
 	// prints nothing only when its pack is empty; the address of a
 	// function is "ad" before the function's encoding, "L_Z" (or "LZ",
-	// as g++ wrote it before -fabi-version=3); an unnamed type or a
-	// closure is "Ut" or "Ul".
-	if !(strings.Contains(name, "JE") || strings.Contains(name, "adL") || maybeUnnamedStructor(name)) || !strings.HasPrefix(name, "_Z") || legacyRustShape(name) {
+	// as g++ wrote it before -fabi-version=3); an unresolved name is
+	// "sr" and its scope; an unnamed type or a closure is "Ut" or "Ul".
+	if !(strings.Contains(name, "JE") || strings.Contains(name, "adL") || maybeUnresolvedName(name) || maybeUnnamedStructor(name)) || !strings.HasPrefix(name, "_Z") || legacyRustShape(name) {
 		return demangle.Filter(name, opts...)
 	}
 	a, err := demangle.ToAST(name, opts...)
@@ -117,9 +117,15 @@ const packMark = "\x00"
 // &(clang::ast_matchers::internal::BindableMatcher<clang::Decl> clang::ast_matchers::internal::makeDynCastAllOfComposite<clang::Decl, clang::FriendDecl>(llvm::ArrayRef<...>))
 // as a template argument, where demangle prints
 // &(clang::ast_matchers::internal::makeDynCastAllOfComposite<clang::Decl, clang::FriendDecl>),
-// leaving the type out for any name. An operand that is not a Typed
-// node is printed whole by demangle, and a one-element ArgumentPack
-// prints as its element, in parentheses after an operator.
+// leaving the type out for any name, an operand that is not a Typed
+// node whole.
+//
+// An operand that names a template's specialization in a scope, as an
+// unresolved name ("sr"): libiberty makes the specialization of the
+// qualified name, where demangle qualifies the specialization, so that
+// libiberty prints it in parentheses as it prints all operands but
+// names: decltype ((std::declval<llvm::BasicBlock&>)()), where demangle
+// printed decltype (std::declval<llvm::BasicBlock&>()).
 //
 // The constructor or destructor of an unnamed type or a closure:
 // libiberty names it after the last source name it read before
@@ -145,10 +151,25 @@ func libibertyTree(a demangle.AST, mangled string) demangle.AST {
 				if t, ok := a.Expr.(*demangle.Typed); ok {
 					if _, ok := t.Type.(*demangle.FunctionType); ok {
 						if q, ok := t.Name.(*demangle.Qualified); !ok || q.LocalName {
-							return &demangle.Unary{Op: a.Op, Expr: &demangle.ArgumentPack{Args: []demangle.AST{t}}, SizeofType: a.SizeofType}
+							return &demangle.Unary{Op: a.Op, Expr: parens(t), SizeofType: a.SizeofType}
 						}
 					}
 				}
+			}
+			if qualifiedTemplate(a.Expr) {
+				return &demangle.Unary{Op: a.Op, Expr: parens(a.Expr), Suffix: a.Suffix, SizeofType: a.SizeofType}
+			}
+		case *demangle.Binary:
+			l, r := qualifiedTemplate(a.Left), qualifiedTemplate(a.Right)
+			if l || r {
+				b := &demangle.Binary{Op: a.Op, Left: a.Left, Right: a.Right}
+				if l {
+					b.Left = parens(a.Left)
+				}
+				if r {
+					b.Right = parens(a.Right)
+				}
+				return b
 			}
 		}
 		return nil
@@ -157,6 +178,26 @@ func libibertyTree(a demangle.AST, mangled string) demangle.AST {
 		return c
 	}
 	return a
+}
+
+// parens returns a node that demangle prints as a, in parentheses where
+// a is an operand: a one-element ArgumentPack, which demangle prints as
+// its element and, not being a name, puts in parentheses as an operand.
+func parens(a demangle.AST) demangle.AST {
+	return &demangle.ArgumentPack{Args: []demangle.AST{a}}
+}
+
+// qualifiedTemplate reports whether the operand a is a template's
+// specialization in a scope (A::g<int>) as demangle reads an unresolved
+// name: a qualified name, not a local one, whose last part is the
+// specialization.
+func qualifiedTemplate(a demangle.AST) bool {
+	q, ok := a.(*demangle.Qualified)
+	if !ok || q.LocalName {
+		return false
+	}
+	_, ok = q.Name.(*demangle.Template)
+	return ok
 }
 
 // unnamedStructor returns the constructor or destructor that q names,
@@ -214,6 +255,23 @@ func unnamedType(a demangle.AST) bool {
 	switch a.(type) {
 	case *demangle.UnnamedType, *demangle.Closure:
 		return true
+	}
+	return false
+}
+
+// maybeUnresolvedName reports whether the mangled name may hold an
+// unresolved name with a scope: "sr" before a type (T, D, S), a nested
+// scope (N) or a source name's length.
+func maybeUnresolvedName(name string) bool {
+	for i := strings.Index(name, "sr"); i >= 0 && i+2 < len(name); {
+		if c := name[i+2]; c >= '0' && c <= '9' || c == 'N' || c == 'T' || c == 'D' || c == 'S' {
+			return true
+		}
+		j := strings.Index(name[i+2:], "sr")
+		if j < 0 {
+			break
+		}
+		i += 2 + j
 	}
 	return false
 }

@@ -181,6 +181,31 @@ func TestDemangleFunctionAddressMatchesCxxfilt(t *testing.T) {
 	})
 }
 
+// TestDemangleUnresolvedTemplatesMatchCxxfilt: an operand that names a
+// template's specialization in a scope, as an unresolved name, prints
+// in parentheses as libiberty prints it: libLLVM's
+// decltype (std::begin((std::declval<llvm::BasicBlock&>)())), where
+// demangle printed std::declval<llvm::BasicBlock&>().
+func TestDemangleUnresolvedTemplatesMatchCxxfilt(t *testing.T) {
+	testprog.NeedTool(t, "c++filt")
+	matchCxxfilt(t, []string{
+		// libLLVM-15.so.1
+		"_ZN4llvm17make_filter_rangeIRKNS_10BasicBlockESt8functionIFbRKNS_11InstructionEEEEENS_14iterator_rangeINS_20filter_iterator_implIDTclsr3stdE5beginclsr3stdE7declvalIRT_EEEET0_NS_6detail15fwd_or_bidi_tagISE_E4typeEEEEEOSC_SF_",
+		"_ZN4llvm17make_filter_rangeIRNS_10BasicBlockESt8functionIFbRNS_11InstructionEEEEENS_14iterator_rangeINS_20filter_iterator_implIDTclsr3stdE5beginclsr3stdE7declvalIRT_EEEET0_NS_6detail15fwd_or_bidi_tagISC_E4typeEEEEEOSA_SD_",
+		"_Z1fIiEDTclsr1AE1gIT_EEEv",      // decltype ((A::g<int>)()) f<int>()
+		"_Z1fIiEDTclsr1AE1gEEv",          // no template: decltype (A::g()) f<int>()
+		"_Z1fIiEDTplsr1AE1gIT_ELi1EEv",   // decltype ((A::g<int>)+(1)) f<int>()
+		"_Z1fIiEDTplLi1Esr1AE1gIT_EEv",   // the right operand
+		"_Z1fIiEDTngsr1AE1gIT_EEv",       // decltype (-(A::g<int>)) f<int>()
+		"_Z1fIiEDTpp_sr1AE1gIT_EEv",      // prefix ++
+		"_Z1fIiEDTppsr1AE1gIT_EEv",       // postfix ++
+		"_Z1fIiEDTadsr1AE1gIT_EEv",       // decltype (&(A::g<int>)) f<int>()
+		"_Z1fIiEDTszsr1AE1gIT_EEv",       // sizeof: its own parentheses only
+		"_Z1fIiEDTgssr1AE1gIT_EEv",       // after ::, none
+		"_Z1fIiEDTcldtfp_sr1AE1gIT_EEEv", // decltype (({parm#1}.(A::g<int>))()) f<int>()
+	})
+}
+
 // TestDemangleUnnamedStructorsMatchCxxfilt: the constructor or
 // destructor of an unnamed type or closure is named as libiberty names
 // it, after the name of the scope around it: ICU's
