@@ -431,7 +431,8 @@ func FuzzDemangle(f *testing.F) {
 	for _, s := range []string{"_RNvC7mycrate3foo", "_RINvCslJxvM8I8iJi_8rustprog10with_constKj3_Kb1_Kc78_Kln4_EB2_",
 		"_RINvCslJxvM8I8iJi_8rustprog8takes_fnFG_RL0_hEhEB2_", "_RNvXs3_NtNtCsgEmfK2I1SDS_4core4hash3sipINtB5_6HasherNtB5_11Sip13RoundsENtB7_6Hasher5writeCs56HGsqMBDvY_4prog",
 		"_ZN3std2rt10lang_start17h0123456789abcdefE", "_ZN8rustprog13gr$uf6$$udf$e17h35eaf6bd87099d4cE", "_Z4deepi",
-		"_ZN4llvm11PassManagerINS_6ModuleENS_15AnalysisManagerIS1_JEEEJEE3runERS1_RS3_", "_ZN3FooIJEiE3barEv"} {
+		"_ZN4llvm11PassManagerINS_6ModuleENS_15AnalysisManagerIS1_JEEEJEE3runERS1_RS3_", "_ZN3FooIJEiE3barEv",
+		"_Z1fIXadL_Z1gIiEvT_EEEvv", "_ZN1A1BUt_Ut0_C1Ev", "_ZN1AUlvE_C2Ev", "_Z1fIiEDTcldtfp_sr1AE1gIT_EEEv"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
