@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,21 +22,24 @@ type procInfo struct {
 	cgroup    string
 	keep      bool   // in Options.Cgroup, when one is given
 	period    uint64 // the last period with a sample
-	// comm is the main thread's name in the sample it was read at ("" if
-	// that was another thread's); execs holds what is known of the
-	// process under the other names its main thread's samples had:
-	// after an exec, the process is another program, another service.
+	// exec is the program of the samples it was read at (their
+	// perfunwind.Stack.Exec): after an exec, every thread of the
+	// process runs another program, another service, whose procInfo
+	// execs holds by that name. comm is the main thread's name in the
+	// first sample of it ("" while only other threads had samples).
+	exec  string
 	comm  string
 	execs map[string]*procInfo
+	last  string // the key of the last procInfo added to execs
 }
 
-// maxExecs bounds procInfo.execs: a program that renames its main
-// thread over and over keeps its first names' services.
+// maxExecs bounds procInfo.execs: a process that executes more programs
+// than that keeps the last one's service for the rest.
 const maxExecs = 8
 
 // proc returns what is known of the process of st, reading it the first
-// time, and again when its main thread's name in st differs from the one
-// it was read at (it executed another program).
+// time, and again when st was taken under another program than the one
+// it was read at (st.Exec: the process executed another).
 func (a *Agent) proc(st *perfunwind.Stack, sess *perfunwind.Session) *procInfo {
 	pi := a.procs[st.Pid]
 	if pi == nil {
@@ -44,34 +48,34 @@ func (a *Agent) proc(st *perfunwind.Stack, sess *perfunwind.Session) *procInfo {
 		return pi
 	}
 	pi.period = a.periodNum
-	if pi.comm == "" && st.Tid == st.Pid {
-		pi.comm = st.Comm // read at another thread's sample
+	q := pi
+	if st.Exec != pi.exec {
+		q = pi.execs[st.Exec]
+		if q == nil {
+			if len(pi.execs) >= maxExecs {
+				return pi.execs[pi.last]
+			}
+			q = a.readProc(st, sess)
+			if pi.execs == nil {
+				pi.execs = map[string]*procInfo{}
+			}
+			pi.execs[st.Exec], pi.last = q, st.Exec
+		}
 	}
-	if st.Tid != st.Pid || st.Comm == pi.comm {
-		return pi
+	if q.comm == "" && st.Tid == st.Pid {
+		q.comm = st.Comm // read at another thread's sample
 	}
-	if q := pi.execs[st.Comm]; q != nil {
-		return q
-	}
-	if len(pi.execs) >= maxExecs {
-		return pi
-	}
-	q := a.readProc(st, sess)
-	if pi.execs == nil {
-		pi.execs = map[string]*procInfo{}
-	}
-	pi.execs[st.Comm] = q
 	return q
 }
 
 // readProc reads what is known of the process of st from /proc: its
 // service is its executable's name, unless st was taken under another
-// program than the one the process runs now (its main thread's name in
-// st is not the process's name now: it executed another since), which
-// st's name then names.
+// program than the one the process runs now. Then the program's name
+// at its exec (st.Exec) names it when the recording saw that exec,
+// else the main thread's name in st, else the thread's.
 func (a *Agent) readProc(st *perfunwind.Stack, sess *perfunwind.Session) *procInfo {
 	pid := st.Pid
-	pi := &procInfo{keep: true, period: a.periodNum}
+	pi := &procInfo{keep: true, period: a.periodNum, exec: st.Exec}
 	if st.Tid == st.Pid {
 		pi.comm = st.Comm
 	}
@@ -80,18 +84,31 @@ func (a *Agent) readProc(st *perfunwind.Stack, sess *perfunwind.Session) *procIn
 	if target, err := os.Readlink(dir + "/exe"); err == nil {
 		exe = filepath.Base(strings.TrimSuffix(target, " (deleted)"))
 	}
-	if pi.comm != "" && exe != "" {
-		if now, err := sysfile.ReadFileMax(dir+"/comm", maxProcFile); err == nil && strings.TrimSuffix(string(now), "\n") != pi.comm {
-			exe = pi.comm
+	if exe != "" {
+		// Whether the process runs st's program still: the recording
+		// knows when it saw the exec; else the main thread's name
+		// tells, when st has it.
+		switch {
+		case st.Exec != "" || sess.Exec(pid) != "":
+			if sess.Exec(pid) != st.Exec || !sess.Known(pid) {
+				exe = cmp.Or(st.Exec, pi.comm, st.Comm)
+			}
+		case pi.comm != "":
+			if now, err := sysfile.ReadFileMax(dir+"/comm", maxProcFile); err == nil && strings.TrimSuffix(string(now), "\n") != pi.comm {
+				exe = pi.comm
+			}
 		}
 	}
 	if exe == "" || exe == "." || exe == "/" {
-		// Gone already, or a kernel thread: the process's name as the
-		// recording knows it, else (the session forgot it at its exit,
-		// as it does a process that lived less than a tick) the name
-		// its main thread's samples were taken under (see
-		// Agent.noteGone), else its thread's.
+		// Gone already, or a kernel thread: the program's name at the
+		// exec st followed, else the process's name as the recording
+		// knows it, else (the session forgot it at its exit, as it
+		// does a process that lived less than a tick) the name its
+		// main thread's samples were taken under (see Agent.noteGone),
+		// else its thread's.
 		switch name, ok := a.gone[pid]; {
+		case st.Exec != "":
+			exe = st.Exec
 		case pi.comm != "":
 			exe = pi.comm
 		case sess.KnownThread(pid):

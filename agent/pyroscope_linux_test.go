@@ -570,9 +570,12 @@ func TestPyroscopeShortLived(t *testing.T) {
 	}
 }
 
-// TestPyroscopeExec profiles a process that executes another program:
-// the samples of each program are its own service's. They were all the
-// first program's, the process's service read once, at its first sample.
+// TestPyroscopeExec profiles a process that executes another program,
+// which starts a thread of another name: the samples of each program are
+// its own service's, those of the thread started after the exec
+// included. They were all the first program's, the process's service
+// read once, at its first sample; then the thread's still were (only
+// the main thread's name told an exec).
 func TestPyroscopeExec(t *testing.T) {
 	srv := newPyroServer(t)
 	srv.start(t)
@@ -604,17 +607,24 @@ func TestPyroscopeExec(t *testing.T) {
 	for {
 		pre := srv.render(t, fmt.Sprintf(`%s{service_name=%q}`, cpuQuery, name), from, until)
 		post := srv.render(t, fmt.Sprintf(`%s{service_name="afterexec"}`, cpuQuery), from, until)
-		if pre.Flamebearer.NumTicks > 0 && post.Flamebearer.NumTicks > 0 {
-			if slices.Contains(pre.Flamebearer.Names, "post_exec_spin") {
-				t.Errorf("service %s (before the exec) has the samples of afterexec's post_exec_spin", name)
+		// Pyroscope has every profile once both programs' threads show.
+		done := pre.Flamebearer.NumTicks > 0 && slices.Contains(post.Flamebearer.Names, "post_exec_spin") && slices.Contains(post.Flamebearer.Names, "post_exec_thread_spin")
+		if done || time.Now().After(deadline) {
+			if pre.Flamebearer.NumTicks == 0 || post.Flamebearer.NumTicks == 0 {
+				t.Fatalf("services %s and afterexec: %d and %d ticks in Pyroscope, want both", name, pre.Flamebearer.NumTicks, post.Flamebearer.NumTicks)
+			}
+			for _, fn := range []string{"post_exec_spin", "post_exec_thread_spin"} {
+				if slices.Contains(pre.Flamebearer.Names, fn) {
+					t.Errorf("service %s (before the exec) has the samples of afterexec's %s", name, fn)
+				}
+				if !slices.Contains(post.Flamebearer.Names, fn) {
+					t.Errorf("service afterexec has no sample of its %s", fn)
+				}
 			}
 			if slices.Contains(post.Flamebearer.Names, "pre_exec_spin") {
 				t.Errorf("service afterexec has the samples of %s's pre_exec_spin, before the exec", name)
 			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("services %s and afterexec: %d and %d ticks in Pyroscope, want both", name, pre.Flamebearer.NumTicks, post.Flamebearer.NumTicks)
+			return
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -188,6 +188,13 @@ type Stack struct {
 	Event    int // the sample's event (Sample.Event)
 	// Comm is the thread's name when the sample was taken.
 	Comm string
+	// Exec is the program the process ran when the sample was taken, as
+	// the recording last named it at an exec (its COMM record with the
+	// exec flag; a forked process's, its parent's): every thread of a
+	// process has it, whatever their names; "" when the recording saw
+	// no exec of the process (it ran what it ran when the recording
+	// began).
+	Exec string
 	// Frames are innermost first: the kernel's, then the user frames.
 	Frames []Frame
 	// Kernel is the number of kernel frames at the front of Frames.
@@ -220,7 +227,10 @@ func (st *Stack) CopyEnd() bool {
 // are reused; smp is not kept.
 func (s *Session) Unwind(smp *Sample, st *Stack) {
 	st.Pid, st.Tid, st.Time, st.Period, st.Event = smp.Pid, smp.Tid, smp.Time, smp.Period, smp.Event
-	st.Comm = s.ThreadName(smp.Tid)
+	st.Comm, st.Exec = s.ThreadName(smp.Tid), ""
+	if p := s.procs[smp.Pid]; p != nil {
+		st.Exec = p.exec
+	}
 	st.Frames = st.Frames[:0]
 	st.Kernel, st.Unwound, st.Stop, st.Err, st.SP, st.StackEnd, st.IPOnly = 0, false, unwind.StopEnd, nil, 0, 0, false
 	s.Stats.Samples++

@@ -384,6 +384,9 @@ type process struct {
 	last    *Mapping // found last by find: frames come in runs of one file
 	mem     procMemory
 	threads map[uint32]struct{}
+	// exec is the name its last exec gave it (COMM record), inherited
+	// by its forks: see Stack.Exec.
+	exec string
 }
 
 // space is an address space: the mappings of a process, sorted by Start
@@ -513,7 +516,7 @@ func cut(sp *space, o *Mapping, start, end uint64) *Mapping {
 // clone returns p's child pid, which shares p's address space (see
 // space).
 func (s *Session) clone(p *process, pid uint32) *process {
-	c := &process{pid: pid, sp: p.sp, threads: map[uint32]struct{}{}}
+	c := &process{pid: pid, sp: p.sp, threads: map[uint32]struct{}{}, exec: p.exec}
 	c.mem.p = c
 	p.sp.refs++
 	return c
@@ -687,6 +690,16 @@ func (s *Session) Known(pid uint32) bool { return s.procs[pid] != nil }
 // for it, or its stack is named ":TID".
 func (s *Session) KnownThread(tid uint32) bool { return s.threads[tid] != nil }
 
+// Exec returns the name the last exec of process pid gave it in the
+// recording, as its samples' Stack.Exec has it now: "" when the
+// recording saw none, or knows no such process.
+func (s *Session) Exec(pid uint32) string {
+	if p := s.procs[pid]; p != nil {
+		return p.exec
+	}
+	return ""
+}
+
 // Mappings returns the mappings process pid has now, sorted by Start and
 // disjoint, or nil for a process the session does not know (never seen,
 // or forgotten at its exit): what an in-kernel unwinder (package
@@ -718,7 +731,7 @@ func (s *Session) Comm(pid, tid uint32, comm string, exec bool) {
 	p.threads[tid] = struct{}{}
 	if exec {
 		q := s.newProcess(pid)
-		q.threads = p.threads
+		q.threads, q.exec = p.threads, comm
 		s.setProc(pid, q)
 	}
 }

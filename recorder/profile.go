@@ -160,7 +160,7 @@ func (p *Profile) each(fn func(st *perfunwind.Stack, n int64) error) error {
 			continue
 		}
 		frames = s.appendFrames(frames[:0], p.maps)
-		st = perfunwind.Stack{Pid: s.pid, Tid: s.tid, Period: s.period, Event: s.event, Comm: s.comm, Frames: frames, Kernel: s.kernel}
+		st = perfunwind.Stack{Pid: s.pid, Tid: s.tid, Period: s.period, Event: s.event, Comm: s.comm, Exec: s.exec, Frames: frames, Kernel: s.kernel}
 		if err := fn(&st, s.n); err != nil {
 			return err
 		}

@@ -24,6 +24,7 @@ type stack struct {
 	pid, tid uint32
 	event    int
 	comm     string
+	exec     string // the process's program (perfunwind.Stack.Exec)
 	// key is the stack's key in recorder.stacks, whose bytes from
 	// frames on are its frames (see intern): kept once, as bytes that
 	// the garbage collector does not scan, where a copy of the
@@ -426,8 +427,9 @@ func (r *recorder) mustWait(pid, tid uint32) bool {
 }
 
 // intern returns the merged stack equal to st, adding it if new: equal
-// means the same process, thread, thread name and event, and frame for
-// frame the same address in the same mapping, of the same kind.
+// means the same process, thread, thread name, program (Exec) and
+// event, and frame for frame the same address in the same mapping, of
+// the same kind.
 func (r *recorder) intern(st *perfunwind.Stack) *stack {
 	k := r.key[:0]
 	k = binary.LittleEndian.AppendUint32(k, st.Pid)
@@ -435,6 +437,8 @@ func (r *recorder) intern(st *perfunwind.Stack) *stack {
 	k = binary.AppendUvarint(k, uint64(st.Event))
 	k = binary.AppendUvarint(k, uint64(st.Kernel))
 	k = append(k, st.Comm...)
+	k = append(k, 0)
+	k = append(k, st.Exec...)
 	k = append(k, 0)
 	frames := len(k)
 	// Each address as its difference from the one before: callers lie
@@ -459,7 +463,7 @@ func (r *recorder) intern(st *perfunwind.Stack) *stack {
 	// The stack and its key come from blocks of many: two allocations
 	// per stack were a quarter of merging.
 	s := r.slab.New(256)
-	*s = stack{pid: st.Pid, tid: st.Tid, event: st.Event, comm: st.Comm, key: r.keys.String(k, 64<<10), frames: frames, kernel: st.Kernel, next: first}
+	*s = stack{pid: st.Pid, tid: st.Tid, event: st.Event, comm: st.Comm, exec: st.Exec, key: r.keys.String(k, 64<<10), frames: frames, kernel: st.Kernel, next: first}
 	r.stacks[h] = s
 	r.order = append(r.order, s)
 	return s
@@ -552,7 +556,7 @@ func (r *recorder) cut(end time.Time) {
 			return t
 		}
 		frames = s.appendFrames(frames[:0], maps)
-		st := perfunwind.Stack{Pid: s.pid, Tid: s.tid, Event: s.event, Comm: s.comm, Frames: frames, Kernel: s.kernel}
+		st := perfunwind.Stack{Pid: s.pid, Tid: s.tid, Event: s.event, Comm: s.comm, Exec: s.exec, Frames: frames, Kernel: s.kernel}
 		t := r.intern(&st)
 		moved[s] = t
 		return t
