@@ -629,3 +629,72 @@ func TestPyroscopeExec(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// TestPyroscopeUnknownFrames profiles a program whose threads spin in
+// code of no name, one of them with no stack to copy: its samples have
+// one frame naming nothing, or none. Pyroscope's count of the service's
+// samples is the agent's, and the OpenTelemetry collector has the
+// frames under the names the folded stacks give them. Pyroscope dropped
+// every one of those samples (a location without a function, a sample
+// without locations), the service's CPU missing from its totals.
+func TestPyroscopeUnknownFrames(t *testing.T) {
+	srv := newPyroServer(t)
+	srv.start(t)
+	srv.waitIngest(t)
+	collectorLog, grpcAddr, _ := startCollector(t)
+	exe := testprog.Build(t, "testdata/anonprog.c", "-O2")
+	cmd := exec.Command(exe)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	testprog.NeedPerfEvents(t)
+	from := time.Now().Add(-time.Minute)
+	a, err := New(Options{Record: recorder.Options{PIDs: []int{pid}}, Period: time.Second, Pyroscope: srv.url(), OTLP: grpcAddr, Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	for a.Stats().Periods < 3 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st := a.Stats()
+	for _, name := range []string{"pyroscope", "otlp"} {
+		if s := st.Sinks[name]; s.Sent != st.Profiles || s.Dropped != 0 {
+			t.Fatalf("%s: %+v, want all %d profiles sent", name, s, st.Profiles)
+		}
+	}
+	until := time.Now().Add(time.Minute)
+	service := filepath.Base(exe)
+	var got [2]int64
+	deadline := time.Now().Add(time.Minute)
+	for {
+		for i, thread := range []string{"anon", "nostack"} {
+			fg := srv.render(t, fmt.Sprintf(`process_cpu:samples:count:cpu:nanoseconds{service_name=%q,thread_name=%q}`, service, thread), from, until)
+			got[i] = fg.Flamebearer.NumTicks
+		}
+		if uint64(got[0]+got[1]) == st.Samples || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if uint64(got[0]+got[1]) != st.Samples || got[0] == 0 || got[1] == 0 {
+		t.Errorf("Pyroscope has %d samples of thread anon and %d of nostack, the agent took %d in all", got[0], got[1], st.Samples)
+	}
+	b, _ := os.ReadFile(collectorLog)
+	for _, w := range []string{fmt.Sprintf("[perf-%d.map]", pid), "[unknown]"} {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("the collector's output has no frame %s", w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("collector output:\n%s", tail(b, 4000))
+	}
+}

@@ -78,9 +78,7 @@ func (f *Folded) appendFrame(k []byte, m *perfunwind.Mapping, pc uint64) []byte 
 	if loc.Unversioned != "" {
 		k = appendFoldName(k, loc.Unversioned, false)
 	} else {
-		k = append(k, '[')
-		k = textfmt.AppendPrintable(k, f.moduleName(m))
-		k = append(k, ']')
+		k = append(k, f.unknownName(m)...)
 	}
 	for j := len(loc.Inlined) - 1; j >= 0; j-- {
 		k = append(k, ';')
@@ -93,18 +91,26 @@ func (f *Folded) appendFrame(k []byte, m *perfunwind.Mapping, pc uint64) []byte 
 	return k
 }
 
-// moduleName returns the base name of m's file, as stackcollapse-perf
-// names unknown functions, or "unknown".
-func (f *Folded) moduleName(m *perfunwind.Mapping) string {
-	if m == nil {
-		return "unknown"
-	}
+// unknownName returns unknownFrame(m), once per mapping.
+func (f *Folded) unknownName(m *perfunwind.Mapping) string {
 	n, ok := f.names[m]
 	if !ok {
-		n = filepath.Base(m.Name)
+		n = unknownFrame(m)
 		f.names[m] = n
 	}
 	return n
+}
+
+// unknownFrame names a frame of mapping m whose function is unknown as
+// stackcollapse-perf names perf script's "[unknown] (DSO)": "[BASE]",
+// the base name of m's file, or "[unknown]" without a mapping. Folded
+// stacks and pprof profiles name such frames so, so that a flame graph
+// of either shows them alike.
+func unknownFrame(m *perfunwind.Mapping) string {
+	if m == nil {
+		return "[unknown]"
+	}
+	return "[" + textfmt.Printable(filepath.Base(m.Name)) + "]"
 }
 
 // appendFoldName appends name with the characters the format reserves

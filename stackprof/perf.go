@@ -26,7 +26,9 @@ import (
 // Each location is a frame's address (inside the call, for callers) in
 // its mapping (file name, build ID); its lines are the function, with
 // the source line when the Resolver reads lines, preceded by the calls
-// inlined there when it expands them (pprof's inline frames).
+// inlined there when it expands them (pprof's inline frames). A frame of
+// no known function is "[FILE]" (its file's base name) as folded stacks
+// name it, and a sample without frames has one, "[unknown]".
 type PerfBuilder struct {
 	r    *perfunwind.Resolver
 	hdr  *perfdata.Header
@@ -69,6 +71,8 @@ type PerfBuilder struct {
 	key   []byte
 	ids   []*profile.Location
 	fc    frameCache[*profile.Location]
+	// unknown is the location of the samples without frames.
+	unknown *profile.Location
 
 	minTime, maxTime uint64
 }
@@ -137,6 +141,14 @@ func (b *PerfBuilder) AddSamples(st *perfunwind.Stack, n int64) error {
 		ids = append(ids, l)
 		k = binary.AppendUvarint(k, l.ID)
 	}
+	if len(ids) == 0 {
+		// A sample without frames (no user frame found, no kernel
+		// callchain) has one, of no function: a sample without
+		// locations is one that Pyroscope drops.
+		l := b.unknownLocation()
+		ids = append(ids, l)
+		k = binary.AppendUvarint(k, l.ID)
+	}
 	k = append(k, 0xff)
 	k = binary.AppendUvarint(k, uint64(st.Pid))
 	k = binary.AppendUvarint(k, uint64(st.Tid))
@@ -173,6 +185,18 @@ func (b *PerfBuilder) AddSamples(st *perfunwind.Stack, n int64) error {
 	return nil
 }
 
+// unknownLocation returns the location of the samples without frames,
+// making it the first time: no address, no mapping, "[unknown]" as
+// unknownFrame names a frame of no mapping.
+func (b *PerfBuilder) unknownLocation() *profile.Location {
+	if b.unknown == nil {
+		name := unknownFrame(nil)
+		b.unknown = &profile.Location{ID: uint64(len(b.p.Location) + 1), Line: []profile.Line{{Function: b.fns.get(b.p, name, name, "")}}}
+		b.p.Location = append(b.p.Location, b.unknown)
+	}
+	return b.unknown
+}
+
 func (b *PerfBuilder) location(f *perfunwind.Frame) *profile.Location {
 	pc := f.LookupPC()
 	s, ok := b.fc.slot(f.Map, pc, f.Signal)
@@ -205,17 +229,25 @@ func (b *PerfBuilder) newLocation(f *perfunwind.Frame, pc uint64) *profile.Locat
 	l := b.locBlock.New(256)
 	*l = profile.Location{ID: uint64(len(b.p.Location) + 1), Address: pc, Mapping: m}
 	loc := b.r.Resolve(f.Map, pc)
-	if n := len(loc.Inlined) + 1; f.Signal || loc.Name != "" {
-		// The lines' room (a signal frame has one), full: appending past
-		// it would not write over the next location's.
-		if len(b.lineBlock) < n {
-			b.lineBlock = make([]profile.Line, max(1024, n))
-		}
-		l.Line, b.lineBlock = b.lineBlock[:0:n], b.lineBlock[n:]
+	n := 1 // a signal frame's, or one of no known function
+	if !f.Signal && loc.Name != "" {
+		n = len(loc.Inlined) + 1
 	}
+	// The lines' room, full: appending past it would not write over the
+	// next location's.
+	if len(b.lineBlock) < n {
+		b.lineBlock = make([]profile.Line, max(1024, n))
+	}
+	l.Line, b.lineBlock = b.lineBlock[:0:n], b.lineBlock[n:]
 	switch {
 	case f.Signal:
 		l.Line = append(l.Line, profile.Line{Function: b.fns.get(b.p, "<signal handler called>", "<signal handler called>", "")})
+	case loc.Name == "":
+		// A frame without a name is shown, not dropped: consumers that
+		// name frames by their functions (Grafana Pyroscope) leave out
+		// a location without lines, and a sample of no other location.
+		name := unknownFrame(f.Map)
+		l.Line = append(l.Line, profile.Line{Function: b.fns.get(b.p, name, name, "")})
 	case loc.Name != "":
 		// pprof: innermost inlined call first, the function last.
 		file, line := loc.File, loc.Line

@@ -140,6 +140,45 @@ func TestPerfBuilder(t *testing.T) {
 	}
 }
 
+// TestPerfBuilderUnknown: every sample of the profile has a location
+// with a function, as the folded stacks name it, frames of no known
+// function and samples without frames included. Grafana Pyroscope drops
+// a location without lines, and a sample of only such locations or of
+// none: those samples were missing from its totals.
+func TestPerfBuilderUnknown(t *testing.T) {
+	r, stacks := testStacks(t)
+	h := &perfdata.Header{Attrs: []*perfdata.Attr{{Type: perfdata.TypeSoftware, Name: "cpu-clock", SamplePeriod: 4000}}}
+	b := NewPerfBuilder(r, h)
+	f := NewFolded(r)
+	none := &perfunwind.Stack{Pid: 7, Tid: 43, Period: 250000, Comm: "idle"}
+	for _, st := range []*perfunwind.Stack{stacks[0], none, none} {
+		b.Add(st)
+		f.Add(st)
+	}
+	q := reparse(t, b.Profile)
+	var got []string
+	for _, s := range q.Sample {
+		var names []string
+		for i := len(s.Location) - 1; i >= 0; i-- {
+			l := s.Location[i]
+			if len(l.Line) != 1 || l.Line[0].Function == nil {
+				t.Errorf("location %#x of %s: lines %v, want one, of a function", l.Address, s.Label["thread_name"], l.Line)
+				continue
+			}
+			names = append(names, l.Line[0].Function.Name)
+		}
+		got = append(got, fmt.Sprintf("%s;%s %d", s.Label["thread_name"][0], strings.Join(names, ";"), s.Value[0]))
+	}
+	if want := []string{"my prog;[unknown];[lib.so];func_a;func_b 1", "idle;[unknown] 2"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("profile's stacks %q, want %q", got, want)
+	}
+	var buf bytes.Buffer
+	f.Write(&buf)
+	if want := "idle 2\nmy_prog;[unknown];[lib.so];func_a;func_b 1\n"; buf.String() != want {
+		t.Errorf("folded:\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
 // TestMergedAndOffCPUSamples checks what a live profiler gives the
 // writers: samples merged as they were read (AddSamples, AddWeight), and
 // context-switch samples whose periods are off-CPU times, named
