@@ -118,7 +118,9 @@ type Options struct {
 	// are dropped.
 	QueueLen int
 	// Log receives one line per event worth knowing (a period shipped, a
-	// sink failing or back, profiles dropped); nil discards them.
+	// sink failing or back, profiles dropped: drops for a full queue when
+	// they start, then summed up once a minute and when the sink sends
+	// again); nil discards them.
 	Log io.Writer
 }
 

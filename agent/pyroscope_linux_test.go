@@ -11,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -696,5 +698,83 @@ func TestPyroscopeUnknownFrames(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("collector output:\n%s", tail(b, 4000))
+	}
+}
+
+// lineLog keeps the agent's log lines, and writes them to the test's.
+type lineLog struct {
+	t     *testing.T
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	s := strings.TrimSuffix(string(p), "\n")
+	l.t.Log(s)
+	l.mu.Lock()
+	l.lines = append(l.lines, s)
+	l.mu.Unlock()
+	return len(p), nil
+}
+
+// drops returns the lines of l about profiles dropped for a full queue,
+// and the profiles they say were dropped, summed.
+func (l *lineLog) drops(t *testing.T) (lines []string, n uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	re := regexp.MustCompile(`queue full.*: dropped (?:the )?(\d+) `)
+	for _, s := range l.lines {
+		if !strings.Contains(s, "queue full") {
+			continue
+		}
+		m := re.FindStringSubmatch(s)
+		if m == nil {
+			t.Errorf("log line %q: no number of profiles dropped", s)
+			continue
+		}
+		k, _ := strconv.ParseUint(m[1], 10, 64)
+		lines, n = append(lines, s), n+k
+	}
+	return lines, n
+}
+
+// TestPyroscopeDownLog runs the agent with a queue of one profile while
+// its Pyroscope server is down, then starts the server: the drops are
+// logged when they start, then summed up once the server takes profiles
+// again (or once a minute, if it was down longer), and the lines count
+// every profile dropped once. A line was logged each period the queue
+// was full: a dead server flooded the log.
+func TestPyroscopeDownLog(t *testing.T) {
+	srv := newPyroServer(t)
+	cmd := startSpin(t)
+	log := &lineLog{t: t}
+	start := time.Now()
+	a := runAgent(t, Options{Record: recorder.Options{PIDs: []int{cmd.Process.Pid}}, Period: time.Second, Pyroscope: srv.url(),
+		QueueLen: 1, Log: log})
+	for a.Stats().Periods < 6 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	lines, _ := log.drops(t)
+	if st := a.Stats().Sinks["pyroscope"]; st.Dropped < 3 {
+		t.Fatalf("server down for 6 periods, queue of 1: %+v, want 3 drops or more", st)
+	}
+	if max := 1 + int(time.Since(start)/dropLogEvery); len(lines) == 0 || len(lines) > max {
+		t.Errorf("server down for %s: %d lines of drops, want 1 to %d:\n%s", time.Since(start).Round(time.Second), len(lines), max, strings.Join(lines, "\n"))
+	}
+	srv.start(t)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st := a.Stats().Sinks["pyroscope"]
+		lines, n := log.drops(t)
+		if st.Sent > 0 && n == st.Dropped {
+			if max := 2 + int(time.Since(start)/dropLogEvery); len(lines) > max {
+				t.Errorf("%d lines of drops in %s, want %d at most:\n%s", len(lines), time.Since(start).Round(time.Second), max, strings.Join(lines, "\n"))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server back for 2 minutes: %+v; the log's lines say %d profiles were dropped:\n%s", st, n, strings.Join(lines, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

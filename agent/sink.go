@@ -104,7 +104,18 @@ type sink struct {
 	failing  bool
 	refused  int       // refusals of the profile at the head of the queue
 	inflight *shipment // being sent: the head of the queue, kept there
+	// Drops for a full queue are logged when they start, then summed
+	// up at most once a dropLogEvery and when the sink sends again: one
+	// line a period would flood the log while a sink is down. dropLogged
+	// is when the last line was written (zero: none since the sink last
+	// sent); unlogged counts the drops since.
+	dropLogged time.Time
+	unlogged   uint64
 }
+
+// dropLogEvery is how often, at most, drops for a full queue are logged
+// while they go on.
+const dropLogEvery = time.Minute
 
 func newSink(name string, to sender, max int, log io.Writer) *sink {
 	return &sink{name: name, to: to, max: max, log: log, wake: make(chan struct{}, 1)}
@@ -138,10 +149,34 @@ func (k *sink) push(batch []*shipment) {
 	}
 	if dropped > 0 {
 		k.st.Dropped += uint64(dropped)
-		fmt.Fprintf(k.log, "sframe agent: %s: queue full (%d profiles): dropped the %d oldest (%d dropped in all)\n", k.name, k.max, dropped, k.st.Dropped)
+		k.noteDropped(uint64(dropped), time.Now())
 	}
 	k.mu.Unlock()
 	k.signal()
+}
+
+// noteDropped logs n profiles dropped for a full queue at now: at once
+// if they are the first since the sink last sent, else in the summary
+// written a dropLogEvery after the last line. k.mu is held.
+func (k *sink) noteDropped(n uint64, now time.Time) {
+	if k.dropLogged.IsZero() {
+		k.dropLogged = now
+		fmt.Fprintf(k.log, "sframe agent: %s: queue full (%d profiles): dropped %d of the oldest (%d dropped in all); further drops are logged once a minute and when it sends again\n", k.name, k.max, n, k.st.Dropped)
+		return
+	}
+	k.unlogged += n
+	if now.Sub(k.dropLogged) >= dropLogEvery {
+		k.logDrops(now)
+	}
+}
+
+// logDrops writes the summary of the drops not logged yet, if any. k.mu
+// is held.
+func (k *sink) logDrops(now time.Time) {
+	if k.unlogged > 0 {
+		fmt.Fprintf(k.log, "sframe agent: %s: queue full: dropped %d more of the oldest in %s (%d dropped in all)\n", k.name, k.unlogged, now.Sub(k.dropLogged).Round(time.Second), k.st.Dropped)
+	}
+	k.unlogged, k.dropLogged = 0, now
 }
 
 func (k *sink) signal() {
@@ -179,6 +214,12 @@ const (
 // run sends queued profiles until ctx ends, or the sink is closed and
 // its queue empty.
 func (k *sink) run(ctx context.Context) {
+	defer func() {
+		// Drops not logged yet are, as the agent stops.
+		k.mu.Lock()
+		k.logDrops(time.Now())
+		k.mu.Unlock()
+	}()
 	backoff := minBackoff
 	for {
 		k.mu.Lock()
@@ -218,6 +259,10 @@ func (k *sink) run(ctx context.Context) {
 			if err == nil {
 				k.st.Sent++
 				k.st.LastError = ""
+				if !k.dropLogged.IsZero() {
+					k.logDrops(time.Now())
+					k.dropLogged = time.Time{}
+				}
 				if k.failing {
 					fmt.Fprintf(k.log, "sframe agent: %s: sending again (%d queued)\n", k.name, len(k.queue))
 				}
