@@ -22,7 +22,9 @@ import (
 // own, on its own pages (glibc matches the table to segments by whole
 // pages), at an address congruent to the end of the last segment's file
 // contents (where strip will put it), and a PT_PHDR entry describes it
-// (glibc finds a shared library's table through PT_PHDR when present).
+// (glibc finds a shared library's table through PT_PHDR when present);
+// the .interp and notes that followed it move to the start of the new
+// segment all the same (see planFollowers).
 type SegmentPlan struct {
 	// Addr is the virtual address of the SFrame section and Offset its
 	// file offset.
@@ -35,7 +37,8 @@ type SegmentPlan struct {
 	// its own, before the one holding the section.
 	MovePHDRs bool
 	// Moved names the sections moved from after the program header
-	// table to the start of the new segment, to make room for the table.
+	// table to the start of the new segment, to make room for the table
+	// or, when it moves, as binutils wants them (see planFollowers).
 	Moved []string
 	// NumPHDRs is the number of program headers after the change.
 	NumPHDRs int
@@ -224,18 +227,10 @@ func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 		p.phOff = l.phoff
 		p.SegOffset, p.SegAddr = segOff, segAddr
 		p.Offset, p.Addr = segOff, segAddr
-	case p.planMoves(src):
+	case p.planMoves(src, uint64(p.NumPHDRs)*phdrSize64):
 		p.phOff = l.phoff
-		// The moved bytes keep their offset modulo 8 (their alignment),
-		// at the start of the new segment.
-		r := p.moveLo % 8
-		p.moveOff, p.moveAddr = segOff+r, segAddr+r
-		p.SegOffset, p.SegAddr = p.moveOff, p.moveAddr
-		end := p.moveHi - p.moveLo
-		p.Offset, p.Addr = alignUp(p.moveOff+end, 8), alignUp(p.moveAddr+end, 8)
-		for _, i := range p.moves {
-			p.Moved = append(p.Moved, l.secName(src, i))
-		}
+		p.SegOffset, p.SegAddr = segOff, segAddr
+		p.placeMoves(src)
 	default:
 		p.MovePHDRs = true
 		p.NumPHDRs++ // the table's own PT_LOAD
@@ -254,6 +249,9 @@ func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 		p.SegOffset = alignUp(p.phOff+size, p.Align)
 		p.SegAddr = alignUp(p.phAddr+size, p.Align)
 		p.Offset, p.Addr = p.SegOffset, p.SegAddr
+		if p.planFollowers(src) {
+			p.placeMoves(src)
+		}
 	}
 	if !p.MovePHDRs {
 		// The table's address: where its PT_LOAD maps it.
@@ -288,9 +286,9 @@ func (l *elf64Layout) strippedEnd(ph elf.Prog64) uint64 {
 }
 
 // tableLoad returns the index of the PT_LOAD whose file contents hold
-// the program header table grown to n entries, or -1.
-func tableLoad(l *elf64Layout, n int) int {
-	start, end := l.phoff, l.phoff+uint64(n)*phdrSize64
+// the size bytes from the program header table's start, or -1.
+func tableLoad(l *elf64Layout, size uint64) int {
+	start, end := l.phoff, l.phoff+size
 	for i, ph := range l.phdrs {
 		if elf.ProgType(ph.Type) == elf.PT_LOAD && ph.Off <= start && start < ph.Off+ph.Filesz {
 			if end <= ph.Off+ph.Filesz && end-ph.Off <= ph.Memsz {
@@ -357,7 +355,7 @@ func phdrSlack(l *elf64Layout, src []byte, n int) bool {
 	if overlaps(l.shoff, uint64(l.shnum)*shdrSize64, start, size) {
 		return false
 	}
-	return tableLoad(l, n) >= 0
+	return tableLoad(l, size) >= 0
 }
 
 // movable reports whether section i is referenced only through program
@@ -378,22 +376,21 @@ func (p *SegmentPlan) movable(src []byte, i int) bool {
 	return false
 }
 
-// planMoves looks for the sections to move out of the program header
-// table's way so that it grows to NumPHDRs entries in place: every
-// section in the bytes it needs, and with them every section sharing a
-// PT_NOTE, PT_INTERP or PT_GNU_PROPERTY segment with one of them. It
-// fails when one of those sections is referenced otherwise (by address,
-// from code or the dynamic section) or another kind of segment covers
-// them.
-func (p *SegmentPlan) planMoves(src []byte) bool {
+// planMoves looks for the sections to move out of the size bytes from
+// the program header table's start (so that it grows in place, or so
+// that they follow it where it moves): every section in those bytes,
+// and with them every section sharing a PT_NOTE, PT_INTERP or
+// PT_GNU_PROPERTY segment with one of them. It fails when one of those
+// sections is referenced otherwise (by address, from code or the
+// dynamic section) or another kind of segment covers them.
+func (p *SegmentPlan) planMoves(src []byte, size uint64) bool {
 	l := p.l
-	ld := tableLoad(l, p.NumPHDRs)
+	ld := tableLoad(l, size)
 	if ld < 0 || l.phoff < ehdrSize64 {
 		return false
 	}
 	load := l.phdrs[ld]
 	need, needAddr := l.phoff, load.Vaddr+(l.phoff-load.Off)
-	size := uint64(p.NumPHDRs) * phdrSize64
 	if overlaps(l.shoff, uint64(l.shnum)*shdrSize64, need, size) {
 		return false
 	}
@@ -465,6 +462,49 @@ func (p *SegmentPlan) planMoves(src []byte) bool {
 	slices.SortFunc(p.moves, func(a, b int) int { return int(l.shdrs[a].Off) - int(l.shdrs[b].Off) })
 	p.moveLo, p.moveHi = lo, hi
 	return true
+}
+
+// planFollowers plans, for a table that moves to a segment of its own,
+// the move of the sections that follow it in the file and are
+// referenced only through program headers (.interp and notes, where
+// linkers put them) to the start of the new segment, as when the table
+// grows in place. objcopy --only-keep-debug (binutils 2.40), which
+// rewrites the program headers, cannot place notes that follow .interp
+// in the PT_LOAD holding the ELF header once the table has left it
+// ("can't be allocated in segment 0": the debug file's PT_NOTE then
+// misses them), nor sections in the table's own segment ("lma
+// adjusted"). It reports whether there are such sections and they can
+// all move.
+func (p *SegmentPlan) planFollowers(src []byte) bool {
+	l := p.l
+	ld := tableLoad(l, uint64(l.phnum)*phdrSize64)
+	if ld < 0 {
+		return false
+	}
+	load := l.phdrs[ld]
+	// The sections up to the first one that must stay.
+	tabEnd, stop := l.phoff+uint64(l.phnum)*phdrSize64, load.Off+load.Filesz
+	for i := range l.shdrs {
+		sh := &l.shdrs[i]
+		if hasFileBytes(sh) && sh.Off >= tabEnd && sh.Off < stop && !p.movable(src, i) {
+			stop = sh.Off
+		}
+	}
+	return stop > tabEnd && p.planMoves(src, stop-l.phoff)
+}
+
+// placeMoves puts the moved sections at the start of the new segment,
+// at SegOffset and SegAddr, and the SFrame section after them.
+func (p *SegmentPlan) placeMoves(src []byte) {
+	// The moved bytes keep their offset modulo 8 (their alignment).
+	r := p.moveLo % 8
+	p.moveOff, p.moveAddr = p.SegOffset+r, p.SegAddr+r
+	p.SegOffset, p.SegAddr = p.moveOff, p.moveAddr
+	end := p.moveHi - p.moveLo
+	p.Offset, p.Addr = alignUp(p.moveOff+end, 8), alignUp(p.moveAddr+end, 8)
+	for _, i := range p.moves {
+		p.Moved = append(p.Moved, p.l.secName(src, i))
+	}
 }
 
 // AddSFrameSegment returns a copy of the executable or shared library

@@ -373,7 +373,11 @@ func newWarnings(got, was []string) []string {
 // that elflint does not know the SFrame types). The stripped copies run
 // as the originals do, load with the headers their files hold, and keep
 // an .sframe that verify accepts. Inputs: a PIE, a non-PIE executable, a
-// small shared library and libc.
+// small shared library, libc, and two whose program header table moves
+// to a segment of its own, its .interp and notes followed by sections
+// that must stay: a PIE linked by lld and node. objcopy --only-keep-debug
+// said of those "section `.note.ABI-tag' can't be allocated in segment
+// 0" before their .interp and notes moved with the table.
 func TestGenStripClean(t *testing.T) {
 	for _, tool := range []string{"strip", "objcopy", "eu-elflint", "gcc"} {
 		testprog.NeedTool(t, tool)
@@ -387,26 +391,49 @@ func TestGenStripClean(t *testing.T) {
 		return p
 	}
 	prog, lib := write("prog.c", genProg), write("lib.c", genLib)
-	build := func(out string, args ...string) string {
+	build := func(t *testing.T, out string, args ...string) string {
 		p := filepath.Join(dir, out)
 		if o, e, rc := runCmd(t, nil, "gcc", append(args, "-o", p)...); rc != 0 {
 			t.Fatalf("gcc %v: %s%s", args, o, e)
 		}
 		return p
 	}
-	inputs := []string{
-		build("pie", "-O2", "-fpie", "-pie", prog),
-		build("nopie", "-O2", "-fno-pie", "-no-pie", prog),
-		build("libwork.so", "-O2", "-shared", "-fPIC", lib),
-		systemLib(t, "gcc", "libc.so.6"),
+	// Each input, made in its subtest (one skips when its tool is
+	// missing), and the arguments its stripped copy runs with.
+	inputs := []struct {
+		name string
+		make func(t *testing.T) string
+		args []string
+	}{
+		{"pie", func(t *testing.T) string { return build(t, "pie", "-O2", "-fpie", "-pie", prog) }, []string{"12"}},
+		{"nopie", func(t *testing.T) string { return build(t, "nopie", "-O2", "-fno-pie", "-no-pie", prog) }, []string{"12"}},
+		{"libwork.so", func(t *testing.T) string { return build(t, "libwork.so", "-O2", "-shared", "-fPIC", lib) }, nil},
+		{"libc.so.6", func(t *testing.T) string { return systemLib(t, "gcc", "libc.so.6") }, nil},
+		{"lld-pie", func(t *testing.T) string {
+			testprog.NeedTool(t, "ld.lld")
+			return build(t, "lld-pie", "-O2", "-fpie", "-pie", "-fuse-ld=lld", prog)
+		}, []string{"12"}},
+		{"node", func(t *testing.T) string {
+			testprog.NeedTool(t, "node")
+			p, err := exec.LookPath("node")
+			if err == nil {
+				p, err = filepath.EvalSymlinks(p)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, []string{"-e", "console.log(6 * 7)"}},
 	}
-	for _, in := range inputs {
-		name := filepath.Base(in)
+	for _, input := range inputs {
+		name := input.name
 		t.Run(name, func(t *testing.T) {
+			in := input.make(t)
 			sub := filepath.Join(dir, name+".d")
 			os.Mkdir(sub, 0o755)
 			out := filepath.Join(sub, name)
 			gen(t, "-o", out, in)
+			checkSegmentSections(t, in, out)
 			for _, c := range []struct {
 				tool string
 				args func(in, out string) []string
@@ -437,13 +464,56 @@ func TestGenStripClean(t *testing.T) {
 				checkLoadedPhdrs(t, stripped)
 			default:
 				os.Chmod(stripped, 0o755)
-				o1, e1, rc1 := runCmd(t, nil, in, "12")
-				o2, e2, rc2 := runCmd(t, nil, stripped, "12")
+				o1, e1, rc1 := runCmd(t, nil, in, input.args...)
+				o2, e2, rc2 := runCmd(t, nil, stripped, input.args...)
 				if o1 != o2 || e1 != e2 || rc1 != rc2 {
 					t.Errorf("stripped copy: (%d) %q %q, original (%d) %q %q", rc2, o2, e2, rc1, o1, e1)
 				}
 			}
 		})
+	}
+}
+
+// segmentSections returns, for each program header of the ELF file at
+// path (PT_LOADs as one entry, PT_PHDR and PT_GNU_SFRAME left out), its
+// type and the names of the allocated sections whose addresses it
+// covers.
+func segmentSections(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	var loaded []string
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_PHDR || p.Type == elffile.PT_GNU_SFRAME {
+			continue
+		}
+		var names []string
+		for _, s := range f.Sections {
+			if s.Flags&elf.SHF_ALLOC != 0 && s.Size != 0 && s.Name != ".sframe" && p.Vaddr <= s.Addr && s.Addr+s.Size <= p.Vaddr+p.Memsz {
+				names = append(names, s.Name)
+			}
+		}
+		if p.Type == elf.PT_LOAD {
+			loaded = append(loaded, names...)
+			continue
+		}
+		out = append(out, fmt.Sprint(p.Type, names))
+	}
+	slices.Sort(loaded)
+	return append(out, fmt.Sprint(elf.PT_LOAD, loaded))
+}
+
+// checkSegmentSections checks that every section of in lies in the
+// segments of gen's output out that it lay in: the same non-loadable
+// ones (PT_INTERP, PT_NOTE, PT_TLS, ...), and a PT_LOAD.
+func checkSegmentSections(t *testing.T, in, out string) {
+	t.Helper()
+	if was, got := segmentSections(t, in), segmentSections(t, out); !slices.Equal(was, got) {
+		t.Errorf("%s: sections in segments\n%q\nwere\n%q", out, got, was)
 	}
 }
 
