@@ -15,10 +15,14 @@ import (
 // The program header table grows by the new entries. Where it can, it
 // stays where the linker put it, right after the ELF header, which is
 // the only place binutils' strip and objcopy lay it out without
-// complaint: it grows into unused bytes after it, or into the space of
-// the sections that follow it when those are referenced only through
-// program headers (.interp and notes), which then move to the start of
-// the new segment. Otherwise the table moves to a PT_LOAD segment of its
+// complaint, and the only one where elfutils' eu-strip keeps it (libelf
+// writes zeros into the gaps between sections): it grows into unused
+// bytes after it, or into the space of the sections that follow it when
+// those are referenced by address only through program headers (.interp
+// and notes) or one dynamic section entry (the dynamic symbols, their
+// names, hash tables and versions: lld puts .dynsym right after the
+// notes), which then move to the start of the new segment, the entry
+// pointing there. Otherwise the table moves to a PT_LOAD segment of its
 // own, on its own pages (glibc matches the table to segments by whole
 // pages), at an address congruent to the end of the last segment's file
 // contents (where strip will put it), and a PT_PHDR entry describes it
@@ -48,6 +52,8 @@ type SegmentPlan struct {
 	lastLoad int // index of the last PT_LOAD header
 	sframeSh int // index of an existing .sframe section, or -1
 	hasPhdr  bool
+	// The file offsets of the dynamic section's entries, up to DT_NULL.
+	dyn []uint64
 	// The program header table's place after the change.
 	phOff, phAddr uint64
 	// MovePHDRs: the PT_LOAD holding the table.
@@ -202,6 +208,8 @@ func PlanSFrameSegment(src []byte) (*SegmentPlan, error) {
 			p.reuseSF = i
 		case elf.PT_PHDR:
 			p.hasPhdr = true
+		case elf.PT_DYNAMIC:
+			p.dyn = p.dynEntries(src, ph)
 		}
 	}
 	if p.lastLoad < 0 {
@@ -358,20 +366,86 @@ func phdrSlack(l *elf64Layout, src []byte, n int) bool {
 	return tableLoad(l, size) >= 0
 }
 
-// movable reports whether section i is referenced only through program
-// headers (PT_INTERP, PT_NOTE, PT_GNU_PROPERTY), so that it can move
-// when those headers follow it: the program interpreter's name and
-// notes.
+// dynSize64 is the size of a 64-bit dynamic section entry.
+const dynSize64 = 16
+
+// dynTag returns the dynamic section's tag whose value is the address of
+// a section of type t that the loader finds through it, or DT_NULL: the
+// dynamic symbols, their names, hash tables and versions.
+func dynTag(t elf.SectionType) elf.DynTag {
+	switch t {
+	case elf.SHT_DYNSYM:
+		return elf.DT_SYMTAB
+	case elf.SHT_STRTAB:
+		return elf.DT_STRTAB
+	case elf.SHT_HASH:
+		return elf.DT_HASH
+	case elf.SHT_GNU_HASH:
+		return elf.DT_GNU_HASH
+	case elf.SHT_GNU_VERSYM:
+		return elf.DT_VERSYM
+	case elf.SHT_GNU_VERNEED:
+		return elf.DT_VERNEED
+	case elf.SHT_GNU_VERDEF:
+		return elf.DT_VERDEF
+	}
+	return elf.DT_NULL
+}
+
+// maxDynEntries bounds the dynamic section entries the planner reads: a
+// linker writes a few dozen, and each section that may move is looked
+// for among them.
+const maxDynEntries = 1024
+
+// dynEntries returns the file offsets of the entries of the dynamic
+// section that ph, a PT_DYNAMIC, holds, up to DT_NULL; none when there
+// are more than maxDynEntries (no linker's: nothing moves through it).
+func (p *SegmentPlan) dynEntries(src []byte, ph elf.Prog64) []uint64 {
+	var offs []uint64
+	for off := ph.Off; off+dynSize64 <= ph.Off+ph.Filesz && p.l.o.Uint64(src[off:]) != uint64(elf.DT_NULL); off += dynSize64 {
+		if len(offs) == maxDynEntries {
+			return nil
+		}
+		offs = append(offs, off)
+	}
+	return offs
+}
+
+// dynEntry returns the file offset of the one dynamic section entry
+// tagged tag whose value is addr, or false when there is none or
+// another entry has that tag.
+func (p *SegmentPlan) dynEntry(src []byte, tag elf.DynTag, addr uint64) (uint64, bool) {
+	o := p.l.o
+	found, at := 0, uint64(0)
+	for _, off := range p.dyn {
+		if o.Uint64(src[off:]) == uint64(tag) {
+			found, at = found+1, off
+		}
+	}
+	return at, found == 1 && o.Uint64(src[at+8:]) == addr
+}
+
+// movable reports whether section i is referenced by address only
+// through program headers (PT_INTERP, PT_NOTE, PT_GNU_PROPERTY) or one
+// dynamic section entry (see dynTag), so that it can move when those
+// follow it: the program interpreter's name, notes, and the dynamic
+// symbols with their names, hash tables and versions (linked to each
+// other by section index and offset, not address).
 func (p *SegmentPlan) movable(src []byte, i int) bool {
 	sh := &p.l.shdrs[i]
 	if sh.Flags&uint64(elf.SHF_ALLOC) == 0 || sh.Flags&uint64(elf.SHF_WRITE|elf.SHF_EXECINSTR|elf.SHF_TLS) != 0 || sh.Addralign > 8 {
 		return false
 	}
-	switch elf.SectionType(sh.Type) {
+	switch t := elf.SectionType(sh.Type); t {
 	case elf.SHT_NOTE:
 		return true
 	case elf.SHT_PROGBITS:
 		return p.l.secName(src, i) == ".interp"
+	default:
+		if tag := dynTag(t); tag != elf.DT_NULL {
+			_, ok := p.dynEntry(src, tag, sh.Addr)
+			return ok
+		}
 	}
 	return false
 }
@@ -486,7 +560,8 @@ func (p *SegmentPlan) planFollowers(src []byte) bool {
 	tabEnd, stop := l.phoff+uint64(l.phnum)*phdrSize64, load.Off+load.Filesz
 	for i := range l.shdrs {
 		sh := &l.shdrs[i]
-		if hasFileBytes(sh) && sh.Off >= tabEnd && sh.Off < stop && !p.movable(src, i) {
+		// The dynamic symbols stay: nothing asks them to move.
+		if hasFileBytes(sh) && sh.Off >= tabEnd && sh.Off < stop && (!p.movable(src, i) || dynTag(elf.SectionType(sh.Type)) != elf.DT_NULL) {
 			stop = sh.Off
 		}
 	}
@@ -601,12 +676,15 @@ func AddSFrameSegment(src []byte, plan *SegmentPlan, data []byte) ([]byte, error
 	}
 	out := make([]byte, end, end+uint64(len(newStrtab))+uint64(len(shdrs)+1)*shdrSize64+16)
 	copy(out, src)
+	// Symbols and dynamic entries change where they are, then move
+	// with their sections.
+	plan.moveSymbols(out)
+	plan.moveDynamic(src, out)
 	if len(plan.moves) > 0 {
-		copy(out[plan.moveOff:], src[plan.moveLo:plan.moveHi])
+		copy(out[plan.moveOff:], out[plan.moveLo:plan.moveHi])
 		clear(out[plan.moveLo:plan.moveHi])
 	}
 	copy(out[plan.Offset:], data)
-	plan.moveSymbols(out)
 	if newStrtab != nil {
 		out = append(out, make([]byte, alignUp(uint64(len(out)), 8)-uint64(len(out)))...)
 		shdrs[l.shstrndx].Off = uint64(len(out))
@@ -643,6 +721,22 @@ func checkSymtabs(src []byte, l *elf64Layout) error {
 		}
 	}
 	return nil
+}
+
+// moveDynamic points the dynamic section entries that hold the
+// addresses of moved sections (see dynTag) at their new addresses, in
+// out, a copy of the input image src.
+func (p *SegmentPlan) moveDynamic(src, out []byte) {
+	for _, i := range p.moves {
+		sh := &p.l.shdrs[i]
+		tag := dynTag(elf.SectionType(sh.Type))
+		if tag == elf.DT_NULL {
+			continue
+		}
+		if off, ok := p.dynEntry(src, tag, sh.Addr); ok {
+			p.l.o.PutUint64(out[off+8:], p.moveAddr+(sh.Off-p.moveLo))
+		}
+	}
 }
 
 // moveSymbols adds to the value of every symbol defined in a moved

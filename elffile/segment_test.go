@@ -100,6 +100,10 @@ func checkAdded(t *testing.T, p string, src, out []byte, plan *elffile.SegmentPl
 		gs := g.Sections[i]
 		a, _ := s.Data()
 		b, _ := gs.Data()
+		if s.Type == elf.SHT_DYNAMIC && gs.Type == elf.SHT_DYNAMIC && gs.Addr == s.Addr {
+			checkDynamic(t, p, f, g, a, b, moved)
+			continue
+		}
 		if gs.Name != s.Name || !bytes.Equal(a, b) || (gs.Addr != s.Addr) != moved[s.Name] {
 			t.Errorf("%s: section %s changed (address %#x, was %#x; moved %v)", p, s.Name, gs.Addr, s.Addr, moved[s.Name])
 		}
@@ -196,6 +200,33 @@ func checkAdded(t *testing.T, p string, src, out []byte, plan *elffile.SegmentPl
 		t.Errorf("%s: PT_GNU_SFRAME %v, read-only PT_LOAD %v", p, sfOK, loadOK)
 	}
 	checkPhdrTable(t, p, out, g)
+}
+
+// checkDynamic checks the dynamic section b of out against a, its
+// input's: the same entries, but for those holding the address of a
+// moved section (the dynamic symbols, their names, hash tables and
+// versions), which hold its new address.
+func checkDynamic(t *testing.T, p string, f, g *elf.File, a, b []byte, moved map[string]bool) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Errorf("%s: dynamic section of %d bytes, was %d", p, len(b), len(a))
+		return
+	}
+	ptr := map[elf.DynTag]bool{elf.DT_SYMTAB: true, elf.DT_STRTAB: true, elf.DT_HASH: true, elf.DT_GNU_HASH: true,
+		elf.DT_VERSYM: true, elf.DT_VERNEED: true, elf.DT_VERDEF: true}
+	o := f.ByteOrder
+	for i := 0; i+16 <= len(a); i += 16 {
+		tag, was, got := elf.DynTag(o.Uint64(a[i:])), o.Uint64(a[i+8:]), o.Uint64(b[i+8:])
+		want := was
+		for k, s := range f.Sections {
+			if ptr[tag] && moved[s.Name] && s.Addr == was {
+				want = g.Sections[k].Addr
+			}
+		}
+		if elf.DynTag(o.Uint64(b[i:])) != tag || got != want {
+			t.Errorf("%s: dynamic entry %v %#x, was %#x; want %#x", p, elf.DynTag(o.Uint64(b[i:])), got, was, want)
+		}
+	}
 }
 
 func alignUp(v, a uint64) uint64 { return (v + a - 1) / a * a }
