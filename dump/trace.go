@@ -238,7 +238,7 @@ type (
 	jsonFrame struct {
 		Index     int          `json:"index"`
 		PC        string       `json:"pc"`
-		SP        string       `json:"sp"`
+		SP        string       `json:"sp,omitempty"`
 		CFA       string       `json:"cfa,omitempty"`
 		Function  string       `json:"function,omitempty"`
 		Demangled string       `json:"demangled,omitempty"`
@@ -273,7 +273,8 @@ func hexString(v uint64) string { return fmt.Sprintf("0x%x", v) }
 // for a fault the kernel signalled (arch.Termination.HasAddr).
 //
 // pc, sp and cfa are hexadecimal strings ("cfa" is left out when not
-// computed); function (the symbol name) is left out when unknown, and
+// computed, "sp" when unknown: after an AArch64 frame-pointer step whose
+// frame size no prologue told); function (the symbol name) is left out when unknown, and
 // offset is then 0; demangled is its demangled form, for mangled names;
 // file and line, the source position, when the Tracer looked them up;
 // inlined, the calls inlined there, innermost first, each with the
@@ -299,7 +300,10 @@ func WriteTraceJSON(w io.Writer, t *unwind.Trace) error {
 		}
 		for k := range th.Frames {
 			f := &th.Frames[k]
-			jf := jsonFrame{Index: k, PC: hexString(f.PC), SP: hexString(f.SP), Function: f.Func, Demangled: f.Demangled, Offset: f.Offset, File: f.File, Line: f.Line, Method: f.Method.String(), Signal: f.Signal}
+			jf := jsonFrame{Index: k, PC: hexString(f.PC), Function: f.Func, Demangled: f.Demangled, Offset: f.Offset, File: f.File, Line: f.Line, Method: f.Method.String(), Signal: f.Signal}
+			if f.SP != 0 {
+				jf.SP = hexString(f.SP)
+			}
 			if f.CFA != 0 {
 				jf.CFA = hexString(f.CFA)
 			}

@@ -619,4 +619,33 @@ func TestStackCrossCoreNoSysroot(t *testing.T) {
 			t.Errorf("thread %d: %d frames in the program, %d with --sysroot\n%s", tid, progFrames, wantProg, stdout)
 		}
 	}
+	// The frames whose SP the walk could not know have no "sp" in the
+	// JSON, rather than "0x0".
+	js, stderr, code := runCLI(t, "stack", "--json", "--core", r.crash.Core, "--exe", r.exe)
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Threads []struct {
+			Frames []map[string]any `json:"frames"`
+		} `json:"threads"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	unknown := 0
+	for _, th := range doc.Threads {
+		for _, f := range th.Frames {
+			sp, ok := f["sp"]
+			switch {
+			case !ok:
+				unknown++
+			case sp == "0x0":
+				t.Errorf("frame %v: sp 0x0", f)
+			}
+		}
+	}
+	if unknown == 0 {
+		t.Errorf("no frame without an sp, where the walks step by frame pointers without the libraries:\n%s", js)
+	}
 }
