@@ -272,7 +272,7 @@ func ours(t testing.TB, path string, calls *callSites) []ourSample {
 		if runtime.GOARCH == "amd64" {
 			fs := o.user()
 			for i, f := range st.User() {
-				if i > 0 && !f.Exact && f.Map != nil && !f.Map.Kernel && !calls.afterCall(fs[i]) {
+				if i > 0 && !f.Exact && f.Map != nil && !f.Map.Kernel && !calls.afterCall(fs[i]) && !ehReturn(fs[i-1].sym) {
 					o.notCall++
 				}
 			}
@@ -632,6 +632,19 @@ func (c *callSites) inPLT(path string, addr uint64) bool {
 		if strings.HasPrefix(s.Name, ".plt") && addr >= s.Addr && addr < s.Addr+s.Size {
 			return true
 		}
+	}
+	return false
+}
+
+// ehReturn reports whether sym is one of libgcc's functions that return
+// to an exception's landing pad (__builtin_eh_return): their epilogue
+// stores the landing pad's address in the return-address slot before
+// it returns there, so a sample taken in between has the landing pad,
+// which follows no call, as the caller's address, for perf and us alike.
+func ehReturn(sym string) bool {
+	switch strings.TrimSuffix(strings.SplitN(sym, "+", 2)[0], "@plt") {
+	case "_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_Resume_or_Rethrow", "_Unwind_ForcedUnwind":
+		return true
 	}
 	return false
 }
