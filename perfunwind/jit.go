@@ -64,6 +64,12 @@ type jitSyms struct {
 	// cfis are the CFI tables made of the unwinding data, per data and
 	// code size (where perf inject would place it).
 	cfis map[jitCFIKey]*cfi.Table
+	// memPath is the live process's memory (procMemPath; "" in a
+	// recording), whose code tells CPython's trampolines (pytramp.go);
+	// pyTramps are the addresses checked, emptied when the process maps
+	// new code there may be other code at them.
+	memPath  string
+	pyTramps map[uint64]pyTrampHit
 }
 
 // fileSize is a JIT file read and its size then.
@@ -115,6 +121,9 @@ func (s *Session) jit(pid uint32) *jitSyms {
 	}
 	j := &jitSyms{name: "/tmp/perf-" + strconv.FormatUint(uint64(nspid), 10) + ".map", locs: map[uint64]*Loc{}, budget: &s.jitBudget, arch: a}
 	j.mapPaths = s.jitPaths(j.name, root)
+	if s.opts.Live {
+		j.memPath = procMemPath(pid)
+	}
 	s.jits[pid] = j
 	return j
 }
@@ -316,23 +325,27 @@ func (j *jitSyms) grown() bool {
 // have no bias: pc is a runtime address): the rows of the unwinding data
 // that its jitdump files give the function at pc (Python's -X perf_jit
 // trampolines, V8's --perf-prof-unwinding-info), at the addresses perf
-// inject gives them in the ELF file it writes for the function. Other
+// inject gives them in the ELF file it writes for the function; else,
+// in CPython's perf trampolines, their known rows (pyTrampRow). Other
 // code is not covered: frame pointers unwind it.
 func (j *jitSyms) Lookup(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*cfi.CIE, bool, error) {
 	j.mu.Lock()
-	if len(j.dumps) == 0 {
-		j.mu.Unlock()
-		return nil, false, nil
+	var sym jitmap.Symbol
+	var tab *cfi.Table
+	if len(j.dumps) > 0 {
+		j.load()
+		var found bool
+		sym, tab, found = j.unwinding(pc)
+		if !found && j.refresh(pc) {
+			sym, tab, _ = j.unwinding(pc)
+		}
 	}
-	j.load()
-	sym, tab, found := j.unwinding(pc)
-	if !found && j.refresh(pc) {
-		sym, tab, _ = j.unwinding(pc)
+	if tab == nil {
+		cie, ok := j.pyTrampRow(ctx, pc, row)
+		j.mu.Unlock()
+		return cie, ok, nil
 	}
 	j.mu.Unlock()
-	if tab == nil {
-		return nil, false, nil
-	}
 	base := sym.Start - jitmap.UnwindTextAddr // runtime address = the table's + base
 	f, err := tab.RowForPC(ctx, pc-base, row)
 	if err != nil {
@@ -397,7 +410,7 @@ func (s *Session) ForgetJIT() {
 		j.budget.Add(j.bytes)
 		j.bytes = 0
 		j.loaded, j.tables, j.read, j.errs = false, nil, nil, nil
-		j.sizes, j.reloads, j.missed, j.cfis, j.named = nil, 0, nil, nil, false
+		j.sizes, j.reloads, j.missed, j.cfis, j.named, j.pyTramps = nil, 0, nil, nil, false, nil
 		j.locs = map[uint64]*Loc{}
 		j.mu.Unlock()
 		if s.procs[pid] == nil {

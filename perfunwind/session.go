@@ -599,6 +599,7 @@ func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string
 	case exec && perfMapName(name):
 		m.jit = s.jit(pid)
 		m.Name, m.anon = m.jit.name, true
+		m.jit.newCode()
 	}
 	if exec {
 		// Only code needs its file: data mappings are named, not read.

@@ -337,3 +337,38 @@ func TestJITUnwindingInfo(t *testing.T) {
 		}
 	}, exe, t.TempDir())
 }
+
+// TestPyTrampoline profiles CPython's perf trampolines (-X perf: named
+// in the perf map, no CFI, no frame pointer; a C program makes them, as
+// CI has no Python 3.12): walks go through both to main and _start, as
+// perf's stop at the first. Live, the trampoline's code is read; in a
+// recording, its name and size in the perf map identify it.
+func TestPyTrampoline(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x86-64 trampoline")
+	}
+	exe := testprog.Build(t, "testdata/pytramp.c", "-O2")
+	want := []string{"_start", "__libc_start_call_main", "main", "py::outer:/tmp/pytramp.py", "middle", "py::inner:/tmp/pytramp.py", "burn"}
+	profileBoth(t, 499, func(t *testing.T, folded []foldedStack, summary string) {
+		removePerfMaps(t, summary)
+		through, burn := 0, 0
+		for _, s := range folded {
+			if !slices.Contains(s.frames, "burn") {
+				continue
+			}
+			burn += s.n
+			var fs []string
+			for _, f := range s.frames[1:] {
+				if f != "__libc_start_main" { // glibc's, named or not as the symbols have it
+					fs = append(fs, f)
+				}
+			}
+			if i := slices.Index(fs, "burn"); i >= 0 && slices.Equal(fs[:i+1], want) {
+				through += s.n
+			}
+		}
+		if burn < 100 || through < burn*95/100 {
+			t.Errorf("%d samples in burn, %d through both trampolines to main and _start:\n%s", burn, through, summary)
+		}
+	}, exe)
+}
