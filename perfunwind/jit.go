@@ -13,6 +13,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/cfi"
+	"github.com/sframekit/sframekit/internal/procmem"
 	"github.com/sframekit/sframekit/jitmap"
 )
 
@@ -64,11 +65,11 @@ type jitSyms struct {
 	// cfis are the CFI tables made of the unwinding data, per data and
 	// code size (where perf inject would place it).
 	cfis map[jitCFIKey]*cfi.Table
-	// memPath is the live process's memory (procMemPath; "" in a
-	// recording), whose code tells CPython's trampolines (pytramp.go);
+	// mem reads the live process's memory (nil in a recording), whose
+	// code tells CPython's trampolines (pytramp.go);
 	// pyTramps are the addresses checked, emptied when the process maps
 	// new code there may be other code at them.
-	memPath  string
+	mem      func(b []byte, addr int64) (int, error)
 	pyTramps map[uint64]pyTrampHit
 }
 
@@ -122,7 +123,7 @@ func (s *Session) jit(pid uint32) *jitSyms {
 	j := &jitSyms{name: "/tmp/perf-" + strconv.FormatUint(uint64(nspid), 10) + ".map", locs: map[uint64]*Loc{}, budget: &s.jitBudget, arch: a}
 	j.mapPaths = s.jitPaths(j.name, root)
 	if s.opts.Live {
-		j.memPath = procMemPath(pid)
+		j.mem = func(b []byte, addr int64) (int, error) { return procmem.Read(int(pid), b, addr) }
 	}
 	s.jits[pid] = j
 	return j

@@ -3,8 +3,6 @@ package perfunwind
 import (
 	"bytes"
 	"encoding/binary"
-	"os"
-	"strconv"
 	"strings"
 
 	"github.com/sframekit/sframekit/arch"
@@ -99,7 +97,7 @@ func (j *jitSyms) pyTrampRow(ctx *cfi.UnwindContext, pc uint64, row *cfi.Row) (*
 	}
 	var h pyTrampHit
 	lo, hi := uint64(0), ^uint64(0)
-	if j.memPath != "" {
+	if j.mem != nil {
 		var ok bool
 		if h, ok = j.pyTramps[pc]; !ok {
 			h = j.findPyTramp(pc)
@@ -179,24 +177,14 @@ func (j *jitSyms) findPyTramp(pc uint64) pyTrampHit {
 
 // readMem reads n bytes at addr of the live process (nil when it cannot).
 func (j *jitSyms) readMem(addr, n uint64) []byte {
-	f, err := os.Open(j.memPath)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b := make([]byte, n)
 	if addr > 1<<63-1-n {
 		return nil
 	}
-	if k, _ := f.ReadAt(b, int64(addr)); k != len(b) {
+	b := make([]byte, n)
+	if k, _ := j.mem(b, int64(addr)); k != len(b) {
 		return nil
 	}
 	return b
-}
-
-// procMemPath is where a live process's memory is read.
-func procMemPath(pid uint32) string {
-	return "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/mem"
 }
 
 // newCode notes that the process mapped new JIT code: what its walks

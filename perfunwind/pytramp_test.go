@@ -1,8 +1,7 @@
 package perfunwind
 
 import (
-	"os"
-	"path/filepath"
+	"bytes"
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
@@ -51,11 +50,7 @@ func TestPyTrampRow(t *testing.T) {
 	copy(mem[0x2100:], plain[:10]) // no ret
 	copy(mem[0x2200:], plain)
 	mem[0x2200+5] = 0xd7 // call *%rdi: not the same bytes
-	path := filepath.Join(t.TempDir(), "mem")
-	if err := os.WriteFile(path, mem, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	live := &jitSyms{arch: arch.AMD64, memPath: path}
+	live := &jitSyms{arch: arch.AMD64, mem: bytes.NewReader(mem).ReadAt}
 	for _, c := range []struct {
 		pc      uint64
 		ok      bool

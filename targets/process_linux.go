@@ -22,6 +22,7 @@ import (
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/procmaps"
+	"github.com/sframekit/sframekit/internal/procmem"
 	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
@@ -54,7 +55,7 @@ type Process struct {
 	modules  []arch.Module
 	anonCode []arch.Mapping // executable mappings of no file (AnonCode)
 	warnings []error
-	mem      *procMem
+	mem      *procmem.Reader
 
 	mu       sync.Mutex
 	tr       *tracer
@@ -789,7 +790,7 @@ func (p *Process) loadState() error {
 	if len(p.threads) > 0 && p.threads[0].TID != p.pid {
 		mm = p.threads[0].TID
 	}
-	p.mem = &procMem{pid: mm, fd: -1}
+	p.mem = procmem.New(mm)
 	maps, err := procmaps.Read(mm)
 	if err != nil {
 		return fmt.Errorf("attach to process %d: reading maps: %w", p.pid, err)
@@ -959,97 +960,10 @@ func (p *Process) Close() error {
 		p.tr.stop()
 	}
 	if p.mem != nil {
-		p.mem.close()
+		p.mem.Close()
 	}
 	if len(errs) > 0 {
 		p.closeErr = fmt.Errorf("detach from process %d: %w", p.pid, errors.Join(errs...))
 	}
 	return p.closeErr
-}
-
-// procMem reads a process's memory with process_vm_readv: one system
-// call, from any thread, without a file descriptor. What it cannot read
-// (pages the process itself may not read) is read through /proc/PID/mem,
-// opened on first need.
-type procMem struct {
-	pid    int
-	mu     sync.Mutex
-	fd     int // /proc/PID/mem, or -1
-	closed bool
-}
-
-// ReadAt reads len(b) bytes at addr; addresses above 1<<63 are negative
-// offsets.
-func (m *procMem) ReadAt(b []byte, addr int64) (int, error) {
-	m.mu.Lock()
-	closed := m.closed
-	m.mu.Unlock()
-	if closed {
-		return 0, fmt.Errorf("memory of %d read after Close", m.pid)
-	}
-	n := 0
-	for n < len(b) {
-		local := []unix.Iovec{{Base: &b[n]}}
-		local[0].SetLen(len(b) - n)
-		remote := []unix.RemoteIovec{{Base: uintptr(uint64(addr) + uint64(n)), Len: len(b) - n}}
-		k, err := unix.ProcessVMReadv(m.pid, local, remote, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || k <= 0 {
-			break
-		}
-		n += k
-	}
-	if n == len(b) {
-		return n, nil
-	}
-	k, err := m.pread(b[n:], uint64(addr)+uint64(n))
-	n += k
-	if err != nil {
-		return n, fmt.Errorf("reading %d bytes at %#x of %d: %w", len(b)-n, uint64(addr)+uint64(n), m.pid, err)
-	}
-	return n, nil
-}
-
-// pread reads through /proc/PID/mem, which reads what process_vm_readv
-// refuses (pages without read permission).
-func (m *procMem) pread(b []byte, addr uint64) (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return 0, errors.New("closed")
-	}
-	if m.fd < 0 {
-		fd, err := unix.Open(fmt.Sprintf("/proc/%d/mem", m.pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return 0, fmt.Errorf("%w (%w)", arch.ErrUnmapped, err)
-		}
-		m.fd = fd
-	}
-	n := 0
-	for n < len(b) {
-		k, err := unix.Pread(m.fd, b[n:], int64(addr+uint64(n)))
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || k <= 0 {
-			if err == nil || err == unix.EIO || err == unix.EFAULT {
-				err = arch.ErrUnmapped
-			}
-			return n, err
-		}
-		n += k
-	}
-	return n, nil
-}
-
-func (m *procMem) close() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.fd >= 0 {
-		unix.Close(m.fd)
-		m.fd = -1
-	}
-	m.closed = true
 }
