@@ -482,6 +482,51 @@ func TestGenStripClean(t *testing.T) {
 	}
 }
 
+// TestGenTableMovedNote: a static program has no room after its program
+// header table (its .rela.plt, which its code finds by symbols, follows
+// the notes), so gen moves the table to a segment of its own, where
+// eu-strip's copy loses it: gen says so on one line, and binutils'
+// strip's copy runs. A dynamic program's table grows in place, without
+// the note.
+func TestGenTableMovedNote(t *testing.T) {
+	for _, tool := range []string{"gcc", "strip"} {
+		testprog.NeedTool(t, tool)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "prog.c")
+	if err := os.WriteFile(src, []byte(genProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		flags []string
+		note  bool
+	}{{"static", []string{"-static"}, true}, {"pie", []string{"-fpie", "-pie"}, false}} {
+		in, out := filepath.Join(dir, c.name), filepath.Join(dir, c.name+".gen")
+		if o, e, rc := runCmd(t, nil, "gcc", append(append([]string{"-O2"}, c.flags...), src, "-o", in)...); rc != 0 {
+			t.Fatalf("gcc: %s%s", o, e)
+		}
+		var stdout, stderr bytes.Buffer
+		if rc := run([]string{"gen", "-o", out, in}, &stdout, &stderr); rc != 0 {
+			t.Fatalf("gen: exit %d: %s", rc, stderr.String())
+		}
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		noted := strings.Contains(stderr.String(), "eu-strip does not")
+		if noted != c.note || (noted && len(lines) != 1) {
+			t.Errorf("%s: gen said %q, want the note about eu-strip: %v", c.name, stderr.String(), c.note)
+		}
+		stripped := out + ".strip"
+		if o, e, rc := runCmd(t, nil, "strip", "-o", stripped, out); rc != 0 {
+			t.Fatalf("strip: %s%s", o, e)
+		}
+		o1, e1, rc1 := runCmd(t, nil, in, "12")
+		o2, e2, rc2 := runCmd(t, nil, stripped, "12")
+		if o1 != o2 || e1 != e2 || rc1 != rc2 {
+			t.Errorf("%s: strip's copy of gen's output: (%d) %q %q, original (%d) %q %q", c.name, rc2, o2, e2, rc1, o1, e1)
+		}
+	}
+}
+
 // segmentSections returns, for each program header of the ELF file at
 // path (PT_LOADs as one entry, PT_PHDR and PT_GNU_SFRAME left out), its
 // type and the names of the allocated sections whose addresses it

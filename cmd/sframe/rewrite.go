@@ -170,6 +170,7 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	if res.Segment != nil {
 		fmt.Fprintf(stderr, "sframe convert: note: %s: the %s section does not fit in the place of the old one; it goes to a new loadable segment at %#x\n",
 			in, sframe.Version(*rw.version), res.Segment.Addr)
+		tableMoved(stderr, "convert", in, res.Segment)
 	}
 	msgs := rw.write(res.Data, perm, stdout, stderr)
 	if msgs == nil {
@@ -177,6 +178,18 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(msgs, "%s: %s -> %s, %s written, %d dropped\n", *rw.output, res.From, sframe.Version(*rw.version), count(res.Funcs, "function"), len(res.Dropped))
 	return 0
+}
+
+// tableMoved says, when the plan moves the program header table to a
+// segment of its own (no section after it can make room: a static
+// program's .rela.plt, found by symbols in its code), that elfutils'
+// eu-strip cannot strip the output: libelf writes zeros over the table
+// there, and its copy would not run. binutils' strip keeps it.
+func tableMoved(stderr io.Writer, cmd, in string, plan *elffile.SegmentPlan) {
+	if plan.MovePHDRs {
+		fmt.Fprintf(stderr, "sframe %s: note: %s: no room after the program header table; it moves to a segment of its own, which binutils' strip keeps and elfutils' eu-strip does not (its copy would not run)\n",
+			cmd, in)
+	}
 }
 
 func runGen(args []string, stdout, stderr io.Writer) int {
@@ -239,6 +252,7 @@ func runGen(args []string, stdout, stderr io.Writer) int {
 		if out, err = elffile.AddSFrameSegment(src, plan, data); err != nil {
 			return fail(err)
 		}
+		tableMoved(stderr, "gen", in, plan)
 		if old := elffile.FindSFrame(f.File, ""); old != nil {
 			fmt.Fprintf(stderr, "sframe gen: note: %s already has an SFrame section (%s%s); the output has the new one instead\n",
 				in, old.Name, sectionVersion(old))
