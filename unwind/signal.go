@@ -16,6 +16,41 @@ var (
 	arm64Sigreturn = []byte{0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4}
 )
 
+// sigreturnAt returns the address of the signal trampoline that pc is
+// in: pc itself, or, for the innermost frame (top), the trampoline whose
+// system call ends right at pc. A sample taken while the kernel runs
+// rt_sigreturn has that address as its PC (the system call's return
+// address), with SP still at the signal frame; no unwind table covers it
+// (glibc's __restore_rt FDE ends at the system call), so only its code
+// tells what it is.
+func (w *Context) sigreturnAt(pc uint64, top bool) (uint64, bool) {
+	if w.isSigreturn(pc) {
+		return pc, true
+	}
+	if top {
+		var n uint64
+		switch w.arch {
+		case arch.AMD64:
+			n = uint64(len(amd64Sigreturn))
+		case arch.ARM64:
+			n = uint64(len(arm64Sigreturn))
+		case arch.S390X:
+			n = 2 // svc
+		}
+		if n > 0 && pc >= n && w.isSigreturn(pc-n) {
+			return pc - n, true
+		}
+	}
+	return 0, false
+}
+
+// inSigreturn reports whether sigreturnAt finds a trampoline.
+func (w *Context) inSigreturn(pc uint64, top bool) bool {
+	_, ok := w.sigreturnAt(pc, top)
+	return ok
+}
+
+// isSigreturn reports whether the code at pc is a signal trampoline's.
 func (w *Context) isSigreturn(pc uint64) bool {
 	var want []byte
 	switch w.arch {
@@ -55,8 +90,9 @@ var amd64Gregs = [17]arch.Reg{
 	arch.AMD64RDI, arch.AMD64RSI, arch.AMD64RBP, arch.AMD64RBX, arch.AMD64RDX, arch.AMD64RAX, arch.AMD64RCX, arch.AMD64RSP, arch.AMD64RIP,
 }
 
-// stepSignal restores the interrupted registers from the signal frame.
-func (w *Context) stepSignal(cur, next *arch.Regs) error {
+// stepSignal restores the interrupted registers from the signal frame of
+// the trampoline at tramp (on s390x, its code tells which frame).
+func (w *Context) stepSignal(cur, next *arch.Regs, tramp uint64) error {
 	sp, ok := cur.Get(w.arch.SP())
 	if !ok {
 		return errRegister // after a frame-pointer step that could not tell it
@@ -83,7 +119,7 @@ func (w *Context) stepSignal(cur, next *arch.Regs) error {
 		}
 	case arch.S390X:
 		// Which of the two trampolines: their frames differ.
-		if _, err := w.mem.m.ReadAt(w.code[:2], int64(cur.PC())); err != nil {
+		if _, err := w.mem.m.ReadAt(w.code[:2], int64(tramp)); err != nil {
 			return err
 		}
 		_, rt := s390xSigreturn(w.code[:2])

@@ -72,7 +72,7 @@ func (w *Context) stepSFrame(m *Module, x *sfIndex, pc uint64, cur, next *arch.R
 		// A signal trampoline: the rules describe the trampoline's own
 		// frame, but what the caller needs is the interrupted context.
 		w.sig = true
-		return w.stepSignal(cur, next)
+		return w.stepSignal(cur, next, cur.PC())
 	}
 	if r == nil {
 		// No row, or corrupt section data: let CFI or FP try.

@@ -515,7 +515,7 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 		in := w.moduleInfo(pc)
 		// A signal trampoline may lie outside every module (qemu-user's
 		// page of them): step() recognizes it by its code.
-		if in == nil && !w.isSigreturn(pc) {
+		if in == nil && !w.inSigreturn(pc, top) {
 			frames = append(frames, Frame{PC: pc, SP: sp, Exact: top})
 			return frames, StopNoModule, nil
 		}
@@ -596,8 +596,9 @@ func (w *Context) step(in *modInfo, pc, lookup uint64, cur, next *arch.Regs, top
 	w.cfa, w.sig = 0, false
 	if in == nil {
 		// walk checked: a sigreturn trampoline in no module.
+		tramp, _ := w.sigreturnAt(pc, top)
 		w.sig = true
-		return MethodSignal, w.stepSignal(cur, next)
+		return MethodSignal, w.stepSignal(cur, next, tramp)
 	}
 	m := in.m
 	elfPC := lookup - m.Bias
@@ -637,9 +638,9 @@ func (w *Context) step(in *modInfo, pc, lookup uint64, cur, next *arch.Regs, top
 			firstErr = err
 		}
 	}
-	if w.isSigreturn(pc) {
+	if tramp, ok := w.sigreturnAt(pc, top); ok {
 		w.sig = true
-		return MethodSignal, w.stepSignal(cur, next)
+		return MethodSignal, w.stepSignal(cur, next, tramp)
 	}
 	if !m.NoFP {
 		if err := w.stepFP(cur, next); err == nil {
