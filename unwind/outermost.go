@@ -52,13 +52,18 @@ func (o outermost) overlaps(lo, hi uint64) bool {
 // (the Go linker's .debug_frame knows nothing of the switch) belong to
 // another stack or none. Go's linker writes asm functions as NAME.abi0,
 // which is matched too. cgocallback is left out as Go leaves it out: it
-// keeps both stacks unwindable.
+// keeps both stacks unwindable. Beside them, the trampoline the handler
+// returns into (amd64's sa_restorer), where a sample in rt_sigreturn
+// stands, on the signal stack as sigtramp: Go's CFI for it (CFA = SP + 8)
+// would take the ucontext's flags for a return address.
 var goOutermost = map[string]bool{
 	// TOPFRAME
 	"runtime.goexit":   true,
 	"runtime.mstart":   true,
 	"runtime.rt0_go":   true,
 	"runtime.sigtramp": true,
+	// The signal stack's other function.
+	"runtime.sigreturn__sigaction": true,
 	// SPWRITE (asm_*.s, sys_linux_*.s, time_linux_amd64.s)
 	"runtime.systemstack":         true,
 	"runtime.mcall":               true,

@@ -104,6 +104,7 @@ func profileBoth(t *testing.T, hz int, check func(t *testing.T, folded []foldedS
 // or thread's stack (see package unwind's outermost.go), as folded
 // output names them.
 var goRoots = []string{"runtime.goexit.abi0", "runtime.mstart.abi0", "runtime.rt0_go.abi0", "runtime.sigtramp.abi0",
+	"runtime.sigreturn__sigaction.abi0",
 	"runtime.systemstack.abi0", "runtime.mcall", "runtime.morestack.abi0", "gogo", "runtime.asmcgocall.abi0",
 	"runtime.clone.abi0", "runtime.nanotime1.abi0", "runtime.vgetrandom1", "time.now"}
 
@@ -157,6 +158,40 @@ func TestGoRoots(t *testing.T) {
 	t.Run("gofmt", func(t *testing.T) {
 		profileBoth(t, 999, checkGoRoots, gofmt, "-l", filepath.Join(src, "net"), filepath.Join(src, "go", "types"))
 	})
+}
+
+// TestGoSigreturn records gosignal, which signals itself, with sframe
+// record (perf record -e cpu-clock:u would not sample the kernel): a
+// sample taken while the kernel runs rt_sigreturn for the runtime's
+// trampoline, runtime.sigreturn__sigaction, on the signal stack, ends
+// there, at the outermost frame, as one in the handler ends at
+// runtime.sigtramp. The CFI Go writes for the trampoline (CFA = SP + 8)
+// takes the ucontext's flags for a return address: a frame in no code.
+func TestGoSigreturn(t *testing.T) {
+	needPerf(t)
+	exe := testprog.BuildGo(t, "../../internal/testprog/testdata/gosignal")
+	out := filepath.Join(t.TempDir(), "out.folded")
+	_, errs, code := runCLI(t, "record", "-F", "999", "--format", "folded", "-o", out, "--", exe, "1000")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, errs)
+	}
+	folded := readFolded(t, out)
+	checkGoRoots(t, folded, errs)
+	in := 0
+	for _, s := range folded {
+		f := s.frames[1:]
+		if len(f) == 0 || f[len(f)-1] != "runtime.sigreturn__sigaction.abi0" {
+			continue
+		}
+		in += s.n
+		if len(f) != 1 {
+			t.Errorf("%d samples in the trampoline with callers: %s", s.n, strings.Join(s.frames, ";"))
+		}
+	}
+	if in == 0 {
+		t.Fatalf("no sample in runtime.sigreturn__sigaction.abi0; summary:\n%s", errs)
+	}
+	t.Logf("%d samples in runtime.sigreturn__sigaction.abi0", in)
 }
 
 // TestGoStack captures a running Go program with sframe stack: every
