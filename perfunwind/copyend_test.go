@@ -34,6 +34,19 @@ func TestCopyEndCounted(t *testing.T) {
 	}
 }
 
+// TestCopyEndBeyondKernel unwinds a recording of a thread whose deep
+// walks need about 80 KB of stack, more than any copy the kernel makes:
+// the summary says so, and names the walk that needs no copy (--bpf).
+func TestCopyEndBeyondKernel(t *testing.T) {
+	exe := testprog.Build(t, "../recorder/testdata/deep.c", "-O2", "-pthread", "-DDEEP=1000")
+	path := record(t, recording{name: "deep-1000", prog: func(testing.TB) []string { return []string{exe, "1"} },
+		opts: []string{"--call-graph", "dwarf,4096"}})
+	_, sum := summarize(t, path)
+	if !strings.Contains(sum, "more than the kernel copies") || !strings.Contains(sum, "sframe record --bpf walks the stack in the kernel") {
+		t.Errorf("the summary does not say that no copy holds the deep walks, nor what does:\n%s", sum)
+	}
+}
+
 // TestCopyEndOtherStack unwinds a perf recording, with stack copies of 4
 // KiB, of a thread that runs on its own stack and on a coroutine's: the
 // coroutine's walks are cut by the copy, the thread's own are complete.

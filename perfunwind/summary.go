@@ -245,7 +245,7 @@ func writeCopyAdvice(b *strings.Builder, d *stackDepths, cut uint64) {
 	case known == 0:
 		b.WriteString("; none of their stacks had a complete walk to measure it by (or their threads ran on several stacks)")
 	case need > perfevent.MaxStackUser:
-		fmt.Fprintf(b, "; %d of them needed %d bytes, more than the kernel copies (%d)", known, need, perfevent.MaxStackUser)
+		fmt.Fprintf(b, "; %d of them needed %d bytes, more than the kernel copies (%d): sframe record --bpf walks the stack in the kernel, without a copy", known, need, perfevent.MaxStackUser)
 	default:
 		size := min((need+1023)&^1023, perfevent.MaxStackUser)
 		fmt.Fprintf(b, ": a copy of %d (the deepest needed %d) would have held ", size, need)

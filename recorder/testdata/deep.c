@@ -4,8 +4,8 @@
  *
  *   deep SECONDS   thread "deep" spins, over and over, for about a
  *                  millisecond at the bottom of a chain of 8 calls of
- *                  down(), then of 160 (each frame about 80 bytes, so
- *                  about 13 KB of stack)
+ *                  down(), then of DEEP (160 unless built with -DDEEP=N;
+ *                  each frame about 80 bytes, so about 13 KB of stack)
  *
  * It prints "ready" once the thread runs, and exits after SECONDS.
  */
@@ -18,6 +18,10 @@
 #include <unistd.h>
 
 #define NOIPA __attribute__((noipa))
+
+#ifndef DEEP
+#define DEEP 160
+#endif
 
 static volatile unsigned long sink;
 
@@ -40,7 +44,7 @@ static void *deep(void *arg) {
 	prctl(PR_SET_NAME, "deep");
 	for (;;) {
 		down(8);
-		down(160);
+		down(DEEP);
 	}
 	return NULL;
 }
