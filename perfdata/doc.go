@@ -13,7 +13,10 @@
 // feature sections (build IDs, host, kernel release, architecture, CPU
 // counts, command line, event names, sample times, compression); the
 // sample_id trailers of non-sample records; every sample_type field;
-// COMPRESSED records (perf record -z), decompressed on the fly.
+// COMPRESSED records (perf record -z), decompressed on the fly; the
+// directory that perf record --threads writes (Open), its data.N files'
+// records merged with the header file's in one time order, as perf script
+// merges them.
 //
 // Reader.Next returns one Record at a time, valid until the next call,
 // without allocating per record; typed accessors (Sample, Mmap, Comm, ...)
@@ -59,9 +62,15 @@
 //     perf's ring-buffer size, if larger, up to 1 GiB), and all of them
 //     together at most 4096 times the compressed bytes read plus 16 MiB;
 //     the zstd window is at most 64 MiB (Limits adjusts the first two);
+//   - a perf.data directory has at most 65536 data.N files; one is open
+//     at a time, while a turn's 2 MiB of its records are read (a FIFO or
+//     device among them is left out without being opened, as perf leaves
+//     it out); a file no longer the one listed, or shorter, ends the
+//     reading with an error naming it (Error.File);
 //   - time order holds at most 512 MiB of queued records before
 //     releasing the older half early, as perf does when its queue is full
-//     (Limits.MaxQueued).
+//     (Limits.MaxQueued); a directory's records, which perf record
+//     writes without rounds, all queue until this bound or the end.
 //
 // A mapped file must not shrink while it is read (perf maps its input the
 // same way).

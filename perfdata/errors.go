@@ -60,6 +60,9 @@ func (k ErrKind) String() string { return enumstr.Name(errKindNames[:], k, "ErrK
 // data completed it and DecompOff its offset in the decompressed stream
 // (else DecompOff is -1).
 type Error struct {
+	// File is the data.N file of a perf.data directory (perf record
+	// --threads) that Off is in, "" for the header file or a single file.
+	File      string
 	Off       int64
 	DecompOff int64
 	Kind      ErrKind
@@ -70,6 +73,9 @@ type Error struct {
 // Error formats the error with its offsets.
 func (e *Error) Error() string {
 	s := fmt.Sprintf("offset %#x", e.Off)
+	if e.File != "" {
+		s = e.File + ": " + s
+	}
 	if e.DecompOff >= 0 {
 		s += fmt.Sprintf(" (decompressed offset %#x)", e.DecompOff)
 	}

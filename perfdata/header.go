@@ -72,6 +72,9 @@ type Header struct {
 	PMUMappings []PMUMapping
 	// Compression is the COMPRESSED feature (perf record -z).
 	Compression Compression
+	// DirVersion is the DIR_FORMAT feature: 1 for a perf.data directory
+	// (perf record --threads), whose data.N files hold the records.
+	DirVersion uint64
 
 	featData [NumFeatureBits][]byte // raw sections, for FeatureData
 }
@@ -228,6 +231,8 @@ func (h *Header) parseFeature(f Feature, b []byte, off int64, attrs func() []*At
 			t := c.u32()
 			h.PMUMappings = append(h.PMUMappings, PMUMapping{Type: t, Name: c.str()})
 		}
+	case FeatDirFormat:
+		h.DirVersion = c.u64()
 	case FeatCompressed:
 		h.Compression = Compression{Version: c.u32(), Type: c.u32(), Level: c.u32(), Ratio: c.u32(), MmapLen: c.u32()}
 	case FeatBuildID:

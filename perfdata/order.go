@@ -36,6 +36,7 @@ type queue struct {
 
 type qent struct {
 	ts, seq   uint64
+	src       int    // the file of a directory it came from (Reader.src)
 	raw       []byte // view of the input in memory, or nil
 	ch        *chunk // the chunk raw lies in, if any
 	a0, a1    int    // else the bytes are arena[a0:a1]
@@ -79,6 +80,7 @@ func (r *Reader) nextOrdered() (*Record, error) {
 		if q.next < q.ready {
 			e := &q.ents[q.next]
 			q.next++
+			r.src = e.src
 			raw := e.raw
 			if raw == nil {
 				raw = q.arena[e.a0:e.a1]
@@ -118,7 +120,9 @@ func (r *Reader) nextOrdered() (*Record, error) {
 			}
 			return &r.rec, nil
 		}
-		stable := r.in == nil && doff < 0
+		// A directory's data.N files are read into one buffer, turn by
+		// turn: their records are copied.
+		stable := r.in == nil && doff < 0 && r.src == 0
 		var ch *chunk
 		if r.file != nil && stable {
 			ch = r.cur
@@ -129,6 +133,7 @@ func (r *Reader) nextOrdered() (*Record, error) {
 			}
 		}
 		q.push(raw, off, doff, ts, stable, ch)
+		q.ents[len(q.ents)-1].src = r.src
 		if q.bytes > r.lim.MaxQueued {
 			q.flushHalf()
 		}

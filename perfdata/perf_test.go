@@ -48,6 +48,10 @@ var recordings = []recording{
 	{name: "tracepoint", args: []string{"-e", "sched:sched_switch", "-e", "sched:sched_process_fork"}, small: true},
 	{name: "buildid-mmap", args: []string{"--buildid-mmap", "-e", "cpu-clock"}, small: true},
 	{name: "dwarf-small-z", args: []string{"-z", "--call-graph", "dwarf,512", "-e", "cpu-clock", "-c", "1000000"}, small: true},
+	// perf record --threads writes a directory: a header file and a
+	// file of records per CPU.
+	{name: "threads", args: []string{"--threads", "--call-graph", "dwarf", "-e", "cpu-clock"}, work: "150"},
+	{name: "threads-z", args: []string{"-z", "--threads", "--call-graph", "dwarf", "-e", "cpu-clock"}},
 }
 
 var (

@@ -119,18 +119,16 @@ type Reader struct {
 	sbuf  []byte
 	close io.Closer
 
-	// Compressed data: d[dpos:] are decompressed bytes not yet returned;
-	// dBase is the decompressed-stream offset of d[0] and dOff the offset
-	// of the COMPRESSED record that last fed d; recOut is what that
-	// record has decompressed to so far.
-	z       *zstream
-	d       []byte
-	dpos    int
-	dBase   int64
-	dOff    int64
+	// Compressed data, of the input being read (each file of a
+	// directory has its own; see dirInput); compIn and compOut count all
+	// of them, for MaxDecompressRatio.
+	decompState
 	compIn  int64
 	compOut int64
-	recOut  int64
+
+	// The files of records of a perf.data directory, nil for one file.
+	dir *dirInput
+	src int // the file of dir the record being set came from (0: the header file's)
 
 	dec Decoder // of the events in hdr.Attrs
 
@@ -142,9 +140,25 @@ type Reader struct {
 	err error
 }
 
+// decompState is the decompression of one input's COMPRESSED records:
+// d[dpos:] are decompressed bytes not yet returned; dBase is the
+// decompressed-stream offset of d[0] and dOff the offset of the
+// COMPRESSED record that last fed d; recOut is what that record has
+// decompressed to so far.
+type decompState struct {
+	z      *zstream
+	d      []byte
+	dpos   int
+	dBase  int64
+	dOff   int64
+	recOut int64
+}
+
 // Open opens a perf.data file. A regular file's header and features are
-// mapped, its records read in chunks of about 2 MiB; anything else (a FIFO,
-// /dev/stdin) is streamed and must be in the pipe format.
+// mapped, its records read in chunks of about 2 MiB; a directory (perf
+// record --threads) is read as perf reads it, its files' records merged
+// (see dirInput); anything else (a FIFO, /dev/stdin) is streamed and must
+// be in the pipe format.
 func Open(name string) (*Reader, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -154,6 +168,9 @@ func Open(name string) (*Reader, error) {
 	if err != nil {
 		f.Close()
 		return nil, err
+	}
+	if st.IsDir() {
+		return openDir(f, name)
 	}
 	if !st.Mode().IsRegular() {
 		r, err := NewReader(f)
@@ -471,6 +488,11 @@ func (r *Reader) Unordered() uint64 { return r.q.unordered }
 func (r *Reader) Close() error {
 	r.z.close()
 	r.z = nil
+	if r.dir != nil {
+		for i := range r.dir.files {
+			r.dir.files[i].dz.z.close()
+		}
+	}
 	if r.cs != nil {
 		r.dropAhead()
 		r.cs.release() // the goroutines are done with the file
@@ -516,7 +538,13 @@ func (r *Reader) Next() (*Record, error) {
 	if err != nil {
 		var e *Error
 		if err != r.hdr.FeatureErr && errors.As(err, &e) {
-			if note := r.lossNote(e.Off); note != "" {
+			note := ""
+			if e.File != "" {
+				note = r.dirLossNote(e.File, e.Off)
+			} else {
+				note = r.lossNote(e.Off)
+			}
+			if note != "" {
 				e.Msg += ": " + note
 			}
 		}
@@ -560,6 +588,18 @@ func (r *Reader) nextInFileOrder() (*Record, error) {
 // the input, with its offsets (doff -1 outside compressed data). It
 // decompresses COMPRESSED records on the way.
 func (r *Reader) nextRaw() (raw []byte, off, doff int64, err error) {
+	raw, off, doff, err = r.nextRaw1()
+	if r.dir != nil {
+		if err != nil {
+			return nil, 0, 0, r.inFile(err, r.dir.cur)
+		}
+		r.src = r.dir.cur
+	}
+	return raw, off, doff, err
+}
+
+// nextRaw1 is nextRaw, the file of a directory left out of errors.
+func (r *Reader) nextRaw1() (raw []byte, off, doff int64, err error) {
 	for {
 		if rest := r.d[r.dpos:]; len(rest) >= recordHeaderSize {
 			size := int(r.o.Uint16(rest[6:]))
@@ -582,7 +622,12 @@ func (r *Reader) nextRaw() (raw []byte, off, doff int64, err error) {
 			}
 			continue
 		}
-		raw, off, err := r.readInput()
+		var off int64
+		if r.dir != nil {
+			raw, off, err = r.readDirInput()
+		} else {
+			raw, off, err = r.readInput()
+		}
 		if err == io.EOF && r.dpos < len(r.d) {
 			return nil, 0, 0, &Error{Off: r.dOff, DecompOff: r.dBase + int64(r.dpos), Kind: ErrTruncated,
 				Msg: fmt.Sprintf("compressed data ends inside a record (%d bytes left over)", len(r.d)-r.dpos)}
@@ -701,6 +746,9 @@ func (r *Reader) skipPayload(raw []byte, off int64) error {
 	if !ok {
 		return errorf(ErrBadRecord, off, "%s record of %d bytes", RecordType(r.o.Uint32(raw)), len(raw))
 	}
+	if r.dir != nil {
+		return r.skipDirPayload(n, off)
+	}
 	if r.in == nil {
 		if n > uint64(r.end-r.pos) {
 			return errorf(ErrTruncated, off, "%d bytes of payload after the record, %d left", n, r.end-r.pos)
@@ -782,7 +830,7 @@ func (r *Reader) setRecord(raw []byte, off, doff int64) error {
 	rec := &r.rec
 	if RecordType(r.o.Uint32(raw)) >= RecordUserTypeStart {
 		if err := r.userRecord(raw, off, doff); err != nil {
-			return err
+			return r.inFile(err, r.src)
 		}
 	}
 	kind, at, msg := r.dec.decode(rec, raw)
@@ -795,7 +843,7 @@ func (r *Reader) setRecord(raw []byte, off, doff int64) error {
 		} else {
 			e.DecompOff += int64(at)
 		}
-		return e
+		return r.inFile(e, r.src)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"testing"
 )
@@ -211,6 +212,7 @@ func fuzzSeeds(f *testing.F) {
 	for _, o := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
 		f.Add(fileOf(o, synthAttrs(), synthData(o), map[Feature][]byte{FeatHostname: perfString(o, "h")}))
 		f.Add(pipeOf(o, synthAttrs(), synthData(o)))
+		f.Add(fileOf(o, synthAttrs(), synthData(o), map[Feature][]byte{FeatDirFormat: (&enc{o: o}).u64(1).b}))
 	}
 	if _, err := exec.LookPath("perf"); err != nil {
 		return
@@ -254,7 +256,10 @@ func FuzzReader(f *testing.F) {
 				mrecs = append(mrecs, bytes.Clone(rec.Raw))
 			}
 			m.Close()
-			if !m.Header().Pipe {
+			if h := m.Header(); !h.Pipe {
+				if ordered && h.Features.Has(FeatDirFormat) {
+					fuzzDir(t, b, h, lim)
+				}
 				continue
 			}
 			s, err := NewReader(bytes.NewReader(b))
@@ -279,4 +284,40 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzDir reads b, a file-mode recording with the DIR_FORMAT feature, as
+// the header file of a perf.data directory whose data.0 holds b's data
+// section and data.1 the bytes after it: never a panic, only io.EOF or
+// an *Error.
+func fuzzDir(t *testing.T, b []byte, h *Header, lim Limits) {
+	dir := t.TempDir()
+	end := min(h.DataOffset+h.DataSize, int64(len(b)))
+	files := map[string][]byte{"data": b, "data.0": b[min(h.DataOffset, end):end], "data.1": b[end:]}
+	for name, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), c, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Open(dir)
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("directory: open: %v is not an *Error", err)
+		}
+		return
+	}
+	defer r.Close()
+	r.SetTimeOrder(true)
+	r.SetLimits(lim)
+	for {
+		_, err := r.Next()
+		if err != nil {
+			var e *Error
+			if err != io.EOF && !errors.As(err, &e) {
+				t.Fatalf("directory: %v is not an *Error", err)
+			}
+			return
+		}
+	}
 }
