@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,8 +68,9 @@ Formats (--format):
           a function whose DWARF name is not its symbol's, a clone such
           as f.constprop.0, as "f (inlined)")
 
-A perf.data directory (perf record --threads) is not read: perf inject
--i DIR -o - > FILE merges it into a file this command reads.
+FILE may be a perf.data directory (perf record --threads): its header
+file and its data.N files of records are read as perf script reads them,
+the records of all merged in time order.
 
 folded and text go to standard output unless -o is given. A summary
 goes to standard error: samples read, how their stacks were unwound
@@ -201,15 +201,6 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		st, serr := os.Stat(input)
 		if serr == nil && st.Mode().IsRegular() {
 			size = st.Size() // for the progress bar
-		}
-		if serr == nil && st.IsDir() {
-			if dst, derr := os.Stat(filepath.Join(input, "data")); derr == nil && dst.Mode().IsRegular() {
-				// perf record --threads writes a directory: a header
-				// file and one file of records per thread, which
-				// perfdata does not read; perf inject merges them.
-				fmt.Fprintf(stderr, "sframe report: %s: a perf.data directory (perf record --threads), not read: merge it with perf inject -i %s -o - > FILE, then sframe report FILE\n", displayName(input), input)
-				return 1
-			}
 		}
 		r, err = perfdata.Open(input)
 	}
