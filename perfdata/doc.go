@@ -58,16 +58,17 @@
 //   - at most 65536 events; the ID sections of a file's events add up to
 //     at most the file's size;
 //   - an attribute of at most 4 KiB;
-//   - decompression: one COMPRESSED record yields at most 64 MiB (or
-//     perf's ring-buffer size, if larger, up to 1 GiB), and all of them
-//     together at most 4096 times the compressed bytes read plus 16 MiB;
+//   - decompression: one COMPRESSED record yields at most perf's
+//     ring-buffer size plus 64 KiB (64 MiB when the recording does not
+//     say), never more than 64 MiB, and all of them together at most 1024
+//     times the compressed bytes read plus 16 MiB;
 //     the zstd window is at most 64 MiB (Limits adjusts the first two);
 //   - a perf.data directory has at most 65536 data.N files; one is open
 //     at a time, while a turn's 2 MiB of its records are read (a FIFO or
 //     device among them is left out without being opened, as perf leaves
 //     it out); a file no longer the one listed, or shorter, ends the
 //     reading with an error naming it (Error.File);
-//   - time order holds at most 512 MiB of queued records before
+//   - time order holds at most 64 MiB of queued records before
 //     releasing the older half early, as perf does when its queue is full
 //     (Limits.MaxQueued); a directory's records, which perf record
 //     writes without rounds, all queue until this bound or the end.
