@@ -22,7 +22,8 @@ import (
 // into one, whose values are the number of samples and, for the sample's
 // event, the sum of their periods: cpu/nanoseconds for time-based events
 // (cpu-clock, task-clock, whose period is in nanoseconds), EVENT/count
-// for the others. Labels: "pid" and "thread" (numbers), "thread_name".
+// for the others (EVENT without perf's modifiers, a tracepoint's
+// subsystem:event; each type's name the profile's only). Labels: "pid" and "thread" (numbers), "thread_name".
 // Each location is a frame's address (inside the call, for callers) in
 // its mapping (file name, build ID); its lines are the function, with
 // the source line when the Resolver reads lines, preceded by the calls
@@ -310,11 +311,16 @@ func timeBased(a *perfdata.Attr) bool {
 }
 
 // eventName is the name of event a for a sample type: its name without
-// perf's modifiers ("cycles" for "cycles:ppp"), or "event N".
+// perf's modifiers ("cycles" for "cycles:ppp"; a tracepoint's or probe's
+// "subsystem:event" whole, the colon being part of its name), or "event N".
 func eventName(a *perfdata.Attr) string {
 	n := a.Name
-	if i := strings.IndexByte(n, ':'); i > 0 {
-		n = n[:i]
+	from := 0
+	if a.Type == perfdata.TypeTracepoint {
+		from = strings.IndexByte(n, ':') + 1
+	}
+	if i := strings.IndexByte(n[from:], ':'); from+i > 0 && i >= 0 {
+		n = n[:from+i]
 	}
 	if n == "" {
 		n = fmt.Sprintf("event%d", a.Index)
@@ -349,6 +355,7 @@ func (b *PerfBuilder) sampleTypes() []int {
 	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}}
 	col := make([]int, len(attrs))
 	cpu := false
+	seen := map[string]bool{"samples": true}
 	for i, a := range attrs {
 		vt := &profile.ValueType{Type: eventName(a), Unit: "count"}
 		if t, ok := b.types[i]; ok {
@@ -359,6 +366,16 @@ func (b *PerfBuilder) sampleTypes() []int {
 				vt.Type, cpu = "cpu", true
 			}
 		}
+		// pprof selects a sample type by its name (-sample_index): an
+		// event whose name another's already has (cpu-clock:u and
+		// cpu-clock:k) keeps its modifiers, or else gets its number.
+		if seen[vt.Type] && a.Name != "" && !seen[a.Name] {
+			vt.Type = a.Name
+		}
+		if seen[vt.Type] {
+			vt.Type = fmt.Sprintf("%s#%d", vt.Type, a.Index)
+		}
+		seen[vt.Type] = true
 		col[i] = len(p.SampleType)
 		p.SampleType = append(p.SampleType, vt)
 	}

@@ -662,3 +662,72 @@ func TestReportSwapper(t *testing.T) {
 		t.Skip("no sample of the idle task (a busy machine)")
 	}
 }
+
+// TestReportEventNames: a recording of several events gives one sample
+// type per event, each named so that pprof's -sample_index selects it:
+// a tracepoint by its whole name (subsystem:event, where two of one
+// subsystem were both "sched"), an event whose name another has by its
+// modifiers too (page-faults:k); each type's total is the sum of its
+// samples' periods as perf script gives them.
+func TestReportEventNames(t *testing.T) {
+	testprog.NeedTool(t, "perf")
+	exe := testprog.Build(t, "../../perfunwind/testdata/prog.c", "-O2", "-g")
+	rec := filepath.Join(t.TempDir(), "perf.data")
+	if out, err := exec.Command("perf", "record", "-q", "-N", "-o", rec, "--call-graph", "dwarf,4096",
+		"-e", "sched:sched_process_exec", "-e", "sched:sched_process_exit", "-e", "page-faults:u", "-e", "page-faults:k",
+		"--", exe, "50").CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("perf record: %v\n%s", err, out)
+		}
+		t.Fatalf("perf record: %v\n%s", err, out)
+	}
+	script, err := exec.Command("perf", "script", "-i", rec, "-F", "event,period").Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	want := map[string]int64{}
+	for _, l := range strings.Split(string(script), "\n") {
+		// "         1 sched:sched_process_exec: ", "  64  page-faults:u: "
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			t.Fatalf("perf script line %q", l)
+		}
+		want[strings.TrimSuffix(f[1], ":")] += n
+	}
+	pb := filepath.Join(t.TempDir(), "p.pb.gz")
+	if _, errs, code := runCLI(t, "report", "-q", "-o", pb, rec); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, st := range p.SampleType {
+		types = append(types, st.Type+"/"+st.Unit)
+	}
+	if got := strings.Join(types, " "); got != "samples/count sched:sched_process_exec/count sched:sched_process_exit/count page-faults/count page-faults:k/count" {
+		t.Fatalf("sample types %s", got)
+	}
+	for i, ev := range []string{"sched:sched_process_exec", "sched:sched_process_exit", "page-faults:u", "page-faults:k"} {
+		var sum int64
+		for _, s := range p.Sample {
+			sum += s.Value[i+1]
+		}
+		if sum != want[ev] {
+			t.Errorf("%s: %d, perf script %d", p.SampleType[i+1].Type, sum, want[ev])
+		}
+	}
+	if want["sched:sched_process_exec"] == 0 {
+		t.Errorf("perf script shows no exec: %q", script)
+	}
+}
