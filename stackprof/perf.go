@@ -312,12 +312,20 @@ func timeBased(a *perfdata.Attr) bool {
 
 // eventName is the name of event a for a sample type: its name without
 // perf's modifiers ("cycles" for "cycles:ppp"; a tracepoint's or probe's
-// "subsystem:event" whole, the colon being part of its name), or "event N".
+// "subsystem:event" whole, the colon being part of its name) and, for the
+// events of fixed numbers, without the terms that say how it was recorded
+// ("page-faults" for "page-faults/call-graph=fp/", where a PMU's terms,
+// "cpu/event=0x3c/", are the event), or "event N".
 func eventName(a *perfdata.Attr) string {
 	n := a.Name
 	from := 0
-	if a.Type == perfdata.TypeTracepoint {
+	switch a.Type {
+	case perfdata.TypeTracepoint:
 		from = strings.IndexByte(n, ':') + 1
+	case perfdata.TypeHardware, perfdata.TypeSoftware, perfdata.TypeHWCache:
+		if i := strings.IndexByte(n, '/'); i > 0 {
+			n = n[:i]
+		}
 	}
 	if i := strings.IndexByte(n[from:], ':'); from+i > 0 && i >= 0 {
 		n = n[:from+i]

@@ -667,7 +667,8 @@ func TestReportSwapper(t *testing.T) {
 // type per event, each named so that pprof's -sample_index selects it:
 // a tracepoint by its whole name (subsystem:event, where two of one
 // subsystem were both "sched"), an event whose name another has by its
-// modifiers too (page-faults:k); each type's total is the sum of its
+// modifiers too (page-faults:k), one recorded with terms by its name
+// (minor-faults for minor-faults/call-graph=fp/); each type's total is the sum of its
 // samples' periods as perf script gives them.
 func TestReportEventNames(t *testing.T) {
 	testprog.NeedTool(t, "perf")
@@ -675,7 +676,7 @@ func TestReportEventNames(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "perf.data")
 	if out, err := exec.Command("perf", "record", "-q", "-N", "-o", rec, "--call-graph", "dwarf,4096",
 		"-e", "sched:sched_process_exec", "-e", "sched:sched_process_exit", "-e", "page-faults:u", "-e", "page-faults:k",
-		"--", exe, "50").CombinedOutput(); err != nil {
+		"-e", "minor-faults/call-graph=fp/", "--", exe, "50").CombinedOutput(); err != nil {
 		if os.Getenv("CI") == "" {
 			t.Skipf("perf record: %v\n%s", err, out)
 		}
@@ -715,10 +716,10 @@ func TestReportEventNames(t *testing.T) {
 	for _, st := range p.SampleType {
 		types = append(types, st.Type+"/"+st.Unit)
 	}
-	if got := strings.Join(types, " "); got != "samples/count sched:sched_process_exec/count sched:sched_process_exit/count page-faults/count page-faults:k/count" {
+	if got := strings.Join(types, " "); got != "samples/count sched:sched_process_exec/count sched:sched_process_exit/count page-faults/count page-faults:k/count minor-faults/count" {
 		t.Fatalf("sample types %s", got)
 	}
-	for i, ev := range []string{"sched:sched_process_exec", "sched:sched_process_exit", "page-faults:u", "page-faults:k"} {
+	for i, ev := range []string{"sched:sched_process_exec", "sched:sched_process_exit", "page-faults:u", "page-faults:k", "minor-faults/call-graph=fp/"} {
 		var sum int64
 		for _, s := range p.Sample {
 			sum += s.Value[i+1]
