@@ -497,7 +497,9 @@ type Stats struct {
 	// StopWhere counts the other walks that ended early, by reason and
 	// mapping of the last frame.
 	StopWhere map[StopPlace]uint64
-	// Lost counts the samples the kernel lost (LOST, LOST_SAMPLES).
+	// Lost counts the samples the kernel lost: the LOST records' sum or
+	// the LOST_SAMPLES records', the larger (perf writes both of the
+	// same losses).
 	Lost uint64
 	// Unordered counts the records Process read out of time order
 	// (perfdata.Reader.Unordered): its queue was full.

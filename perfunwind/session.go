@@ -172,6 +172,10 @@ type Session struct {
 	frames  []unwind.Frame
 	touched byte // what prefetch loaded, so that its loads are kept
 
+	// The samples lost by LOST records and by LOST_SAMPLES ones: two
+	// counts of the same losses (Record).
+	lostRecs, lostSamples uint64
+
 	// Stats counts what the samples gave.
 	Stats Stats
 }
@@ -773,7 +777,8 @@ func (s *Session) Exit(pid, tid uint32) {
 }
 
 // Record applies a recording's MMAP, MMAP2, COMM, FORK and EXIT records
-// (others are ignored) and counts LOST and LOST_SAMPLES ones. It reports
+// (others are ignored) and counts the samples that LOST and LOST_SAMPLES
+// ones say were lost (once: Stats.Lost). It reports
 // whether the record was one of those.
 func (s *Session) Record(rec *perfdata.Record) bool {
 	switch rec.Type {
@@ -798,8 +803,17 @@ func (s *Session) Record(rec *perfdata.Record) bool {
 			s.Exit(t.Pid, t.Tid)
 		}
 	case perfdata.RecordLost, perfdata.RecordLostSamples:
+		// perf record (on kernels of PERF_FORMAT_LOST, 6.0 on) ends a
+		// recording with LOST_SAMPLES, each event's count of what the
+		// kernel lost, the same losses as its LOST records told as they
+		// happened: summed, each was counted twice.
 		if l := rec.Lost(); l != nil {
-			s.Stats.Lost += l.Lost
+			if rec.Type == perfdata.RecordLost {
+				s.lostRecs += l.Lost
+			} else {
+				s.lostSamples += l.Lost
+			}
+			s.Stats.Lost = max(s.lostRecs, s.lostSamples)
 		}
 	default:
 		return false
