@@ -456,6 +456,10 @@ func (r *Reader) init() {
 // fills in as records are read; it must not be modified.
 func (r *Reader) Header() *Header { return r.hdr }
 
+// AttrByID returns the event of sample ID id (an instance's, as records
+// and counter values carry it), or nil when no event has it.
+func (r *Reader) AttrByID(id uint64) *Attr { return r.dec.byID[id] }
+
 // ModTime returns the modification time of the regular file read, zero
 // for a stream or bytes: perf record writes the header last, so it is
 // when the recording ended.

@@ -104,10 +104,72 @@ func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *
 		smp.IPKernel = rec.Misc&perfdata.MiscCPUModeMask == perfdata.MiscKernel
 		st := next()
 		s.Unwind(&smp, st)
-		if err := emit(st); err != nil {
+		if rec.Attr.SampleType&perfdata.SampleRead != 0 && ps.Read.Format&perfdata.FormatID != 0 {
+			err = s.emitRead(r, rec, ps.Read, st, next, emit)
+		} else {
+			err = emit(st)
+		}
+		if err != nil {
 			return err
 		}
 	}
+}
+
+// readKey names a counter whose samples read it: its sample ID, and the
+// thread for an inherited event's (emitRead).
+type readKey struct {
+	id  uint64
+	tid uint32
+}
+
+// emitRead passes on the stack st of a sample that read counters
+// (PERF_SAMPLE_READ: perf record -e '{a,b}:S', whose leader's samples read
+// the group) as perf script and perf report take it: once for each
+// counter that changed since its last sample, as a sample of the
+// counter's event whose period is the change, the same stack copied for
+// each after the first; none when no counter changed. An inherited
+// event's samples read the counter of their own thread, under the ID of
+// the event perf opened (kernels 6.12 on): its changes are per thread,
+// as perf (6.12 on) takes them, where perf 6.1 subtracts one thread's
+// count from another's and prints periods of 2^64 less a little.
+func (s *Session) emitRead(r *perfdata.Reader, rec *perfdata.Record, rv perfdata.ReadValues, st *Stack, next func() *Stack, emit func(*Stack) error) error {
+	if s.readLast == nil {
+		s.readLast = map[readKey]uint64{}
+	}
+	var tid uint32
+	if rec.Attr.Flags&perfdata.AttrInherit != 0 && rec.Attr.SampleType&perfdata.SampleTID != 0 {
+		tid = st.Tid
+	}
+	var prev *Stack
+	for i := range rv.Len() {
+		c := rv.Counter(i)
+		a := r.AttrByID(c.ID)
+		if a == nil {
+			continue // as perf, which counts it an unknown ID
+		}
+		k := readKey{c.ID, tid}
+		last := s.readLast[k]
+		s.readLast[k] = c.Value
+		if c.Value == last {
+			continue
+		}
+		cur := st
+		if prev != nil {
+			// The next stack to fill; in a pipeline, prev is only
+			// read by fn, in a loop without one cur is prev.
+			if cur = next(); cur != prev {
+				frames := cur.Frames[:0]
+				*cur = *prev
+				cur.Frames = append(frames, prev.Frames...)
+			}
+		}
+		cur.Event, cur.Period = a.Index, c.Value-last
+		if err := emit(cur); err != nil {
+			return err
+		}
+		prev = cur
+	}
+	return nil
 }
 
 // pipeBatch is the number of stacks handed to the goroutine of

@@ -732,3 +732,96 @@ func TestReportEventNames(t *testing.T) {
 		t.Errorf("perf script shows no exec: %q", script)
 	}
 }
+
+// TestReportGroupRead: a recording whose samples read counters
+// (PERF_SAMPLE_READ) gives, as perf script does, a sample for each
+// counter that changed since its last sample, of that counter's event,
+// whose period is the change: with perf record -e '{cpu-clock,page-faults}:S'
+// the page faults are samples too (they were dropped, and the leader's
+// periods were its attribute's). With an inherited event (cpu-clock:S,
+// on kernels that allow it), each thread's counter is its own: perf 6.1
+// subtracts one thread's from another's (periods near 2^64), we must not.
+func TestReportGroupRead(t *testing.T) {
+	testprog.NeedTool(t, "perf")
+	exe := testprog.Build(t, "../../perfunwind/testdata/prog.c", "-O2", "-g")
+	dir := t.TempDir()
+	rec := func(name string, args ...string) string {
+		path := filepath.Join(dir, name)
+		args = append(append([]string{"record", "-q", "-N", "-o", path, "--call-graph", "dwarf,4096", "-c", "1000000"}, args...), "--", exe, "100")
+		if out, err := exec.Command("perf", args...).CombinedOutput(); err != nil {
+			if os.Getenv("CI") == "" {
+				t.Skipf("perf record: %v\n%s", err, out)
+			}
+			t.Fatalf("perf record: %v\n%s", err, out)
+		}
+		return path
+	}
+	pprof := func(path string) *profile.Profile {
+		pb := path + ".pb.gz"
+		if _, errs, code := runCLI(t, "report", "-q", "-o", pb, path); code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		f, err := os.Open(pb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		p, err := profile.Parse(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	group := rec("group.data", "-e", "{cpu-clock,page-faults}:S")
+	out, _, perf := textAndScript(t, group)
+	ours, theirs := parseText(t, out), parseText(t, string(perf))
+	if len(ours) != len(theirs) {
+		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
+	}
+	for i := range ours {
+		if ours[i].header != theirs[i].header {
+			t.Fatalf("sample %d: %q, perf script %q", i, ours[i].header, theirs[i].header)
+		}
+	}
+	script, err := exec.Command("perf", "script", "-i", group, "-F", "event,period").Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	want := map[string]int64{}
+	for _, l := range strings.Split(string(script), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				t.Fatalf("perf script line %q", l)
+			}
+			want[strings.TrimSuffix(f[1], ":")] += n
+		}
+	}
+	p := pprof(group)
+	if len(p.SampleType) != 3 || want["page-faults"] == 0 {
+		t.Fatalf("sample types %v; perf script %v", p.SampleType, want)
+	}
+	for i, ev := range []string{"cpu-clock", "page-faults"} {
+		var sum int64
+		for _, s := range p.Sample {
+			sum += s.Value[i+1]
+		}
+		if sum != want[ev] {
+			t.Errorf("%s: %d, perf script %d", ev, sum, want[ev])
+		}
+	}
+
+	inherited := rec("inherited.data", "-e", "cpu-clock:S")
+	p = pprof(inherited)
+	var n, ns int64
+	for _, s := range p.Sample {
+		if s.Value[1] < 0 || s.Value[1] > s.Value[0]*1e8 {
+			t.Errorf("%d samples of %d ns", s.Value[0], s.Value[1])
+		}
+		n, ns = n+s.Value[0], ns+s.Value[1]
+	}
+	if n == 0 || ns > n*2e6 {
+		t.Errorf("%d samples of a 1 ms period: %d ns", n, ns)
+	}
+}
