@@ -95,6 +95,12 @@ func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *
 			continue
 		}
 		s.Stats.Read++
+		var changes []readChange
+		if rec.Attr.SampleType&perfdata.SampleRead != 0 && ps.Read.Format&perfdata.FormatID != 0 {
+			// Before the filter, as perf script takes them: a
+			// counter's change since its last sample of any thread.
+			changes = s.readChanges(r, rec.Attr, ps)
+		}
 		if !opts.Filter.pass(ps.Pid, ps.Tid, s.ThreadName(ps.Tid)) {
 			continue
 		}
@@ -104,8 +110,8 @@ func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *
 		smp.IPKernel = rec.Misc&perfdata.MiscCPUModeMask == perfdata.MiscKernel
 		st := next()
 		s.Unwind(&smp, st)
-		if rec.Attr.SampleType&perfdata.SampleRead != 0 && ps.Read.Format&perfdata.FormatID != 0 {
-			err = s.emitRead(r, rec, ps.Read, st, next, emit)
+		if changes != nil {
+			err = emitRead(changes, st, next, emit)
 		} else {
 			err = emit(st)
 		}
@@ -116,43 +122,61 @@ func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *
 }
 
 // readKey names a counter whose samples read it: its sample ID, and the
-// thread for an inherited event's (emitRead).
+// thread for an inherited event's (readChanges).
 type readKey struct {
 	id  uint64
 	tid uint32
 }
 
-// emitRead passes on the stack st of a sample that read counters
-// (PERF_SAMPLE_READ: perf record -e '{a,b}:S', whose leader's samples read
-// the group) as perf script and perf report take it: once for each
-// counter that changed since its last sample, as a sample of the
-// counter's event whose period is the change, the same stack copied for
-// each after the first; none when no counter changed. An inherited
-// event's samples read the counter of their own thread, under the ID of
-// the event perf opened (kernels 6.12 on): its changes are per thread,
-// as perf (6.12 on) takes them, where perf 6.1 subtracts one thread's
-// count from another's and prints periods of 2^64 less a little.
-func (s *Session) emitRead(r *perfdata.Reader, rec *perfdata.Record, rv perfdata.ReadValues, st *Stack, next func() *Stack, emit func(*Stack) error) error {
+// readChange is a counter's change at a sample: its event and by how much.
+type readChange struct {
+	event  int
+	period uint64
+}
+
+// readChanges returns the changes of the counters that sample ps of event
+// a read (PERF_SAMPLE_READ: perf record -e '{a,b}:S', whose leader's
+// samples read the group) since their last sample, as perf script and
+// perf report take them: those that changed, each of its counter's event;
+// a counter of no known event is left out, as perf leaves it. An
+// inherited event's samples read the counter of their own thread, under
+// the ID of the event perf opened (kernels 6.12 on): its changes are per
+// thread, as perf (6.12 on) takes them, where perf 6.1 subtracts one
+// thread's count from another's and prints periods of 2^64 less a little.
+// The slice is reused by the next call; it is not nil.
+func (s *Session) readChanges(r *perfdata.Reader, a *perfdata.Attr, ps *perfdata.Sample) []readChange {
 	if s.readLast == nil {
 		s.readLast = map[readKey]uint64{}
 	}
 	var tid uint32
-	if rec.Attr.Flags&perfdata.AttrInherit != 0 && rec.Attr.SampleType&perfdata.SampleTID != 0 {
-		tid = st.Tid
+	if a.Flags&perfdata.AttrInherit != 0 && a.SampleType&perfdata.SampleTID != 0 {
+		tid = ps.Tid
 	}
-	var prev *Stack
-	for i := range rv.Len() {
-		c := rv.Counter(i)
-		a := r.AttrByID(c.ID)
-		if a == nil {
-			continue // as perf, which counts it an unknown ID
+	ch := s.readScratch[:0]
+	for i := range ps.Read.Len() {
+		c := ps.Read.Counter(i)
+		ca := r.AttrByID(c.ID)
+		if ca == nil {
+			continue
 		}
 		k := readKey{c.ID, tid}
 		last := s.readLast[k]
 		s.readLast[k] = c.Value
-		if c.Value == last {
-			continue
+		if c.Value != last {
+			ch = append(ch, readChange{ca.Index, c.Value - last})
 		}
+	}
+	s.readScratch = ch
+	return ch
+}
+
+// emitRead passes on the stack st of a sample that read counters once
+// for each of their changes, as a sample of the change's event and
+// period, the same stack copied for each after the first; not at all
+// when no counter changed.
+func emitRead(changes []readChange, st *Stack, next func() *Stack, emit func(*Stack) error) error {
+	var prev *Stack
+	for _, c := range changes {
 		cur := st
 		if prev != nil {
 			// The next stack to fill; in a pipeline, prev is only
@@ -163,7 +187,7 @@ func (s *Session) emitRead(r *perfdata.Reader, rec *perfdata.Record, rv perfdata
 				cur.Frames = append(frames, prev.Frames...)
 			}
 		}
-		cur.Event, cur.Period = a.Index, c.Value-last
+		cur.Event, cur.Period = c.event, c.period
 		if err := emit(cur); err != nil {
 			return err
 		}

@@ -175,9 +175,10 @@ type Session struct {
 	// The samples lost by LOST records and by LOST_SAMPLES ones: two
 	// counts of the same losses (Record).
 	lostRecs, lostSamples uint64
-	// readLast is each counter's value at the last sample that read it
-	// (emitRead).
-	readLast map[readKey]uint64
+	// readLast is each counter's value at the last sample that read it,
+	// readScratch the changes of a sample's (readChanges).
+	readLast    map[readKey]uint64
+	readScratch []readChange
 
 	// Stats counts what the samples gave.
 	Stats Stats

@@ -738,8 +738,10 @@ func TestReportEventNames(t *testing.T) {
 // counter that changed since its last sample, of that counter's event,
 // whose period is the change: with perf record -e '{cpu-clock,page-faults}:S'
 // the page faults are samples too (they were dropped, and the leader's
-// periods were its attribute's). With an inherited event (cpu-clock:S,
-// on kernels that allow it), each thread's counter is its own: perf 6.1
+// periods were its attribute's). The changes are taken before --pid
+// filters, as perf script takes them: a system-wide counter changes at
+// every process's samples. With an inherited event (cpu-clock:S, on
+// kernels that allow it), each thread's counter is its own: perf 6.1
 // subtracts one thread's from another's (periods near 2^64), we must not.
 func TestReportGroupRead(t *testing.T) {
 	testprog.NeedTool(t, "perf")
@@ -747,7 +749,7 @@ func TestReportGroupRead(t *testing.T) {
 	dir := t.TempDir()
 	rec := func(name string, args ...string) string {
 		path := filepath.Join(dir, name)
-		args = append(append([]string{"record", "-q", "-N", "-o", path, "--call-graph", "dwarf,4096", "-c", "1000000"}, args...), "--", exe, "100")
+		args = append([]string{"record", "-q", "-N", "-o", path, "--call-graph", "dwarf,2048", "-c", "1000000"}, args...)
 		if out, err := exec.Command("perf", args...).CombinedOutput(); err != nil {
 			if os.Getenv("CI") == "" {
 				t.Skipf("perf record: %v\n%s", err, out)
@@ -756,24 +758,44 @@ func TestReportGroupRead(t *testing.T) {
 		}
 		return path
 	}
-	pprof := func(path string) *profile.Profile {
+	// check compares the periods of each event in our pprof profile of
+	// the recording at path with perf script's, both given flags.
+	check := func(path string, flags ...string) {
+		t.Helper()
+		script, err := exec.Command("perf", append([]string{"script", "-i", path, "-F", "event,period"}, flags...)...).Output()
+		if err != nil {
+			t.Fatalf("perf script: %v", err)
+		}
+		want := map[string]int64{}
+		for _, l := range strings.Split(string(script), "\n") {
+			if f := strings.Fields(l); len(f) == 2 {
+				n, err := strconv.ParseInt(f[0], 10, 64)
+				if err != nil {
+					t.Fatalf("perf script line %q", l)
+				}
+				want[strings.TrimSuffix(f[1], ":")] += n
+			}
+		}
 		pb := path + ".pb.gz"
-		if _, errs, code := runCLI(t, "report", "-q", "-o", pb, path); code != 0 {
+		if _, errs, code := runCLI(t, append(append([]string{"report", "-q", "-o", pb}, flags...), path)...); code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
-		f, err := os.Open(pb)
-		if err != nil {
-			t.Fatal(err)
+		p := readProfile(t, pb)
+		if len(p.SampleType) < 3 || want["page-faults"] == 0 {
+			t.Fatalf("sample types %v; perf script %v", p.SampleType, want)
 		}
-		defer f.Close()
-		p, err := profile.Parse(f)
-		if err != nil {
-			t.Fatal(err)
+		for i, ev := range []string{"cpu-clock", "page-faults"} {
+			var sum int64
+			for _, s := range p.Sample {
+				sum += s.Value[i+1]
+			}
+			if sum != want[ev] {
+				t.Errorf("%s %q: %d, perf script %d", ev, flags, sum, want[ev])
+			}
 		}
-		return p
 	}
 
-	group := rec("group.data", "-e", "{cpu-clock,page-faults}:S")
+	group := rec("group.data", "-e", "{cpu-clock,page-faults}:S", "--", exe, "100")
 	out, _, perf := textAndScript(t, group)
 	ours, theirs := parseText(t, out), parseText(t, string(perf))
 	if len(ours) != len(theirs) {
@@ -784,38 +806,34 @@ func TestReportGroupRead(t *testing.T) {
 			t.Fatalf("sample %d: %q, perf script %q", i, ours[i].header, theirs[i].header)
 		}
 	}
-	script, err := exec.Command("perf", "script", "-i", group, "-F", "event,period").Output()
+	check(group)
+
+	// System-wide, the program's samples among those of a process that
+	// forks and executes (page faults) and of the machine's others.
+	wide := rec("wide.data", "-a", "-e", "{cpu-clock,page-faults}:S", "--", "sh", "-c", `"$0" 100 & "$0" 50; wait`, exe)
+	pids, err := exec.Command("perf", "script", "-i", wide, "-F", "comm,pid").Output()
 	if err != nil {
 		t.Fatalf("perf script: %v", err)
 	}
-	want := map[string]int64{}
-	for _, l := range strings.Split(string(script), "\n") {
-		if f := strings.Fields(l); len(f) == 2 {
-			n, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				t.Fatalf("perf script line %q", l)
-			}
-			want[strings.TrimSuffix(f[1], ":")] += n
+	pid := ""
+	for _, l := range strings.Split(string(pids), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == filepath.Base(exe) {
+			pid = f[1]
+			break
 		}
 	}
-	p := pprof(group)
-	if len(p.SampleType) != 3 || want["page-faults"] == 0 {
-		t.Fatalf("sample types %v; perf script %v", p.SampleType, want)
+	if pid == "" {
+		t.Fatalf("no sample of %s: %s", exe, pids)
 	}
-	for i, ev := range []string{"cpu-clock", "page-faults"} {
-		var sum int64
-		for _, s := range p.Sample {
-			sum += s.Value[i+1]
-		}
-		if sum != want[ev] {
-			t.Errorf("%s: %d, perf script %d", ev, sum, want[ev])
-		}
-	}
+	check(wide, "--pid", pid)
 
-	inherited := rec("inherited.data", "-e", "cpu-clock:S")
-	p = pprof(inherited)
+	inherited := rec("inherited.data", "-e", "cpu-clock:S", "--", exe, "100")
+	pb := inherited + ".pb.gz"
+	if _, errs, code := runCLI(t, "report", "-q", "-o", pb, inherited); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
 	var n, ns int64
-	for _, s := range p.Sample {
+	for _, s := range readProfile(t, pb).Sample {
 		if s.Value[1] < 0 || s.Value[1] > s.Value[0]*1e8 {
 			t.Errorf("%d samples of %d ns", s.Value[0], s.Value[1])
 		}
