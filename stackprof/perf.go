@@ -304,6 +304,10 @@ func (b *PerfBuilder) mapping(m *perfunwind.Mapping) *profile.Mapping {
 	return pm
 }
 
+// swDummy is the config of the software event that counts nothing
+// (PERF_COUNT_SW_DUMMY), which perf opens to track processes.
+const swDummy = 9
+
 // timeBased reports whether event a counts time, in nanoseconds: the
 // software events cpu-clock and task-clock.
 func timeBased(a *perfdata.Attr) bool {
@@ -356,7 +360,8 @@ func (b *PerfBuilder) Profile() (*profile.Profile, error) {
 }
 
 // sampleTypes sets the profile's sample types (samples, then one per
-// event) and period, and returns the column of each event's values.
+// event but perf's dummy) and period, and returns the column of each
+// event's values (-1 for none).
 func (b *PerfBuilder) sampleTypes() []int {
 	p := b.p
 	attrs := b.hdr.Attrs
@@ -364,7 +369,17 @@ func (b *PerfBuilder) sampleTypes() []int {
 	col := make([]int, len(attrs))
 	cpu := false
 	seen := map[string]bool{"samples": true}
+	first := -1 // the first event with a sample type
 	for i, a := range attrs {
+		col[i] = -1
+		if _, ok := b.types[i]; !ok && a.Type == perfdata.TypeSoftware && a.Config == swDummy {
+			// perf's tracking event (dummy:HG, of every perf record
+			// -a), which counts nothing: a sample type of zeros.
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
 		vt := &profile.ValueType{Type: eventName(a), Unit: "count"}
 		if t, ok := b.types[i]; ok {
 			*vt = t
@@ -389,16 +404,16 @@ func (b *PerfBuilder) sampleTypes() []int {
 	}
 	p.PeriodType = &profile.ValueType{Type: "samples", Unit: "count"}
 	p.Period = 1
-	if len(attrs) > 0 {
-		a := attrs[0]
-		p.PeriodType = p.SampleType[col[0]]
+	if first >= 0 {
+		a := attrs[first]
+		p.PeriodType = p.SampleType[col[first]]
 		switch {
 		case a.Flags.Has(perfdata.AttrFreq) && a.SamplePeriod > 0 && timeBased(a):
 			p.Period = int64(1e9 / a.SamplePeriod) // period of a sample at the asked frequency
 		case !a.Flags.Has(perfdata.AttrFreq):
 			p.Period = int64(a.SamplePeriod)
 		}
-		p.DefaultSampleType = p.SampleType[col[0]].Type
+		p.DefaultSampleType = p.SampleType[col[first]].Type
 	}
 	return col
 }
@@ -439,7 +454,7 @@ func (b *PerfBuilder) setSamples(keys []*perfSample, col []int) {
 	for i, s := range keys {
 		v := values[i*len(p.SampleType) : (i+1)*len(p.SampleType) : (i+1)*len(p.SampleType)]
 		v[0] = s.n
-		if s.event >= 0 && s.event < len(col) {
+		if s.event >= 0 && s.event < len(col) && col[s.event] > 0 {
 			v[col[s.event]] = s.periods
 		}
 		th := thread{s.pid, s.tid}
