@@ -37,7 +37,7 @@ import (
 
 // cacheMagic starts a cached table; its last byte is the version of the
 // format and of BuildTable's output (bump it when either changes).
-var cacheMagic = [8]byte{'S', 'F', 'K', 'B', 'P', 'F', 'T', 2}
+var cacheMagic = [8]byte{'S', 'F', 'K', 'B', 'P', 'F', 'T', 3}
 
 // cacheHeader is the size of a cached table's header: magic (8), ELF
 // machine (4), rows (4), Base (8), Limit (8), SFrameRows (4), Skipped

@@ -55,10 +55,15 @@
 // SFrameFromCFI) reduced to the rule shapes the walker applies: CFA = SP
 // or FP + offset; RA saved at CFA + offset (x86-64's fixed -8 included);
 // FP saved at CFA + offset or unchanged; outermost (RA undefined, and
-// the file's outermost code, unwind.Tables.Outermost) ends the walk.
-// Rows of other shapes (and signal trampolines, PC-mask PLT stubs) are
-// counted by Reason and left to frame pointers, as are the gaps between
-// functions and the files without tables. Rows are 16 bytes, with PCs
+// the file's outermost code, unwind.Tables.Outermost) ends the walk;
+// a PC-mask function's rows (a PLT's: CFA = SP + 8, SP + 16 after an
+// entry's push) are repeated for each of its entries; a signal
+// trampoline is a signal row, the interrupted SP, PC and FP read from
+// the kernel's signal frame at SP (unwind.SignalSlots), which also
+// covers the address right after the trampoline (a sample in
+// rt_sigreturn). Rows of other shapes are counted by Reason and left to
+// frame pointers, as are the gaps between functions and the files
+// without tables. Rows are 16 bytes, with PCs
 // relative to the file's first row, in one array map shared by every
 // file (each file a range of it, first fit); a file's table is loaded
 // once, keyed by the recorder's *perfunwind.File (one per file and
@@ -113,13 +118,15 @@
 // bounded binary search of the process's table), the row of the PC (a
 // bounded binary search of its bucket's rows, skipped when the thread's
 // rows of its last walk (by frame number) or the CPU's row cache (by
-// address) hold it; for callers at the return address - 1, the call), the
-// CFA, the return address and, if saved, the frame pointer read from the
-// stack (a saved slot below SP, popped by the innermost frame's epilogue,
-// keeps the register's value). No row: the frame pointer ([FP] the
+// address) hold it; for callers at the return address - 1, the call,
+// but for the PC a signal interrupted), the CFA, the return address and,
+// if saved, the frame pointer read from the stack (a saved slot below SP,
+// popped by the innermost frame's epilogue, keeps the register's value;
+// a signal row reads the three registers, whose SP may be below this one
+// on a sigaltstack). No row: the frame pointer ([FP] the
 // caller's FP, [FP+8] the return address). A walk ends at an outermost
 // row, a zero return address, a read that fails, a stack pointer that does
-// not move up, or MaxDepth frames. The frames are iterated with bpf_loop,
+// not move up (but through a signal frame), or MaxDepth frames. The frames are iterated with bpf_loop,
 // two a call. Each CPU keeps the rows its walks found in a direct-mapped
 // cache of 1,024, keyed by file and address (a file's id is never reused):
 // the frames of a sample are mostly those of the samples before, whose

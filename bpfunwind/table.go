@@ -19,7 +19,16 @@ const (
 	rowFP                // FP saved at CFA + FPOff, else unchanged
 	rowEnd               // outermost: the walk ends at this frame
 	rowNone              // no rule the walker applies: frame pointers
+	// A signal trampoline: the interrupted SP, PC and FP are saved at
+	// SP + CFAOff, RAOff and FPOff (unwind.SignalSlots), and the PC is
+	// not a return address (its caller's row is looked up at it, not
+	// the byte before).
+	rowSignal
 )
+
+// maxMaskRows bounds the rows a PC-mask function (a PLT) is expanded
+// into, one set per repeated block: 65,536 is a PLT of 32,768 entries.
+const maxMaskRows = 1 << 16
 
 // Row is one row of a file's table as the BPF walker reads it (struct
 // row of bpf/walk.c, 16 bytes): from PC (an ELF address minus the table's
@@ -43,8 +52,8 @@ const (
 	ReasonRA                        // RA not saved at CFA + a 16-bit offset (AArch64: still in the link register)
 	ReasonFP                        // FP saved other than at CFA + a 16-bit offset
 	ReasonSigned                    // RA signed (AArch64 PAC)
-	ReasonSignal                    // a signal trampoline (registers in the signal frame)
-	ReasonPCMask                    // a PC-mask function (PLT stubs)
+	ReasonSignal                    // a signal trampoline of an architecture without fixed signal-frame slots
+	ReasonPCMask                    // a PC-mask function (PLT stubs) without a block size, or over maxMaskRows rows
 	ReasonUndecodable               // the row did not decode
 	NumReasons
 )
@@ -118,41 +127,78 @@ func sameRule(a, b *Row) bool {
 
 // sframeRows returns the rows of s, sorted, with a rowNone row at the end
 // of each function that the next does not start at, and a last one at
-// the end of the last function.
+// the end of the last function. A PC-mask function's rows (PLT stubs)
+// are repeated for each of its blocks; a signal trampoline is one
+// rowSignal row, also at the address right after it where no function
+// starts (sigEnd).
 func (tab *Table) sframeRows(s *sframe.Section, a arch.Arch) []point {
 	var pts []point
+	var sigEnds []uint64
 	none := Row{Flags: rowNone}
+	sig := none
+	if sp, pc, fp, ok := unwind.SignalSlots(a); ok {
+		sig = Row{CFAOff: int32(sp), RAOff: int16(pc), FPOff: int16(fp), Flags: rowSignal}
+	}
+	var fre []point // a function's rows, at offsets from its start
 	for i := 0; i < s.NumFuncs(); i++ {
 		fn, err := s.Func(i)
 		if err != nil || fn.End() <= fn.Start {
 			continue
 		}
-		var why Reason = NumReasons
-		switch {
-		case fn.PCType() == sframe.PCMask:
-			why = ReasonPCMask
-		case fn.Signal():
-			why = ReasonSignal
+		size := fn.End() - fn.Start
+		// A PC-mask function's offsets are within a block of RepSize,
+		// each block a set of rows (up to maxMaskRows in all).
+		rep, maskOK := size, true
+		if fn.PCType() == sframe.PCMask {
+			rep = uint64(fn.RepSize)
+			maskOK = rep > 0 && (size+rep-1)/rep*uint64(fn.NumFREs) <= maxMaskRows
 		}
+		signal := fn.Signal() && sig.Flags == rowSignal
 		it := s.FREs(&fn)
-		first := len(pts)
+		fre = fre[:0]
 		for it.Next() {
 			e := it.FRE()
 			tab.SFrameRows++
-			if uint64(e.StartOff) >= fn.End()-fn.Start {
+			if uint64(e.StartOff) >= size {
 				break
 			}
 			r := none
-			if why != NumReasons {
-				tab.Skipped[why]++
-			} else if row, err := s.Rules(&fn, e); err != nil {
-				tab.Skipped[ReasonUndecodable]++
-			} else if rr, why := reduce(&row, a); why != NumReasons {
-				tab.Skipped[why]++
-			} else {
-				r = rr
+			switch {
+			case signal:
+			case fn.Signal():
+				tab.Skipped[ReasonSignal]++
+			case !maskOK || uint64(e.StartOff) >= rep:
+				tab.Skipped[ReasonPCMask]++
+			default:
+				if row, err := s.Rules(&fn, e); err != nil {
+					tab.Skipped[ReasonUndecodable]++
+				} else if rr, why := reduce(&row, a); why != NumReasons {
+					tab.Skipped[why]++
+				} else {
+					r = rr
+				}
 			}
-			pts = append(pts, point{fn.Start + uint64(e.StartOff), r})
+			fre = append(fre, point{uint64(e.StartOff), r})
+		}
+		first := len(pts)
+		switch {
+		case signal:
+			// The rows describe the trampoline's own frame; the walker
+			// needs the interrupted one's registers (unwind.stepSignal).
+			pts = append(pts, point{fn.Start, sig})
+			sigEnds = append(sigEnds, fn.End())
+		case rep < size && maskOK:
+			for blk := fn.Start; blk < fn.End(); blk += rep {
+				for _, p := range fre {
+					if p.addr < rep && blk+p.addr < fn.End() {
+						pts = append(pts, point{blk + p.addr, p.row})
+					}
+				}
+			}
+		default:
+			for _, p := range fre {
+				pts = append(pts, point{fn.Start + p.addr, p.row})
+			}
 		}
 		if len(pts) == first || pts[first].addr != fn.Start {
 			pts = slices.Insert(pts, first, point{fn.Start, none})
@@ -172,7 +218,28 @@ func (tab *Table) sframeRows(s *sframe.Section, a arch.Arch) []point {
 		}
 		out = append(out, p)
 	}
-	return out
+	return sigEnd(out, sigEnds, sig)
+}
+
+// sigEnd gives the address right after each signal trampoline (ends) its
+// row sig where no function starts there: a sample taken while the
+// kernel runs rt_sigreturn has that address as its PC (the system call's
+// return address: glibc's __restore_rt ends with the system call), with
+// SP still at the signal frame, as unwind.sigreturnAt finds it by the
+// code for the innermost frame. Callers' rows are looked up at their
+// return address - 1, which a call cannot make that address.
+func sigEnd(pts []point, ends []uint64, sig Row) []point {
+	for _, e := range ends {
+		i := sort.Search(len(pts), func(i int) bool { return pts[i].addr >= e })
+		if i == len(pts) || pts[i].addr != e || pts[i].row.Flags != rowNone {
+			continue
+		}
+		pts[i].row = sig
+		if i+1 == len(pts) || pts[i+1].addr > e+1 {
+			pts = slices.Insert(pts, i+1, point{e + 1, Row{Flags: rowNone}})
+		}
+	}
+	return pts
 }
 
 // reduce returns the walker's form of an SFrame row, or the reason it

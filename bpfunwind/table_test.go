@@ -56,33 +56,59 @@ func checkTable(t *testing.T, name string, tb *unwind.Tables) *Table {
 		}
 		return false
 	}
-	checked := 0
+	spOff, pcOff, fpOff, _ := unwind.SignalSlots(arch.AMD64)
+	sig := Row{CFAOff: int32(spOff), RAOff: int16(pcOff), FPOff: int16(fpOff), Flags: rowSignal}
+	checked, sigs := 0, 0
 	for i := 0; i < s.NumFuncs(); i++ {
 		fn, err := s.Func(i)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A PC-mask function's rows repeat in each block (a PLT's
+		// entries); a signal trampoline is one signal row.
+		var blocks []uint64
+		for b := uint64(0); b < fn.End()-fn.Start; b += uint64(fn.RepSize) {
+			blocks = append(blocks, b)
+			if fn.PCType() != sframe.PCMask || fn.RepSize == 0 {
+				break
+			}
+		}
+		// The address after a trampoline (a sample in rt_sigreturn),
+		// where no function starts.
+		if fn.Signal() && s.FindFunc(fn.End()) < 0 {
+			if got := lookup(fn.End()); got != sig {
+				t.Errorf("%s: after the signal trampoline at %#x the table has %+v, want %+v", name, fn.Start, got, sig)
+			}
+			if got := lookup(fn.End() + 1); got.Flags != rowNone {
+				t.Errorf("%s: 2 bytes after the signal trampoline at %#x the table has %+v", name, fn.Start, got)
+			}
+			sigs++
+		}
 		it := s.FREs(&fn)
 		for it.Next() {
-			for _, a := range []uint64{fn.Start + uint64(it.FRE().StartOff), fn.Start + uint64(it.FRE().StartOff) + 1} {
-				if a >= fn.End() {
-					continue
-				}
-				got := lookup(a)
-				want := Row{Flags: rowNone}
-				if row, err := s.RowForPC(a); err == nil && fn.PCType() != sframe.PCMask && !fn.Signal() {
-					if r, why := reduce(&row, arch.AMD64); why == NumReasons {
-						want = r
+			for _, b := range blocks {
+				for _, a := range []uint64{fn.Start + b + uint64(it.FRE().StartOff), fn.Start + b + uint64(it.FRE().StartOff) + 1} {
+					if a >= fn.End() {
+						continue
 					}
+					got := lookup(a)
+					want := Row{Flags: rowNone}
+					if fn.Signal() {
+						want = sig
+					} else if row, err := s.RowForPC(a); err == nil {
+						if r, why := reduce(&row, arch.AMD64); why == NumReasons {
+							want = r
+						}
+					}
+					if inOuter(a) {
+						want = Row{Flags: rowEnd}
+					}
+					want.PC = 0
+					if got != want {
+						t.Fatalf("%s: at %#x the table has %+v, want %+v", name, a, got, want)
+					}
+					checked++
 				}
-				if inOuter(a) {
-					want = Row{Flags: rowEnd}
-				}
-				want.PC = 0
-				if got != want {
-					t.Fatalf("%s: at %#x the table has %+v, want %+v", name, a, got, want)
-				}
-				checked++
 			}
 		}
 	}
@@ -91,7 +117,7 @@ func checkTable(t *testing.T, name string, tb *unwind.Tables) *Table {
 			t.Errorf("%s: outermost code at %#x has %+v", name, o[0], got)
 		}
 	}
-	t.Logf("%s: %d outermost ranges, %d rows, %d addresses checked, skipped %v", name, len(outer), len(tab.Rows), checked, tab.Skipped)
+	t.Logf("%s: %d outermost ranges, %d signal trampolines, %d rows, %d addresses checked, skipped %v", name, len(outer), sigs, len(tab.Rows), checked, tab.Skipped)
 	return tab
 }
 
@@ -121,5 +147,57 @@ func TestBuildTable(t *testing.T) {
 			t.Errorf("%s: %d buckets of %d bytes for %d rows, up to %d rows a bucket", path, len(idx), 1<<shift, len(tab.Rows), most)
 		}
 		t.Logf("%s: %d buckets of %d bytes, up to %d rows a bucket", path, len(idx), 1<<shift, most)
+	}
+}
+
+// TestBuildTablePCMask: a PC-mask function's rows are repeated in each
+// of its blocks (a PLT of 4 entries: 8 rows), but not beyond
+// maxMaskRows (a section that says its PLT spans 2 GiB is left to frame
+// pointers, not made 268 million rows).
+func TestBuildTablePCMask(t *testing.T) {
+	ra := sframe.Rule{Kind: sframe.RuleDeref, Base: sframe.RegCFA, Offset: -8, Fixed: true}
+	sp := func(off int64) sframe.Row {
+		return sframe.Row{CFA: sframe.Rule{Kind: sframe.RuleValue, Base: arch.AMD64RSP, Offset: off}, RA: ra}
+	}
+	rows := []sframe.EncRow{{StartOff: 0, Row: sp(8)}, {StartOff: 11, Row: sp(16)}}
+	for _, c := range []struct {
+		size      uint32
+		rep       uint8
+		wantRows  int
+		wantNoneR int
+	}{
+		{64, 16, 8, 0},
+		{1 << 31, 16, 0, 2},
+	} {
+		data, err := sframe.Encode(sframe.EncodeOptions{Version: sframe.Version3, ABI: sframe.ABIAMD64LE, Addr: 0x100000},
+			[]sframe.EncFunc{{Start: 0x1000, Size: c.size, PCType: sframe.PCMask, RepSize: c.rep, Rows: rows}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sframe.Parse(data, 0x100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab := BuildTable(&unwind.Tables{SFrame: s}, arch.AMD64)
+		n := 0
+		for _, r := range tab.Rows {
+			if r.Flags&rowRA != 0 {
+				n++
+			}
+		}
+		if n != c.wantRows || tab.Skipped[ReasonPCMask] != c.wantNoneR {
+			t.Errorf("size %d, blocks of %d: %d rows with a rule (want %d), skipped %v", c.size, c.rep, n, c.wantRows, tab.Skipped)
+		}
+		if c.wantRows > 0 {
+			lookup := tab.lookup()
+			for _, k := range []uint64{0, 1, 2, 3} {
+				if got := lookup(0x1000 + 16*k + 5); got.CFAOff != 8 {
+					t.Errorf("entry %d before its push: %+v", k, got)
+				}
+				if got := lookup(0x1000 + 16*k + 12); got.CFAOff != 16 {
+					t.Errorf("entry %d after its push: %+v", k, got)
+				}
+			}
+		}
 	}
 }

@@ -81,7 +81,7 @@ type walkScratch struct {
 		Nowin        uint32
 		Gen          uint64
 		Tid          uint32
-		Pad          uint32
+		Sigframe     uint32
 		Unwoken      uint64
 	}
 	Mcache [8]struct {

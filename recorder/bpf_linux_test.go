@@ -392,3 +392,94 @@ func TestBPFLateCode(t *testing.T) {
 		})
 	}
 }
+
+// TestBPFSignalAndPLT records with --bpf testdata/sigplt.c (built with
+// CFI only, whose SFrame record compiles, and with its own SFrame, whose
+// PLT's rows ld writes), whose thread sigloop spends part of its time in
+// a SIGALRM handler and pltloop calls abs through the PLT: at least 99%
+// of each thread's samples have their whole chain, through the C
+// library's signal trampoline into the interrupted sig_loop, and from
+// the PLT stub into plt_loop. The tables once left both shapes to frame
+// pointers: the walks ended at the trampoline (sig_work, on_signal,
+// __restore_rt) and at the stub.
+func TestBPFSignalAndPLT(t *testing.T) {
+	needBPF(t)
+	for _, b := range []struct {
+		name  string
+		flags []string
+	}{
+		{"cfi", []string{"-O2", "-fno-builtin"}},
+		{"sframe", []string{"-O2", "-fno-builtin", "-Wa,--gsframe"}},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			exe := testprog.Build(t, "testdata/sigplt.c", b.flags...)
+			opts := Options{BPF: true, Command: exec.Command(exe, "120")}
+			var pid int
+			var cs, cp time.Duration
+			opts.Started = func() {
+				pid = opts.Command.Process.Pid
+				cs, cp = threadCPU(pid, "sigloop"), threadCPU(pid, "pltloop")
+			}
+			p := recordUntil(t, opts, func() bool {
+				return threadCPU(pid, "sigloop")-cs >= 500*time.Millisecond && threadCPU(pid, "pltloop")-cp >= 500*time.Millisecond
+			})
+			q := pprofOf(t, p)
+			// Innermost first, each thread's chain from its loop out,
+			// and what may come before it: "" any one frame (the
+			// trampoline, named as its file's symbols allow; the stub;
+			// abs; a sample in rt_sigreturn, at the address after the
+			// trampoline's system call).
+			outer := map[string][]string{
+				"sigloop": {"sig_loop", "sig_thread", "start_thread", "clone3"},
+				"pltloop": {"plt_loop", "plt_thread", "start_thread", "clone3"},
+			}
+			inner := map[string][][]string{
+				"sigloop": {{}, {""}, {"on_signal", ""}, {"sig_work", "on_signal", ""}},
+				"pltloop": {{}, {""}},
+			}
+			match := func(f, want []string) bool {
+				if len(f) != len(want) {
+					return false
+				}
+				for i := range f {
+					if want[i] != "" && f[i] != want[i] {
+						return false
+					}
+				}
+				return true
+			}
+			total, exact, handler := map[string]int64{}, map[string]int64{}, int64(0)
+			for _, s := range q.Sample {
+				name := s.Label["thread_name"]
+				if len(name) != 1 || outer[name[0]] == nil {
+					continue
+				}
+				th, n, f := name[0], s.Value[0], funcs(s)
+				total[th] += n
+				ok := false
+				for _, in := range inner[th] {
+					ok = ok || match(f, append(slices.Clip(in), outer[th]...))
+				}
+				if f[0] == "sig_work" {
+					handler += n
+				}
+				if ok {
+					exact[th] += n
+				} else {
+					t.Logf("%s: %d samples of %q", th, n, f)
+				}
+			}
+			for th := range outer {
+				// A thread's exit (start_thread freeing its stack) is
+				// outside its chain and may be sampled.
+				if total[th] < 50 || float64(exact[th]) < 0.99*float64(total[th]) && total[th]-exact[th] > 1 {
+					t.Errorf("thread %s: %d of %d samples show its whole chain, want 99%%", th, exact[th], total[th])
+				}
+			}
+			if handler < 20 {
+				t.Errorf("%d samples in the signal handler's sig_work, want 20 or more to judge", handler)
+			}
+			checkBPF(t, p)
+		})
+	}
+}

@@ -90,6 +90,33 @@ var amd64Gregs = [17]arch.Reg{
 	arch.AMD64RDI, arch.AMD64RSI, arch.AMD64RBP, arch.AMD64RBX, arch.AMD64RDX, arch.AMD64RAX, arch.AMD64RCX, arch.AMD64RSP, arch.AMD64RIP,
 }
 
+// SignalSlots returns where a signal trampoline's frame holds the
+// interrupted SP, PC and FP, as offsets from the SP at the trampoline
+// (stepSignal's layout), for walkers that apply them themselves (the
+// tables of bpfunwind); ok is false where they are not at fixed offsets
+// (s390x: two frame layouts).
+func SignalSlots(a arch.Arch) (sp, pc, fp int64, ok bool) {
+	switch a {
+	case arch.AMD64:
+		for i, d := range amd64Gregs {
+			off := amd64GregsOff + 8*int64(i)
+			switch d {
+			case arch.AMD64RSP:
+				sp = off
+			case arch.AMD64RIP:
+				pc = off
+			case arch.AMD64RBP:
+				fp = off
+			}
+		}
+		return sp, pc, fp, true
+	case arch.ARM64:
+		at := func(r arch.Reg) int64 { return arm64RegsOff + 8*int64(r-arch.ARM64X0) }
+		return at(arch.ARM64SP), at(arch.ARM64PC), at(arch.ARM64X29), true
+	}
+	return 0, 0, 0, false
+}
+
 // stepSignal restores the interrupted registers from the signal frame of
 // the trampoline at tramp (on s390x, its code tells which frame).
 func (w *Context) stepSignal(cur, next *arch.Regs, tramp uint64) error {

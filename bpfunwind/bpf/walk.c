@@ -61,6 +61,9 @@ typedef __u8 u8;
 #define R_FP 4     // FP saved at CFA + fp_off, else unchanged
 #define R_END 8    // outermost: the walk ends at this frame
 #define R_NONE 16  // no rule: follow the frame pointer
+// A signal trampoline: the interrupted SP, PC and FP at SP + cfa_off,
+// ra_off and fp_off; the PC is not a return address.
+#define R_SIG 32
 
 struct row {
 	u32 pc; // ELF address - file base
@@ -138,7 +141,7 @@ struct state {
 	u32 nowin;     // a window could not be read: single reads from here on
 	u64 gen;       // the tables' generation (genmap) at the walk's start
 	u32 tid;
-	u32 pad;
+	u32 sigframe; // the frame whose PC a signal interrupted (not a return address), 0 for none
 	u64 unwoken; // bytes this CPU wrote to stacks since it last woke the profiler
 };
 
@@ -618,6 +621,33 @@ single:
 	return bpf_probe_read_user(v, sizeof(*v), (void *)addr);
 }
 
+// sigregs takes the caller of a signal row's frame (st's, frame st->n -
+// 1): the interrupted PC, SP and FP, read at SP + ra_off, cfa_off and
+// fp_off; non-zero ends the walk. A global function, as lookrow, checked
+// by the verifier once rather than in each frame's copy (the program had
+// a quarter more instructions with it inline), for frames that are rare.
+__noinline int sigregs(struct scratch *o, s64 ra_off, s64 cfa_off, s64 fp_off) {
+	if (!o)
+		return 1;
+	struct state *st = &o->st;
+	u64 sp = st->sp, ra, cfa, fp;
+	if (read(o, &ra, sp + ra_off, sp) || read(o, &cfa, sp + cfa_off, sp) || read(o, &fp, sp + fp_off, sp)) {
+		st->stop = STOP_READ;
+		return 1;
+	}
+	st->frames_sframe++;
+	if (ra == 0) {
+		st->stop = STOP_END;
+		return 1;
+	}
+	// The next frame's PC is no return address: its row is its own.
+	st->sigframe = st->n;
+	st->pc = ra;
+	st->sp = cfa;
+	st->fp = fp;
+	return 0;
+}
+
 // The walk's scratch, passed to each step (a lookup a frame less).
 struct walkctx {
 	struct scratch *o;
@@ -640,8 +670,9 @@ static __always_inline long frame(struct scratch *o, struct rec *rec) {
 	st->n = n + 1;
 
 	// Callers' PCs are return addresses: their rows are those of the
-	// call, one byte before (a call may end its function).
-	u64 look = n > 0 ? pc - 1 : pc;
+	// call, one byte before (a call may end its function); but for the
+	// PC a signal interrupted.
+	u64 look = n > 0 && n != st->sigframe ? pc - 1 : pc;
 	findmap(o);
 	struct row *r = 0;
 	if (st->mfile)
@@ -656,8 +687,14 @@ static __always_inline long frame(struct scratch *o, struct rec *rec) {
 	if (r && !(r->flags & R_NONE)) {
 		u8 fl = r->flags;
 		if ((fl & R_END) || !(fl & R_RA)) {
-			st->stop = STOP_END;
-			return 1;
+			// A signal row (no R_RA): the kernel's signal frame at SP
+			// holds the interrupted registers, whose SP need not be
+			// above this one (sigaltstack). Here, off the common path.
+			if (!(fl & R_SIG) || (fl & R_END)) {
+				st->stop = STOP_END;
+				return 1;
+			}
+			return sigregs(o, r->ra_off, r->cfa_off, r->fp_off) != 0;
 		}
 		cfa = ((fl & R_CFA_FP) ? fp : sp) + (s64)r->cfa_off;
 		if (read(o, &ra, cfa + (s64)r->ra_off, sp)) {
@@ -736,6 +773,7 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	st->mfile = 0;
 	st->pc = 0;
 	st->missing = 0;
+	st->sigframe = 0;
 	st->frames_sframe = st->frames_fp = 0;
 	st->reads = 0;
 	st->wlen = 0;
