@@ -23,6 +23,9 @@ type Sample struct {
 	// IPKernel that the IP was sampled in kernel mode (the record's
 	// cpumode): Unwind then gives the IP's frame alone.
 	NoCallGraph, IPKernel bool
+	// NoTime says the sample's event records no time (no
+	// PERF_SAMPLE_TIME: perf record --per-thread): Time is zero.
+	NoTime bool
 	// Event is the index of the sample's event among the recording's
 	// (perfdata.Attr.Index).
 	Event int
@@ -71,6 +74,7 @@ func (m *regMap) set(a arch.Arch, mask uint64) {
 // valid until the reader's next record.
 func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 	s.Pid, s.Tid, s.Time, s.Period, s.IP = ps.Pid, ps.Tid, ps.Time, ps.Period, ps.IP
+	s.NoTime = ps.Type&perfdata.SampleTime == 0
 	s.Callchain = s.Callchain[:0]
 	for i, n := 0, ps.Callchain.Len(); i < n; i++ {
 		s.Callchain = append(s.Callchain, ps.Callchain.At(i))
@@ -101,7 +105,7 @@ func (s *Sample) FromCallchain(pid, tid uint32, time, period uint64, event int, 
 	s.Pid, s.Tid, s.Time, s.Period, s.Event = pid, tid, time, period, event
 	s.Callchain = chain
 	s.Regs, s.Stack, s.StackSize = arch.Regs{}, nil, 0
-	s.NoCallGraph, s.IPKernel, s.IP = false, false, 0
+	s.NoCallGraph, s.IPKernel, s.NoTime, s.IP = false, false, false, 0
 	for i, pc := range chain {
 		if pc == perfdata.ContextUser && i+1 < len(chain) {
 			s.IP = chain[i+1]
@@ -207,6 +211,9 @@ type Stack struct {
 	// IPOnly says the sample had no call graph (recorded without -g):
 	// Frames is the sampled address's frame alone.
 	IPOnly bool
+	// NoTime says the sample had no time (Sample.NoTime): perf script
+	// shows none.
+	NoTime bool
 	// SP and StackEnd bound the stack copy the walk read: [SP, StackEnd).
 	SP, StackEnd uint64
 }
@@ -226,7 +233,7 @@ func (st *Stack) CopyEnd() bool {
 // callchain's user part. It counts the outcome in s.Stats. st's frames
 // are reused; smp is not kept.
 func (s *Session) Unwind(smp *Sample, st *Stack) {
-	st.Pid, st.Tid, st.Time, st.Period, st.Event = smp.Pid, smp.Tid, smp.Time, smp.Period, smp.Event
+	st.Pid, st.Tid, st.Time, st.Period, st.Event, st.NoTime = smp.Pid, smp.Tid, smp.Time, smp.Period, smp.Event, smp.NoTime
 	st.Comm, st.Exec = s.ThreadName(smp.Tid), ""
 	if p := s.procs[smp.Pid]; p != nil {
 		st.Exec = p.exec

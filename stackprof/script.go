@@ -12,8 +12,9 @@ import (
 
 // ScriptWriter writes unwound samples as `perf script -F
 // comm,tid,time,ip,sym,dso --no-inline` prints them, so that the two can
-// be compared with diff: per sample a line "COMM TID TIME: ", one line per
-// frame, innermost first, "\tADDR SYM (DSO)", and an empty line. ADDR is
+// be compared with diff: per sample a line "COMM TID TIME: " ("COMM TID "
+// for a sample without time, as perf script -F comm,tid,ip,sym,dso
+// prints it), one line per frame, innermost first, "\tADDR SYM (DSO)", and an empty line. ADDR is
 // what perf shows: the file offset of user addresses (the return address
 // minus one for callers), kernel addresses as they are; SYM is the symbol
 // (C++ and Rust names demangled without parameters, as perf shows them),
@@ -51,8 +52,8 @@ func (sw *ScriptWriter) Write(st *perfunwind.Stack) error {
 	b = append(b, ' ')
 	b = appendPadUint(b, uint64(st.Tid), 5)
 	b = append(b, ' ')
-	b = appendTime(b, st.Time)
-	b = append(b, ": \n"...)
+	b = appendTime(b, st)
+	b = append(b, '\n')
 	for i := range st.Frames {
 		f := &st.Frames[i]
 		b = appendCached(&sw.lines, b, f.Map, f.PerfPC(), sw.appendFrame)
@@ -71,8 +72,7 @@ func (sw *ScriptWriter) writeIPOnly(st *perfunwind.Stack) error {
 	b = append(b, ' ')
 	b = appendPadUint(b, uint64(st.Tid), 5)
 	b = append(b, ' ')
-	b = appendTime(b, st.Time)
-	b = append(b, ": "...)
+	b = appendTime(b, st)
 	f := &st.Frames[0]
 	loc := sw.r.Resolve(f.Map, f.PC)
 	b = append(b, ' ')
@@ -175,15 +175,20 @@ func appendPad(b, s []byte, width int) []byte {
 	return append(b, s...)
 }
 
-// appendTime appends a timestamp in nanoseconds as perf prints it,
-// right-aligned in 12 columns: seconds, a dot and six digits of
-// microseconds.
-func appendTime(b []byte, t uint64) []byte {
+// appendTime appends st's time as perf script prints it, "TIME: ",
+// TIME right-aligned in 12 columns: seconds, a dot and six digits of
+// microseconds; nothing for a sample without time (Stack.NoTime), as
+// perf script -F without time prints such samples.
+func appendTime(b []byte, st *perfunwind.Stack) []byte {
+	if st.NoTime {
+		return b
+	}
+	t := st.Time
 	var tmp [32]byte
 	d := strconv.AppendUint(tmp[:0], t/1e9, 10)
 	d = append(d, '.')
 	us := (t % 1e9) / 1e3
 	d = append(d, byte('0'+us/100000), byte('0'+us/10000%10), byte('0'+us/1000%10),
 		byte('0'+us/100%10), byte('0'+us/10%10), byte('0'+us%10))
-	return appendPad(b, d, 12)
+	return append(appendPad(b, d, 12), ": "...)
 }

@@ -848,3 +848,68 @@ func TestReportGroupRead(t *testing.T) {
 		t.Errorf("%d samples of a 1 ms period: %d ns", n, ns)
 	}
 }
+
+// TestReportNoTime reads recordings whose samples have no time (perf
+// record --per-thread records no PERF_SAMPLE_TIME), with and without
+// call graphs: the text has no time column, as perf script -F
+// comm,tid,ip,sym,dso prints them (it printed "0.000000: "). Each
+// sample's header line is perf script's byte for byte, and (as
+// TestReportText allows for perf's choices among aliases) 99% of the
+// samples whole.
+func TestReportNoTime(t *testing.T) {
+	exe, _, _ := reportRecording(t)
+	dir := t.TempDir()
+	for _, g := range [][]string{{"--call-graph", "dwarf"}, nil} {
+		rec := filepath.Join(dir, fmt.Sprintf("notime%d.data", len(g)))
+		args := append(append([]string{"record", "-q", "-N", "--per-thread", "-o", rec, "-e", "cpu-clock", "-c", "250000"}, g...), "--", exe, "300")
+		if out, err := exec.Command("perf", args...).CombinedOutput(); err != nil {
+			t.Fatalf("perf record: %v\n%s", err, out)
+		}
+		out, errs, code := runCLI(t, "report", "-q", "--format", "text", rec)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", g, code, errs)
+		}
+		perf, err := exec.Command("perf", "script", "-i", rec, "-F", "comm,tid,ip,sym,dso", "--no-inline").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g == nil {
+			// One line per sample: COMM in 16 columns, TID in 5, and
+			// the address in 16 after a space make the first 40
+			// bytes.
+			ours, theirs := strings.Split(strings.TrimSuffix(out, "\n"), "\n"), strings.Split(strings.TrimSuffix(string(perf), "\n"), "\n")
+			if len(ours) != len(theirs) || len(ours) < 10 {
+				t.Fatalf("%d lines, perf script %d\n%s", len(ours), len(theirs), corpus.FirstDiff(out, string(perf)))
+			}
+			same := 0
+			for i := range ours {
+				if len(ours[i]) < 40 || len(theirs[i]) < 40 || ours[i][:40] != theirs[i][:40] {
+					t.Fatalf("line %d: %q, perf script %q", i+1, ours[i], theirs[i])
+				}
+				if ours[i] == theirs[i] {
+					same++
+				}
+			}
+			if same < len(ours)*99/100 {
+				t.Errorf("without -g: %d of %d lines as perf script prints them", same, len(ours))
+			}
+			continue
+		}
+		ours, theirs := parseText(t, out), parseText(t, string(perf))
+		if len(ours) != len(theirs) || len(ours) < 100 {
+			t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
+		}
+		same := 0
+		for i := range ours {
+			if ours[i].header != theirs[i].header {
+				t.Fatalf("sample %d: %q, perf script %q", i, ours[i].header, theirs[i].header)
+			}
+			if strings.Join(ours[i].frames, "\n") == strings.Join(theirs[i].frames, "\n") {
+				same++
+			}
+		}
+		if same < len(ours)*99/100 {
+			t.Errorf("%d of %d samples as perf script prints them", same, len(ours))
+		}
+	}
+}
