@@ -25,10 +25,13 @@ import (
 // made colons, lines sorted. count is the number of samples, or the sum
 // of the weights given to AddWeight. When the Resolver expands inlined
 // calls, they come as frames of their own, inside the function they were
-// inlined into.
+// inlined into. The samples of all events are counted together, or with
+// KeepEvent those of one event only.
 type Folded struct {
 	r      *perfunwind.Resolver
-	counts map[string]uint64
+	counts map[foldKey]uint64
+	events map[int]uint64 // the counts of each event
+	keep   int            // the event KeepEvent keeps, or -1
 	key    []byte
 	names  map[*perfunwind.Mapping]string
 	frames frameCache[string] // each frame's part of a line
@@ -37,8 +40,25 @@ type Folded struct {
 
 // NewFolded returns an empty Folded naming frames with r.
 func NewFolded(r *perfunwind.Resolver) *Folded {
-	return &Folded{r: r, counts: map[string]uint64{}, names: map[*perfunwind.Mapping]string{}, leaves: map[int]string{}}
+	return &Folded{r: r, counts: map[foldKey]uint64{}, events: map[int]uint64{}, keep: -1, names: map[*perfunwind.Mapping]string{}, leaves: map[int]string{}}
 }
+
+// foldKey is a line's stack and the event of its samples, kept apart
+// until Write, so that KeepEvent can come after the samples (a pipe's
+// events are known once it is read).
+type foldKey struct {
+	stack string
+	event int
+}
+
+// KeepEvent makes Write write the stacks of event i's samples only, as
+// stackcollapse-perf.pl keeps one event's: counts of two events (such
+// as milliseconds and page faults) do not add up.
+func (f *Folded) KeepEvent(i int) { f.keep = i }
+
+// EventCounts returns the count of each event's samples added (their
+// number, or summed weights), by event index.
+func (f *Folded) EventCounts() map[int]uint64 { return f.events }
 
 // SetEventFrame ends the stacks of event i's samples with one more,
 // innermost frame, name (such as "[off-cpu]"), so that one flame graph
@@ -62,10 +82,11 @@ func (f *Folded) AddWeight(st *perfunwind.Stack, w uint64) error {
 		k = appendFoldName(k, leaf, false)
 	}
 	f.key = k
-	if n, ok := f.counts[string(k)]; ok {
-		f.counts[string(k)] = n + w
+	f.events[st.Event] += w
+	if n, ok := f.counts[foldKey{string(k), st.Event}]; ok {
+		f.counts[foldKey{string(k), st.Event}] = n + w
 	} else {
-		f.counts[string(k)] = w
+		f.counts[foldKey{string(k), st.Event}] = w
 	}
 	return nil
 }
@@ -150,10 +171,17 @@ func goMethod(name string) bool {
 	return i >= 0 && strings.Contains(name[i:], ").")
 }
 
-// Write writes the folded stacks, sorted.
+// Write writes the folded stacks, sorted: those of all events, the
+// counts of a stack's summed, or of KeepEvent's event.
 func (f *Folded) Write(w io.Writer) error {
-	keys := make([]string, 0, len(f.counts))
-	for k := range f.counts {
+	counts := make(map[string]uint64, len(f.counts))
+	for k, n := range f.counts {
+		if f.keep < 0 || k.event == f.keep {
+			counts[k.stack] += n
+		}
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
@@ -162,7 +190,7 @@ func (f *Folded) Write(w io.Writer) error {
 	for _, k := range keys {
 		bw.WriteString(k)
 		bw.WriteByte(' ')
-		bw.Write(strconv.AppendUint(num[:0], f.counts[k], 10))
+		bw.Write(strconv.AppendUint(num[:0], counts[k], 10))
 		if err := bw.WriteByte('\n'); err != nil {
 			return err
 		}

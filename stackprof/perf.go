@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/sframekit/sframekit/internal/slab"
+	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
 )
@@ -367,38 +368,15 @@ func (b *PerfBuilder) sampleTypes() []int {
 	attrs := b.hdr.Attrs
 	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}}
 	col := make([]int, len(attrs))
-	cpu := false
-	seen := map[string]bool{"samples": true}
 	first := -1 // the first event with a sample type
-	for i, a := range attrs {
+	for i, vt := range eventTypes(attrs, b.types) {
 		col[i] = -1
-		if _, ok := b.types[i]; !ok && a.Type == perfdata.TypeSoftware && a.Config == swDummy {
-			// perf's tracking event (dummy:HG, of every perf record
-			// -a), which counts nothing: a sample type of zeros.
+		if vt == nil {
 			continue
 		}
 		if first < 0 {
 			first = i
 		}
-		vt := &profile.ValueType{Type: eventName(a), Unit: "count"}
-		if t, ok := b.types[i]; ok {
-			*vt = t
-		} else if timeBased(a) {
-			vt.Unit = "nanoseconds"
-			if !cpu {
-				vt.Type, cpu = "cpu", true
-			}
-		}
-		// pprof selects a sample type by its name (-sample_index): an
-		// event whose name another's already has (cpu-clock:u and
-		// cpu-clock:k) keeps its modifiers, or else gets its number.
-		if seen[vt.Type] && a.Name != "" && !seen[a.Name] {
-			vt.Type = a.Name
-		}
-		if seen[vt.Type] {
-			vt.Type = fmt.Sprintf("%s#%d", vt.Type, a.Index)
-		}
-		seen[vt.Type] = true
 		col[i] = len(p.SampleType)
 		p.SampleType = append(p.SampleType, vt)
 	}
@@ -416,6 +394,98 @@ func (b *PerfBuilder) sampleTypes() []int {
 		p.DefaultSampleType = p.SampleType[col[first]].Type
 	}
 	return col
+}
+
+// eventTypes returns the sample type of each event of attrs, types
+// (SetEventType's) in place of the names they give, nil for perf's
+// dummy event. The first event of a type is the profile's default.
+func eventTypes(attrs []*perfdata.Attr, types map[int]profile.ValueType) []*profile.ValueType {
+	vts := make([]*profile.ValueType, len(attrs))
+	cpu := false
+	seen := map[string]bool{"samples": true}
+	for i, a := range attrs {
+		if _, ok := types[i]; !ok && a.Type == perfdata.TypeSoftware && a.Config == swDummy {
+			// perf's tracking event (dummy:HG, of every perf record
+			// -a), which counts nothing: a sample type of zeros.
+			continue
+		}
+		vt := &profile.ValueType{Type: eventName(a), Unit: "count"}
+		if t, ok := types[i]; ok {
+			*vt = t
+		} else if timeBased(a) {
+			vt.Unit = "nanoseconds"
+			if !cpu {
+				vt.Type, cpu = "cpu", true
+			}
+		}
+		// pprof selects a sample type by its name (-sample_index): an
+		// event whose name another's already has (cpu-clock:u and
+		// cpu-clock:k) keeps its modifiers, or else gets its number.
+		if seen[vt.Type] && a.Name != "" && !seen[a.Name] {
+			vt.Type = a.Name
+		}
+		if seen[vt.Type] {
+			vt.Type = fmt.Sprintf("%s#%d", vt.Type, a.Index)
+		}
+		seen[vt.Type] = true
+		vts[i] = vt
+	}
+	return vts
+}
+
+// DefaultEvent returns the index among attrs of the recording's default
+// event, the first but perf's dummy event (whose samples a pprof
+// profile shows by default), or -1 when there is none.
+func DefaultEvent(attrs []*perfdata.Attr) int {
+	for i, vt := range eventTypes(attrs, nil) {
+		if vt != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// FindEvent returns the index among attrs of the event called name: as
+// perf script names it (Attr.Name, "cycles:ppp"), as its pprof sample
+// type does ("cpu" for the first cpu-clock or task-clock event), or
+// without modifiers ("cycles"), in that order of preference. An unknown
+// name's error lists the events' names (EventNames).
+func FindEvent(attrs []*perfdata.Attr, name string) (int, error) {
+	vts := eventTypes(attrs, nil)
+	for _, match := range []func(int) bool{
+		func(i int) bool { return attrs[i].Name == name },
+		func(i int) bool { return vts[i].Type == name },
+		func(i int) bool { return eventName(attrs[i]) == name },
+	} {
+		for i, vt := range vts {
+			if vt != nil && match(i) {
+				return i, nil
+			}
+		}
+	}
+	return -1, fmt.Errorf("no event %q in the recording (events: %s)", name, strings.Join(EventNames(attrs), ", "))
+}
+
+// EventNames returns the names of the events of attrs, but perf's dummy
+// event: as perf script names them (Attr.Name), else as pprof sample
+// types do.
+func EventNames(attrs []*perfdata.Attr) []string {
+	var names []string
+	for i, vt := range eventTypes(attrs, nil) {
+		if vt != nil {
+			names = append(names, EventLabel(attrs[i]))
+		}
+	}
+	return names
+}
+
+// EventLabel names event a as perf script does (Attr.Name, quoted for
+// printing), or without a name in the recording as its sample type.
+func EventLabel(a *perfdata.Attr) string {
+	if a.Name != "" {
+		return textfmt.Printable(a.Name)
+	}
+	return textfmt.Printable(eventName(a))
 }
 
 // sortedSamples returns the samples added in a stable order: by their

@@ -60,7 +60,7 @@ func TestHelp(t *testing.T) {
 		"verify":  {"--cfi SECTION", "--json", "--section NAME", "--strict"},
 		"stack": {"--core CORE", "--count N", "--exe FILE", "-i, --inlines", "--interval D", "--json", "--max-depth N",
 			"--no-demangle", "--pprof FILE", "-s, --source", "--sysroot DIR"},
-		"report": {"--comm NAMES", "--format FORMAT", "--inlines", "-i, --input FILE", "--kallsyms FILE", "--max-depth N", "--no-demangle",
+		"report": {"--comm NAMES", "--event NAME", "--format FORMAT", "--inlines", "-i, --input FILE", "--kallsyms FILE", "--max-depth N", "--no-demangle",
 			"-o, --output FILE", "--pid PIDS", "-q, --quiet", "-s, --sort KEYS", "--source", "--symfs DIR", "--tid TIDS"},
 		"record": {"-a, --all-cpus", "--bpf", "--duration D", "-e, --event EVENT", "--format FORMAT", "-F, --freq HZ", "-i, --inlines",
 			"--kernel", "--max-depth N", "--no-demangle", "--off-cpu", "-o, --output FILE", "-p, --pid PIDS", "-q, --quiet",

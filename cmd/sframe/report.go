@@ -60,7 +60,12 @@ Formats (--format):
   folded  one line per distinct stack, "comm;outer;...;inner count", as
           flamegraph.pl, inferno and speedscope read (names as perf
           script shows them; with --inlines inlined calls as frames of
-          their own)
+          their own). Of a recording of several events, the samples of
+          one, as stackcollapse-perf.pl keeps them: the first event's
+          (pprof's default sample type), or --event NAME's (as perf
+          script names it, or as the pprof sample type does); a line on
+          standard error says how many samples of the others were left
+          out
   text    each sample as perf script -F comm,tid,time,ip,sym,dso
           --no-inline prints it, so that the two can be compared with diff
           (with --inlines, as perf script prints it without --no-inline,
@@ -113,6 +118,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	noDemangle := fs.Bool("no-demangle", false, "keep C++ and Rust symbol names as they are in the symbol table")
 	symfs := fs.String("symfs", "", "look for the recorded files under `DIR` (a copy of the recording machine's files)")
 	kallsyms := fs.String("kallsyms", "", "name kernel frames from this kallsyms `FILE` (default: perf's copy of the recorded kernel's, or /proc/kallsyms of the same kernel)")
+	event := fs.String("event", "", "folded: the stacks of event `NAME`'s samples (default the first event's)")
 	quiet := fs.Bool("quiet", false, "print no summary")
 	fs.alias("q", "quiet")
 	operands, code, ok := fs.parse(args)
@@ -128,6 +134,8 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return fs.fail("unknown format %q (pprof, folded or text)", *format)
 	case *maxDepth <= 0:
 		return fs.fail("--max-depth must be positive")
+	case *event != "" && *format != "folded":
+		return fs.fail("--event is for --format folded (a pprof profile has each event's sample type; go tool pprof -sample_index chooses)")
 	}
 	var filter perfunwind.Filter
 	var err error
@@ -218,6 +226,13 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer r.Close()
+	if h := r.Header(); *event != "" && len(h.Attrs) > 0 {
+		// A file's events are known: no need to read it for nothing.
+		// (A pipe's come with its first records: checked at the end.)
+		if _, err := stackprof.FindEvent(h.Attrs, *event); err != nil {
+			return fs.fail("--event: %s: %v", displayName(input), err)
+		}
+	}
 	// The rest of the options are the zero Options' (what a library user
 	// gets): from the recording's header, which a pipe delivers with its
 	// first records, and the file.
@@ -248,7 +263,17 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	case "folded":
 		fw := stackprof.NewFolded(res)
 		sink = fw.Add
-		finish = func() error { return fw.Write(w) }
+		finish = func() error {
+			// The events are known now, a pipe's too.
+			note := stderr
+			if *quiet {
+				note = io.Discard
+			}
+			if err := keepEvent(fw, r.Header().Attrs, *event, note); err != nil {
+				return err
+			}
+			return fw.Write(w)
+		}
 	case "pprof":
 		pb := stackprof.NewPerfBuilder(res, r.Header())
 		sink = pb.Add
@@ -308,6 +333,36 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// keepEvent makes fw keep the samples of one event of attrs: the one
+// called name, or the default one, saying so on stderr when samples of
+// others are left out.
+func keepEvent(fw *stackprof.Folded, attrs []*perfdata.Attr, name string, stderr io.Writer) error {
+	keep := stackprof.DefaultEvent(attrs)
+	if name != "" {
+		var err error
+		if keep, err = stackprof.FindEvent(attrs, name); err != nil {
+			return fmt.Errorf("--event: %v", err)
+		}
+	}
+	fw.KeepEvent(keep)
+	if name != "" {
+		return nil
+	}
+	var left uint64
+	var others []string
+	for i, a := range attrs {
+		if n := fw.EventCounts()[i]; i != keep && n > 0 {
+			left += n
+			others = append(others, stackprof.EventLabel(a))
+		}
+	}
+	if left > 0 && keep >= 0 {
+		fmt.Fprintf(stderr, "sframe report: folded: the %d samples of %s, the first event; left out %d of %s (--event NAME chooses)\n",
+			fw.EventCounts()[keep], stackprof.EventLabel(attrs[keep]), left, strings.Join(others, ", "))
+	}
+	return nil
 }
 
 // pollable is an input read through Go's poller, whose reads a deadline

@@ -332,24 +332,7 @@ func TestReportFolded(t *testing.T) {
 	theirs := map[string]int{}
 	samples := parseText(t, string(perf))
 	for _, s := range samples {
-		stack := []string{strings.ReplaceAll(textHeader.FindStringSubmatch(s.header)[1], " ", "_")}
-		for i := len(s.frames) - 1; i >= 0; i-- {
-			// "\tADDR SYM (DSO)", as stackcollapse-perf.pl reads it.
-			f := strings.TrimSpace(s.frames[i])
-			_, rest, _ := strings.Cut(f, " ")
-			open := strings.LastIndex(rest, " (")
-			sym, dso := rest[:open], rest[open+2:len(rest)-1]
-			if sym == "[unknown]" && dso != "[unknown]" {
-				sym = "[" + filepath.Base(dso) + "]"
-			}
-			// Folded stacks name a function without its symbol's
-			// version, as pprof does (perf script shows it).
-			if i := strings.IndexByte(sym, '@'); i > 0 && !strings.HasSuffix(sym, "@plt") {
-				sym = sym[:i]
-			}
-			stack = append(stack, sym)
-		}
-		theirs[strings.Join(stack, ";")]++
+		theirs[foldScript(textHeader.FindStringSubmatch(s.header)[1], s.frames)]++
 	}
 	if total != len(samples) {
 		t.Errorf("%d samples folded, perf script shows %d", total, len(samples))
@@ -360,6 +343,124 @@ func TestReportFolded(t *testing.T) {
 	}
 	if differ > len(samples)/100 {
 		t.Errorf("%d of %d samples fold differently from perf script's", differ, len(samples))
+	}
+}
+
+// foldScript returns the folded stack of a sample of perf script's
+// text, the thread comm and its frames, as stackcollapse-perf.pl folds
+// it, symbol versions dropped.
+func foldScript(comm string, frames []string) string {
+	stack := []string{strings.ReplaceAll(comm, " ", "_")}
+	for i := len(frames) - 1; i >= 0; i-- {
+		// "\tADDR SYM (DSO)", as stackcollapse-perf.pl reads it.
+		f := strings.TrimSpace(frames[i])
+		_, rest, _ := strings.Cut(f, " ")
+		open := strings.LastIndex(rest, " (")
+		sym, dso := rest[:open], rest[open+2:len(rest)-1]
+		if sym == "[unknown]" && dso != "[unknown]" {
+			sym = "[" + filepath.Base(dso) + "]"
+		}
+		// Folded stacks name a function without its symbol's
+		// version, as pprof does (perf script shows it).
+		if i := strings.IndexByte(sym, '@'); i > 0 && !strings.HasSuffix(sym, "@plt") {
+			sym = sym[:i]
+		}
+		stack = append(stack, sym)
+	}
+	return strings.Join(stack, ";")
+}
+
+// parseFolded reads folded stacks into counts by stack, and their total.
+func parseFolded(t *testing.T, out string) (map[string]int, int) {
+	t.Helper()
+	counts, total := map[string]int{}, 0
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		n, err := strconv.Atoi(line[i+1:])
+		if i < 0 || err != nil || n <= 0 {
+			t.Fatalf("bad line %q", line)
+		}
+		counts[line[:i]] += n
+		total += n
+	}
+	return counts, total
+}
+
+// TestReportFoldedEvents: folded stacks of a recording of two events
+// (time and page faults) are those of one event's samples, as
+// stackcollapse-perf.pl keeps them (it summed both): the first event's,
+// with a line on standard error saying how many of the other's are left
+// out, or --event's, by perf script's name or pprof's. They are perf
+// script's samples of that event, folded. An unknown event is a usage
+// error naming the recording's events; --event is for folded only.
+func TestReportFoldedEvents(t *testing.T) {
+	exe, _, _ := reportRecording(t)
+	rec := filepath.Join(t.TempDir(), "two.data")
+	if out, err := exec.Command("perf", "record", "-q", "-N", "-o", rec, "-e", "cpu-clock,page-faults", "--call-graph", "dwarf", "--", exe, "300").CombinedOutput(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, out)
+	}
+	perf, err := exec.Command("perf", "script", "-i", rec, "-F", "comm,tid,time,event,ip,sym,dso", "--no-inline", "--max-stack", "1024").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := regexp.MustCompile(`^(.+?) +(\d+) +(\d+\.\d{6}): +(\S+): $`)
+	want := map[string]map[string]int{} // by event, stack
+	for _, s := range parseText(t, string(perf)) {
+		m := header.FindStringSubmatch(s.header)
+		if m == nil {
+			t.Fatalf("perf script header %q", s.header)
+		}
+		if want[m[4]] == nil {
+			want[m[4]] = map[string]int{}
+		}
+		want[m[4]][foldScript(m[1], s.frames)]++
+	}
+	sum := func(m map[string]int) (n int) {
+		for _, c := range m {
+			n += c
+		}
+		return n
+	}
+	clock, faults := sum(want["cpu-clock"]), sum(want["page-faults"])
+	if clock < 100 || faults == 0 {
+		t.Fatalf("perf script: %d cpu-clock samples, %d page-faults", clock, faults)
+	}
+	for _, c := range []struct {
+		args  []string
+		event string
+		note  string
+	}{
+		{nil, "cpu-clock", fmt.Sprintf("sframe report: folded: the %d samples of cpu-clock, the first event; left out %d of page-faults (--event NAME chooses)\n", clock, faults)},
+		{[]string{"--event", "page-faults"}, "page-faults", ""},
+		{[]string{"--event", "cpu"}, "cpu-clock", ""},
+	} {
+		out, errs, code := runCLI(t, append(append([]string{"report", "--format", "folded"}, c.args...), rec)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", c.args, code, errs)
+		}
+		if !strings.HasPrefix(errs, c.note) || c.note == "" && strings.Contains(errs, "left out") {
+			t.Errorf("%q: stderr:\n%s\nwant first %q", c.args, errs, c.note)
+		}
+		ours, total := parseFolded(t, out)
+		if w := sum(want[c.event]); total != w {
+			t.Errorf("%q: %d samples folded, perf script has %d of %s", c.args, total, w, c.event)
+		}
+		differ := 0
+		for k, n := range want[c.event] {
+			differ += max(n-ours[k], 0)
+		}
+		if differ > total/100 {
+			t.Errorf("%q: %d of %d samples fold differently from perf script's", c.args, differ, total)
+		}
+	}
+	if _, errs, code := runCLI(t, "report", "-q", "--format", "folded", "--event", "cycles", rec); code != 2 || !strings.Contains(errs, `no event "cycles" in the recording (events: cpu-clock, page-faults)`) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("unknown event: exit %d, %q", code, errs)
+	}
+	if _, errs, code := runCLI(t, "report", "-q", "--format", "text", "--event", "cpu-clock", rec); code != 2 {
+		t.Errorf("--event with text: exit %d, %q", code, errs)
+	}
+	if _, errs, _ := runCLI(t, "report", "-q", "--format", "folded", rec); errs != "" {
+		t.Errorf("-q: stderr %q", errs)
 	}
 }
 
