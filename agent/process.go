@@ -90,11 +90,17 @@ func (a *Agent) readProc(st *perfunwind.Stack, sess *perfunwind.Session) *procIn
 		// tells, when st has it.
 		switch {
 		case st.Exec != "" || sess.Exec(pid) != "":
-			if sess.Exec(pid) != st.Exec || !sess.Known(pid) {
+			// The process may have executed another program since st,
+			// before the session read that exec's record (it names a
+			// period's samples as the period ends, while records wait
+			// in the rings): its name now, other than st's program's,
+			// tells (a program executed through a symbolic link keeps
+			// the link's name there, as in st.Exec).
+			if sess.Exec(pid) != st.Exec || !sess.Known(pid) || (st.Exec != "" && procComm(dir) != st.Exec) {
 				exe = cmp.Or(st.Exec, pi.comm, st.Comm)
 			}
 		case pi.comm != "":
-			if now, err := sysfile.ReadFileMax(dir+"/comm", maxProcFile); err == nil && strings.TrimSuffix(string(now), "\n") != pi.comm {
+			if now := procComm(dir); now != "" && now != pi.comm {
 				exe = pi.comm
 			}
 		}
@@ -151,6 +157,16 @@ func (a *Agent) readProc(st *perfunwind.Stack, sess *perfunwind.Session) *procIn
 		pi.service = "unknown"
 	}
 	return pi
+}
+
+// procComm returns the name of the process whose /proc directory is dir
+// (its main thread's), "" when it cannot be read.
+func procComm(dir string) string {
+	b, err := sysfile.ReadFileMax(dir+"/comm", maxProcFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
 }
 
 // noteGone notes the name of each process of p new to the agent that the
