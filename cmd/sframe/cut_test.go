@@ -150,14 +150,7 @@ func TestReportDirectory(t *testing.T) {
 	if names, _ := filepath.Glob(filepath.Join(dir, "data.*")); len(names) == 0 {
 		t.Fatalf("%s: no data.N files", dir)
 	}
-	out, errs, code := runCLI(t, "report", "-q", "--format", "text", dir)
-	if code != 0 || errs != "" {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	perf, err := exec.Command("perf", "script", "-i", dir, "-F", "comm,tid,time,ip,sym,dso", "--no-inline", "--max-stack", "1024").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, _, perf := textAndScript(t, dir)
 	ours, theirs := parseText(t, out), parseText(t, string(perf))
 	if len(ours) != len(theirs) || len(ours) < 100 {
 		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))

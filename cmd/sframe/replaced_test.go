@@ -197,7 +197,7 @@ func textAndScript(t *testing.T, rec string) (out, errs string, perf []byte) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	perf, err := exec.Command("perf", "script", "-i", rec, "-F", "comm,tid,time,ip,sym,dso", "--no-inline").Output()
+	perf, err := exec.Command("perf", "script", "-i", rec, "-F", "comm,tid,time,ip,sym,dso", "--no-inline", "--max-stack", "1024").Output()
 	if err != nil {
 		t.Fatal(err)
 	}

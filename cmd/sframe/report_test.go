@@ -101,14 +101,7 @@ var textHeader = regexp.MustCompile(`^(.+?) +(\d+) +(\d+\.\d{6}): $`)
 // (package perfunwind compares the frames in depth).
 func TestReportText(t *testing.T) {
 	_, file, _ := reportRecording(t)
-	out, errs, code := runCLI(t, "report", "--format", "text", file)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	perf, err := exec.Command("perf", "script", "-i", file, "-F", "comm,tid,time,ip,sym,dso", "--no-inline", "--max-stack", "1024").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, errs, perf := textAndScript(t, file)
 	ours, theirs := parseText(t, out), parseText(t, string(perf))
 	if len(ours) != len(theirs) || len(ours) < 100 {
 		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
