@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
 	"golang.org/x/sys/unix"
 
 	"github.com/sframekit/sframekit/internal/outfile"
@@ -55,15 +54,7 @@ func TestRecord(t *testing.T) {
 			t.Errorf("summary without %q:\n%s", want, errs)
 		}
 	}
-	f, err := os.Open(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readProfile(t, pb)
 	threads := map[string]int64{}
 	for _, s := range p.Sample {
 		if len(s.Location) > 0 && len(s.Location[0].Line) > 0 && s.Location[0].Line[0].Function.Name == "a5" {
@@ -357,14 +348,8 @@ func TestRecordSignals(t *testing.T) {
 			if !strings.Contains(errs, "sframe record: "+name+": recording stopped, profile written to "+pb+"\n") {
 				t.Errorf("stderr:\n%s", errs)
 			}
-			f, err := os.Open(pb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := profile.Parse(f)
-			f.Close()
-			if err != nil || len(p.Sample) == 0 {
-				t.Errorf("profile: %v, %d samples", err, len(p.Sample))
+			if p := readProfile(t, pb); len(p.Sample) == 0 {
+				t.Errorf("profile: no samples")
 			}
 			ents, _ := os.ReadDir(dir)
 			for _, e := range ents {
@@ -426,15 +411,7 @@ func TestRecordOneName(t *testing.T) {
 	if _, errs, code := runCLI(t, append([]string{"record", "-q", "-o", pb}, dd...)...); code != 0 {
 		t.Fatalf("pprof: exit %d: %s", code, errs)
 	}
-	f, err := os.Open(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readProfile(t, pb)
 	found := false
 	for _, fn := range p.Function {
 		found = found || fn.Name == "__libc_start_main"

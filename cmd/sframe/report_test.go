@@ -237,15 +237,7 @@ func TestReportPprof(t *testing.T) {
 		} else if _, errs, code := runCLI(t, append(args, "-o", out, file)...); code != 0 {
 			t.Fatalf("%q: exit %d: %s", args, code, errs)
 		}
-		f, err := os.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := profile.Parse(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%q: %v", args, err)
-		}
+		p := readProfile(t, out)
 		if len(p.SampleType) != 2 || p.SampleType[0].Type != "samples" || p.SampleType[0].Unit != "count" ||
 			p.SampleType[1].Type != "cpu" || p.SampleType[1].Unit != "nanoseconds" {
 			t.Fatalf("sample types %v", p.SampleType)
@@ -797,15 +789,7 @@ func TestReportEventNames(t *testing.T) {
 	if _, errs, code := runCLI(t, "report", "-q", "-o", pb, rec); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	f, err := os.Open(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readProfile(t, pb)
 	var types []string
 	for _, st := range p.SampleType {
 		types = append(types, st.Type+"/"+st.Unit)
