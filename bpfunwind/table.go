@@ -26,8 +26,11 @@ const (
 	rowSignal
 )
 
-// maxMaskRows bounds the rows a PC-mask function (a PLT) is expanded
-// into, one set per repeated block: 65,536 is a PLT of 32,768 entries.
+// maxMaskRows bounds the rows the PC-mask functions (PLTs) of one file
+// are expanded into, together, one set per repeated block: 65,536 is a
+// PLT of 32,768 entries. Shared by the file's functions, so that a
+// crafted section of many such functions cannot multiply it (loadTable
+// bounds the rows before expansion).
 const maxMaskRows = 1 << 16
 
 // Row is one row of a file's table as the BPF walker reads it (struct
@@ -140,6 +143,7 @@ func (tab *Table) sframeRows(s *sframe.Section, a arch.Arch) []point {
 		sig = Row{CFAOff: int32(sp), RAOff: int16(pc), FPOff: int16(fp), Flags: rowSignal}
 	}
 	var fre []point // a function's rows, at offsets from its start
+	maskBudget := uint64(maxMaskRows)
 	for i := 0; i < s.NumFuncs(); i++ {
 		fn, err := s.Func(i)
 		if err != nil || fn.End() <= fn.Start {
@@ -147,11 +151,15 @@ func (tab *Table) sframeRows(s *sframe.Section, a arch.Arch) []point {
 		}
 		size := fn.End() - fn.Start
 		// A PC-mask function's offsets are within a block of RepSize,
-		// each block a set of rows (up to maxMaskRows in all).
+		// each block a set of rows (up to maxMaskRows in all, for the
+		// file's functions together).
 		rep, maskOK := size, true
 		if fn.PCType() == sframe.PCMask {
 			rep = uint64(fn.RepSize)
-			maskOK = rep > 0 && (size+rep-1)/rep*uint64(fn.NumFREs) <= maxMaskRows
+			maskOK = rep > 0 && (size+rep-1)/rep <= maskBudget && (size+rep-1)/rep*uint64(fn.NumFREs) <= maskBudget
+			if maskOK {
+				maskBudget -= (size + rep - 1) / rep * uint64(fn.NumFREs)
+			}
 		}
 		signal := fn.Signal() && sig.Flags == rowSignal
 		it := s.FREs(&fn)

@@ -200,4 +200,30 @@ func TestBuildTablePCMask(t *testing.T) {
 			}
 		}
 	}
+	// Three PLTs of 32,768 entries, each within the bound alone: the
+	// file's functions share it, so only the first is expanded (a
+	// crafted section of many would otherwise expand into billions).
+	const size = 16 << 15
+	var fns []sframe.EncFunc
+	for i := range 3 {
+		fns = append(fns, sframe.EncFunc{Start: 0x1000 + uint64(i)*size, Size: size, PCType: sframe.PCMask, RepSize: 16, Rows: rows})
+	}
+	data, err := sframe.Encode(sframe.EncodeOptions{Version: sframe.Version3, ABI: sframe.ABIAMD64LE, Addr: 0x100000}, fns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sframe.Parse(data, 0x100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := BuildTable(&unwind.Tables{SFrame: s}, arch.AMD64)
+	n := 0
+	for _, r := range tab.Rows {
+		if r.Flags&rowRA != 0 {
+			n++
+		}
+	}
+	if n > maxMaskRows || tab.Skipped[ReasonPCMask] != 4 {
+		t.Errorf("three PLTs of 32,768 entries: %d rows with a rule, skipped %v; want at most %d, 4 skipped", n, tab.Skipped, maxMaskRows)
+	}
 }
