@@ -8,32 +8,55 @@ import (
 	"github.com/sframekit/sframekit/elffile"
 )
 
-// lineSections are the bytes a line table header's names are read from.
+// lineSections are the bytes a line table header's names are read from:
+// .debug_line, and the string sections only DWARF 5 headers refer to,
+// read on first use (a large file's .debug_str is tens of megabytes,
+// which debug/dwarf holds already).
 type lineSections struct {
-	line, lineStr, str []byte
-	order              binary.ByteOrder
+	line         []byte
+	order        binary.ByteOrder
+	f            *elf.File
+	lineStr, str []byte
+	strsRead     [2]bool // lineStr, str
 }
 
-// readLineSections reads f's .debug_line, .debug_line_str and .debug_str
-// (relocated, as debug/dwarf reads them); ok is false without .debug_line.
-func readLineSections(f *elf.File) (s lineSections, ok bool) {
-	read := func(name string) []byte {
-		sec := f.Section(name)
-		if sec == nil {
-			return nil
-		}
-		b, err := elffile.SectionData(f, sec, elffile.RelocatedLenient)
-		if err != nil {
-			return nil
-		}
-		return b
+// readLineSections reads f's .debug_line (relocated, as debug/dwarf
+// reads it); ok is false without it.
+func readLineSections(f *elf.File) (s *lineSections, ok bool) {
+	s = &lineSections{f: f, order: f.ByteOrder}
+	s.line = readDebugSection(f, ".debug_line")
+	return s, s.line != nil
+}
+
+// readDebugSection returns the bytes of f's section name, relocated as
+// debug/dwarf reads them, or nil.
+func readDebugSection(f *elf.File, name string) []byte {
+	sec := f.Section(name)
+	if sec == nil {
+		return nil
 	}
-	s.line = read(".debug_line")
-	if s.line == nil {
-		return s, false
+	b, err := elffile.SectionData(f, sec, elffile.RelocatedLenient)
+	if err != nil {
+		return nil
 	}
-	s.lineStr, s.str, s.order = read(".debug_line_str"), read(".debug_str"), f.ByteOrder
-	return s, true
+	return b
+}
+
+// strings returns .debug_line_str (which 0) or .debug_str (which 1),
+// read the first time.
+func (s *lineSections) strings(which int) []byte {
+	if !s.strsRead[which] {
+		s.strsRead[which] = true
+		if which == 0 {
+			s.lineStr = readDebugSection(s.f, ".debug_line_str")
+		} else {
+			s.str = readDebugSection(s.f, ".debug_str")
+		}
+	}
+	if which == 0 {
+		return s.lineStr
+	}
+	return s.str
 }
 
 // DWARF forms a line table header's entry formats may use (DWARF 5,
@@ -69,7 +92,7 @@ const (
 // debug/dwarf does both, so that its names are not those the other tools
 // show. It returns nil where it cannot read the header (cut short, a form
 // it does not know): the caller keeps debug/dwarf's names.
-func lineFileNames(s lineSections, off int64, compDir string, hasCompDir bool) []string {
+func lineFileNames(s *lineSections, off int64, compDir string, hasCompDir bool) []string {
 	if off < 0 || off >= int64(len(s.line)) {
 		return nil
 	}
@@ -258,7 +281,7 @@ func (r *lineHdr) strAt(sec []byte, off uint64) string {
 // format, then its entries. With each nil, it returns the entries'
 // paths (the directory table); else it calls each with every entry's
 // path and directory index.
-func (r *lineHdr) entries(s lineSections, each func(path string, dir uint64)) []string {
+func (r *lineHdr) entries(s *lineSections, each func(path string, dir uint64)) []string {
 	nfmt := int(r.u8())
 	type pair struct{ lnct, form uint64 }
 	fmts := make([]pair, 0, nfmt)
@@ -283,9 +306,9 @@ func (r *lineHdr) entries(s lineSections, each func(path string, dir uint64)) []
 			case formString:
 				str, isStr = r.cstr(), true
 			case formLineStrp:
-				str, isStr = r.strAt(s.lineStr, r.offset()), true
+				str, isStr = r.strAt(s.strings(0), r.offset()), true
 			case formStrp:
-				str, isStr = r.strAt(s.str, r.offset()), true
+				str, isStr = r.strAt(s.strings(1), r.offset()), true
 			case formUdata:
 				val = r.uleb()
 			case formSdata:

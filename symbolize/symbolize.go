@@ -457,14 +457,15 @@ func (m *module) buildLines() {
 	if m.dwFile == nil {
 		return
 	}
-	dw, err := elffile.DWARF(m.dwFile.File)
-	var secs lineSections
+	df := m.dwFile
+	m.dwFile = nil
+	defer df.Close() // open until the line tables' string sections are read, on need
+	dw, err := elffile.DWARF(df.File)
+	var secs *lineSections
 	var raw bool
 	if err == nil {
-		secs, raw = readLineSections(m.dwFile.File)
+		secs, raw = readLineSections(df.File)
 	}
-	m.dwFile.Close()
-	m.dwFile = nil
 	if err != nil {
 		m.linesErr = fmt.Errorf("reading DWARF: %w", err)
 		return
