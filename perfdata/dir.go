@@ -22,6 +22,17 @@ import (
 // records of equal times come in perf's order; a data.N file is opened
 // only while its turn's bytes are read, so that what is open at once is
 // bounded however many files there are.
+//
+// perf's queue has no bound; the Reader's does (Limits.MaxQueued). Files
+// of uneven rates are far apart in time after the same bytes, so a full
+// queue released by time span would deliver records of the slower files
+// early and those still to be read out of order. Once the queue is half
+// full, the Reader therefore reads by time (balanced turns): the next
+// turn is the file whose latest turn began earliest, a turn is short
+// enough for every file's to fit in the queue (between 64 KiB and
+// dirTurn), and what every file not done has passed is released. The
+// choice scans the files, so it is made only for up to maxBalanced files;
+// beyond that, a full queue is released as a single file's is.
 const (
 	// maxDirFiles bounds the data.N files of a directory: perf record
 	// writes one per thread, at most one per CPU.
@@ -31,6 +42,12 @@ const (
 	// dirBuf holds a turn's records: the last starts before dirTurn and
 	// is less than 64 KiB.
 	dirBuf = dirTurn + 1<<16
+	// minBalancedTurn is the shortest balanced turn.
+	minBalancedTurn = 64 << 10
+	// maxBalanced bounds the files of a directory read by balanced turns:
+	// each turn's choice is a pass over the files (perf writes at most one
+	// a CPU).
+	maxBalanced = 4096
 )
 
 // dirInput is the files of records of a perf.data directory.
@@ -41,6 +58,14 @@ type dirInput struct {
 	cur   int   // the file whose turn it is
 	turn  int64 // bytes of records read from it in this turn
 	left  int   // files not done
+
+	// Balanced turns (time order with a queue half full): turns of
+	// turnSize bytes, the next to the file of the earliest turnMin.
+	balanced bool
+	turnSize int64
+	curMin   uint64 // the earliest time queued in the current turn
+	curTimed bool   // curMin is set
+	passed   uint64 // the earliest turnMin of the files not done
 
 	buf     []byte // bytes of files[bufFile] from offset bufOff
 	bufFile int
@@ -58,6 +83,11 @@ type dirFile struct {
 	pos  int64       // offset of the next record
 	dz   decompState // its COMPRESSED records' state, during other files' turns
 	done bool
+	// turnMin is the earliest time queued in its latest turn that
+	// queued any (0 before): the records still to come are taken to be
+	// no earlier, as each file's records are in time order but for those
+	// of its CPUs' rings read in one pass.
+	turnMin uint64
 }
 
 // openDir reads the perf.data directory dir, opened as f (closed here).
@@ -97,7 +127,7 @@ func openDir(f *os.File, dir string) (*Reader, error) {
 		return nil, err
 	}
 	if len(files) > 0 {
-		r.dir = &dirInput{files: files, left: len(files), bufFile: -1}
+		r.dir = &dirInput{files: files, left: len(files), bufFile: -1, turnSize: dirTurn}
 	}
 	return r, nil
 }
@@ -145,7 +175,7 @@ func (r *Reader) readDirInput() ([]byte, int64, error) {
 	d := r.dir
 	for {
 		f := &d.files[d.cur]
-		if !f.done && d.turn < dirTurn {
+		if !f.done && d.turn < d.turnSize {
 			raw, off, err := r.readDirFile(f)
 			if err == nil {
 				d.turn += int64(len(raw))
@@ -173,11 +203,55 @@ func (r *Reader) readDirInput() ([]byte, int64, error) {
 		// The next file's turn: its decompression state replaces this
 		// one's.
 		d.files[d.cur].dz = r.decompState
-		d.cur = (d.cur + 1) % len(d.files)
+		d.cur = d.nextTurn()
 		d.turn = 0
 		r.decompState = d.files[d.cur].dz
 		d.files[d.cur].dz = decompState{}
 	}
+}
+
+// nextTurn ends the current file's turn and returns the file whose turn
+// is next: the next in order, or with balanced turns the file not done
+// of the earliest turnMin (the first after the current one among equals),
+// the earliest turnMin of the files not done then set in passed.
+func (d *dirInput) nextTurn() int {
+	if d.curTimed {
+		d.files[d.cur].turnMin = d.curMin
+	}
+	d.curTimed = false
+	if !d.balanced {
+		return (d.cur + 1) % len(d.files)
+	}
+	next, n := -1, len(d.files)
+	for i := 1; i <= n; i++ {
+		j := (d.cur + i) % n
+		if f := &d.files[j]; !f.done && (next < 0 || f.turnMin < d.files[next].turnMin) {
+			next = j
+		}
+	}
+	if next < 0 {
+		// All done: the caller returns at the end of its loop.
+		return (d.cur + 1) % n
+	}
+	d.passed = d.files[next].turnMin
+	return next
+}
+
+// queued notes a record of time ts queued from the current file.
+func (d *dirInput) queued(ts uint64) {
+	if !d.curTimed || ts < d.curMin {
+		d.curMin, d.curTimed = ts, true
+	}
+}
+
+// balance starts balanced turns, for a queue that may hold maxQueued
+// bytes. A directory of more than maxBalanced files keeps perf's turns.
+func (d *dirInput) balance(maxQueued int64) {
+	if d.balanced || len(d.files) > maxBalanced {
+		return
+	}
+	d.balanced = true
+	d.turnSize = min(dirTurn, max(minBalancedTurn, maxQueued/int64(4*len(d.files))))
 }
 
 // readDirFile returns the next record of f, the current file, or io.EOF
@@ -235,7 +309,7 @@ func (d *dirInput) has(off, n int64) bool {
 func (r *Reader) loadDirFile(f *dirFile) error {
 	d := r.dir
 	d.bufFile = -1
-	n := min(int64(dirBuf), f.size-f.pos)
+	n := min(d.turnSize+1<<16, f.size-f.pos)
 	if cap(d.buf) < dirBuf {
 		d.buf = make([]byte, dirBuf)
 	}

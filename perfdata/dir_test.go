@@ -276,3 +276,64 @@ func TestDirectoryVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectoryUneven: a directory whose files fill at uneven rates
+// (the records of a real data.N file dealt into three files, eight of
+// ten into one), read in time order with a queue far smaller than the
+// recording, gives every record in time order, none early: a full queue
+// released by time span (the former way) delivered hundreds out of order.
+func TestDirectoryUneven(t *testing.T) {
+	src, names := threadsRecording(t)
+	dir := copyDir(t, src)
+	b, err := os.ReadFile(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts [3][]byte
+	for i := 0; len(b) >= recordHeaderSize; i++ {
+		size := int(binary.LittleEndian.Uint16(b[6:]))
+		if size < recordHeaderSize || size > len(b) {
+			t.Fatal("bad record in a data.N file")
+		}
+		k := max(0, i%10-7) // 0 for eight of ten records, then 1, 2
+		parts[k] = append(parts[k], b[:size]...)
+		b = b[size:]
+	}
+	if err := os.Remove(filepath.Join(dir, filepath.Base(names[0]))); err != nil {
+		t.Fatal(err)
+	}
+	for k, p := range parts {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("data.%d", 100+k)), p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(maxQueued int64) (times []uint64, unordered uint64) {
+		r, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.SetTimeOrder(true)
+		r.SetLimits(Limits{MaxQueued: maxQueued})
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				return times, r.Unordered()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ts := r.timeOf(rec.Raw); ts != 0 && ts != ^uint64(0) {
+				times = append(times, ts)
+			}
+		}
+	}
+	want, _ := read(0)
+	if len(parts[0]) < 4<<20 {
+		t.Skipf("a recording of %d bytes: too small to fill the queue", len(parts[0]))
+	}
+	got, unordered := read(1 << 20)
+	if unordered != 0 || !slices.IsSorted(got) || !slices.Equal(got, want) {
+		t.Errorf("with a 1 MiB queue: %d records out of order, %d timed records (want %d), in order %v", unordered, len(got), len(want), slices.IsSorted(got))
+	}
+}

@@ -71,7 +71,10 @@
 //   - time order holds at most 64 MiB of queued records before
 //     releasing the older half early, as perf does when its queue is full
 //     (Limits.MaxQueued); a directory's records, which perf record
-//     writes without rounds, all queue until this bound or the end.
+//     writes without rounds, all queue until half this bound or the end;
+//     past half, its files (up to 4096 of them) are read in turns by time
+//     and released as far as all have come, so that files filled at
+//     uneven rates still come in time order.
 //
 // A mapped file must not shrink while it is read (perf maps its input the
 // same way).

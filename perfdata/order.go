@@ -134,6 +134,17 @@ func (r *Reader) nextOrdered() (*Record, error) {
 		}
 		q.push(raw, off, doff, ts, stable, ch)
 		q.ents[len(q.ents)-1].src = r.src
+		if d := r.dir; d != nil {
+			// A directory's files are read by time once the queue is
+			// half full, and released as far as every file has come.
+			d.queued(ts)
+			if q.bytes > r.lim.MaxQueued/2 {
+				d.balance(r.lim.MaxQueued)
+				if d.balanced && d.passed > q.flushed {
+					q.flush(d.passed)
+				}
+			}
+		}
 		if q.bytes > r.lim.MaxQueued {
 			q.flushHalf()
 		}

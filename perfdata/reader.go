@@ -47,7 +47,9 @@ type Limits struct {
 	// When it is full, the records of the older half of the queued time
 	// span are delivered at once, as perf does when its queue is full;
 	// records that then arrive older than one already delivered go out of
-	// order, and are counted (Unordered). The arena the records are
+	// order, and are counted (Unordered). A directory's files are read
+	// by time once the queue is half full, so that this takes files
+	// filled at uneven rates in its stride. The arena the records are
 	// copied into may take up to about twice this. Default: 64 MiB.
 	MaxQueued int64
 }
