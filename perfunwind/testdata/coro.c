@@ -6,7 +6,10 @@
  *                  then switches to the coroutine, which spins at the
  *                  bottom of 160 calls of down() (each frame about 80
  *                  bytes, so about 13 KB of its stack) and switches back;
- *                  over and over for about SECONDS
+ *                  over and over until the process has had SECONDS of
+ *                  CPU time (not wall time, so that a loaded machine
+ *                  gives as many samples; and whole seconds' boundaries
+ *                  do not cut the run short)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,12 +57,12 @@ int main(int argc, char **argv) {
 	co_ctx.uc_stack.ss_size = size;
 	co_ctx.uc_link = &main_ctx;
 	makecontext(&co_ctx, coroutine, 0);
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	long long want = atoll(argv[1]) * 1000000000LL;
+	struct timespec t;
 	do {
 		down(2);
 		swapcontext(&main_ctx, &co_ctx);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while (t.tv_sec - t0.tv_sec < atoi(argv[1]));
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	} while (t.tv_sec * 1000000000LL + t.tv_nsec < want);
 	return 0;
 }
