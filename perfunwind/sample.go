@@ -26,6 +26,12 @@ type Sample struct {
 	// NoTime says the sample's event records no time (no
 	// PERF_SAMPLE_TIME: perf record --per-thread): Time is zero.
 	NoTime bool
+	// ABI32 says the user registers are a 32-bit process's
+	// (PERF_SAMPLE_REGS_ABI_32: an i386 program on x86-64), whose stack
+	// no unwinder here reads (4-byte slots, another ABI): Unwind then
+	// gives the interrupted PC's frame alone, where a 64-bit walk would
+	// read garbage.
+	ABI32 bool
 	// Event is the index of the sample's event among the recording's
 	// (perfdata.Attr.Index).
 	Event int
@@ -81,6 +87,7 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 	}
 	s.Regs = arch.Regs{}
 	s.Stack, s.StackSize = nil, 0
+	s.ABI32 = ps.RegsUser.ABI == perfdata.RegsABI32
 	if r := &ps.RegsUser; r.ABI != perfdata.RegsABINone && r.Mask != 0 {
 		// As r.DWARFRegs(a, s.Regs.Set), without a call per register.
 		s.Regs.Arch = a
@@ -105,7 +112,7 @@ func (s *Sample) FromCallchain(pid, tid uint32, time, period uint64, event int, 
 	s.Pid, s.Tid, s.Time, s.Period, s.Event = pid, tid, time, period, event
 	s.Callchain = chain
 	s.Regs, s.Stack, s.StackSize = arch.Regs{}, nil, 0
-	s.NoCallGraph, s.IPKernel, s.NoTime, s.IP = false, false, false, 0
+	s.NoCallGraph, s.IPKernel, s.NoTime, s.ABI32, s.IP = false, false, false, false, 0
 	for i, pc := range chain {
 		if pc == perfdata.ContextUser && i+1 < len(chain) {
 			s.IP = chain[i+1]
@@ -278,6 +285,17 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 	}
 	p := s.procs[smp.Pid]
 	switch {
+	case smp.ABI32 && smp.Regs.Arch != arch.Unknown:
+		// perf script shows no user frames (libdw: "target platform=x86
+		// is not supported"); the interrupted PC is still known.
+		s.Stats.ABI32++
+		if pc := smp.Regs.PC(); pc != 0 {
+			f := Frame{PC: pc, First: true, Exact: true}
+			if p != nil {
+				f.Map = p.find(pc)
+			}
+			st.Frames = append(st.Frames, f)
+		}
 	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0 && p != nil && p.sp.maps.Len() > 0:
 		s.unwindUser(p, smp, st)
 	case smp.Regs.Arch != arch.Unknown && len(smp.Stack) > 0:
@@ -485,6 +503,9 @@ type Stats struct {
 	// without -g or --call-graph): no callchain, registers or stack,
 	// only the sampled address (Stack.IPOnly).
 	IPOnly uint64
+	// ABI32 counts the samples of 32-bit processes (Sample.ABI32): the
+	// interrupted PC's frame alone.
+	ABI32 uint64
 	// Frames counts user frames by the method that found their caller
 	// (index: unwind.Method); GenFrames those of Frames[MethodSFrame]
 	// found by SFrame compiled from CFI (unless Options.NoSFrameFromCFI).

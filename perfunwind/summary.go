@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/textfmt"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/unwind"
@@ -44,6 +45,9 @@ func WriteSummary(w io.Writer, s *Session) error {
 	}
 	if st.IPOnly > 0 {
 		fmt.Fprintf(&b, "hint: %d samples were recorded without call graphs (perf record without -g): each shows the sampled function alone; record with perf record --call-graph dwarf for whole stacks\n", st.IPOnly)
+	}
+	if st.ABI32 > 0 {
+		fmt.Fprintf(&b, "32-bit (%s) processes are not unwound (their ABI is not supported): %d samples show the sampled function alone\n", abi32Name(s.opts.Arch), st.ABI32)
 	}
 	fr := &st.Frames
 	gen := ""
@@ -257,4 +261,18 @@ func writeCopyAdvice(b *strings.Builder, d *stackDepths, cut uint64) {
 		fmt.Fprintf(b, " (sframe record --stack-size %d, perf record --call-graph dwarf,%d)", size, size)
 	}
 	b.WriteString("\n")
+}
+
+// abi32Name names the 32-bit programs that run on a: what a sample with
+// 32-bit registers (Sample.ABI32) ran.
+func abi32Name(a arch.Arch) string {
+	switch a {
+	case arch.AMD64:
+		return "i386"
+	case arch.ARM64:
+		return "arm"
+	case arch.S390X:
+		return "s390"
+	}
+	return "compat"
 }
