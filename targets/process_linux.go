@@ -332,7 +332,13 @@ func checkExeClass(pid int) error {
 	case err != nil:
 		return fmt.Errorf("reading executable header: %w", err)
 	case h.Class != elf.ELFCLASS64:
-		return fmt.Errorf("32-bit process not supported")
+		// Named by its machine: "not supported" alone reads as a
+		// failure of this process, not the limit it is.
+		name := arch.FromELF(elf.Machine(h.Machine)).String()
+		if name == arch.Unknown.String() {
+			name = strings.ToLower(strings.TrimPrefix(elf.Machine(h.Machine).String(), "EM_"))
+		}
+		return fmt.Errorf("a 32-bit (%s) process: only 64-bit processes are unwound", name)
 	}
 	return nil
 }

@@ -757,3 +757,45 @@ func TestAttachKilledDuringAttach(t *testing.T) {
 		t.Error("no kill landed during an attach")
 	}
 }
+
+// TestAttach32Bit attaches to an i386 program (gcc -m32): the error names
+// the limit, a 32-bit process, and its machine, in one line.
+func TestAttach32Bit(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("i386 programs run on x86-64 only")
+	}
+	testprog.NeedTool(t, "gcc")
+	exe := filepath.Join(t.TempDir(), "m32")
+	c := exec.Command("gcc", "-m32", "-x", "c", "-o", exe, "-")
+	c.Stdin = strings.NewReader("#include <unistd.h>\nint main(void) { for (;;) pause(); }\n")
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Skipf("gcc -m32 cannot build (gcc-multilib not installed?): %v\n%s", err, out)
+	}
+	cmd := exec.Command(exe)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	// Attach once the child runs the program, not the test binary's copy
+	// before its exec.
+	for i := 0; ; i++ {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)); err == nil && l == exe {
+			break
+		}
+		if i == 1000 {
+			t.Fatal("the program did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p, err := AttachProcess(cmd.Process.Pid)
+	if err == nil {
+		p.Close()
+		t.Fatal("AttachProcess of a 32-bit process succeeded")
+	}
+	if want := "a 32-bit (i386) process: only 64-bit processes are unwound"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want it to say %q", err, want)
+	}
+}
