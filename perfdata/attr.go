@@ -3,6 +3,7 @@ package perfdata
 import (
 	"encoding/binary"
 	"math/bits"
+	"strconv"
 )
 
 // Sizes of perf_event_attr as it grew (PERF_ATTR_SIZE_VER*). Fields past
@@ -63,6 +64,17 @@ type Attr struct {
 	idPos       int // word index of the ID in a SAMPLE body, -1 if none
 	isPos       int // word index from the end of the ID in a sample_id trailer, -1 if none
 	trailerSize int // bytes of the sample_id trailer when sample_id_all
+}
+
+// Label names the event as perf script does (Name), or "eventN" (its
+// Index) without a name in the recording: the one name of an event in
+// the messages of sframe report and the sample types of its profiles.
+// It is the recording's text, to be quoted for printing.
+func (a *Attr) Label() string {
+	if a.Name != "" {
+		return a.Name
+	}
+	return "event" + strconv.Itoa(a.Index)
 }
 
 // SampleIDAll reports whether records other than samples carry the

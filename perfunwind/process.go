@@ -107,6 +107,12 @@ func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *
 		smp.FromPerf(ps, s.opts.Arch)
 		smp.Event = rec.Attr.Index
 		smp.NoCallGraph = rec.Attr.SampleType&(perfdata.SampleCallchain|perfdata.SampleRegsUser|perfdata.SampleStackUser) == 0
+		if i := rec.Attr.Index; smp.NoCallGraph && (i >= len(s.noCallGraph) || s.noCallGraph[i] == nil) {
+			if i >= len(s.noCallGraph) {
+				s.noCallGraph = append(s.noCallGraph, make([]*perfdata.Attr, i+1-len(s.noCallGraph))...)
+			}
+			s.noCallGraph[i] = rec.Attr
+		}
 		smp.IPKernel = rec.Misc&perfdata.MiscCPUModeMask == perfdata.MiscKernel
 		st := next()
 		s.Unwind(&smp, st)

@@ -305,6 +305,7 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 		// No call graph was recorded: the sampled address's frame, as
 		// perf script shows it.
 		s.Stats.IPOnly++
+		s.Stats.IPOnlyEvents[smp.Event]++
 		st.IPOnly = true
 		f := Frame{PC: smp.IP, First: true, Exact: true}
 		if smp.IPKernel {
@@ -503,6 +504,8 @@ type Stats struct {
 	// without -g or --call-graph): no callchain, registers or stack,
 	// only the sampled address (Stack.IPOnly).
 	IPOnly uint64
+	// IPOnlyEvents counts IPOnly's samples by event (Sample.Event).
+	IPOnlyEvents map[int]uint64
 	// ABI32 counts the samples of 32-bit processes (Sample.ABI32): the
 	// interrupted PC's frame alone.
 	ABI32 uint64

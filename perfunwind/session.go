@@ -162,6 +162,10 @@ type Session struct {
 
 	genDue bool // a cfiCache has SFrame to compile (compileDue)
 
+	// noCallGraph are the events Process saw samples of without a call
+	// graph, by index (nil for the others): the summary names them.
+	noCallGraph []*perfdata.Attr
+
 	// depth is what the summary needs to say which stack copy would
 	// have held the walks that ended where theirs did.
 	depth stackDepths
@@ -213,6 +217,7 @@ func NewSession(opts Options) (*Session, error) {
 	}
 	s.cache.Options.DebugDirs = s.debugDirs()
 	s.Stats.StopWhere = map[StopPlace]uint64{}
+	s.Stats.IPOnlyEvents = map[int]uint64{}
 	s.jitBudget.Store(maxJITBytes)
 	if opts.Arch != 0 {
 		s.startKernel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/internal/textfmt"
+	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/unwind"
 )
@@ -43,8 +44,24 @@ func WriteSummary(w io.Writer, s *Session) error {
 		fmt.Fprintf(&b, "other samples: %d (%d of processes with no known mapping, %d from %s, %d without user registers or stack, %d without a call graph)\n",
 			n, st.NoMappings, st.Callchain, src, st.NoUser, st.IPOnly)
 	}
-	if st.IPOnly > 0 {
+	switch {
+	case st.IPOnly > 0 && st.IPOnly == st.Samples:
 		fmt.Fprintf(&b, "hint: %d samples were recorded without call graphs (perf record without -g): each shows the sampled function alone; record with perf record --call-graph dwarf for whole stacks\n", st.IPOnly)
+	case st.IPOnly > 0:
+		// Some events have call graphs: name those without.
+		var evs []string
+		for _, i := range slices.Sorted(maps.Keys(st.IPOnlyEvents)) {
+			a := &perfdata.Attr{Index: i} // given to Unwind, not read by Process
+			if i < len(s.noCallGraph) && s.noCallGraph[i] != nil {
+				a = s.noCallGraph[i]
+			}
+			evs = append(evs, fmt.Sprintf("%s (%d)", textfmt.Printable(a.Label()), st.IPOnlyEvents[i]))
+		}
+		those := "that event"
+		if len(evs) > 1 {
+			those = "those events"
+		}
+		fmt.Fprintf(&b, "hint: the samples of %s were recorded without call graphs, unlike the other events': each shows the sampled function alone; record %s with --call-graph dwarf for whole stacks\n", strings.Join(evs, ", "), those)
 	}
 	if st.ABI32 > 0 {
 		fmt.Fprintf(&b, "32-bit (%s) processes are not unwound (their ABI is not supported): %d samples show the sampled function alone\n", abi32Name(s.opts.Arch), st.ABI32)

@@ -479,14 +479,9 @@ func EventNames(attrs []*perfdata.Attr) []string {
 	return names
 }
 
-// EventLabel names event a as perf script does (Attr.Name, quoted for
-// printing), or without a name in the recording as its sample type.
-func EventLabel(a *perfdata.Attr) string {
-	if a.Name != "" {
-		return textfmt.Printable(a.Name)
-	}
-	return textfmt.Printable(eventName(a))
-}
+// EventLabel names event a as perf script does (Attr.Label, quoted for
+// printing).
+func EventLabel(a *perfdata.Attr) string { return textfmt.Printable(a.Label()) }
 
 // sortedSamples returns the samples added in a stable order: by their
 // first location, then labels.
