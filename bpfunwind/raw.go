@@ -8,7 +8,8 @@ import (
 
 // outHeader is the size of the stack record's header (struct out of
 // bpf/walk.c): period (8), user frames (4), kernel frames (2), stop and
-// event (2), time (8), process and thread (4 each), CPU (4), padding (4).
+// event (2), time (8), process and thread (4 each), CPU (4), the user
+// frame a signal interrupted (4).
 const outHeader = 40
 
 // Header is what a stack record says besides its frames.
@@ -23,6 +24,11 @@ type Header struct {
 	Pid, Tid, CPU uint32
 	// Stop says why the walk ended.
 	Stop Stop
+	// SigFrame is the index among the user frames of the one whose PC a
+	// signal interrupted, an instruction of its function rather than a
+	// return address, the frame before it being the signal trampoline;
+	// 0 for none (the first frame's PC is the sampled one anyway).
+	SigFrame int
 }
 
 // Decode reads a stack the program wrote (a record of the stacks ring,
@@ -41,6 +47,9 @@ func Decode(raw []byte, chain []uint64) (out []uint64, h Header, ok bool) {
 	h.Stop, h.Event = Stop(raw[14]), int(raw[15])
 	h.Time = le.Uint64(raw[16:])
 	h.Pid, h.Tid, h.CPU = le.Uint32(raw[24:]), le.Uint32(raw[28:]), le.Uint32(raw[32:])
+	if sf := le.Uint32(raw[36:]); int64(sf) < int64(nu) {
+		h.SigFrame = int(sf)
+	}
 	pcs := raw[outHeader:]
 	ok = nu+nk <= len(pcs)/8
 	if !ok {
@@ -63,7 +72,8 @@ func Decode(raw []byte, chain []uint64) (out []uint64, h Header, ok bool) {
 }
 
 // StackKey appends to key what identifies the stack of a record of the
-// stacks ring (Decode): its thread, event and frames, not its time,
+// stacks ring (Decode): its thread, event, frames and the frame a signal
+// interrupted (named at its PC, not before it), not its time,
 // period, CPU or why its walk stopped, nor the bytes after its frames (a
 // record reserved for 64 frames holds older records' bytes there).
 func StackKey(key, raw []byte) []byte {
@@ -75,5 +85,6 @@ func StackKey(key, raw []byte) []byte {
 	key = append(key, raw[8:14]...)  // frame counts
 	key = append(key, raw[15])       // event
 	key = append(key, raw[24:32]...) // process, thread
+	key = append(key, raw[36:40]...) // the frame a signal interrupted
 	return append(key, raw[outHeader:min(n, len(raw))]...)
 }

@@ -21,13 +21,13 @@ func TestDecode(t *testing.T) {
 	b = le.AppendUint32(b, 42)             // pid
 	b = le.AppendUint32(b, 43)             // tid
 	b = le.AppendUint32(b, 1)              // cpu
-	b = le.AppendUint32(b, 0)              // padding
+	b = le.AppendUint32(b, 1)              // the frame a signal interrupted
 	b = le.AppendUint64(b, 0xffffffff8100) // kernel
 	b = le.AppendUint64(b, 0x401000)       // user, innermost
 	b = le.AppendUint64(b, 0x402000)
 	chain, h, ok := Decode(b, nil)
 	want := []uint64{perfdata.ContextKernel, 0xffffffff8100, perfdata.ContextUser, 0x401000, 0x402000}
-	if !ok || !slices.Equal(chain, want) || h != (Header{Period: 1001, Event: 1, Time: 123456789, Pid: 42, Tid: 43, CPU: 1, Stop: StopEnd}) {
+	if !ok || !slices.Equal(chain, want) || h != (Header{Period: 1001, Event: 1, Time: 123456789, Pid: 42, Tid: 43, CPU: 1, Stop: StopEnd, SigFrame: 1}) {
 		t.Errorf("Decode: %x %+v %v, want %x", chain, h, ok, want)
 	}
 	if chain, _, ok := Decode(b[:len(b)-8], chain); ok || !slices.Equal(chain, want[:4]) {

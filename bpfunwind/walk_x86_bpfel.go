@@ -130,16 +130,16 @@ type walkScratch struct {
 	Out struct {
 		_ structs.HostLayout
 		H struct {
-			_      structs.HostLayout
-			Period uint64
-			Nuser  uint32
-			Nkern  uint16
-			Stop   uint16
-			Time   uint64
-			Pid    uint32
-			Tid    uint32
-			Cpu    uint32
-			Pad    uint32
+			_        structs.HostLayout
+			Period   uint64
+			Nuser    uint32
+			Nkern    uint16
+			Stop     uint16
+			Time     uint64
+			Pid      uint32
+			Tid      uint32
+			Cpu      uint32
+			Sigframe uint32
 		}
 		Pcs [4224]uint64
 	}

@@ -39,6 +39,12 @@ type Sample struct {
 	// (perfdata.ContextKernel, ContextUser) before each part; the user
 	// part is used only when there are no registers and stack to unwind.
 	Callchain []uint64
+	// SigFrame is, for a callchain that a walker outside the session
+	// took, the index among its user frames of the one a signal
+	// interrupted (0: none): that frame's PC is exact and the one before
+	// it is the signal trampoline, as an unwound stack marks them, so
+	// that both are named at their PC, not inside a call before it.
+	SigFrame int
 	// Regs are the user registers, DWARF-numbered; Regs.Arch is zero when
 	// the sample has none (a kernel thread).
 	Regs arch.Regs
@@ -51,6 +57,11 @@ type Sample struct {
 	StackSize uint64
 
 	regs regMap // FromPerf's, for the last register mask
+	// walked says the callchain's user frames were unwound by a walker
+	// outside the session (FromCallchain): callers are return addresses
+	// named inside their call, as unwound frames are, where perf's own
+	// callchains show them as they are.
+	walked bool
 }
 
 // regMap gives the DWARF number of each register of a dump of mask on
@@ -87,6 +98,7 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 	}
 	s.Regs = arch.Regs{}
 	s.Stack, s.StackSize = nil, 0
+	s.walked, s.SigFrame = false, 0
 	s.ABI32 = ps.RegsUser.ABI == perfdata.RegsABI32
 	if r := &ps.RegsUser; r.ABI != perfdata.RegsABINone && r.Mask != 0 {
 		// As r.DWARFRegs(a, s.Regs.Set), without a call per register.
@@ -107,12 +119,14 @@ func (s *Sample) FromPerf(ps *perfdata.Sample, a arch.Arch) {
 // FromCallchain makes s the sample of a stack a walker outside the
 // session took (sframe record --bpf's, in the kernel): its callchain
 // chain (with perf's context markers), which s keeps, no registers and
-// no stack copy, and as IP the first user frame's address.
+// no stack copy, and as IP the first user frame's address. SigFrame is
+// 0: the walker sets it where it knows of a signal frame.
 func (s *Sample) FromCallchain(pid, tid uint32, time, period uint64, event int, chain []uint64) {
 	s.Pid, s.Tid, s.Time, s.Period, s.Event = pid, tid, time, period, event
 	s.Callchain = chain
 	s.Regs, s.Stack, s.StackSize = arch.Regs{}, nil, 0
-	s.NoCallGraph, s.IPKernel, s.NoTime, s.ABI32, s.IP = false, false, false, false, 0
+	s.NoCallGraph, s.IPKernel, s.NoTime, s.ABI32, s.IP, s.SigFrame = false, false, false, false, 0, 0
+	s.walked = true
 	for i, pc := range chain {
 		if pc == perfdata.ContextUser && i+1 < len(chain) {
 			s.IP = chain[i+1]
@@ -322,7 +336,10 @@ func (s *Session) Unwind(smp *Sample, st *Stack) {
 			if i >= maxDepth {
 				break
 			}
-			f := Frame{PC: pc, First: i == 0, Exact: i == 0}
+			f := Frame{PC: pc, First: i == 0, Exact: i == 0, unwound: smp.walked}
+			if sf := smp.SigFrame; sf > 0 && (i == sf || i == sf-1) {
+				f.Exact, f.Signal = true, i == sf-1
+			}
 			if p != nil {
 				f.Map = p.find(pc)
 			}

@@ -3,12 +3,14 @@
 package recorder
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -481,5 +483,41 @@ func TestBPFSignalAndPLT(t *testing.T) {
 			}
 			checkBPF(t, p)
 		})
+	}
+}
+
+// TestBPFCallersAtFunctionEnd records with --bpf a program whose callers
+// each end with their call (testdata/noreturn.c): their return addresses
+// are the first byte after their functions, and the folded stacks name
+// them inside the call, as the user-space walk does, not the padding or
+// function after it.
+func TestBPFCallersAtFunctionEnd(t *testing.T) {
+	needBPF(t)
+	exe := testprog.Build(t, "testdata/noreturn.c", "-O2")
+	p, err := Record(context.Background(), Options{BPF: true, Command: exec.Command(exe, "300000000")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.WriteFolded(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var all, whole int
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		n, err := strconv.Atoi(l[i+1:])
+		if i < 0 || err != nil {
+			t.Fatalf("folded line %q", l)
+		}
+		all += n
+		if strings.HasSuffix(l[:i], ";main;g;f;die") {
+			whole += n
+		}
+		if strings.Contains(l, "[noreturn]") {
+			t.Errorf("a caller named as no function: %s", l)
+		}
+	}
+	if all == 0 || whole < all*9/10 {
+		t.Errorf("%d of %d samples in main;g;f;die, want 90%% or more:\n%s", whole, all, buf.String())
 	}
 }

@@ -313,6 +313,7 @@ func (r *recorder) stack(raw []byte, late bool) {
 		r.roundMax = h.Time
 	}
 	r.smp.FromCallchain(h.Pid, h.Tid, h.Time, h.Period, h.Event, chain)
+	r.smp.SigFrame = h.SigFrame
 	r.take(h.Time, late, evStack, raw)
 }
 

@@ -181,7 +181,7 @@ struct hdr {
 	u64 time; // bpf_ktime_get_ns: CLOCK_MONOTONIC, the records' clock
 	u32 pid, tid;
 	u32 cpu;
-	u32 pad;
+	u32 sigframe; // the user frame a signal interrupted (its PC exact, the frame before it the trampoline), 0 for none
 };
 
 struct out {
@@ -873,7 +873,9 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	h->pid = pt >> 32;
 	h->tid = (u32)pt;
 	h->cpu = cpu;
-	h->pad = 0;
+	// The profiler names that frame at its PC, not at the byte before
+	// (a return address's call), as the walk looked its row up.
+	h->sigframe = st->sigframe < nu ? st->sigframe : 0;
 	h->time = bpf_ktime_get_ns();
 	if (rec) {
 		bpf_ringbuf_submit(rec, flags);
