@@ -28,9 +28,12 @@ func TestCopyEndCounted(t *testing.T) {
 			t.Errorf("%d walks ended with %q in %s: the copy's end, counted elsewhere", n, w.Stop, w.Module)
 		}
 	}
+	// The deep thread's cut walks are measured by its complete ones; a
+	// sample in ld.so's start, if cut, has none ("would have held the N
+	// whose stacks ...").
 	_, sum := summarize(t, path)
-	if !strings.Contains(sum, "walks needed more stack than the 4096 bytes copied: a copy of ") || !strings.Contains(sum, "would have held them all") {
-		t.Errorf("the summary does not name a copy that would have held every cut walk")
+	if !strings.Contains(sum, "walks needed more stack than the 4096 bytes copied: a copy of ") || !strings.Contains(sum, " would have held ") {
+		t.Errorf("the summary does not name a copy that would have held the cut walks")
 	}
 }
 

@@ -46,8 +46,20 @@ func TestMixedCallGraphs(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("perf script printed no sample without a call graph")
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("samples without call graphs: %d lines, perf script's %d; first of ours %q, of perf's %q", len(got), len(want), got[:min(1, len(got))], want[0])
+	// perf names some PLT entries after the unsized symbol before the
+	// PLT, _init, as TestAgainstPerfScript's catNames allows: such a
+	// line of ours names the entry (name@plt), the rest being the same.
+	for i := range min(len(got), len(want)) {
+		if g, w := got[i], want[i]; g != w && strings.Contains(w, " _init (") {
+			if j := strings.LastIndex(g, "@plt ("); j >= 0 {
+				if k := strings.LastIndexByte(g[:j], ' '); k >= 0 && g[:k]+" _init"+g[j+len("@plt"):] == w {
+					got[i] = w
+				}
+			}
+		}
+	}
+	if i := firstDiff(got, want); i >= 0 {
+		t.Errorf("samples without call graphs: %d lines, perf script's %d; line %d: ours %q, perf's %q", len(got), len(want), i+1, at(got, i), at(want, i))
 	}
 
 	var sum bytes.Buffer
@@ -63,4 +75,23 @@ func TestMixedCallGraphs(t *testing.T) {
 	if !strings.Contains(hint, "task-clock/call-graph=no/") || strings.Contains(hint, "cpu-clock") || !strings.Contains(hint, "--call-graph dwarf") {
 		t.Errorf("the hint does not name task-clock/call-graph=no/ alone: %q\n%s", hint, sum.String())
 	}
+}
+
+// firstDiff returns the index of the first line where a and b differ,
+// or -1 when they are equal.
+func firstDiff(a, b []string) int {
+	for i := range max(len(a), len(b)) {
+		if at(a, i) != at(b, i) || i >= len(a) || i >= len(b) {
+			return i
+		}
+	}
+	return -1
+}
+
+// at returns ls[i], or "" past its end.
+func at(ls []string, i int) string {
+	if i < len(ls) {
+		return ls[i]
+	}
+	return ""
 }
