@@ -721,26 +721,33 @@ func TestAgainstPerfScript(t *testing.T) {
 
 // inlinesRecording records testdata/inlines.c, built with DWARF, and on
 // x86-64 with testdata/alias.S.
-var inlinesRecording = recording{name: "inlines", prog: func(t testing.TB) []string {
-	flags := []string{"-O2", "-g"}
-	if runtime.GOARCH == "amd64" {
-		s, err := filepath.Abs("testdata/alias.S")
-		if err != nil {
-			t.Fatal(err)
-		}
-		flags = append(flags, s)
-	}
-	return []string{testprog.Build(t, "testdata/inlines.c", flags...), work(t)}
-}}
+var inlinesRecording = recording{name: "inlines", prog: inlinesProg("-O2", "-g")}
 
-// TestInlinesAgainstPerfScript compares the text of a recording with its
-// inlined calls (Resolver.Inlines) with perf script's without
-// --no-inline, sample by sample: perf shows the frames addr2line -f -i
-// gives, the function itself as inlined where its DWARF name is not its
-// symbol's (a clone), names from the DWARF linkage name first, and of
-// DWARF entries for one function under several names the last.
-func TestInlinesAgainstPerfScript(t *testing.T) {
-	path := record(t, inlinesRecording)
+// inlinesSymtabRecording records the same program built without DWARF.
+var inlinesSymtabRecording = recording{name: "inlines-symtab", prog: inlinesProg("-O2")}
+
+// inlinesProg builds testdata/inlines.c with flags, and on x86-64
+// testdata/alias.S with it.
+func inlinesProg(flags ...string) func(t testing.TB) []string {
+	return func(t testing.TB) []string {
+		args := slices.Clip(flags)
+		if runtime.GOARCH == "amd64" {
+			s, err := filepath.Abs("testdata/alias.S")
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, s)
+		}
+		return []string{testprog.Build(t, "testdata/inlines.c", args...), work(t)}
+	}
+}
+
+// inlinesTexts returns the samples of the recording rc as perf script
+// shows them without --no-inline, and as we do with Resolver.Inlines,
+// after checking that there are as many and that 99% are identical.
+func inlinesTexts(t *testing.T, rc recording) (ps, ours []string) {
+	t.Helper()
+	path := record(t, rc)
 	perfText := perfScriptText(t, path)
 	r, s := openSession(t, path, perfunwind.Options{})
 	res := perfunwind.NewResolver(s)
@@ -754,12 +761,12 @@ func TestInlinesAgainstPerfScript(t *testing.T) {
 	if err := sw.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	ps := strings.Split(strings.TrimSpace(string(perfText)), "\n\n")
-	ours := strings.Split(strings.TrimSpace(ourText.String()), "\n\n")
+	ps = strings.Split(strings.TrimSpace(string(perfText)), "\n\n")
+	ours = strings.Split(strings.TrimSpace(ourText.String()), "\n\n")
 	if len(ps) != len(ours) {
 		t.Fatalf("perf script shows %d samples, we %d", len(ps), len(ours))
 	}
-	same, clone, linkage, alias := 0, 0, 0, 0
+	same := 0
 	var diffs []string
 	for i := range ps {
 		if ps[i] == ours[i] {
@@ -767,11 +774,8 @@ func TestInlinesAgainstPerfScript(t *testing.T) {
 		} else if len(diffs) < 3 {
 			diffs = append(diffs, fmt.Sprintf("perf:\n%s\nours:\n%s", ps[i], ours[i]))
 		}
-		clone += strings.Count(ps[i], " work (inlined)\n")
-		linkage += strings.Count(ps[i], " leaf_impl (")
-		alias += strings.Count(ps[i], " churn_second (")
 	}
-	t.Logf("%d of %d samples identical; perf shows the clone as inlined work %d times, leaf_impl %d, churn_second %d", same, len(ps), clone, linkage, alias)
+	t.Logf("%d of %d samples identical", same, len(ps))
 	for _, d := range diffs {
 		t.Log(d)
 	}
@@ -781,9 +785,56 @@ func TestInlinesAgainstPerfScript(t *testing.T) {
 	if float64(same) < 0.99*float64(len(ps)) {
 		t.Errorf("%d of %d samples identical to perf script's, want 99%%", same, len(ps))
 	}
+	return ps, ours
+}
+
+// TestInlinesAgainstPerfScript compares the text of a recording with its
+// inlined calls (Resolver.Inlines) with perf script's without
+// --no-inline, sample by sample: perf shows the frames addr2line -f -i
+// gives, the function itself as inlined where its DWARF name is not its
+// symbol's (a clone), names from the DWARF linkage name first, and of
+// DWARF entries for one function under several names the last.
+func TestInlinesAgainstPerfScript(t *testing.T) {
+	ps, _ := inlinesTexts(t, inlinesRecording)
+	clone, linkage, alias := 0, 0, 0
+	for i := range ps {
+		clone += strings.Count(ps[i], " work (inlined)\n")
+		linkage += strings.Count(ps[i], " leaf_impl (")
+		alias += strings.Count(ps[i], " churn_second (")
+	}
+	t.Logf("perf shows the clone as inlined work %d times, leaf_impl %d, churn_second %d", clone, linkage, alias)
 	// What the comparison must cover: the rule for the function itself
 	// (a clone of work, shown as inlined), and the linkage name.
 	if clone < len(ps)/10 || linkage < len(ps)/10 || runtime.GOARCH == "amd64" && alias < len(ps)/20 {
 		t.Errorf("perf shows work (inlined) %d times, leaf_impl %d and churn_second %d in %d samples: the program's frames are not those the test is for", clone, linkage, alias, len(ps))
+	}
+}
+
+// TestInlinesSymtabAgainstPerfScript is TestInlinesAgainstPerfScript for
+// the program built without DWARF, where addr2line names functions from
+// the symbol table: of alias.S's two names, equal in size, the first in
+// the table (churn_first), which perf, naming the code by the longer
+// (churn_second), shows as inlined. We showed churn_second as the symbol
+// itself, in half the samples. On the vDSO, perf runs no addr2line: its
+// frames keep perf's name (__vdso_clock_gettime, where addr2line gives
+// its alias clock_gettime).
+func TestInlinesSymtabAgainstPerfScript(t *testing.T) {
+	ps, ours := inlinesTexts(t, inlinesSymtabRecording)
+	alias, vdso, vdsoDiff := 0, 0, 0
+	for i := range ps {
+		alias += strings.Count(ps[i], " churn_first (inlined)\n")
+		if strings.Contains(ps[i], " ([vdso])\n") {
+			vdso++
+			if ps[i] != ours[i] {
+				vdsoDiff++
+			}
+		}
+	}
+	t.Logf("perf shows churn_first (inlined) %d times, the vDSO in %d samples", alias, vdso)
+	if vdsoDiff > 0 {
+		t.Errorf("%d of the %d samples in the vDSO differ from perf script's", vdsoDiff, vdso)
+	}
+	if runtime.GOARCH == "amd64" && alias < len(ps)/20 || vdso == 0 {
+		t.Errorf("perf shows churn_first (inlined) %d times and the vDSO in %d of %d samples: the program's frames are not those the test is for", alias, vdso, len(ps))
 	}
 }

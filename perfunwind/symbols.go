@@ -146,7 +146,10 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 		d := r.demangled(l.Sym)
 		l.Name, l.Short, l.Unversioned = d[0], d[1], d[2]
 	}
-	if r.Inlines {
+	if r.Inlines && f.image == nil {
+		// perf runs addr2line on files only, not on the vDSO, whose
+		// frames it names by its own symbol even where addr2line
+		// prefers an alias (clock_gettime for __vdso_clock_gettime).
 		l.Inlined, l.Func = r.sym.InlinesIn(f.key, addr)
 	}
 	if l.Sym == "" && l.File == "" && l.Inlined == nil {

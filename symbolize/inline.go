@@ -1,7 +1,9 @@
 package symbolize
 
 import (
+	"cmp"
 	"debug/dwarf"
+	"slices"
 )
 
 // Inline is one level of inlining at an address: the function inlined,
@@ -36,21 +38,51 @@ func (s *Symbolizer) Inlines(path string, addr uint64) []Inline {
 
 // InlinesIn returns what Inlines does, and the function whose code holds
 // addr: the subprogram DWARF places it in, which the calls were inlined
-// into (Name and Linkage set, File and Line not); a zero Inline when
-// DWARF has no subprogram there (code written in assembly, say). Those
-// are the frames addr2line -f -i prints, which perf script shows.
+// into (Name and Linkage set, File and Line not); where DWARF has none
+// (no DWARF, or code written in assembly), the function addr2line names
+// from the symbol table (symtabFunc); a zero Inline when neither knows
+// one. Those are the frames addr2line -f -i prints, which perf script
+// shows.
 func (s *Symbolizer) InlinesIn(path string, addr uint64) ([]Inline, Inline) {
 	m := s.get(path, nil)
 	if m.err != nil || m.loadSyms() != nil {
 		return nil, Inline{}
 	}
 	m.linesOnce.Do(m.buildLines)
-	if m.dw == nil {
-		return nil, Inline{}
+	var calls []Inline
+	var fn Inline
+	if m.dw != nil {
+		m.inlMu.Lock()
+		calls, fn = m.inlines(addr)
+		m.inlMu.Unlock()
 	}
-	m.inlMu.Lock()
-	defer m.inlMu.Unlock()
-	return m.inlines(addr)
+	if fn == (Inline{}) {
+		fn = m.symtabFunc(addr)
+	}
+	return calls, fn
+}
+
+// symtabFunc returns the function addr2line names at addr from the
+// symbol table: lookupFunc's symbol or, where addr2line prefers another
+// of the names at its start, that one (funcSyms' a2l): in a Rust program
+// built without debug information, <u64 as Display>::fmt for the code
+// that perf and gdb name by its alias <usize as Display>::fmt.
+func (m *module) symtabFunc(addr uint64) Inline {
+	s, ok := m.lookupFunc(addr)
+	if !ok {
+		return Inline{}
+	}
+	name := s.Name
+	if i, found := slices.BinarySearchFunc(m.a2l, s.Start, func(e sym, start uint64) int {
+		return cmp.Compare(e.start, start)
+	}); found {
+		name = symName(m.a2l[i].name)
+	}
+	in := Inline{Name: Demangle(name)}
+	if in.Name != name {
+		in.Linkage = name
+	}
+	return in
 }
 
 func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {

@@ -81,8 +81,8 @@ func addr2lineInlines(t *testing.T, file string, addrs []uint64) [][]string {
 // the same number of levels, the same positions at each, and the same
 // names of the inlined functions and of the function itself (addr2line's
 // last name: from DWARF, the linkage name first; where DWARF has no
-// function, addr2line names one from the symbol table, and InlinesIn
-// none: not compared).
+// function, from the symbol table; where InlinesIn names none, not
+// compared).
 // Positions are compared by file base name and line: in -i mode,
 // binutils 2.40's addr2line joins DWARF 5 directories twice
 // ("./libio/./libio/libioP.h" for what it prints as "libio/libioP.h"
@@ -252,4 +252,77 @@ func textRange(t *testing.T, file string) (lo, hi uint64) {
 		t.Fatalf("%s: no .text", file)
 	}
 	return sec.Addr, sec.Addr + sec.Size
+}
+
+// aliasSource has a function under two names, which perf, gdb and
+// addr2line each choose between by rules of their own.
+const aliasSource = `
+static volatile unsigned long sink;
+__attribute__((noinline)) void work(void) { for (int i = 0; i < 1000; i++) sink += i; }
+void work_alias_longer(void) __attribute__((alias("work")));
+int main(void) { work(); return 0; }
+`
+
+// TestInlinesInSymtab compares the function InlinesIn gives with
+// addr2line -f's at every address of a program built without DWARF:
+// addr2line names it from the symbol table, where it prefers the first
+// of equal aliases (work) and perf the longer name (work_alias_longer),
+// so that perf script, which shows addr2line's name, shows the frame as
+// "work (inlined)". InlinesIn gave no function there before, and perf
+// script's text was "work_alias_longer (FILE)".
+func TestInlinesInSymtab(t *testing.T) {
+	testprog.NeedTool(t, "gcc")
+	dir := t.TempDir()
+	src, exe := filepath.Join(dir, "alias.c"), filepath.Join(dir, "alias")
+	if err := os.WriteFile(src, []byte(aliasSource), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("gcc", "-O2", "-o", exe, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	lo, hi := textRange(t, exe)
+	var addrs []uint64
+	for a := lo; a < hi; a++ {
+		addrs = append(addrs, a)
+	}
+	want := addr2lineInlines(t, exe, addrs)
+	for _, perf := range []bool{false, true} {
+		s := New()
+		s.PerfNames = perf
+		named, aliased, bad := 0, 0, 0
+		for i, a := range addrs {
+			sym, ok := s.LookupFunc(exe, a)
+			if !ok {
+				// Padding after a function: addr2line names the function
+				// before it, perf no function at all, and shows no
+				// inlined calls without one.
+				continue
+			}
+			calls, fn := s.InlinesIn(exe, a)
+			wn, _, _ := strings.Cut(want[i][len(want[i])-1], "@")
+			got := fn.Linkage
+			if got == "" {
+				got = fn.Name
+			}
+			if wn == "??" {
+				wn = ""
+			}
+			if len(calls) != 0 || got != wn {
+				if bad++; bad <= 5 {
+					t.Errorf("PerfNames %v: %#x: %v, %q; addr2line %q", perf, a, calls, got, wn)
+				}
+				continue
+			}
+			if got != "" {
+				named++
+			}
+			if got == "work" && sym.Name == "work_alias_longer" {
+				aliased++
+			}
+		}
+		t.Logf("PerfNames %v: %d addresses of %d named as addr2line names them, %d of them where Lookup gives the other alias", perf, named, len(addrs), aliased)
+		if named == 0 || perf && aliased == 0 {
+			t.Errorf("PerfNames %v: %d addresses named, %d of them by the alias Lookup does not give: not the case this tests", perf, named, aliased)
+		}
+	}
 }

@@ -115,6 +115,7 @@ type module struct {
 	symErr error         // no symbols and no DWARF
 
 	syms   []sym
+	a2l    []sym         // aliases addr2line names instead of syms' (funcSyms)
 	labels []sym         // untyped code labels (readTextLabels)
 	debug  string        // separate debug file used, if any
 	dwFile *elffile.File // file whose DWARF the line index is built from; closed after
@@ -434,7 +435,7 @@ func (m *module) readSyms(name string) error {
 	if m.perf {
 		pick = perfBetter
 	}
-	m.syms = funcSyms(cs, pick)
+	m.syms, m.a2l = funcSyms(cs, pick)
 
 	// DWARF: the debug file's, else ours; read on the first line lookup.
 	switch {

@@ -405,10 +405,10 @@ func TestPerfNames(t *testing.T) {
 		// Last in the table, nothing follows to size it.
 		{[]cand{mk(subst, 0x10, 296, elf.STB_GLOBAL), mk(visit, 0x10, 0, elf.STB_GLOBAL)}, subst, subst},
 	} {
-		if got := funcSyms(slices.Clone(c.cands), better); len(got) < 1 || got[0].name != c.gdb {
+		if got, _ := funcSyms(slices.Clone(c.cands), better); len(got) < 1 || got[0].name != c.gdb {
 			t.Errorf("better: %+v", got)
 		}
-		if got := funcSyms(slices.Clone(c.cands), perfBetter); len(got) < 1 || got[0].name != c.perf {
+		if got, _ := funcSyms(slices.Clone(c.cands), perfBetter); len(got) < 1 || got[0].name != c.perf {
 			t.Errorf("perfBetter: %+v, want %s", got, c.perf)
 		}
 	}
@@ -418,7 +418,7 @@ func TestFuncSymsTieBreak(t *testing.T) {
 	mk := func(name string, v, size uint64, bind elf.SymBind) cand {
 		return cand{sym: sym{v, size, name}, bind: bind}
 	}
-	got := funcSyms([]cand{
+	got, _ := funcSyms([]cand{
 		mk("__GI_foo", 0x100, 0x20, elf.STB_LOCAL),
 		mk("__foo", 0x100, 0x20, elf.STB_GLOBAL),
 		mk("foo", 0x100, 0x20, elf.STB_WEAK),

@@ -292,11 +292,19 @@ func bindRank(b elf.SymBind) int {
 	return 2
 }
 
+// a2lBetter is better as addr2line decides where it names a function
+// from the symbol table (binutils 2.40, bfd's elf_find_function): of
+// symbols of one start, the larger (a symbol without size counting as
+// 1), the first in table order of equals.
+func a2lBetter(a, b *cand) bool { return max(a.size, 1) > max(b.size, 1) }
+
 // funcSyms sorts the candidates by start and keeps the best one per
 // start, as pick (better or perfBetter) says; candidates of equal start
 // are offered in table order. Sorting on the address alone keeps the sort
 // cheap; the full order is applied only within runs of equal starts.
-func funcSyms(cs []cand, pick func(a, b *cand) bool) []sym {
+// a2l holds, in order of start, the symbols addr2line names instead of
+// the one kept (a2lBetter), only where the two differ.
+func funcSyms(cs []cand, pick func(a, b *cand) bool) (syms, a2l []sym) {
 	order := sortedByStart(cs)
 	n := 0 // distinct starts: the result's exact size
 	for i := range order {
@@ -314,15 +322,23 @@ func funcSyms(cs []cand, pick func(a, b *cand) bool) []sym {
 		if last := &cs[order[j-1]]; last.size == 0 && j < len(order) {
 			last.grown = true
 		}
+		a := best // addr2line's
 		for k := i + 1; k < j; k++ {
-			if c := &cs[order[k]]; pick(c, best) {
+			c := &cs[order[k]]
+			if pick(c, best) {
 				best = c
+			}
+			if a2lBetter(c, a) {
+				a = c
 			}
 		}
 		out = append(out, best.sym)
+		if a != best && symName(a.name) != symName(best.name) {
+			a2l = append(a2l, a.sym)
+		}
 		i = j
 	}
-	return out
+	return out, a2l
 }
 
 // sortedByStart returns the indexes of cs in order of start address.
