@@ -63,21 +63,36 @@ func (s *Symbolizer) InlinesIn(path string, addr uint64) ([]Inline, Inline) {
 }
 
 // symtabFunc returns the function addr2line names at addr from the
-// symbol table: lookupFunc's symbol or, where addr2line prefers another
-// of the names at its start, that one (funcSyms' a2l): in a Rust program
-// built without debug information, <u64 as Display>::fmt for the code
-// that perf and gdb name by its alias <usize as Display>::fmt.
+// symbol table (symtabName), as an Inline.
 func (m *module) symtabFunc(addr uint64) Inline {
-	s, ok := m.lookupFunc(addr)
+	name, _, ok := m.symtabName(addr)
 	if !ok {
 		return Inline{}
 	}
-	name := s.Name
+	return symtabInline(name)
+}
+
+// symtabName returns the name addr2line gives the function at addr from
+// the symbol table, and its start: lookupFunc's symbol or, where
+// addr2line prefers another of the names at its start, that one
+// (funcSyms' a2l): in a Rust program built without debug information,
+// <u64 as Display>::fmt for the code that perf and gdb name by its alias
+// <usize as Display>::fmt.
+func (m *module) symtabName(addr uint64) (name string, start uint64, ok bool) {
+	s, ok := m.lookupFunc(addr)
+	if !ok {
+		return "", 0, false
+	}
 	if i, found := slices.BinarySearchFunc(m.a2l, s.Start, func(e sym, start uint64) int {
 		return cmp.Compare(e.start, start)
 	}); found {
-		name = symName(m.a2l[i].name)
+		return symName(m.a2l[i].name), s.Start, true
 	}
+	return s.Name, s.Start, true
+}
+
+// symtabInline is the Inline of a function named by its symbol name.
+func symtabInline(name string) Inline {
 	in := Inline{Name: Demangle(name)}
 	if in.Name != name {
 		in.Linkage = name
@@ -93,6 +108,8 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 		return nil, Inline{}
 	}
 	files := m.cuFiles[cu.Offset]
+	lang, _ := cu.Val(dwarf.AttrLanguage).(int64)
+	var fnLow uint64 // the subprogram's first address, as addr2line takes it
 	// Walk down the DIEs containing addr: a subprogram, then lexical
 	// blocks and inlined subroutines, recording the latter outermost
 	// first. Entries that do not contain addr are skipped whole. Until
@@ -145,6 +162,9 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 		if e.Tag == dwarf.TagSubprogram {
 			// The innermost one, for GNU C's nested functions.
 			fn.Name, fn.Linkage = m.originName(e, 0)
+			if rs, err := dw.Ranges(e); err == nil && len(rs) > 0 {
+				fnLow = rs[0][0]
+			}
 			inFunc = true
 		}
 		if e.Tag == dwarf.TagInlinedSubroutine {
@@ -165,11 +185,39 @@ func (m *module) inlines(addr uint64) (calls []Inline, fn Inline) {
 			break // the innermost entry containing addr
 		}
 	}
+	if len(chain) == 0 && fn.Linkage == "" && fn.Name != "" && !plainNames(lang) {
+		// addr2line (bfd's _bfd_dwarf2_find_nearest_line) takes a plain
+		// DWARF name for a linkage name only in the languages of
+		// plainNames; in others it names the function by the symbol
+		// that starts where it does: Go's runtime.mstart.abi0 (DWARF:
+		// runtime.mstart), a C++ extern "C" function's clone
+		// cfun.constprop.0 (DWARF: cfun). Where inlined calls are, the
+		// innermost is renamed instead if it starts there: not done
+		// here (bfd reads none of Go's; C++'s and Rust's have linkage
+		// names).
+		if name, start, ok := m.symtabName(addr); ok && start == fnLow {
+			fn = symtabInline(name)
+		}
+	}
 	// Innermost first.
 	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
 		chain[i], chain[j] = chain[j], chain[i]
 	}
 	return chain, fn
+}
+
+// plainNames reports whether addr2line takes the plain names (DW_AT_name)
+// of DWARF in the language lang (DW_AT_language) as linkage names: those
+// binutils 2.40's mangle_style gives no demangling style (C, assembler,
+// and a few others).
+func plainNames(lang int64) bool {
+	switch lang {
+	case 0x1, 0x2, 0xc, 0x1d, 0x2c, // C89, C, C99, C11, C17
+		0x5, 0x6, 0x7, 0x9, 0xf, 0x12, // Cobol74, Cobol85, Fortran77, Pascal83, PL/I, UPC
+		0x8001, 0x8765: // MIPS assembler (gas), GNU UPC
+		return true
+	}
+	return false
 }
 
 // lastAlias returns the function holding addr among fn (the subprogram

@@ -326,3 +326,92 @@ func TestInlinesInSymtab(t *testing.T) {
 		}
 	}
 }
+
+// TestInlinesFuncBySymbol compares the function InlinesIn gives with
+// addr2line -f's where DWARF names it plainly (no linkage name) and a
+// symbol of another name starts where it does: addr2line takes the
+// symbol's name, but in C and assembler, whose plain names it takes for
+// linkage names. In C++, the clone cfun.constprop.0 of an extern "C"
+// function (DWARF: cfun); in Go, the assembler functions, whose symbols
+// end in .abi0 (runtime.mstart.abi0; DWARF: runtime.mstart). InlinesIn
+// gave the DWARF names before, and perf script, which shows addr2line's,
+// showed them as inlined: "runtime.mstart (inlined)" for perf's
+// "runtime.mstart.abi0 (FILE)".
+func TestInlinesFuncBySymbol(t *testing.T) {
+	dir := t.TempDir()
+	t.Run("g++", func(t *testing.T) {
+		testprog.NeedTool(t, "g++")
+		src, exe := filepath.Join(dir, "clone.cc"), filepath.Join(dir, "clone")
+		code := `static volatile int sink;
+extern "C" { __attribute__((noinline)) static int cfun(int x, int unused) { for (int i = 0; i < x; i++) sink += i; return sink; } }
+int main(int argc, char **) { return cfun(argc * 1000, 7) + cfun(argc, 7); }
+`
+		if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("g++", "-O2", "-g", "-o", exe, src).CombinedOutput(); err != nil {
+			t.Fatalf("g++: %v\n%s", err, out)
+		}
+		addrs := symAddrs(t, exe, func(name string) bool { return strings.HasPrefix(name, "cfun.") }, 1)
+		checkInlines(t, New(), exe, exe, addrs)
+	})
+	t.Run("go", func(t *testing.T) {
+		testprog.NeedTool(t, "go")
+		src, exe := filepath.Join(dir, "main.go"), filepath.Join(dir, "goprog")
+		if err := os.WriteFile(src, []byte("package main\n\nfunc main() { println(\"hello\") }\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("go", "build", "-o", exe, src)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		// Every 7th byte of the runtime's assembler functions, which
+		// call nothing inlined; their names only: binutils 2.40's
+		// addr2line reads neither lines nor inlined calls from Go's
+		// DWARF ("go.go:?").
+		addrs := symAddrs(t, exe, func(name string) bool { return strings.HasSuffix(name, ".abi0") }, 7)
+		want := addr2lineInlines(t, exe, addrs)
+		s, bad := New(), 0
+		for i, a := range addrs {
+			_, fn := s.InlinesIn(exe, a)
+			wn, _, _ := strings.Cut(want[i][len(want[i])-1], "@")
+			if fn.Name != wn {
+				if bad++; bad <= 5 {
+					t.Errorf("%#x: %q; addr2line %q", a, fn.Name, wn)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%d of %d addresses named otherwise than by addr2line", bad, len(addrs))
+		}
+	})
+}
+
+// symAddrs returns every step-th address of the sized functions of file
+// whose symbols' names match, at most 3,000.
+func symAddrs(t *testing.T, file string, match func(string) bool, step uint64) []uint64 {
+	t.Helper()
+	f, err := elf.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []uint64
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || !match(s.Name) {
+			continue
+		}
+		for a := s.Value; a < s.Value+s.Size && len(addrs) < 3000; a += step {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		t.Fatalf("%s: no function to test", file)
+	}
+	return addrs
+}
