@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -519,5 +521,44 @@ func TestBPFCallersAtFunctionEnd(t *testing.T) {
 	}
 	if all == 0 || whole < all*9/10 {
 		t.Errorf("%d of %d samples in main;g;f;die, want 90%% or more:\n%s", whole, all, buf.String())
+	}
+}
+
+// TestBPFi386 records an i386 program (gcc -m32) with frame pointers,
+// whose frames hold an address of its code and a zero where a 64-bit walk
+// reads a return address: the kernel walk passes its samples on to
+// user space, which gives each the sampled function alone, where a
+// 64-bit walk made up a caller (prog;[prog];leaf).
+func TestBPFi386(t *testing.T) {
+	needBPF(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("i386 programs run on x86-64 only")
+	}
+	exe := filepath.Join(t.TempDir(), "fpargs32")
+	if out, err := exec.Command("gcc", "-m32", "-O2", "-fno-omit-frame-pointer", "-o", exe, "testdata/fpargs32.c").CombinedOutput(); err != nil {
+		t.Skipf("gcc -m32 cannot build (gcc-multilib not installed?): %v\n%s", err, out)
+	}
+	p, err := Record(context.Background(), Options{BPF: true, Command: exec.Command(exe, "20000")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.WriteFolded(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var all, alone int
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		n, err := strconv.Atoi(l[i+1:])
+		if i < 0 || err != nil {
+			t.Fatalf("folded line %q", l)
+		}
+		all += n
+		if l[:i] == "fpargs32;leaf" {
+			alone += n
+		}
+	}
+	if all == 0 || alone < all*9/10 {
+		t.Errorf("%d of %d samples fpargs32;leaf, want 90%% or more:\n%s", alone, all, buf.String())
 	}
 }

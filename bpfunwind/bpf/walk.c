@@ -97,6 +97,10 @@ struct proc {
 };
 
 // Stop reasons (bpfunwind.Stop).
+// USER32_CS is the code segment of a 32-bit task's user mode (the
+// kernel's __USER32_CS on x86-64).
+#define USER32_CS 0x23
+
 #define STOP_END 0   // outermost frame, or a zero return address
 #define STOP_DEPTH 1 // max_depth frames
 #define STOP_READ 2  // a read of the stack failed
@@ -782,10 +786,12 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 	u64 sp0 = 0;
 	struct rec *rec = 0;
 
+	u64 ucs = 0;
 	if ((ctx->regs.cs & 3) != 0) {
 		st->pc = ctx->regs.rip;
 		st->sp = ctx->regs.rsp;
 		st->fp = ctx->regs.rbp;
+		ucs = ctx->regs.cs;
 	} else {
 		// A kernel thread's saved registers are zero: no user mode.
 		struct pt_regs *r = (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -793,9 +799,19 @@ int walk_stack(struct bpf_perf_event_data *ctx) {
 			st->pc = r->rip;
 			st->sp = r->rsp;
 			st->fp = r->rbp;
+			ucs = r->cs;
 			count(C_KERNEL_MODE);
 		}
 	}
+	if (ucs == USER32_CS && fallback) {
+		// A 32-bit (i386) task: its stack holds 4-byte slots, which
+		// 64-bit rows and frame pointers would read as garbage frames.
+		// The profiler says so of the sample (perf's ABI_32 registers).
+		count(C_FALLBACK);
+		return 1;
+	}
+	if (ucs == USER32_CS)
+		st->pc = 0;
 	u64 pt = bpf_get_current_pid_tgid();
 	if (st->pc == 0) {
 		st->stop = STOP_NOREGS;
