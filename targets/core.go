@@ -660,7 +660,11 @@ func (c *Core) buildModules(notes *coreNotes) []arch.Module {
 	paths := map[string]*pathInfo{}
 	groups := groupModules(raw)
 	mods := make([]arch.Module, 0, len(groups)+1)
+	im := images{}
 	for _, m := range groups {
+		if im.join(mods, &m) {
+			continue
+		}
 		pi := paths[m.Path]
 		if pi == nil {
 			pi = &pathInfo{regular: isRegular(m.Path)}
@@ -671,6 +675,7 @@ func (c *Core) buildModules(notes *coreNotes) []arch.Module {
 		}
 		var isELF bool
 		var err error
+		var segs []loadSeg
 		if c.firstPageDumped(&m) {
 			var open func() (io.ReaderAt, io.Closer, error)
 			if m.File != "" {
@@ -680,7 +685,7 @@ func (c *Core) buildModules(notes *coreNotes) []arch.Module {
 					return f, f, err
 				}
 			}
-			isELF, err = resolveBias(&m, c.mem, open, notes.pageSize)
+			segs, isELF, err = resolveBias(&m, c.mem, open, notes.pageSize)
 		} else {
 			// The program headers come from the file (the core has not
 			// got them): the same for every module of this path.
@@ -691,6 +696,7 @@ func (c *Core) buildModules(notes *coreNotes) []arch.Module {
 				}
 			}
 			isELF, err = pi.progs.bias(&m, notes.pageSize)
+			segs = pi.progs.segs
 		}
 		if !isELF {
 			if errors.Is(err, errNotELF) {
@@ -709,6 +715,7 @@ func (c *Core) buildModules(notes *coreNotes) []arch.Module {
 			c.warn(err)
 		}
 		mods = append(mods, m)
+		im.add(mods, len(mods)-1, segs)
 	}
 	if v, ok := notes.auxvValue(atSYSINFOEHDR); ok && v != 0 {
 		if m, err := c.vdsoModule(v, notes.pageSize); err == nil {

@@ -206,19 +206,21 @@ var errNotELF = errors.New("not an ELF image")
 
 // resolveBias fills m.Bias/HasBias, reading the program headers from the
 // target's memory at the object's first page (the mapping of file offset
-// 0) and, failing that, from the file opened by openFile. isELF reports
-// whether either source was recognised as ELF; modules that are not are
-// dropped by the callers (data files mapped by the program).
-func resolveBias(m *arch.Module, mem arch.Memory, openFile func() (io.ReaderAt, io.Closer, error), pageSize uint64) (isELF bool, err error) {
+// 0) and, failing that, from the file opened by openFile, and returns the
+// PT_LOAD segments it used. isELF reports whether either source was
+// recognised as ELF; modules that are not are dropped by the callers
+// (data files mapped by the program).
+func resolveBias(m *arch.Module, mem arch.Memory, openFile func() (io.ReaderAt, io.Closer, error), pageSize uint64) (segs []loadSeg, isELF bool, err error) {
 	var errs []error
 	try := func(r io.ReaderAt) error {
-		segs, err := readLoadSegs(r)
+		s, err := readLoadSegs(r)
 		if err != nil {
 			return err
 		}
 		isELF = true
-		if b, ok := computeBias(segs, m.Mappings, pageSize); ok {
+		if b, ok := computeBias(s, m.Mappings, pageSize); ok {
 			m.Bias, m.HasBias = b, true
+			segs = s
 			return nil
 		}
 		return errors.New("no mapping matches a PT_LOAD segment")
@@ -230,11 +232,11 @@ func resolveBias(m *arch.Module, mem arch.Memory, openFile func() (io.ReaderAt, 
 			}
 			err := try(memReader{mem, mp.Start})
 			if err == nil {
-				return true, nil
+				return segs, true, nil
 			}
 			if errors.Is(err, errNotELF) {
 				// The file's first page is mapped and is not ELF.
-				return false, err
+				return nil, false, err
 			}
 			errs = append(errs, fmt.Errorf("from memory at %#x: %w", mp.Start, err))
 			break
@@ -246,10 +248,58 @@ func resolveBias(m *arch.Module, mem arch.Memory, openFile func() (io.ReaderAt, 
 			err = try(r)
 			c.Close()
 			if err == nil {
-				return true, nil
+				return segs, true, nil
 			}
 		}
 		errs = append(errs, fmt.Errorf("from file: %w", err))
 	}
-	return isELF, fmt.Errorf("load bias of %s: %w", m.Path, errors.Join(errs...))
+	return nil, isELF, fmt.Errorf("load bias of %s: %w", m.Path, errors.Join(errs...))
+}
+
+// images keeps, per file, the last module kept with its bias and the
+// PT_LOAD segments that gave it, so that the callers of groupModules can
+// join to it the modules that are part of its image (join).
+type images map[imageKey]imageAt
+
+type imageKey struct {
+	path  string
+	inode uint64
+}
+
+type imageAt struct {
+	i    int // index of the module in the callers' list
+	segs []loadSeg
+}
+
+// add records mods[i], whose bias segs gave.
+func (im images) add(mods []arch.Module, i int, segs []loadSeg) {
+	if mods[i].HasBias && len(segs) > 0 {
+		im[imageKey{mods[i].Path, mods[i].Inode}] = imageAt{i, segs}
+	}
+}
+
+// join adds m's mappings to the module before it of the same file, and
+// reports so, when m starts inside that module's image (its segments'
+// bytes at its bias; a second load of the file starts after them).
+// groupModules starts a module at each further mapping of file offset 0,
+// as of a second load; but where a file's loadable bytes fit in its first
+// page, as lld lays out small programs, all its segments map that page,
+// offset 0, and the module of each but the first got the first segment's
+// bias: a wrong one.
+func (im images) join(mods []arch.Module, m *arch.Module) bool {
+	at, ok := im[imageKey{m.Path, m.Inode}]
+	if !ok || len(m.Mappings) == 0 {
+		return false
+	}
+	prev := &mods[at.i]
+	// Page size 1: the image's bytes, whatever the page size of the
+	// target (a core's NT_FILE note may count offsets in bytes).
+	_, end := segSpan(at.segs, prev.Bias, 1)
+	if m.Start < prev.End || m.Start >= end {
+		return false
+	}
+	prev.Mappings = append(prev.Mappings, m.Mappings...)
+	prev.End = max(prev.End, m.End)
+	prev.Perm = permUnion(prev.Mappings)
+	return true
 }

@@ -828,7 +828,11 @@ func liveModules(pid int, lines []arch.Mapping, mem arch.Memory) ([]arch.Module,
 	mods = append(mods, groupModules(raw)...)
 	var warnings []error
 	out := mods[:0]
+	im := images{}
 	for _, m := range mods {
+		if im.join(out, &m) {
+			continue
+		}
 		var open func() (io.ReaderAt, io.Closer, error)
 		if !m.IsVDSO() {
 			m.File = findModuleFile(pid, &m, devs[m.Inode])
@@ -840,7 +844,7 @@ func liveModules(pid int, lines []arch.Mapping, mem arch.Memory) ([]arch.Module,
 				}
 			}
 		}
-		isELF, err := resolveBias(&m, mem, open, pageSize)
+		segs, isELF, err := resolveBias(&m, mem, open, pageSize)
 		if !isELF {
 			continue // a data file the program mapped
 		}
@@ -848,6 +852,7 @@ func liveModules(pid int, lines []arch.Mapping, mem arch.Memory) ([]arch.Module,
 			warnings = append(warnings, err)
 		}
 		out = append(out, m)
+		im.add(out, len(out)-1, segs)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
 	return out, warnings, nil
