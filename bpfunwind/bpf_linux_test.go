@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/perfdata"
 	"github.com/sframekit/sframekit/perfunwind"
 	"github.com/sframekit/sframekit/unwind"
 )
@@ -108,8 +109,8 @@ func TestEviction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	libcMap := sess.MappingOf(1, 0x7f0000000000, 0x200000, 0, libc, nil, 0)
-	ldMap := sess.MappingOf(1, 0x7f1000000000, 0x40000, 0, ld, nil, 0)
+	libcMap := sess.MappingOf(&perfdata.Mmap{Pid: 1, Addr: 0x7f0000000000, Len: 0x200000, Filename: []byte(libc)})
+	ldMap := sess.MappingOf(&perfdata.Mmap{Pid: 1, Addr: 0x7f1000000000, Len: 0x40000, Filename: []byte(ld)})
 	libcRows := len(mustTable(t, libc).Rows)
 	// Room for libc's rows, not for ld.so's beside them.
 	u := loadOrSkip(t, Options{MaxRows: libcRows + len(mustTable(t, ld).Rows)/2})

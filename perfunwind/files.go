@@ -14,6 +14,7 @@ import (
 
 	"github.com/sframekit/sframekit/elffile"
 	"github.com/sframekit/sframekit/internal/sysfile"
+	"github.com/sframekit/sframekit/perfdata"
 )
 
 // File is an object file that a recording's mappings name: found on disk
@@ -89,11 +90,36 @@ func (f *File) Size() int64 {
 var errNoFile = errors.New("file not found")
 
 // fileKey identifies a file of the recording: its name and, when
-// recorded, its build ID, else its inode (a path that held two builds
-// during the recording is two files).
+// recorded, its build ID, else its device and inode (a path that held two
+// builds during the recording is two files, and so is a path that names
+// another file in each of two mount namespaces, whose file systems, two
+// tmpfs or squashfs mounts, may number their files alike).
 type fileKey struct {
 	name, buildID string
-	ino           uint64
+	fileID
+}
+
+// fileID is the device and inode of a mapped file as an MMAP2 record or
+// /proc/PID/maps gives them; zero where neither was recorded.
+type fileID struct {
+	major, minor uint32
+	ino          uint64
+}
+
+// mmapFileID returns the device and inode of the file of MMAP record m
+// (zero for an MMAP record, or an MMAP2 one carrying a build ID instead).
+func mmapFileID(m *perfdata.Mmap) fileID {
+	if m.HasBuildID {
+		return fileID{}
+	}
+	return fileID{m.Maj, m.Min, m.Ino}
+}
+
+// sameDevice reports whether st is on the device of fid, when both say
+// which (true when either does not).
+func (fid fileID) sameDevice(st os.FileInfo) bool {
+	major, minor, ok := sysfile.Device(st)
+	return !ok || fid == (fileID{}) || fid.ino == 0 || major == fid.major && minor == fid.minor
 }
 
 // openFile finds the file recorded as name with build ID id (nil when the
@@ -205,13 +231,19 @@ type liveMapping struct {
 }
 
 // openLive finds the file that a running process maps (Options.Live)
-// from name, recorded with inode ino (0: not recorded): at lookup (name
-// without " (deleted)") if the file there is that inode, else through
-// /proc/PID/map_files at the mapping's range, which gives the mapped
-// file itself while the process maps it: deleted, replaced by another
-// build, a memfd, or another file at that path in the process's mount
-// namespace. perf would read such a file at its path after the
-// recording, and name the code with whatever it finds there.
+// from name, recorded with device and inode fid (zero: not recorded): at
+// lookup (name without " (deleted)") if the file there is that inode on
+// that device, else through /proc/PID/map_files at the mapping's range,
+// which gives the mapped file itself while the process maps it: deleted,
+// replaced by another build, a memfd, or another file at that path in
+// the process's mount namespace (whose file system, a tmpfs or squashfs,
+// may number its files as this one's at the path does). perf would read
+// such a file at its path after the recording, and name the code with
+// whatever it finds there. Last, where map_files is not ours to read
+// (it takes CAP_SYS_ADMIN), lookup in the process's own root
+// (/proc/PID/root) if the file there is that inode: the device is not
+// compared there, as btrfs reports a subvolume's in stat and its
+// superblock's in MMAP2 records.
 //
 // The file is then known by its descriptor, /proc/self/fd/N (Path): the
 // unwinder and symbolizer open it again by path, and the recorded path
@@ -219,10 +251,11 @@ type liveMapping struct {
 // the processes started after it was replaced). A separate debug file
 // is still found by build ID or by a debug link beside the path the
 // descriptor was opened from (symbolize.FindDebugFile).
-func (s *Session) openLive(name, lookup string, deleted bool, ino uint64, at *liveMapping) *File {
+func (s *Session) openLive(name, lookup string, deleted bool, fid fileID, at *liveMapping) *File {
 	f := &File{Name: name, locs: map[uint64]*Loc{}}
+	ino := fid.ino
 	var errs []string
-	try := func(path string) bool {
+	try := func(path string, sameDevice bool) bool {
 		osf, err := sysfile.OpenRegular(path)
 		if err != nil {
 			var pe *fs.PathError
@@ -236,6 +269,9 @@ func (s *Session) openLive(name, lookup string, deleted bool, ino uint64, at *li
 		if err == nil && ino != 0 {
 			if got := sysfile.Inode(st); got != 0 && got != ino {
 				err = fmt.Errorf("another file (inode %d, mapped %d)", got, ino)
+			} else if sameDevice && !fid.sameDevice(st) {
+				major, minor, _ := sysfile.Device(st)
+				err = fmt.Errorf("another file (device %02x:%02x, mapped %02x:%02x)", major, minor, fid.major, fid.minor)
 			}
 		}
 		var segs []loadSeg
@@ -252,10 +288,13 @@ func (s *Session) openLive(name, lookup string, deleted bool, ino uint64, at *li
 		f.Path, f.segs, f.r, f.close, f.key, f.size, f.BuildID = fd, segs, osf, osf.Close, fd, st.Size(), own
 		return true
 	}
-	if !deleted && filepath.IsAbs(lookup) && try(lookup) {
+	if !deleted && filepath.IsAbs(lookup) && try(lookup, true) {
 		return f
 	}
-	if at != nil && try(fmt.Sprintf("/proc/%d/map_files/%x-%x", at.pid, at.start, at.end)) {
+	if at != nil && try(fmt.Sprintf("/proc/%d/map_files/%x-%x", at.pid, at.start, at.end), false) {
+		return f
+	}
+	if at != nil && !deleted && ino != 0 && filepath.IsAbs(lookup) && try(fmt.Sprintf("/proc/%d/root%s", at.pid, lookup), false) {
 		return f
 	}
 	if deleted {

@@ -32,7 +32,9 @@ func (s *Session) SeedProcess(pid int) error {
 		if name == "" {
 			name = "//anon" // as perf names anonymous memory
 		}
-		s.mmap(p, p, m.Start, m.End-m.Start, m.Offset, name, m.Exec(), nil, m.Inode)
+		fid := fileID{ino: m.Inode}
+		fid.major, fid.minor, _ = procmaps.DevNumbers(m.Dev)
+		s.mmap(p, p, m.Start, m.End-m.Start, m.Offset, name, m.Exec(), nil, fid)
 	}
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, t := range tasks {

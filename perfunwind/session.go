@@ -302,9 +302,10 @@ func (s *Session) Files() []*File {
 }
 
 // file returns the File of name with build ID id, or without one with
-// inode ino (0: not recorded), finding it once; at is where a live
-// process maps it (nil: unknown), for the files its path does not give.
-func (s *Session) file(name string, id []byte, ino uint64, at *liveMapping) *File {
+// device and inode fid (zero: not recorded), finding it once; at is
+// where a live process maps it (nil: unknown), for the files its path
+// does not give.
+func (s *Session) file(name string, id []byte, fid fileID, at *liveMapping) *File {
 	fromTable := false
 	if len(id) == 0 {
 		id = s.opts.BuildIDs[name]
@@ -314,7 +315,7 @@ func (s *Session) file(name string, id []byte, ino uint64, at *liveMapping) *Fil
 	if len(id) == 0 || fromTable && s.opts.SameMachine {
 		// perf record reads the table's build IDs from the paths when
 		// it ends: a mapping of another inode may be of another build.
-		k.ino = ino
+		k.fileID = fid
 	}
 	if f, ok := s.files[k]; ok {
 		return f
@@ -327,7 +328,7 @@ func (s *Session) file(name string, id []byte, ino uint64, at *liveMapping) *Fil
 	var f *File
 	if s.opts.Live && s.opts.SymFS == "" && name != "[vdso]" {
 		// The process runs now: read the very file it mapped.
-		f = s.openLive(name, lookup, deleted, ino, at)
+		f = s.openLive(name, lookup, deleted, fid, at)
 	} else if deleted && len(id) == 0 {
 		// The file at the path now is not the one that was mapped.
 		f = &File{Name: name, Err: fmt.Errorf("deleted while mapped, and no build ID recorded"), locs: map[uint64]*Loc{}}
@@ -589,13 +590,14 @@ func (m *procMemory) ReadAt(b []byte, addr int64) (int, error) {
 // mappings it overlaps. Kernel mappings (pid -1) are ignored: kernel
 // frames are named from kallsyms.
 func (s *Session) Mmap(pid, tid uint32, start, length, pgoff uint64, name string, exec bool, buildID []byte) {
-	s.mmap(pid, tid, start, length, pgoff, name, exec, buildID, 0)
+	s.mmap(pid, tid, start, length, pgoff, name, exec, buildID, fileID{})
 }
 
-// mmap is Mmap with the inode an MMAP2 record gives (0: none), which
-// tells, for a file without a build ID, whether the file at the path is
-// still the one mapped (see Options.SameMachine).
-func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string, exec bool, buildID []byte, ino uint64) {
+// mmap is Mmap with the device and inode an MMAP2 record gives (zero:
+// none), which tell, for a file without a build ID, whether the file at
+// the path is still the one mapped (see Options.SameMachine), and two
+// files at one path in two mount namespaces apart.
+func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string, exec bool, buildID []byte, fid fileID) {
 	if pid == ^uint32(0) || length == 0 || start+length < start {
 		return
 	}
@@ -617,7 +619,7 @@ func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string
 	if exec {
 		// Only code needs its file: data mappings are named, not read.
 		if !m.anon && !dump {
-			m.File = s.file(name, buildID, ino, &liveMapping{pid, start, start + length})
+			m.File = s.file(name, buildID, fid, &liveMapping{pid, start, start + length})
 			if m.File.Path != "" {
 				m.Bias = m.File.bias(start, pgoff)
 			}
@@ -627,17 +629,22 @@ func (s *Session) mmap(pid, tid uint32, start, length, pgoff uint64, name string
 	p.insert(m)
 }
 
-// MappingOf returns the mapping that an MMAP record of an executable
-// mapping would add to process pid (its file found as the session finds
+// MappingOf returns the mapping that MMAP record r of an executable
+// mapping would add to its process (its file found as the session finds
 // it, once and shared, and its load bias), without adding it anywhere:
 // for a mirror of the processes' mappings kept by an in-kernel unwinder
 // (package bpfunwind), which applies the records as soon as they are
 // read, while the session applies them in time order.
-func (s *Session) MappingOf(pid uint32, start, length, pgoff uint64, name string, buildID []byte, ino uint64) *Mapping {
+func (s *Session) MappingOf(r *perfdata.Mmap) *Mapping {
+	pid, start, length, pgoff, name := r.Pid, r.Addr, r.Len, r.Pgoff, string(r.Filename)
+	var buildID []byte
+	if r.HasBuildID {
+		buildID = r.BuildID
+	}
 	m := &Mapping{Start: start, End: start + length, Pgoff: pgoff, Name: name, Exec: true}
 	m.anon = isAnon(name)
 	if !m.anon {
-		m.File = s.file(name, buildID, ino, &liveMapping{pid, start, start + length})
+		m.File = s.file(name, buildID, mmapFileID(r), &liveMapping{pid, start, start + length})
 		if m.File.Path != "" {
 			m.Bias = m.File.bias(start, pgoff)
 		}
@@ -797,7 +804,7 @@ func (s *Session) Record(rec *perfdata.Record) bool {
 			if m.HasBuildID {
 				id = m.BuildID
 			}
-			s.mmap(m.Pid, m.Tid, m.Addr, m.Len, m.Pgoff, string(m.Filename), m.Executable, id, m.Ino)
+			s.mmap(m.Pid, m.Tid, m.Addr, m.Len, m.Pgoff, string(m.Filename), m.Executable, id, mmapFileID(m))
 		}
 	case perfdata.RecordComm:
 		if c := rec.Comm(); c != nil {

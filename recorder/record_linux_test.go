@@ -13,12 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/sframekit/sframekit/bpfunwind"
+	"github.com/sframekit/sframekit/internal/sysfile"
 	"github.com/sframekit/sframekit/internal/testprog"
 	"github.com/sframekit/sframekit/perfevent"
 	"github.com/sframekit/sframekit/unwind"
@@ -634,6 +636,107 @@ func TestFilesNotAtTheirPath(t *testing.T) {
 			"dl":  {"lib2", "lib1", "lib_spin", "dl_thread"},
 			"dl2": {"lib2_new", "lib1_new", "lib_spin", "dl_thread"},
 		})
+	})
+	t.Run("mount namespaces", func(t *testing.T) {
+		// Two processes, each in a mount namespace of its own with a
+		// tmpfs at dir/mnt, map another build of a library at the same
+		// path, dir/mnt/libdl.so; this process sees a third at that
+		// path, on a tmpfs of its own. Fresh tmpfs mounts number their
+		// first file alike: three files of one path and one inode
+		// number, on three devices. Before the device was compared
+		// (fileKey, openLive), the first process's library was read at
+		// the path here and the second's taken for the first's.
+		if os.Geteuid() != 0 {
+			t.Skip("needs root: mounts tmpfs file systems")
+		}
+		testprog.NeedTool(t, "unshare")
+		dir := t.TempDir()
+		mnt := dir + "/mnt"
+		builds := map[string][]string{"here": {"-DNEW"}, "a": nil, "b": {"-DNEW", "-DPAD"}}
+		for name, flags := range builds {
+			b, err := os.ReadFile(testprog.Build(t, "testdata/dllib.c", append([]string{"-O2", "-shared", "-fPIC"}, flags...)...))
+			if err == nil {
+				err = os.WriteFile(dir+"/"+name+".so", b, 0o755)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Mkdir(mnt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.Command("mount", "-t", "tmpfs", "tmpfs", mnt).CombinedOutput(); err != nil {
+			t.Skipf("mount tmpfs: %v: %s", err, b)
+		}
+		t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+		b, err := os.ReadFile(dir + "/here.so")
+		if err == nil {
+			err = os.WriteFile(mnt+"/libdl.so", b, 0o755)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each child: unshare, mount, cp, then dlprog (exec'd), which
+		// exits after its SECONDS (60, 61: which one it is); the
+		// process group is killed at the end.
+		run := `unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs "$0" && cp "$1" "$0/libdl.so" && exec "$2" dlopen "$0/libdl.so" "$3"' `
+		script := run + `"$0" "$1/a.so" "$2" 60 & sleep 0.2; ` + run + `"$0" "$1/b.so" "$2" 61 & wait`
+		cmd := exec.Command("sh", "-c", script, mnt, dir, dlprog)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		t.Cleanup(func() {
+			if cmd.Process != nil {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		})
+		pids := map[string]int{}
+		find := func() {
+			ents, _ := os.ReadDir("/proc")
+			for _, e := range ents {
+				args, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+				f := strings.Split(string(args), "\x00")
+				if err != nil || len(f) < 4 || f[0] != dlprog || f[2] != mnt+"/libdl.so" {
+					continue
+				}
+				pid, _ := strconv.Atoi(e.Name())
+				pids[map[string]string{"60": "a", "61": "b"}[f[3]]] = pid
+			}
+		}
+		p := recordUntil(t, Options{Command: cmd}, func() bool {
+			if pids["a"] == 0 || pids["b"] == 0 {
+				find()
+				return false
+			}
+			return threadCPU(pids["a"], "dl") >= 300*time.Millisecond && threadCPU(pids["b"], "dl") >= 300*time.Millisecond
+		})
+		// The three files must share an inode number, else this test
+		// tells nothing.
+		inos := map[string]bool{}
+		for _, pid := range []int{pids["a"], pids["b"]} {
+			maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(maps), "\n") {
+				if f := strings.Fields(line); len(f) == 6 && f[5] == mnt+"/libdl.so" {
+					inos[f[3]+" "+f[4]] = true
+				}
+			}
+		}
+		if st, err := os.Stat(mnt + "/libdl.so"); err == nil {
+			inos["here "+strconv.FormatUint(sysfile.Inode(st), 10)] = true
+		}
+		t.Logf("devices and inodes: %v", inos)
+		ino := ""
+		for k := range inos {
+			if _, i, _ := strings.Cut(k, " "); ino == "" || i == ino {
+				ino = i
+			} else {
+				t.Skipf("the files do not share an inode number: %v", inos)
+			}
+		}
+		q := pprofOf(t, p)
+		checkChains(t, q, pids["a"], map[string][]string{"dl": {"lib2", "lib1", "lib_spin", "dl_thread"}})
+		checkChains(t, q, pids["b"], map[string][]string{"dl": {"lib2_new", "lib1_new", "lib_spin", "dl_thread"}})
 	})
 	t.Run("memfd", func(t *testing.T) {
 		cmd := exec.Command(dlprog, "memfd", buildProg(t, "-O2"), "spin", "120")

@@ -386,12 +386,8 @@ func (r *recorder) mirrorRecord(rec *perfdata.Record) {
 		if !m.Executable || m.Pid == ^uint32(0) || m.Len == 0 {
 			return
 		}
-		var id []byte
-		if m.HasBuildID {
-			id = m.BuildID
-		}
 		pid = m.Pid
-		r.mirror.Mmap(pid, r.sess.MappingOf(pid, m.Addr, m.Len, m.Pgoff, string(m.Filename), id, m.Ino))
+		r.mirror.Mmap(pid, r.sess.MappingOf(m))
 	case rec.Comm() != nil && rec.Comm().Exec:
 		pid = rec.Comm().Pid
 		r.mirror.Exec(pid)

@@ -119,3 +119,19 @@ func ParseLine(line string) (arch.Mapping, error) {
 	m.Path = strings.TrimLeft(rest, " ")
 	return m, nil
 }
+
+// DevNumbers returns the major and minor numbers of a mapping's device
+// field (arch.Mapping.Dev, "fe:01"), as perf's MMAP2 records give them;
+// ok is false when dev is not of that form.
+func DevNumbers(dev string) (major, minor uint32, ok bool) {
+	a, b, found := strings.Cut(dev, ":")
+	if !found {
+		return 0, 0, false
+	}
+	ma, err1 := strconv.ParseUint(a, 16, 32)
+	mi, err2 := strconv.ParseUint(b, 16, 32)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return uint32(ma), uint32(mi), true
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sframekit/sframekit/arch"
+	"github.com/sframekit/sframekit/internal/sysfile"
 )
 
 // TestParseLine checks lines of /proc/PID/maps: paths with spaces,
@@ -85,6 +86,52 @@ func TestRead(t *testing.T) {
 	if _, err := Read(-1); err == nil {
 		t.Error("Read(-1): no error")
 	}
+}
+
+// TestDevNumbers reads the device field as /proc/PID/maps writes it (two
+// hexadecimal digits at least), and a file's device as Read gives it must
+// be the one sysfile.Device reads from stat, as perfunwind compares them;
+// but on btrfs, whose stat gives a subvolume's device.
+func TestDevNumbers(t *testing.T) {
+	for _, c := range []struct {
+		dev      string
+		maj, min uint32
+		ok       bool
+	}{
+		{"fe:01", 0xfe, 1, true}, {"00:2a", 0, 0x2a, true}, {"103:1f4", 0x103, 0x1f4, true},
+		{"fe01", 0, 0, false}, {"fe:", 0, 0, false}, {"x:1", 0, 0, false}, {"", 0, 0, false},
+	} {
+		maj, min, ok := DevNumbers(c.dev)
+		if maj != c.maj || min != c.min || ok != c.ok {
+			t.Errorf("DevNumbers(%q) = %x, %x, %v; want %x, %x, %v", c.dev, maj, min, ok, c.maj, c.min, c.ok)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs syscall.Statfs_t
+	if syscall.Statfs(exe, &fs) == nil && fs.Type == 0x9123683e {
+		t.Skip("btrfs: stat gives the subvolume's device, maps the file system's")
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maj, min, ok := sysfile.Device(fi)
+	maps, err := Read(0)
+	if err != nil || !ok {
+		t.Fatal(err, ok)
+	}
+	for _, m := range maps {
+		if m.Path == exe && m.Exec() {
+			if a, b, ok := DevNumbers(m.Dev); !ok || a != maj || b != min {
+				t.Errorf("%s: device %q in maps, %x:%x by stat", exe, m.Dev, maj, min)
+			}
+			return
+		}
+	}
+	t.Errorf("no executable mapping of %s", exe)
 }
 
 // FuzzParse feeds arbitrary text to Parse: it may not panic, and what it
