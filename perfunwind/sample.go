@@ -398,6 +398,15 @@ func (s *Session) unwindUser(p *process, smp *Sample, st *Stack) {
 		}
 		used |= 1 << uf.Method
 	}
+	if n := len(st.Frames); stop == unwind.StopNoModule && n > 1 && st.Frames[n-1].unwound && !st.Frames[n-1].First {
+		// A caller's address in no executable mapping is no return
+		// address (a frame-pointer step through code without rows,
+		// or a file not found, read garbage): code is mapped, so the
+		// walk ends at the frame before, as perf's does.
+		if m := st.Frames[n-1].Map; m == nil || !m.Exec {
+			st.Frames = st.Frames[:n-1]
+		}
+	}
 	switch {
 	case used&(1<<unwind.MethodFP) != 0:
 		s.Stats.WithFP++
