@@ -284,7 +284,7 @@ func (p *Profile) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, "lost: %d samples dropped by the kernel (rings full: a larger ring, --stack-size or -F helps)\n", st.Lost)
 	}
 	if st.Deferred > 0 {
-		fmt.Fprintf(&b, "samples read before the records of their process or thread (from another CPU), unwound once those were read: %d\n", st.Deferred)
+		fmt.Fprintf(&b, "samples that waited for earlier records of their process or thread (mappings, forks, names: still in another CPU's ring, or queued to be applied in time order), then unwound: %d\n", st.Deferred)
 	}
 	if st.Undecodable > 0 {
 		fmt.Fprintf(&b, "records that did not decode: %d\n", st.Undecodable)

@@ -281,9 +281,11 @@ type Stats struct {
 	// Lost is the number of records the kernel dropped because a ring
 	// was full.
 	Lost uint64
-	// Deferred counts the samples kept until the records describing
-	// their process or thread were read (they came first, from another
-	// CPU).
+	// Deferred counts the samples kept until the records before them
+	// that describe their process or thread were applied: records still
+	// in another CPU's ring, or read and queued to be applied in time
+	// order (a program that maps and unmaps libraries all along has
+	// such records at nearly every sample).
 	Deferred uint64
 	// Undecodable counts records that did not decode (it should stay 0).
 	Undecodable uint64
