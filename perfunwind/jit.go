@@ -280,7 +280,16 @@ func (j *jitSyms) resolve(pc uint64) *Loc {
 	for _, t := range j.tables {
 		if sym, ok := t.Lookup(pc); ok {
 			// A JIT's names carry no symbol versions: "@" is part of the name.
-			l = &Loc{Sym: sym.Name, Name: sym.Name, Short: sym.Name, Unversioned: sym.Name, Offset: pc - sym.Start}
+			// The name is copied: the table's names share the file's
+			// text, which a Loc kept by a period's profile (a pprof
+			// builder holds its Locs until the period ends) would keep
+			// whole, one copy per read of the file (each tick's), where
+			// the copies keep only the names named: a live profiler's
+			// memory for a JIT is bounded by the functions its samples
+			// were in, not by ticks times the size of a map that keeps
+			// growing.
+			name := strings.Clone(sym.Name)
+			l = &Loc{Sym: name, Name: name, Short: name, Unversioned: name, Offset: pc - sym.Start}
 			break
 		}
 	}

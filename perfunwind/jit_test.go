@@ -2,8 +2,10 @@ package perfunwind
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,5 +157,55 @@ func TestForgetJIT(t *testing.T) {
 	}
 	if got := s.jitBudget.Load(); got != maxJITBytes-int64(len("1000 40 early\n1100 40 late\n")+2*jitmap.EntryBytes) {
 		t.Errorf("budget %d after reading the map again", got)
+	}
+}
+
+// TestJITNamesKeepNoMap: the Loc of a JIT address keeps its name only,
+// not the perf map it was read from. A continuous profiler reads the map
+// again every tick (ForgetJIT) and keeps each tick's Locs until its
+// period ends: when a Loc's name shared the map's text, each tick kept a
+// whole copy of the map (ten ticks of an 8 MB map: over 100 MB held).
+func TestJITNamesKeepNoMap(t *testing.T) {
+	symfs := t.TempDir()
+	os.MkdirAll(filepath.Join(symfs, "tmp"), 0o755)
+	var b strings.Builder
+	const funcs = 100_000
+	for i := range funcs {
+		fmt.Fprintf(&b, "%x 40 LazyCompile:*function_%d /srv/app/some/long/path/module.js:%d:1\n", 0x100000+i*0x40, i, i)
+	}
+	if err := os.WriteFile(filepath.Join(symfs, "tmp/perf-9.map"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mapBytes := uint64(b.Len())
+	s, err := NewSession(Options{Arch: arch.AMD64, SymFS: symfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Mmap(9, 9, 0x100000, funcs*0x40, 0x100000, "//anon", true, nil)
+	r := NewResolver(s)
+	defer r.Close()
+	m := s.procs[9].find(0x100000)
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	const ticks = 10
+	var kept []*Loc // as a period's builder keeps them
+	for i := range ticks {
+		l := r.Resolve(m, uint64(0x100000+i*0x40))
+		if want := fmt.Sprintf("LazyCompile:*function_%d /srv/app/some/long/path/module.js:%d:1", i, i); l.Sym != want {
+			t.Fatalf("tick %d: %q, want %q", i, l.Sym, want)
+		}
+		kept = append(kept, l)
+		s.ForgetJIT()
+	}
+	after := heap()
+	runtime.KeepAlive(kept)
+	if held := after - min(after, before); held > mapBytes {
+		t.Errorf("%d Locs of %d ticks hold %d MB (the map is %d MB)", len(kept), ticks, held>>20, mapBytes>>20)
 	}
 }
