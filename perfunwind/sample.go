@@ -552,7 +552,8 @@ type Stats struct {
 	Stops   [6]uint64
 	CopyEnd uint64
 	// StopWhere counts the other walks that ended early, by reason and
-	// mapping of the last frame.
+	// mapping of the last frame (Session.Sweep drops the places of
+	// mappings no process has any more).
 	StopWhere map[StopPlace]uint64
 	// Lost counts the samples the kernel lost: the LOST records' sum or
 	// the LOST_SAMPLES records', the larger (perf writes both of the

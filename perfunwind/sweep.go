@@ -15,14 +15,21 @@ const maxNames = 1 << 16
 // now and then (sframe agent, once a period), so that what programs that
 // come and go (builds, tests, short-lived tools) leave behind does not
 // pile up; the files of running processes stay, with all their caches.
-// Mappings already handed out stay usable. It returns the number of
-// files forgotten.
+// Mappings already handed out stay usable. Stats.StopWhere forgets the
+// places in mappings that no process has any more: keyed by the
+// mapping's name, it gained one for each program of a path of its own
+// (a build's test binaries, a JIT's /tmp/perf-PID.map) whose walks ended
+// early, for as long as the agent ran; with Sweep it holds at most the
+// names of the mappings of running processes, and "no mapping". It
+// returns the number of files forgotten.
 func (s *Session) Sweep(r *Resolver) int {
 	live := map[*File]bool{}
 	liveCFI := map[unwind.CFI]bool{}
+	names := map[string]bool{}
 	for _, p := range s.procs {
 		for _, mp := range p.sp.maps.All() {
 			m := *mp
+			names[m.Name] = true
 			if m.File != nil {
 				live[m.File] = true
 			}
@@ -52,6 +59,11 @@ func (s *Session) Sweep(r *Resolver) int {
 	for t := range s.cfis {
 		if !liveCFI[t] {
 			delete(s.cfis, t)
+		}
+	}
+	for p := range s.Stats.StopWhere {
+		if p.Module != "" && !names[p.Module] {
+			delete(s.Stats.StopWhere, p)
 		}
 	}
 	if r != nil {
