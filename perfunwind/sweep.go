@@ -15,7 +15,9 @@ const maxNames = 1 << 16
 // now and then (sframe agent, once a period), so that what programs that
 // come and go (builds, tests, short-lived tools) leave behind does not
 // pile up; the files of running processes stay, with all their caches.
-// Mappings already handed out stay usable. Stats.StopWhere forgets the
+// Mappings already handed out stay usable. The walks' own caches
+// (unwind.Context.RetainCFI) keep the rows of files still mapped only.
+// Stats.StopWhere forgets the
 // places in mappings that no process has any more: keyed by the
 // mapping's name, it gained one for each program of a path of its own
 // (a build's test binaries, a JIT's /tmp/perf-PID.map) whose walks ended
@@ -24,7 +26,7 @@ const maxNames = 1 << 16
 // returns the number of files forgotten.
 func (s *Session) Sweep(r *Resolver) int {
 	live := map[*File]bool{}
-	liveCFI := map[unwind.CFI]bool{}
+	liveCFI, liveMods := map[unwind.CFI]bool{}, map[unwind.CFI]bool{}
 	names := map[string]bool{}
 	for _, p := range s.procs {
 		for _, mp := range p.sp.maps.All() {
@@ -33,7 +35,8 @@ func (s *Session) Sweep(r *Resolver) int {
 			if m.File != nil {
 				live[m.File] = true
 			}
-			if m.module != nil {
+			if m.module != nil && m.module.CFI != nil {
+				liveMods[m.module.CFI] = true
 				if c, ok := m.module.CFI.(*cfiCache); ok {
 					liveCFI[c.t] = true
 				}
@@ -61,6 +64,10 @@ func (s *Session) Sweep(r *Resolver) int {
 			delete(s.cfis, t)
 		}
 	}
+	// The walks' context keeps rows per module CFI, and with them the
+	// tables; the last walk's frames, their modules.
+	s.ctx.RetainCFI(func(t unwind.CFI) bool { return liveMods[t] })
+	s.frames = nil
 	for p := range s.Stats.StopWhere {
 		if p.Module != "" && !names[p.Module] {
 			delete(s.Stats.StopWhere, p)

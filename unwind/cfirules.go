@@ -70,6 +70,7 @@ func (c *cfiRules) table(t CFI, make_ bool) *ruleTable {
 type ruleTable struct {
 	slots []ruleSlot // a power of two of them, at most 3/4 full
 	n     int
+	kept  int   // entries (slots and ranges) of cfiRules.n kept here
 	shift uint8 // 64 - log2(len(slots))
 	// pages are the rows kept with the range of addresses each covers,
 	// by the page (rulePage) of the address they were found for: most
@@ -202,6 +203,7 @@ func (w *Context) cachedRule(in *modInfo, elfPC uint64) (fastRule, bool) {
 	r, ok, added := t.inRange(elfPC, w.cfiRules.n < maxCFIRules)
 	if added {
 		w.cfiRules.n++
+		t.kept++
 	}
 	return r, ok
 }
@@ -230,9 +232,30 @@ func (w *Context) keepCFIRule(in *modInfo, elfPC uint64) {
 		return
 	}
 	c.n++
+	t.kept++
 	if t.keepRange(w.cfi.row.Start, w.cfi.row.End, elfPC, r) {
 		c.n++
+		t.kept++
 	}
+}
+
+// RetainCFI drops the rows w keeps (cfiRules) of the CFI tables that
+// keep rejects, and its references to the modules and memory of its last
+// walk: a Context that lives as long as a live profiler would otherwise
+// keep, through them, the tables of files the profiler has forgotten
+// (their sections, tens of MB for a large program), each until the
+// cache's bound (maxCFIRules entries) empties it. With it, w keeps the
+// rows of the tables keep accepts and nothing else.
+func (w *Context) RetainCFI(keep func(CFI) bool) {
+	c := &w.cfiRules
+	for t, rt := range c.tabs {
+		if !keep(t) {
+			c.n -= rt.kept
+			delete(c.tabs, t)
+		}
+	}
+	c.lastT, c.last = nil, nil
+	w.mods, w.last, w.mem = nil, nil, wordReader{}
 }
 
 // fastFromCFI returns the fast form of the CFI row, or false when the
