@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/slab"
 	"github.com/sframekit/sframekit/internal/sysfile"
 	"github.com/sframekit/sframekit/perfdata"
 )
@@ -40,6 +41,7 @@ type File struct {
 	key   string          // the symbolizer's name for the file
 	image []byte          // the vDSO's image, when it is not a file on disk
 	locs  map[uint64]*Loc // resolved addresses (ELF addresses), see Resolver
+	slab  slab.Slab[Loc]  // room for the next of locs (Resolver.lookup)
 }
 
 // loadSeg is one PT_LOAD program header.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 
-	"github.com/sframekit/sframekit/internal/slab"
 	"github.com/sframekit/sframekit/symbolize"
 )
 
@@ -64,11 +63,14 @@ type Resolver struct {
 	// before the first Resolve.
 	NameOnly bool
 
-	s     *Session
-	sym   *symbolize.Symbolizer
-	kern  map[uint64]*Loc
-	slab  slab.Slab[Loc]       // room for the next Locs: allocated in blocks
-	names map[string][3]string // Name, Short and Unversioned of each symbol name
+	s    *Session
+	sym  *symbolize.Symbolizer
+	kern map[uint64]*Loc
+	// names has the Name, Short and Unversioned of each symbol name,
+	// copies: a file's names are substrings of one string, all its
+	// names' (symbolize), which a name kept here after the file was
+	// forgotten (Session.Sweep) would keep whole.
+	names map[string][3]string
 	plts  map[*File]*pltTable
 	// cacheSet: the symbolizer was given the session's build-ID cache.
 	cacheSet bool
@@ -155,7 +157,12 @@ func (r *Resolver) lookup(f *File, addr uint64) *Loc {
 	if l.Sym == "" && l.File == "" && l.Inlined == nil {
 		return unknown
 	}
-	p := r.slab.New(128)
+	// From the file's own blocks: a Loc keeps its file's names (and
+	// lines), and a block shared with other files' Locs would keep them
+	// after the file was forgotten, while any of the others lived. The
+	// blocks grow with the file's addresses, so that a file of few costs
+	// little.
+	p := f.slab.New(min(128, 8+len(f.locs)))
 	*p = l
 	return p
 }
@@ -184,6 +191,7 @@ func (r *Resolver) demangled(sym string) [3]string {
 	if d, ok := r.names[sym]; ok {
 		return d
 	}
+	sym = strings.Clone(sym) // see Resolver.names
 	base := sym
 	if i := strings.IndexByte(base, '@'); i > 0 && !strings.HasSuffix(base, "@plt") {
 		base = base[:i] // "memcpy@@GLIBC_2.14"
