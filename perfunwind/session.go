@@ -147,6 +147,7 @@ type Session struct {
 	procs   map[uint32]*process
 	threads map[uint32]*thread
 	jits    map[uint32]*jitSyms // by process
+	gone    map[uint32]*process // gone from /proc at the last Sweep (forgetGone)
 	// jitBudget is what may still be read of JIT files (maxJITBytes).
 	jitBudget atomic.Int64
 

@@ -1,6 +1,13 @@
 package perfunwind
 
-import "github.com/sframekit/sframekit/unwind"
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"github.com/sframekit/sframekit/unwind"
+)
 
 // maxNames bounds the Resolver's demangled names kept between sweeps:
 // past it they are dropped (and demangled again when met), so that names
@@ -15,6 +22,8 @@ const maxNames = 1 << 16
 // now and then (sframe agent, once a period), so that what programs that
 // come and go (builds, tests, short-lived tools) leave behind does not
 // pile up; the files of running processes stay, with all their caches.
+// In a live session it also forgets the processes gone from /proc whose
+// exits it missed (forgetGone), and their files with the others.
 // Mappings already handed out stay usable. The walks' own caches
 // (unwind.Context.RetainCFI) keep the rows of files still mapped only.
 // Stats.StopWhere forgets the
@@ -25,6 +34,7 @@ const maxNames = 1 << 16
 // names of the mappings of running processes, and "no mapping". It
 // returns the number of files forgotten.
 func (s *Session) Sweep(r *Resolver) int {
+	s.forgetGone()
 	live := map[*File]bool{}
 	liveCFI, liveMods := map[unwind.CFI]bool{}, map[unwind.CFI]bool{}
 	names := map[string]bool{}
@@ -85,6 +95,41 @@ func (s *Session) Sweep(r *Resolver) int {
 		}
 	}
 	return n
+}
+
+// forgetGone forgets, in a live session (Options.Live), the processes
+// that were gone from /proc at this Sweep and the one before: those whose
+// EXIT records were lost (the rings overflowed: a burst of short-lived
+// processes loses thousands) stayed known until their PID was reused,
+// keeping their threads, mappings and, through them, their files'
+// tables and symbols; with kernel.pid_max at 4 million, for days. The
+// sweep before gives their last records time to be read: a process that
+// exited just now is forgotten at its EXIT.
+func (s *Session) forgetGone() {
+	if !s.opts.Live {
+		return
+	}
+	var next map[uint32]*process
+	for pid, p := range s.procs {
+		if _, err := os.Stat("/proc/" + strconv.FormatUint(uint64(pid), 10)); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if s.gone[pid] != p {
+			if next == nil {
+				next = map[uint32]*process{}
+			}
+			next[pid] = p
+			continue
+		}
+		for tid := range p.threads {
+			if th := s.threads[tid]; th != nil && th.pid == pid {
+				delete(s.threads, tid)
+			}
+		}
+		p.sp.refs--
+		delete(s.procs, pid)
+	}
+	s.gone = next
 }
 
 // Sizes are what a Session keeps, for a long-running caller to watch
