@@ -57,7 +57,7 @@ func (t *Tables) compile(f *elf.File, opts LoadOptions) {
 		case err != nil:
 			t.Errs = append(t.Errs, err)
 		default:
-			t.SFrame, t.sfx, t.Gen = s, buildSFIndex(s, t.outer), g
+			t.SFrame, t.sfx, t.Gen = s, buildSFIndex(s, slowRanges(t.outer, t.sigpanic)), g
 		}
 	}
 }

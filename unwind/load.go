@@ -81,9 +81,11 @@ type Tables struct {
 	// there is none.
 	Gen *GenStats
 
-	sfx   *sfIndex  // SFrame decoded for fast lookups
-	cfi   *CFITable // CFI for the modules, one per table
-	outer outermost // where walks end (outermost.go)
+	sfx      *sfIndex  // SFrame decoded for fast lookups
+	cfi      *CFITable // CFI for the modules, one per table
+	outer    outermost // where walks end (outermost.go)
+	sigOuter outermost // the part of outer where only a stack copy's walks end
+	sigpanic outermost // Go's sigpanic: its caller's PC is exact
 }
 
 // CFITable returns the file's CFI as the unwinder consults it, shared
@@ -132,9 +134,9 @@ func LoadTables(f *elf.File) *Tables {
 		}
 		t.addCFI(c)
 	}
-	t.outer = outermostOf(f, t.CFI)
+	t.outer, t.sigOuter, t.sigpanic = outermostOf(f, t.CFI)
 	if t.SFrame != nil {
-		t.sfx = buildSFIndex(t.SFrame, t.outer)
+		t.sfx = buildSFIndex(t.SFrame, slowRanges(t.outer, t.sigpanic))
 	}
 	return t
 }
@@ -292,7 +294,7 @@ func (c *Cache) Modules(mods []arch.Module, mem arch.Memory) []*Module {
 		}
 		for _, r := range codeRanges(tm) {
 			m := &Module{Name: tm.Path, File: file, Start: r[0], End: r[1], Bias: tm.Bias, SFrame: t.SFrame, sfx: t.sfx,
-				SFrameGen: t.Gen, outer: t.outer}
+				SFrameGen: t.Gen, outer: t.outer, sigOuter: t.sigOuter, sigpanic: t.sigpanic}
 			if t.cfi != nil {
 				m.CFI = t.cfi
 			}

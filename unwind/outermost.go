@@ -44,26 +44,19 @@ func (o outermost) overlaps(lo, hi uint64) bool {
 // goOutermost names the functions of Go's runtime where its own
 // traceback stops (runtime/traceback.go, for profiling), the assembler
 // marking them: TOPFRAME, the first function of a goroutine or thread
-// (goexit, mstart, rt0_go) and the signal handler (sigtramp, on the
-// thread's signal stack: a sample's stack copy holds that stack, not the
-// interrupted goroutine's), and SPWRITE, those that switch stacks
+// (goexit, mstart, rt0_go) and the signal handler (goSignalOutermost),
+// and SPWRITE, those that switch stacks
 // (systemstack, mcall, morestack, gogo, asmcgocall, the vDSO and cgo
 // calls on g0, clone's child), past which the frames found by the CFI
 // (the Go linker's .debug_frame knows nothing of the switch) belong to
 // another stack or none. Go's linker writes asm functions as NAME.abi0,
 // which is matched too. cgocallback is left out as Go leaves it out: it
-// keeps both stacks unwindable. Beside them, the trampoline the handler
-// returns into (amd64's sa_restorer), where a sample in rt_sigreturn
-// stands, on the signal stack as sigtramp: Go's CFI for it (CFA = SP + 8)
-// would take the ucontext's flags for a return address.
+// keeps both stacks unwindable.
 var goOutermost = map[string]bool{
 	// TOPFRAME
-	"runtime.goexit":   true,
-	"runtime.mstart":   true,
-	"runtime.rt0_go":   true,
-	"runtime.sigtramp": true,
-	// The signal stack's other function.
-	"runtime.sigreturn__sigaction": true,
+	"runtime.goexit": true,
+	"runtime.mstart": true,
+	"runtime.rt0_go": true,
 	// SPWRITE (asm_*.s, sys_linux_*.s, time_linux_amd64.s)
 	"runtime.systemstack":         true,
 	"runtime.mcall":               true,
@@ -84,6 +77,31 @@ var goOutermost = map[string]bool{
 	"_rt0_amd64_lib":              true,
 }
 
+// goSignalOutermost names the functions of Go's runtime on a thread's
+// signal stack: the handler (sigtramp, TOPFRAME) and the trampoline it
+// returns into (amd64's sa_restorer), where a sample in rt_sigreturn
+// stands. They end the walks of a sample's stack copy (StackMemory),
+// which holds the signal stack, not the interrupted goroutine's; Go's
+// CFI for the trampoline (CFA = SP + 8) would take the ucontext's flags
+// for a return address. A walk of the whole memory (a core, a stopped
+// process) goes on through the signal frame into the code the signal
+// interrupted, as gdb does: how a GOTRACEBACK=crash core shows the
+// goroutine that crashed.
+var goSignalOutermost = map[string]bool{
+	"runtime.sigtramp":             true,
+	"runtime.sigreturn__sigaction": true,
+}
+
+// goSigpanic names the function of Go's runtime that a fault's signal
+// handler makes the goroutine call (runtime.sigpanic; sigpanic0 on the
+// architectures of a link register), pushing the faulting PC as its
+// return address: its caller's PC is exact, the faulting instruction,
+// not a return address after a call.
+var goSigpanic = map[string]bool{
+	"runtime.sigpanic":  true,
+	"runtime.sigpanic0": true,
+}
+
 // isGo reports whether f was built by the Go toolchain.
 func isGo(f *elf.File) bool {
 	return f.Section(".go.buildinfo") != nil || f.Section(".note.go.buildid") != nil
@@ -95,9 +113,11 @@ func isGo(f *elf.File) bool {
 // has none, and walks through it stop where its frame pointers do); in
 // any file, the code at its entry point when no CFI covers it, up to
 // the next function the CFI describes (ld.so's _start, which calls
-// _dl_start and then the libraries' initializers).
-func outermostOf(f *elf.File, c *cfi.Table) outermost {
-	var o outermost
+// _dl_start and then the libraries' initializers). sig is the part of
+// it on the signal stack (goSignalOutermost), where only the walks of a
+// stack copy end; sigpanic, in the same form, is Go's goSigpanic, whose
+// caller's PC is exact.
+func outermostOf(f *elf.File, c *cfi.Table) (all, sig, sigpanic outermost) {
 	if isGo(f) {
 		// elffile.Symbols bounds what the tables cost.
 		syms, _ := elffile.Symbols(f)
@@ -106,19 +126,40 @@ func outermostOf(f *elf.File, c *cfi.Table) outermost {
 			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 {
 				continue
 			}
-			if goOutermost[strings.TrimSuffix(s.Name, ".abi0")] {
-				o = append(o, addrRange{s.Value, s.Value + s.Size})
+			name := strings.TrimSuffix(s.Name, ".abi0")
+			if goSigpanic[name] {
+				sigpanic = append(sigpanic, addrRange{s.Value, s.Value + s.Size})
+			} else if goSignalOutermost[name] {
+				sig = append(sig, addrRange{s.Value, s.Value + s.Size})
+			} else if goOutermost[name] {
+				all = append(all, addrRange{s.Value, s.Value + s.Size})
 			}
 		}
 	}
+	all = append(all, sig...)
 	if r, ok := entryCode(f, c); ok {
-		o = append(o, r)
+		all = append(all, r)
 	}
+	return mergeRanges(all), mergeRanges(sig), mergeRanges(sigpanic)
+}
+
+// slowRanges returns the code whose SFrame rows the fast path leaves to
+// the general one: where walks end (outer) and Go's sigpanic, after which
+// the PC is exact.
+func slowRanges(outer, sigpanic outermost) outermost {
+	if len(sigpanic) == 0 {
+		return outer
+	}
+	return mergeRanges(append(slices.Clone(outer), sigpanic...))
+}
+
+// mergeRanges sorts o and merges its overlapping ranges (aliases), so
+// that has can search; nil if o is empty.
+func mergeRanges(o outermost) outermost {
 	if len(o) == 0 {
 		return nil
 	}
 	slices.SortFunc(o, func(a, b addrRange) int { return cmp.Compare(a.lo, b.lo) })
-	// Merge overlaps (aliases), so that has can search.
 	out := o[:1]
 	for _, r := range o[1:] {
 		if last := &out[len(out)-1]; r.lo < last.hi {

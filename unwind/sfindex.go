@@ -118,8 +118,9 @@ func compileFast(row *sframe.Row, abi sframe.ABI) fastRule {
 const maxIndexRows = 1 << 21
 
 // buildSFIndex decodes s, or returns nil. The rows of functions that
-// meet outer take the general path, which ends walks there.
-func buildSFIndex(s *sframe.Section, outer outermost) *sfIndex {
+// meet slow (slowRanges) take the general path, which ends walks there
+// or knows what comes after them.
+func buildSFIndex(s *sframe.Section, slow outermost) *sfIndex {
 	if s == nil || s.Header().NumFREs > maxIndexRows || s.Header().NumFDEs > maxIndexRows {
 		return nil
 	}
@@ -133,7 +134,7 @@ func buildSFIndex(s *sframe.Section, outer outermost) *sfIndex {
 			return nil
 		}
 		f := sfFunc{end: fn.End(), first: uint32(len(x.rows)), signal: fn.Signal()}
-		general := f.signal || outer.overlaps(fn.Start, f.end)
+		general := f.signal || slow.overlaps(fn.Start, f.end)
 		if fn.PCType() == sframe.PCMask {
 			f.repSize = uint32(fn.RepSize)
 			if f.repSize == 0 {

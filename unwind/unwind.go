@@ -17,8 +17,9 @@
 // epilogue has popped already, below SP, still holds its caller's value).
 // Walks also end at a file's outermost code, whatever its tables say: in
 // Go programs the runtime's functions where Go's own traceback stops
-// (goexit, mstart, systemstack, morestack, ...), and the code at a
-// file's entry point that no CFI describes (ld.so's _start).
+// (goexit, mstart, systemstack, morestack, ...; its signal handler only
+// in a stack copy, the rest of the memory being unknown), and the code
+// at a file's entry point that no CFI describes (ld.so's _start).
 //
 // An Unwinder holds the modules of one address space, and nothing else:
 // every walk of that process, of any thread or sample, in parallel if need
@@ -130,6 +131,12 @@ type Module struct {
 
 	sfx   *sfIndex  // SFrame decoded by Cache.Modules, if it was
 	outer outermost // where walks end, from Cache.Modules (outermost.go)
+	// sigOuter is the part of outer on the signal stack (Go's handler and
+	// its trampoline): only the walks of a stack copy end there.
+	sigOuter outermost
+	// sigpanic is Go's runtime.sigpanic, which a fault's handler makes
+	// the goroutine call: its caller's PC is the faulting instruction's.
+	sigpanic outermost
 }
 
 // Frame is one frame of a stack.
@@ -260,7 +267,7 @@ func sfIndexOf(m *Module) *sfIndex {
 	case m.sfx != nil && m.sfx.sec == m.SFrame:
 		return m.sfx
 	}
-	return buildSFIndex(m.SFrame, m.outer)
+	return buildSFIndex(m.SFrame, slowRanges(m.outer, m.sigpanic))
 }
 
 // AddModule adds m, a module newly mapped (from a process's mmap, say).
@@ -340,6 +347,10 @@ type Context struct {
 	// Results of the last step.
 	cfa uint64 // CFA of the last step
 	sig bool   // the last step went through a signal frame
+	// whole is set when the walk's memory is not a stack copy
+	// (StackMemory): the stacks a signal handler's frame leads to can be
+	// read, and Module.sigOuter does not end the walk.
+	whole bool
 	// Scratch kept across walks.
 	last *modInfo // the module found last, in mods (lookup cache)
 	regs [2]arch.Regs
@@ -460,6 +471,8 @@ func (w *Context) begin(u *Unwinder, mem arch.Memory) {
 		w.mods, w.last = ms, nil
 	}
 	w.mem.reset(mem, w.be)
+	_, copied := mem.(*StackMemory)
+	w.whole = !copied
 	w.usedGen, w.gen = false, false
 }
 
@@ -482,7 +495,7 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 	st.fp, st.fpOK = get(cur, w.fpReg)
 	inRegs := true
 	for ; ; st.depth++ {
-		for spOK && !w.noFast && !st.top {
+		for spOK && !w.noFast && !st.top && !afterSigpanic(frames) {
 			// The fast path writes frames in place: give it room, as
 			// append would.
 			if room := limit - st.depth; room > 0 && len(frames) == cap(frames) {
@@ -504,8 +517,10 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 				break // stopped for a reason other than a full buffer
 			}
 		}
-		// A top frame's PC is exact: not a return address.
+		// A top frame's PC is exact: not a return address; so is the
+		// PC of the frame that Go's sigpanic was made to return to.
 		pc, sp, top := st.pc, st.sp, st.top
+		exact := top || afterSigpanic(frames)
 		if pc == 0 && !top {
 			return frames, StopEnd, nil
 		}
@@ -516,7 +531,7 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 		// A signal trampoline may lie outside every module (qemu-user's
 		// page of them): step() recognizes it by its code.
 		if in == nil && !w.inSigreturn(pc, top) {
-			frames = append(frames, Frame{PC: pc, SP: sp, Exact: top})
+			frames = append(frames, Frame{PC: pc, SP: sp, Exact: exact})
 			return frames, StopNoModule, nil
 		}
 		var m *Module
@@ -526,15 +541,15 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 		// Caller frames hold return addresses, which may point past the
 		// end of the call's function (noreturn calls): look up PC-1.
 		lookup := pc
-		if !top {
+		if !exact {
 			lookup--
 		}
-		if m != nil && len(m.outer) > 0 && m.outer.has(lookup-m.Bias) {
+		if m != nil && len(m.outer) > 0 && m.outer.has(lookup-m.Bias) && !(w.whole && m.sigOuter.has(lookup-m.Bias)) {
 			// The first function of a thread or goroutine, or one
 			// past which the stack is another's: the end, whatever
 			// the tables say (their rows are not fast: fastWalk
 			// stops here).
-			frames = append(frames, Frame{PC: pc, SP: sp, Module: m, Exact: top})
+			frames = append(frames, Frame{PC: pc, SP: sp, Module: m, Exact: exact})
 			return frames, StopEnd, nil
 		}
 		if !inRegs {
@@ -562,10 +577,14 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 		if w.gen {
 			return frames, StopNoRule, nil // Unwind walks again
 		}
-		if method == MethodCFI && (err == nil || err == errEnd) && !w.sig {
+		if method == MethodCFI && (err == nil || err == errEnd) && !w.sig && !m.sigOuter.has(lookup-m.Bias) && !m.sigpanic.has(lookup-m.Bias) {
+			// (Not a signal handler's row, which the fast path would
+			// take in a stack copy's walk too, where it must end, nor
+			// sigpanic's, after which the fast path's lookup of PC-1
+			// would be wrong.)
 			w.keepCFIRule(in, lookup-m.Bias)
 		}
-		frames = append(frames, Frame{PC: pc, SP: sp, CFA: w.cfa, Module: m, Method: method, Signal: w.sig, Exact: top || w.sig})
+		frames = append(frames, Frame{PC: pc, SP: sp, CFA: w.cfa, Module: m, Method: method, Signal: w.sig, Exact: exact || w.sig})
 		if err != nil {
 			switch err {
 			case errEnd:
@@ -591,6 +610,23 @@ func (w *Context) walk(regs *arch.Regs, frames []Frame, limit int) ([]Frame, Sto
 	}
 }
 
+// afterSigpanic reports whether the last of frames is in Go's sigpanic:
+// the next frame's PC is the faulting instruction's, exact.
+func afterSigpanic(frames []Frame) bool {
+	if len(frames) == 0 {
+		return false
+	}
+	f := &frames[len(frames)-1]
+	if f.Module == nil || len(f.Module.sigpanic) == 0 {
+		return false
+	}
+	pc := f.PC - f.Module.Bias
+	if !f.Exact {
+		pc--
+	}
+	return f.Module.sigpanic.has(pc)
+}
+
 // step computes the caller's registers into next, trying each method.
 func (w *Context) step(in *modInfo, pc, lookup uint64, cur, next *arch.Regs, top bool) (Method, error) {
 	w.cfa, w.sig = 0, false
@@ -602,6 +638,15 @@ func (w *Context) step(in *modInfo, pc, lookup uint64, cur, next *arch.Regs, top
 	}
 	m := in.m
 	elfPC := lookup - m.Bias
+	if w.whole && m.sigOuter.has(pc-m.Bias) {
+		// Go's signal trampoline, returned into at its first
+		// instruction (pc-1 is another function's) or in rt_sigreturn:
+		// its CFI (CFA = SP + 8) does not describe the signal frame.
+		if tramp, ok := w.sigreturnAt(pc, top); ok {
+			w.sig = true
+			return MethodSignal, w.stepSignal(cur, next, tramp)
+		}
+	}
 	var firstErr error
 	if m.SFrame != nil && (m.SFrameGen == nil || !w.noGen) {
 		err := w.stepSFrame(m, in.x, elfPC, cur, next, top)

@@ -498,6 +498,62 @@ func TestStackCoreSignal(t *testing.T) {
 	}
 }
 
+// TestStackCoreGo reads the core of a Go program that faulted with the
+// traceback level "crash" (testdata gocrash): the crashing thread stands
+// in the runtime's signal handler, on the signal stack, which a walk of
+// the whole memory goes through, as gdb does, into the code the signal
+// interrupted (the fatal panic), and through runtime.sigpanic, called as
+// if from the faulting instruction, to the goroutine's own frames: the
+// function that faulted, named at its exact PC, its callers, and the
+// goroutine's first function, as Go's own traceback shows them.
+func TestStackCoreGo(t *testing.T) {
+	pattern, err := os.ReadFile("/proc/sys/kernel/core_pattern")
+	if err != nil || strings.TrimSpace(string(pattern)) != "core" {
+		t.Skipf("core_pattern is %q, not \"core\"; not changing it", strings.TrimSpace(string(pattern)))
+	}
+	exe := testprog.BuildGo(t, "../../internal/testprog/testdata/gocrash")
+	core := kernelCore(t, exe, syscall.SIGSEGV)
+	out, errs, code := runCLI(t, "stack", "--json", "--core", core)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var tr struct {
+		PID         int
+		Termination struct{ Name string }
+		Threads     []struct {
+			Tid    int
+			Frames []struct {
+				Function string
+				PC       string
+				Signal   bool
+			}
+			Complete bool
+			Stop     string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &tr); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if tr.Termination.Name != "SIGABRT" || len(tr.Threads) == 0 {
+		t.Fatalf("termination %q, %d threads; want SIGABRT (GOTRACEBACK=crash):\n%s", tr.Termination.Name, len(tr.Threads), out)
+	}
+	th := tr.Threads[0] // the thread the signal killed comes first
+	var names []string
+	for _, f := range th.Frames {
+		n := f.Function
+		if f.Signal {
+			n = "<signal>"
+		}
+		names = append(names, n)
+	}
+	got := strings.Join(names, ";")
+	want := "runtime.sigtramp.abi0;<signal>;"
+	tail := ";runtime.sigpanic;main.crash;main.middle;main.main;runtime.main;runtime.goexit.abi0"
+	if !strings.Contains(got, want) || !strings.HasSuffix(got, tail) || !th.Complete {
+		t.Errorf("thread %d: frames %s (complete %v, %s); want ...%s...%s", th.Tid, got, th.Complete, th.Stop, want, tail)
+	}
+}
+
 // TestStackUsage checks argument errors and -h.
 func TestStackUsage(t *testing.T) {
 	for _, c := range []struct {
