@@ -12,15 +12,18 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sframekit/sframekit/arch"
 	"github.com/sframekit/sframekit/elffile"
+	"github.com/sframekit/sframekit/internal/procmaps"
 	"github.com/sframekit/sframekit/internal/slab"
 	"github.com/sframekit/sframekit/internal/sysfile"
 	"github.com/sframekit/sframekit/perfdata"
 )
 
 // File is an object file that a recording's mappings name: found on disk
-// (under Options.SymFS), in perf's build-ID cache, or, for the vDSO, in
-// this process's memory. Files are shared by every process mapping them
+// (under Options.SymFS), in perf's build-ID cache, in a process that maps
+// it (Options.Live, openMapped), or, for the vDSO, in this process's
+// memory. Files are shared by every process mapping them
 // and never change once found.
 type File struct {
 	// Name is the file name as the recording gives it.
@@ -253,7 +256,12 @@ type liveMapping struct {
 // the processes started after it was replaced). A separate debug file
 // is still found by build ID or by a debug link beside the path the
 // descriptor was opened from (symbolize.FindDebugFile).
-func (s *Session) openLive(name, lookup string, deleted bool, fid fileID, at *liveMapping) *File {
+//
+// A recording read later (report: see openMapped) has its path tried
+// already and looks in the process only: a file in its root must then
+// be on the mapped device too, and a file known by build ID (id, from
+// the MMAP record; fid zero) must have that build ID.
+func (s *Session) openLive(name, lookup string, deleted bool, fid fileID, id []byte, at *liveMapping, report bool) *File {
 	f := &File{Name: name, locs: map[uint64]*Loc{}}
 	ino := fid.ino
 	var errs []string
@@ -281,6 +289,9 @@ func (s *Session) openLive(name, lookup string, deleted bool, fid fileID, at *li
 		if err == nil {
 			segs, own, err = readELFInfo(osf, st.Size())
 		}
+		if err == nil && len(id) > 0 && !sameBuildID(id, own) {
+			err = fmt.Errorf("build ID %x, recorded %x", own, id)
+		}
 		if err != nil {
 			osf.Close()
 			errs = append(errs, fmt.Sprintf("%s: %v", path, err))
@@ -290,13 +301,13 @@ func (s *Session) openLive(name, lookup string, deleted bool, fid fileID, at *li
 		f.Path, f.segs, f.r, f.close, f.key, f.size, f.BuildID = fd, segs, osf, osf.Close, fd, st.Size(), own
 		return true
 	}
-	if !deleted && filepath.IsAbs(lookup) && try(lookup, true) {
+	if !report && !deleted && filepath.IsAbs(lookup) && try(lookup, true) {
 		return f
 	}
 	if at != nil && try(fmt.Sprintf("/proc/%d/map_files/%x-%x", at.pid, at.start, at.end), false) {
 		return f
 	}
-	if at != nil && !deleted && ino != 0 && filepath.IsAbs(lookup) && try(fmt.Sprintf("/proc/%d/root%s", at.pid, lookup), false) {
+	if at != nil && !deleted && (ino != 0 || len(id) > 0) && filepath.IsAbs(lookup) && try(fmt.Sprintf("/proc/%d/root%s", at.pid, lookup), report) {
 		return f
 	}
 	if deleted {
@@ -304,6 +315,59 @@ func (s *Session) openLive(name, lookup string, deleted bool, fid fileID, at *li
 	}
 	f.Err = errors.New(strings.Join(errs, "; "))
 	return f
+}
+
+// openMapped finds, in a recording read on its machine after it was made
+// (not Options.Live, nor under Options.SymFS), a file that openFile found
+// nowhere usable, in the recorded process at.pid if that still maps it
+// now, as openLive does (/proc/PID/map_files, /proc/PID/root): a file
+// that is at its path only in the process's mount namespace (a
+// container's), or deleted, or replaced at its path, while the process
+// runs. perf reads such a file in the process's namespace too. It
+// returns nil when not found. The process id may name another process by
+// now, and the path in it another file: a file is taken only when it is
+// the one recorded, by the device and inode of its MMAP2 record (fid),
+// as the process's mapping of the recorded range now gives them, or by
+// the build ID its MMAP record carries (id). A build ID of the
+// recording's table (not passed as id) does not tell: perf record read
+// it at the path on this machine, which may hold another file.
+func (s *Session) openMapped(name, lookup string, deleted bool, id []byte, fid fileID, at *liveMapping) *File {
+	if s.opts.Live || s.opts.SymFS != "" || !s.opts.SameMachine || at == nil || name == "[vdso]" {
+		return nil
+	}
+	if fid.ino == 0 && len(id) == 0 {
+		return nil // nothing would tell the recorded file from another
+	}
+	if fid.ino != 0 && !s.mapsNow(at, fid) {
+		return nil
+	}
+	f := s.openLive(name, lookup, deleted, fid, id, at, true)
+	if f.Path == "" {
+		return nil
+	}
+	return f
+}
+
+// mapsNow reports whether process at.pid maps exactly at's range of the
+// file fid now, by its /proc/PID/maps: the device and inode there are
+// the superblock's, as in MMAP2 records (stat's device differs on
+// btrfs), and a process that reused the id maps other files.
+func (s *Session) mapsNow(at *liveMapping, fid fileID) bool {
+	maps, ok := s.liveMaps[at.pid]
+	if !ok {
+		maps, _ = procmaps.Read(int(at.pid))
+		if s.liveMaps == nil {
+			s.liveMaps = map[uint32][]arch.Mapping{}
+		}
+		s.liveMaps[at.pid] = maps
+	}
+	for _, m := range maps {
+		if m.Start == at.start && m.End == at.end && m.Inode == fid.ino {
+			major, minor, ok := procmaps.DevNumbers(m.Dev)
+			return ok && major == fid.major && minor == fid.minor
+		}
+	}
+	return false
 }
 
 // notRecorded says why the file at a recorded path, st, without a build

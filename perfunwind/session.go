@@ -171,6 +171,11 @@ type Session struct {
 	// have held the walks that ended where theirs did.
 	depth stackDepths
 
+	// liveMaps is /proc/PID/maps of the recorded processes that still
+	// ran when openMapped looked for a file in them (nil: not running
+	// or not readable), read once per process.
+	liveMaps map[uint32][]arch.Mapping
+
 	// Scratch reused by every sample.
 	ctx     unwind.Context
 	mem     unwind.StackMemory
@@ -307,6 +312,7 @@ func (s *Session) Files() []*File {
 // where a live process maps it (nil: unknown), for the files its path
 // does not give.
 func (s *Session) file(name string, id []byte, fid fileID, at *liveMapping) *File {
+	recID := id // the MMAP record's own: a running process's file must have it (openMapped)
 	fromTable := false
 	if len(id) == 0 {
 		id = s.opts.BuildIDs[name]
@@ -318,24 +324,39 @@ func (s *Session) file(name string, id []byte, fid fileID, at *liveMapping) *Fil
 		// it ends: a mapping of another inode may be of another build.
 		k.fileID = fid
 	}
-	if f, ok := s.files[k]; ok {
-		return f
-	}
 	lookup := name
 	deleted := strings.HasSuffix(name, " (deleted)")
 	if deleted {
 		lookup = strings.TrimSuffix(name, " (deleted)")
 	}
+	if f, ok := s.files[k]; ok {
+		if f.Path == "" && !s.opts.Live {
+			// Not found for the processes mapping it before, which
+			// may have exited: this one may still run.
+			if lf := s.openMapped(name, lookup, deleted, recID, fid, at); lf != nil {
+				s.files[k] = lf
+				return lf
+			}
+		}
+		return f
+	}
 	var f *File
 	if s.opts.Live && s.opts.SymFS == "" && name != "[vdso]" {
 		// The process runs now: read the very file it mapped.
-		f = s.openLive(name, lookup, deleted, fid, at)
-	} else if deleted && len(id) == 0 {
-		// The file at the path now is not the one that was mapped.
-		f = &File{Name: name, Err: fmt.Errorf("deleted while mapped, and no build ID recorded"), locs: map[uint64]*Loc{}}
+		f = s.openLive(name, lookup, deleted, fid, nil, at, false)
 	} else {
-		f = s.openFile(lookup, id, k.ino, fromTable)
-		f.Name = name
+		if deleted && len(id) == 0 {
+			// The file at the path now is not the one that was mapped.
+			f = &File{Name: name, Err: fmt.Errorf("deleted while mapped, and no build ID recorded"), locs: map[uint64]*Loc{}}
+		} else {
+			f = s.openFile(lookup, id, k.ino, fromTable)
+			f.Name = name
+		}
+		if f.Path == "" {
+			if lf := s.openMapped(name, lookup, deleted, recID, fid, at); lf != nil {
+				f = lf
+			}
+		}
 	}
 	s.files[k] = f
 	return f
