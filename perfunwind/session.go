@@ -148,6 +148,9 @@ type Session struct {
 	threads map[uint32]*thread
 	jits    map[uint32]*jitSyms // by process
 	gone    map[uint32]*process // gone from /proc at the last Sweep (forgetGone)
+	// exited are the threads whose EXIT records came, oldest first,
+	// still known for the samples taken after (exitGrace).
+	exited []exitedThread
 	// jitBudget is what may still be read of JIT files (maxJITBytes).
 	jitBudget atomic.Int64
 
@@ -783,7 +786,7 @@ func (s *Session) Comm(pid, tid uint32, comm string, exec bool) {
 // of process ppid: a new process (pid != ppid) starts with a copy of its
 // parent's mappings; a thread takes its creator's name.
 func (s *Session) Fork(pid, ppid, tid, ptid uint32) {
-	name := fmt.Sprintf(":%d", tid)
+	name := fmt.Sprintf(":%d", int32(tid))
 	if pt := s.threads[ptid]; pt != nil {
 		name = pt.comm
 	}
@@ -796,6 +799,45 @@ func (s *Session) Fork(pid, ppid, tid, ptid uint32) {
 		}
 	}
 	s.proc(pid).threads[tid] = struct{}{}
+}
+
+// exitGrace is how long, in the recording's time, an exited thread and
+// its process stay known after their EXIT record: a -a recording has
+// samples of a thread after its EXIT (the kernel's exit path, tearing
+// down its memory), which perf names and places as the thread's (it
+// keeps exited threads until their id is reused). A second of them is
+// at most the exits of a second: kept so, memory stays bounded however
+// long the recording.
+const exitGrace = uint64(time.Second)
+
+// exitedThread is a thread that exited at time at.
+type exitedThread struct {
+	pid, tid uint32
+	t        *thread
+	at       uint64
+}
+
+// exitAt records the end of thread tid of process pid at time at (a
+// recording's EXIT record), after which the thread and its process stay
+// known for exitGrace, unless a FORK reuses the ids; it forgets those
+// that exited longer ago.
+func (s *Session) exitAt(pid, tid uint32, at uint64) {
+	n := 0
+	for _, e := range s.exited {
+		if e.at+exitGrace > at {
+			break
+		}
+		if s.threads[e.tid] == e.t {
+			s.Exit(e.pid, e.tid)
+		}
+		n++
+	}
+	s.exited = append(s.exited[:0], s.exited[n:]...)
+	if t := s.threads[tid]; t != nil && t.pid == pid {
+		s.exited = append(s.exited, exitedThread{pid, tid, t, at})
+		return
+	}
+	s.Exit(pid, tid)
 }
 
 // Exit records the end of thread tid of process pid. A process whose
@@ -838,7 +880,7 @@ func (s *Session) Record(rec *perfdata.Record) bool {
 		}
 	case perfdata.RecordExit:
 		if t := rec.Task(); t != nil {
-			s.Exit(t.Pid, t.Tid)
+			s.exitAt(t.Pid, t.Tid, t.Time)
 		}
 	case perfdata.RecordLost, perfdata.RecordLostSamples:
 		// perf record (on kernels of PERF_FORMAT_LOST, 6.0 on) ends a
@@ -869,7 +911,7 @@ func (s *Session) ThreadName(tid uint32) string {
 	if tid == 0 {
 		return "swapper"
 	}
-	return fmt.Sprintf(":%d", tid)
+	return fmt.Sprintf(":%d", int32(tid)) // signed, as perf prints a pid_t (-1)
 }
 
 // startKernel starts loading the kernel's symbols, once.

@@ -50,7 +50,7 @@ func (sw *ScriptWriter) Write(st *perfunwind.Stack) error {
 	b := sw.buf[:0]
 	b = textfmt.AppendPrintable(b, st.Comm)
 	b = append(b, ' ')
-	b = appendPadUint(b, uint64(st.Tid), 5)
+	b = appendPadTid(b, st.Tid)
 	b = append(b, ' ')
 	b = appendTime(b, st)
 	b = append(b, '\n')
@@ -70,7 +70,7 @@ func (sw *ScriptWriter) writeIPOnly(st *perfunwind.Stack) error {
 	sw.comm = textfmt.AppendPrintable(sw.comm[:0], st.Comm)
 	b := appendPad(sw.buf[:0], sw.comm, 16)
 	b = append(b, ' ')
-	b = appendPadUint(b, uint64(st.Tid), 5)
+	b = appendPadTid(b, st.Tid)
 	b = append(b, ' ')
 	b = appendTime(b, st)
 	f := &st.Frames[0]
@@ -161,10 +161,12 @@ func appendHex16(b []byte, addr uint64) []byte {
 
 const spaces = "                "
 
-// appendPadUint appends v in decimal, right-aligned in width columns.
-func appendPadUint(b []byte, v uint64, width int) []byte {
-	var tmp [20]byte
-	return appendPad(b, strconv.AppendUint(tmp[:0], v, 10), width)
+// appendPadTid appends thread id tid as perf script prints it: signed (a
+// pid_t; the kernel's -1 for a task already unhashed from its pid
+// namespace as it exits), right-aligned in 5 columns.
+func appendPadTid(b []byte, tid uint32) []byte {
+	var tmp [11]byte
+	return appendPad(b, strconv.AppendInt(tmp[:0], int64(int32(tid)), 10), 5)
 }
 
 // appendPad appends s right-aligned in width columns.

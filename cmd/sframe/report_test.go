@@ -991,3 +991,40 @@ func TestReportNoTime(t *testing.T) {
 		}
 	}
 }
+
+// TestReportAfterExit reports a system-wide recording of 300 short
+// processes: the samples a thread gives after its EXIT record (the
+// kernel's exit path) are its own, with its name, as perf script has
+// them (perf keeps exited threads), where they were ":TID"'s; those of a
+// task already gone from its pid namespace are ":-1 -1"'s, as perf
+// prints them, where we printed 4294967295.
+func TestReportAfterExit(t *testing.T) {
+	testprog.NeedTool(t, "perf")
+	rec := filepath.Join(t.TempDir(), "perf.data")
+	if out, err := exec.Command("perf", "record", "-q", "-N", "-a", "-o", rec, "-e", "cpu-clock", "-c", "100000", "--call-graph", "dwarf,1024",
+		"--", "sh", "-c", "for i in $(seq 300); do /bin/true; done").CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("perf record -a: %v\n%s", err, out)
+		}
+		t.Fatalf("perf record -a: %v\n%s", err, out)
+	}
+	out, _, perf := textAndScript(t, rec)
+	ours, theirs := parseText(t, out), parseText(t, string(perf))
+	if len(ours) != len(theirs) {
+		t.Fatalf("%d samples, perf script %d", len(ours), len(theirs))
+	}
+	named, bad := 0, 0
+	for i := range ours {
+		if strings.HasPrefix(strings.TrimSpace(theirs[i].header), "true ") {
+			named++
+		}
+		if ours[i].header != theirs[i].header {
+			if bad++; bad <= 3 {
+				t.Errorf("sample %d: %q, perf script %q", i, ours[i].header, theirs[i].header)
+			}
+		}
+	}
+	if bad > 0 || named == 0 {
+		t.Errorf("%d of %d samples' headers differ from perf script's; %d of true", bad, len(ours), named)
+	}
+}
