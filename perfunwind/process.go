@@ -70,6 +70,7 @@ func (s *Session) process(r *perfdata.Reader, opts ProcessOptions, next func() *
 		}
 		rec, err := r.Next()
 		if err == io.EOF {
+			s.forgetExited(^uint64(0)) // no sample comes after them now
 			return nil
 		}
 		if err != nil {

@@ -822,9 +822,21 @@ type exitedThread struct {
 // known for exitGrace, unless a FORK reuses the ids; it forgets those
 // that exited longer ago.
 func (s *Session) exitAt(pid, tid uint32, at uint64) {
+	s.forgetExited(at)
+	if t := s.threads[tid]; t != nil && t.pid == pid {
+		s.exited = append(s.exited, exitedThread{pid, tid, t, at})
+		return
+	}
+	s.Exit(pid, tid)
+}
+
+// forgetExited forgets the exited threads (and processes) whose grace
+// ends before time now (all of them for the maximum time), unless a FORK
+// reused their ids since.
+func (s *Session) forgetExited(now uint64) {
 	n := 0
 	for _, e := range s.exited {
-		if e.at+exitGrace > at {
+		if now != ^uint64(0) && e.at+exitGrace > now {
 			break
 		}
 		if s.threads[e.tid] == e.t {
@@ -833,11 +845,6 @@ func (s *Session) exitAt(pid, tid uint32, at uint64) {
 		n++
 	}
 	s.exited = append(s.exited[:0], s.exited[n:]...)
-	if t := s.threads[tid]; t != nil && t.pid == pid {
-		s.exited = append(s.exited, exitedThread{pid, tid, t, at})
-		return
-	}
-	s.Exit(pid, tid)
 }
 
 // Exit records the end of thread tid of process pid. A process whose

@@ -34,6 +34,7 @@ const maxNames = 1 << 16
 // names of the mappings of running processes, and "no mapping". It
 // returns the number of files forgotten.
 func (s *Session) Sweep(r *Resolver) int {
+	s.forgetExited(^uint64(0))
 	s.forgetGone()
 	live := map[*File]bool{}
 	liveCFI, liveMods := map[unwind.CFI]bool{}, map[unwind.CFI]bool{}
