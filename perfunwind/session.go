@@ -199,8 +199,9 @@ type Session struct {
 
 // thread is what a Session knows of a thread: its name and process.
 type thread struct {
-	comm string
-	pid  uint32
+	comm   string
+	pid    uint32
+	exited bool // its EXIT came; known for the samples after (ExitAt)
 }
 
 // NewSession returns a Session for a recording of opts.Arch (or, when
@@ -817,17 +818,31 @@ type exitedThread struct {
 	at       uint64
 }
 
-// exitAt records the end of thread tid of process pid at time at (a
-// recording's EXIT record), after which the thread and its process stay
-// known for exitGrace, unless a FORK reuses the ids; it forgets those
-// that exited longer ago.
-func (s *Session) exitAt(pid, tid uint32, at uint64) {
+// ExitAt records the end of thread tid of process pid at time at (an
+// EXIT record's), after which the thread and its process stay known for
+// exitGrace of the recording's time, unless a FORK reuses the ids, for
+// the samples of its exit path taken after the record; it forgets those
+// that exited longer ago. It reports whether the process has no thread
+// left that has not exited (its last thread exited).
+func (s *Session) ExitAt(pid, tid uint32, at uint64) (last bool) {
 	s.forgetExited(at)
-	if t := s.threads[tid]; t != nil && t.pid == pid {
-		s.exited = append(s.exited, exitedThread{pid, tid, t, at})
-		return
+	t := s.threads[tid]
+	if t == nil || t.pid != pid {
+		s.Exit(pid, tid)
+		return !s.Known(pid)
 	}
-	s.Exit(pid, tid)
+	t.exited = true
+	s.exited = append(s.exited, exitedThread{pid, tid, t, at})
+	p := s.procs[pid]
+	if p == nil {
+		return true
+	}
+	for id := range p.threads {
+		if th := s.threads[id]; th != nil && th.pid == pid && !th.exited {
+			return false
+		}
+	}
+	return true
 }
 
 // forgetExited forgets the exited threads (and processes) whose grace
@@ -887,7 +902,7 @@ func (s *Session) Record(rec *perfdata.Record) bool {
 		}
 	case perfdata.RecordExit:
 		if t := rec.Task(); t != nil {
-			s.exitAt(t.Pid, t.Tid, t.Time)
+			s.ExitAt(t.Pid, t.Tid, t.Time)
 		}
 	case perfdata.RecordLost, perfdata.RecordLostSamples:
 		// perf record (on kernels of PERF_FORMAT_LOST, 6.0 on) ends a

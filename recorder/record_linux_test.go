@@ -751,3 +751,40 @@ func TestFilesNotAtTheirPath(t *testing.T) {
 		})
 	})
 }
+
+// TestSystemWideAfterExit records every process (-a) while a shell runs
+// 300 short processes: the samples of a thread's exit path that come
+// after its EXIT record are its own, under its name (perf keeps exited
+// threads), where they were ":TID"'s.
+func TestSystemWideAfterExit(t *testing.T) {
+	needPerf(t)
+	var done atomic.Bool
+	p := recordUntil(t, Options{SystemWide: true, Freq: 4999, Started: func() {
+		go func() {
+			exec.Command("sh", "-c", "for i in $(seq 300); do /bin/true; done").Run()
+			done.Store(true)
+		}()
+	}}, done.Load)
+	var buf bytes.Buffer
+	if err := p.WriteFolded(&buf); err != nil {
+		t.Fatal(err)
+	}
+	nameless, all, lines := 0, 0, 0
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		n, err := strconv.Atoi(l[i+1:])
+		if i < 0 || err != nil {
+			t.Fatalf("folded line %q", l)
+		}
+		all += n
+		if len(l) > 1 && l[0] == ':' && l[1] >= '0' && l[1] <= '9' {
+			nameless += n
+			if lines++; lines <= 3 {
+				t.Logf("%s", l)
+			}
+		}
+	}
+	if all == 0 || nameless > 0 {
+		t.Errorf("%d of %d samples of threads without a name", nameless, all)
+	}
+}

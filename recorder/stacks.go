@@ -620,9 +620,11 @@ func (r *recorder) apply(e *event) {
 		}
 		if r.late.Type == perfdata.RecordExit {
 			t := r.late.Task()
-			r.sess.Exit(t.Pid, t.Tid)
+			// The thread stays known a while, for the samples of its
+			// exit path a system-wide recording takes after the record.
+			last := r.sess.ExitAt(t.Pid, t.Tid, t.Time)
 			delete(r.nameless, t.Tid)
-			if r.bpf != nil && !r.sess.Known(t.Pid) {
+			if r.bpf != nil && last {
 				r.mirror.Exit(t.Pid) // its last thread
 				r.bpf.DropProcess(t.Pid)
 			}
