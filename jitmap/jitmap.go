@@ -14,11 +14,13 @@
 package jitmap
 
 import (
+	"bytes"
 	"cmp"
 	"container/heap"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -62,13 +64,13 @@ type span struct {
 // entries overlap (the JIT placed new code where old code was), the one
 // written later names the addresses they share.
 type Table struct {
-	syms  []Symbol
-	spans []span // sorted, not overlapping
-	// symUnwind gives each symbol its unwinding data, an index into
-	// unwinds or -1; nil when no symbol has any. A symbol past its end
-	// has none.
-	symUnwind []int32
-	unwinds   []*Unwinding
+	// segment holds the newest entries; older, the entries of the table
+	// this one extends (AppendPerfMap), newest first, shared with it:
+	// at most about log2(MaxEntries) of them, each at least twice the
+	// size of the one before.
+	segment
+	older []*segment
+	n     int // entries in all segments
 	// Skipped counts the entries that could not be read (malformed or
 	// too long lines, records of unknown code).
 	Skipped int
@@ -77,24 +79,49 @@ type Table struct {
 	Truncated bool
 }
 
+// segment is entries of a table and their lookup spans.
+type segment struct {
+	syms  []Symbol
+	spans []span // sorted, not overlapping
+	// symUnwind gives each symbol its unwinding data, an index into
+	// unwinds or -1; nil when no symbol has any. A symbol past its end
+	// has none.
+	symUnwind []int32
+	unwinds   []*Unwinding
+}
+
 // Len returns the number of functions read.
-func (t *Table) Len() int { return len(t.syms) }
+func (t *Table) Len() int { return t.n }
 
 // Lookup returns the function at the runtime address addr, without
 // allocating.
 func (t *Table) Lookup(addr uint64) (Symbol, bool) {
-	if t == nil {
-		return Symbol{}, false
-	}
-	i, ok := t.lookup(addr)
+	seg, i, ok := t.find(addr)
 	if !ok {
 		return Symbol{}, false
 	}
-	return t.syms[i], true
+	return seg.syms[i], true
+}
+
+// find returns the segment naming addr and the index of its symbol
+// there: the newest segment that covers addr has the latest entry.
+func (t *Table) find(addr uint64) (*segment, int32, bool) {
+	if t == nil {
+		return nil, 0, false
+	}
+	if i, ok := t.segment.lookup(addr); ok {
+		return &t.segment, i, true
+	}
+	for _, seg := range t.older {
+		if i, ok := seg.lookup(addr); ok {
+			return seg, i, true
+		}
+	}
+	return nil, 0, false
 }
 
 // lookup returns the index of the symbol at addr.
-func (t *Table) lookup(addr uint64) (int32, bool) {
+func (t *segment) lookup(addr uint64) (int32, bool) {
 	lo, hi := 0, len(t.spans)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -115,18 +142,15 @@ func (t *Table) lookup(addr uint64) (int32, bool) {
 // allocating; false when the function has none, or there is no function
 // at addr.
 func (t *Table) LookupUnwinding(addr uint64) (Symbol, *Unwinding, bool) {
-	if t == nil || t.symUnwind == nil {
+	seg, i, ok := t.find(addr)
+	if !ok || int(i) >= len(seg.symUnwind) || seg.symUnwind[i] < 0 {
 		return Symbol{}, nil, false
 	}
-	i, ok := t.lookup(addr)
-	if !ok || int(i) >= len(t.symUnwind) || t.symUnwind[i] < 0 {
-		return Symbol{}, nil, false
-	}
-	return t.syms[i], t.unwinds[t.symUnwind[i]], true
+	return seg.syms[i], seg.unwinds[seg.symUnwind[i]], true
 }
 
 // setUnwind gives the last symbol added the unwinding data u (-1: none).
-func (t *Table) setUnwind(u int32) {
+func (t *segment) setUnwind(u int32) {
 	for len(t.symUnwind) < len(t.syms)-1 {
 		t.symUnwind = append(t.symUnwind, -1)
 	}
@@ -136,7 +160,7 @@ func (t *Table) setUnwind(u int32) {
 // build makes t's lookup spans from t.syms, later symbols taking the
 // addresses they share with earlier ones: a sweep over the starts and
 // ends, each elementary range given the latest symbol covering it.
-func (t *Table) build() {
+func (t *segment) build() {
 	type edge struct {
 		at    uint64
 		sym   int32
@@ -207,11 +231,12 @@ func (h *latest) Pop() any {
 
 // add appends a symbol, reporting false when the table is full.
 func (t *Table) add(s Symbol) bool {
-	if len(t.syms) >= MaxEntries {
+	if t.n >= MaxEntries {
 		t.Truncated = true
 		return false
 	}
 	t.syms = append(t.syms, s)
+	t.n++
 	return true
 }
 
@@ -223,11 +248,30 @@ func (t *Table) add(s Symbol) bool {
 // are skipped, as perf skips malformed ones; at most MaxEntries are kept.
 // The names are substrings of one copy of data.
 func ParsePerfMap(data []byte) *Table {
+	return (*Table)(nil).AppendPerfMap(data)
+}
+
+// AppendPerfMap returns the table of t's perf map followed by the lines
+// in data (t nil: none), which name the addresses they share with t's
+// entries, read as ParsePerfMap reads them: the table of a map that a
+// JIT appends to, read a part at a time. The new table shares t's
+// entries (t is not changed); its own names are substrings of one copy
+// of data.
+func (t *Table) AppendPerfMap(data []byte) *Table {
+	nt := &Table{}
+	if t != nil {
+		nt.n, nt.Skipped, nt.Truncated = t.n, t.Skipped, t.Truncated
+		nt.older = make([]*segment, 0, len(t.older)+1)
+		if len(t.syms) > 0 {
+			nt.older = append(nt.older, &t.segment)
+		}
+		nt.older = append(nt.older, t.older...)
+	}
 	text := string(data)
 	// Sized from the lines up front: a table grown by appends leaves
 	// its outgrown copies (up to MaxEntries' worth) to the collector,
 	// which makes the peak memory depend on when it runs.
-	t := &Table{syms: make([]Symbol, 0, min(strings.Count(text, "\n")+1, MaxEntries))}
+	nt.syms = make([]Symbol, 0, min(strings.Count(text, "\n")+1, MaxEntries-nt.n))
 	for len(text) > 0 {
 		line := text
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
@@ -236,28 +280,37 @@ func ParsePerfMap(data []byte) *Table {
 			text = ""
 		}
 		if len(line) > MaxLine {
-			t.Skipped++
+			nt.Skipped++
 			continue
 		}
 		start, rest, ok1 := hexField(line)
 		size, name, ok2 := hexField(rest)
 		if !ok1 || !ok2 || name == "" {
 			if line != "" {
-				t.Skipped++
+				nt.Skipped++
 			}
 			continue
 		}
-		if !t.add(Symbol{Name: name, Start: start, Size: size}) {
+		if !nt.add(Symbol{Name: name, Start: start, Size: size}) {
 			break
 		}
 	}
-	if cap(t.syms) > 2*len(t.syms)+64 {
+	// Merged with older segments no more than twice its size: their
+	// sizes then at least double from one to the next, so that lookups
+	// search a few segments, and an entry is copied into a merged
+	// segment about log2 of the table's size times over its life.
+	for len(nt.older) > 0 && len(nt.older[0].syms) <= 2*len(nt.syms) {
+		o := nt.older[0]
+		nt.syms = append(slices.Clip(o.syms), nt.syms...)
+		nt.older = nt.older[1:]
+	}
+	if cap(nt.syms) > 2*len(nt.syms)+64 {
 		// Mostly lines that were not entries: the table keeps only
 		// what it holds.
-		t.syms = slices.Clone(t.syms)
+		nt.syms = slices.Clone(nt.syms)
 	}
-	t.build()
-	return t
+	nt.build()
+	return nt
 }
 
 // hexField parses a hexadecimal number at the start of s, after an
@@ -298,21 +351,11 @@ done:
 // every user, and a link planted as /tmp/perf-PID.map would have the
 // profiler copy lines of another file into a profile.
 func ReadFile(path string) ([]byte, error) {
-	f, err := sysfile.OpenRegularNoFollow(path)
-	if errors.Is(err, sysfile.ErrNotRegular) || errors.Is(err, sysfile.ErrSymlink) {
-		return nil, fmt.Errorf("%s: %w", path, errors.Unwrap(err)) // not a failed open: the file is refused
-	}
+	f, st, err := open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d read of a JIT's symbol file", path, st.Size(), MaxFileSize)
-	}
 	// The JIT may still be appending: read what is there, up to the bound.
 	data := make([]byte, 0, st.Size()+1)
 	for {
@@ -331,4 +374,96 @@ func ReadFile(path string) ([]byte, error) {
 			data = slices.Grow(data, min(len(data), MaxFileSize-len(data)))
 		}
 	}
+}
+
+// open opens a JIT's file at path as ReadFile reads it, refusing what it
+// refuses.
+func open(path string) (*os.File, os.FileInfo, error) {
+	f, err := sysfile.OpenRegularNoFollow(path)
+	if errors.Is(err, sysfile.ErrNotRegular) || errors.Is(err, sysfile.ErrSymlink) {
+		return nil, nil, fmt.Errorf("%s: %w", path, errors.Unwrap(err)) // not a failed open: the file is refused
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() > MaxFileSize {
+		err = fmt.Errorf("%s: %d bytes, more than the %d read of a JIT's symbol file", path, st.Size(), MaxFileSize)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// PerfMap reads a perf map that its JIT keeps appending to (perf maps
+// are append-only text), for a profiler that names JIT code again and
+// again while the program runs: each Read parses only the bytes written
+// since the last one, and the table it returns shares the entries read
+// before (AppendPerfMap). A last line without its newline yet is parsed
+// for that Read's table only, and read again by the next. The map is
+// read whole again when it is another file than the one read (another
+// path, device or inode), or was cut or rewritten: shorter than what was
+// parsed, or no longer a newline where the last line parsed ended. The
+// zero value is ready to use; a PerfMap is not safe for concurrent use.
+type PerfMap struct {
+	path string
+	info os.FileInfo // of the file read
+	off  int64       // bytes of whole lines parsed into base
+	base *Table      // the entries of those lines
+	tail int64       // bytes of the last line, without its newline, of the last Read
+}
+
+// Read returns the table of the perf map at path (read as ReadFile reads
+// it, refusing what it refuses) as the file is now, and how many bytes
+// of it this call read. When the file cannot be opened, what was read
+// before is kept for the next Read, of this path or another (a caller
+// that tries a few paths); set m to its zero value to let it go.
+func (m *PerfMap) Read(path string) (*Table, int64, error) {
+	f, st, err := open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	size := st.Size()
+	if m.base != nil && (path != m.path || !os.SameFile(st, m.info) || size < m.off || !endsLine(f, m.off)) {
+		*m = PerfMap{}
+	}
+	m.path, m.info = path, st
+	// The bytes the file has now; a JIT appending meanwhile is read the
+	// next time.
+	data := make([]byte, size-m.off)
+	n, err := f.ReadAt(data, m.off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		*m = PerfMap{}
+		return nil, int64(n), err
+	}
+	data = data[:n]
+	whole := bytes.LastIndexByte(data, '\n') + 1
+	if whole > 0 || m.base == nil {
+		m.base = m.base.AppendPerfMap(data[:whole])
+		m.off += int64(whole)
+	}
+	m.tail = int64(len(data) - whole)
+	if m.tail == 0 {
+		return m.base, int64(n), nil
+	}
+	return m.base.AppendPerfMap(data[whole:]), int64(n), nil
+}
+
+// Bytes returns the bytes of the file that the last Read's table holds
+// (its names are substrings of them).
+func (m *PerfMap) Bytes() int64 { return m.off + m.tail }
+
+// endsLine reports whether the byte before off in f is a newline (or
+// off is 0): a map rewritten since, no shorter than before, most often
+// is not.
+func endsLine(f *os.File, off int64) bool {
+	if off == 0 {
+		return true
+	}
+	var b [1]byte
+	_, err := f.ReadAt(b[:], off-1)
+	return err == nil && b[0] == '\n'
 }

@@ -371,3 +371,104 @@ func TestParseJitdumpUnwinding(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfMapIncremental: a PerfMap reads only what the JIT appended
+// since its last Read; its tables name old and new code as a table of
+// the whole file does (later lines naming the addresses they share with
+// earlier ones, a last line without its newline included), through a
+// few segments however many Reads made them; and a map cut, rewritten
+// or replaced by another file is read whole again.
+func TestPerfMapIncremental(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "perf-1.map")
+	write := func(flag int, s string) {
+		f, err := os.OpenFile(p, flag|os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(s)
+		f.Close()
+	}
+	var m PerfMap
+	read := func(wantRead int) *Table {
+		t.Helper()
+		tab, n, err := m.Read(p)
+		if err != nil || n != int64(wantRead) {
+			t.Fatalf("read %d bytes, %v; want %d", n, err, wantRead)
+		}
+		data, _ := os.ReadFile(p)
+		whole := ParsePerfMap(data)
+		if tab.Len() != whole.Len() || tab.Skipped != whole.Skipped {
+			t.Errorf("%d entries, %d skipped; the whole file's table %d, %d", tab.Len(), tab.Skipped, whole.Len(), whole.Skipped)
+		}
+		for addr := uint64(0xff0); addr < 0x1000+0x40*300; addr += 0x8 {
+			got, ok1 := tab.Lookup(addr)
+			want, ok2 := whole.Lookup(addr)
+			if got != want || ok1 != ok2 {
+				t.Fatalf("%#x: %+v, the whole file's table %+v", addr, got, want)
+			}
+		}
+		return tab
+	}
+	first := "1000 40 f0\n1040 40 f1\n"
+	write(os.O_TRUNC, first)
+	read(len(first))
+	// Appended: an entry over f0's second half, garbage, and a line
+	// still being written.
+	more := "1020 40 over\nnot a line\n1080 40 pa"
+	write(os.O_APPEND, more)
+	tab := read(len(more))
+	if s, _ := tab.Lookup(0x1030); s.Name != "over" {
+		t.Errorf("the later entry: %q", s.Name)
+	}
+	if s, _ := tab.Lookup(0x1085); s.Name != "pa" {
+		t.Errorf("the last line so far: %q", s.Name)
+	}
+	// The line completed: its start is read again.
+	write(os.O_APPEND, "rtial\n")
+	if s, _ := read(len("1080 40 partial\n")).Lookup(0x1085); s.Name != "partial" {
+		t.Errorf("the completed line: %q", s.Name)
+	}
+	// Many small appends: each Read reads its bytes only, and the
+	// table's segments stay few.
+	for i := range 290 {
+		line := fmt.Sprintf("%x 40 g%d\n", 0x1000+i*0x40+0x10, i)
+		write(os.O_APPEND, line)
+		tab = read(len(line))
+	}
+	if len(tab.older) > 12 {
+		t.Errorf("%d segments after 290 reads", len(tab.older)+1)
+	}
+	if n := testing.AllocsPerRun(100, func() { tab.Lookup(0x1001) }); n != 0 {
+		t.Errorf("Lookup allocates %v times", n)
+	}
+	// Cut and rewritten shorter: read whole.
+	write(os.O_TRUNC, "1000 100 cut\n")
+	if s, _ := read(len("1000 100 cut\n")).Lookup(0x1050); s.Name != "cut" {
+		t.Errorf("after the cut: %q", s.Name)
+	}
+	// Rewritten in place, longer, the old end no longer a line's end.
+	rewritten := "1000 40 rewritten_in_place\n"
+	write(os.O_TRUNC, rewritten)
+	if s, _ := read(len(rewritten)).Lookup(0x1000); s.Name != "rewritten_in_place" {
+		t.Errorf("rewritten in place: %q", s.Name)
+	}
+	// Another file renamed over it, as long and ending a line where the
+	// old one did.
+	other := filepath.Join(filepath.Dir(p), "new")
+	os.WriteFile(other, []byte("1000 40 another_file_here!\n"), 0o644)
+	if err := os.Rename(other, p); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := read(len(rewritten)).Lookup(0x1000); s.Name != "another_file_here!" {
+		t.Errorf("another file: %q", s.Name)
+	}
+	// Gone, then made anew: read whole.
+	os.Remove(p)
+	if _, _, err := m.Read(p); err == nil {
+		t.Error("a removed map read")
+	}
+	write(os.O_TRUNC, "1000 40 anew\n")
+	if s, _ := read(len("1000 40 anew\n")).Lookup(0x1000); s.Name != "anew" {
+		t.Errorf("made anew: %q", s.Name)
+	}
+}
