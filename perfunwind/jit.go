@@ -37,9 +37,9 @@ type jitSyms struct {
 	// process's mount namespace while it lives, under SymFS, the path.
 	mapPaths []string
 	// budget is what the Session may still read of JIT files, shared by
-	// its processes.
-	budget *atomic.Int64
-	arch   arch.Arch // of the unwinding data's CFI
+	// its processes; readBytes counts the bytes the Session read of them.
+	budget, readBytes *atomic.Int64
+	arch              arch.Arch // of the unwinding data's CFI
 
 	mu sync.Mutex
 	// dumps are the jitdump files the process mapped, each the paths to
@@ -48,6 +48,11 @@ type jitSyms struct {
 	loaded bool
 	bytes  int64           // of the files read, taken from budget
 	tables []*jitmap.Table // the jitdump files' (later first), then the perf map's
+	// perfMap is the perf map as read so far, kept across periods
+	// (ForgetJIT), so that each reads only what the JIT appended since;
+	// mapBytes is what it holds, counted in bytes.
+	perfMap  jitmap.PerfMap
+	mapBytes int64
 	// Read lists the files read and what they gave, Errs those that could
 	// not be, for the summary.
 	read []string
@@ -120,7 +125,7 @@ func (s *Session) jit(pid uint32) *jitSyms {
 	if a == arch.Unknown {
 		a = arch.Host()
 	}
-	j := &jitSyms{name: "/tmp/perf-" + strconv.FormatUint(uint64(nspid), 10) + ".map", locs: map[uint64]*Loc{}, budget: &s.jitBudget, arch: a}
+	j := &jitSyms{name: "/tmp/perf-" + strconv.FormatUint(uint64(nspid), 10) + ".map", locs: map[uint64]*Loc{}, budget: &s.jitBudget, readBytes: &s.jitRead, arch: a}
 	j.mapPaths = s.jitPaths(j.name, root)
 	if s.opts.Live {
 		j.mem = func(b []byte, addr int64) (int, error) { return procmem.Read(int(pid), b, addr) }
@@ -205,7 +210,8 @@ const maxJITBytes = 256 << 20
 
 // load reads the process's jitdump files and perf map, once: the first
 // readable path of each (see jitmap.ReadFile for what is refused), while
-// the Session's budget (maxJITBytes) lasts.
+// the Session's budget (maxJITBytes) lasts; of the perf map, what the
+// JIT appended since it was last read.
 func (j *jitSyms) load() {
 	if j.loaded {
 		return
@@ -215,48 +221,86 @@ func (j *jitSyms) load() {
 	j.bytes = 0
 	j.tables, j.read, j.errs, j.sizes, j.missed, j.cfis = nil, nil, nil, nil, nil, nil
 	j.locs = map[uint64]*Loc{}
-	read := func(paths []string, parse func([]byte) (*jitmap.Table, error)) {
-		var first error
-		for _, p := range paths {
-			if j.budget.Load() <= 0 {
-				j.errs = append(j.errs, fmt.Errorf("%s: not read: %d bytes of JIT symbol files read already", p, maxJITBytes))
+	for i := len(j.dumps) - 1; i >= 0; i-- {
+		j.loadDump(j.dumps[i])
+	}
+	j.loadMap()
+}
+
+// loadDump reads a jitdump file, from the first readable of its paths,
+// while the Session's budget lasts.
+func (j *jitSyms) loadDump(paths []string) {
+	var first error
+	for _, p := range paths {
+		if j.budget.Load() <= 0 {
+			j.errs = append(j.errs, fmt.Errorf("%s: not read: %d bytes of JIT symbol files read already", p, maxJITBytes))
+			return
+		}
+		data, err := jitmap.ReadFile(p)
+		if err == nil {
+			j.readBytes.Add(int64(len(data)))
+			var t *jitmap.Table
+			if t, err = jitmap.ParseJitdump(data); err == nil {
+				j.took(p, t, int64(len(data)))
 				return
 			}
-			data, err := jitmap.ReadFile(p)
-			if err == nil {
-				j.budget.Add(-int64(len(data)))
-				j.bytes += int64(len(data))
-				var t *jitmap.Table
-				if t, err = parse(data); err == nil {
-					cost := int64(t.Len()) * jitmap.EntryBytes
-					j.budget.Add(-cost)
-					j.bytes += cost
-					j.tables = append(j.tables, t)
-					j.sizes = append(j.sizes, fileSize{p, int64(len(data))})
-					note := ""
-					if t.Truncated || t.Skipped > 0 {
-						note = fmt.Sprintf(", %d entries not read", t.Skipped)
-						if t.Truncated {
-							note += ", truncated"
-						}
-					}
-					j.read = append(j.read, fmt.Sprintf("%s (%d functions%s)", p, t.Len(), note))
-					return
-				}
-				err = fmt.Errorf("%s: %w", p, err)
-			}
-			if first == nil || !os.IsNotExist(err) {
-				first = err
-			}
+			err = fmt.Errorf("%s: %w", p, err)
 		}
-		if first != nil && !os.IsNotExist(first) {
-			j.errs = append(j.errs, first)
+		if first == nil || !os.IsNotExist(err) {
+			first = err
 		}
 	}
-	for i := len(j.dumps) - 1; i >= 0; i-- {
-		read(j.dumps[i], jitmap.ParseJitdump)
+	if first != nil && !os.IsNotExist(first) {
+		j.errs = append(j.errs, first)
 	}
-	read(j.mapPaths, func(b []byte) (*jitmap.Table, error) { return jitmap.ParsePerfMap(b), nil })
+}
+
+// loadMap reads the process's perf map: what the JIT appended since it
+// was last read (jitmap.PerfMap), from the first readable path, while
+// the Session's budget lasts.
+func (j *jitSyms) loadMap() {
+	j.mapBytes = 0
+	var first error
+	for _, p := range j.mapPaths {
+		if j.budget.Load() <= 0 {
+			j.perfMap = jitmap.PerfMap{}
+			j.errs = append(j.errs, fmt.Errorf("%s: not read: %d bytes of JIT symbol files read already", p, maxJITBytes))
+			return
+		}
+		t, n, err := j.perfMap.Read(p)
+		j.readBytes.Add(n)
+		if err == nil {
+			j.mapBytes = j.took(p, t, j.perfMap.Bytes())
+			return
+		}
+		if first == nil || !os.IsNotExist(err) {
+			first = err
+		}
+	}
+	j.perfMap = jitmap.PerfMap{} // gone: its entries are not kept
+	if first != nil && !os.IsNotExist(first) {
+		j.errs = append(j.errs, first)
+	}
+}
+
+// took adds the table t of the file at path, size bytes of whose text
+// its names share, to those the process's JIT code is named from, takes
+// what they cost from the budget and returns it.
+func (j *jitSyms) took(path string, t *jitmap.Table, size int64) int64 {
+	cost := size + int64(t.Len())*jitmap.EntryBytes
+	j.budget.Add(-cost)
+	j.bytes += cost
+	j.tables = append(j.tables, t)
+	j.sizes = append(j.sizes, fileSize{path, size})
+	note := ""
+	if t.Truncated || t.Skipped > 0 {
+		note = fmt.Sprintf(", %d entries not read", t.Skipped)
+		if t.Truncated {
+			note += ", truncated"
+		}
+	}
+	j.read = append(j.read, fmt.Sprintf("%s (%d functions%s)", path, t.Len(), note))
+	return cost
 }
 
 // resolve names the runtime address pc of the process's JIT code.
@@ -411,24 +455,34 @@ func (j *jitSyms) unwinding(pc uint64) (sym jitmap.Symbol, tab *cfi.Table, found
 // ForgetJIT drops what the Session read of JIT symbol files, so that a
 // long recording cut into periods (a continuous profiler's) reads them
 // again, with the code the JITs made since, when a frame in JIT code is
-// next named; and forgets the JIT symbols of processes that have exited.
-// What Resolve returned stays valid. Call it between periods, when no
-// frame is being named.
+// next named: jitdump files whole, perf maps only what was appended
+// since (each process's perf map read so far is kept: maps grow without
+// end, and reading one whole every period would cost its size each
+// time); and forgets the JIT symbols of processes that have exited,
+// their perf maps with them. What Resolve returned stays valid. Call it
+// between periods, when no frame is being named.
 func (s *Session) ForgetJIT() {
+	var kept int64
 	for pid, j := range s.jits {
 		j.mu.Lock()
-		j.budget.Add(j.bytes)
-		j.bytes = 0
 		j.loaded, j.tables, j.read, j.errs = false, nil, nil, nil
 		j.sizes, j.reloads, j.missed, j.cfis, j.named, j.pyTramps = nil, 0, nil, nil, false, nil
 		j.locs = map[uint64]*Loc{}
-		j.mu.Unlock()
 		if s.procs[pid] == nil {
+			j.perfMap, j.mapBytes = jitmap.PerfMap{}, 0
 			delete(s.jits, pid)
 		}
+		j.bytes = j.mapBytes
+		kept += j.bytes
+		j.mu.Unlock()
 	}
-	// The budget is per period: what a JIT of a process that exited
-	// loads after this (for stacks of its last period still to be named)
-	// is garbage with those stacks.
-	s.jitBudget.Store(maxJITBytes)
+	// The budget is per period, less the perf maps kept: what a JIT of a
+	// process that exited loads after this (for stacks of its last
+	// period still to be named) is garbage with those stacks.
+	s.jitBudget.Store(maxJITBytes - kept)
 }
+
+// JITBytesRead returns the bytes the Session has read of JIT symbol
+// files (perf maps, jitdump files), for a profiler's statistics: a
+// perf map is read a part at a time as it grows (see ForgetJIT).
+func (s *Session) JITBytesRead() int64 { return s.jitRead.Load() }

@@ -117,8 +117,9 @@ func TestJITBudget(t *testing.T) {
 
 // TestForgetJIT: a perf map is read once, so code the JIT made after it
 // was read has no name; after ForgetJIT (between a continuous profiler's
-// periods) it is read again and names the new code, the budget is given
-// back, and the JIT symbols of a process that exited are forgotten.
+// periods) what was appended is read, and only that, and names the new
+// code, the budget counts the map once, and the JIT symbols of a process
+// that exited are forgotten.
 func TestForgetJIT(t *testing.T) {
 	symfs := t.TempDir()
 	os.MkdirAll(filepath.Join(symfs, "tmp"), 0o755)
@@ -149,8 +150,15 @@ func TestForgetJIT(t *testing.T) {
 	}
 	s.Exit(8, 8)
 	s.ForgetJIT()
+	read := s.JITBytesRead()
 	if l := r.Resolve(m, 0x1100); l.Sym != "late" {
 		t.Errorf("after ForgetJIT: %q", l.Sym)
+	}
+	if n := s.JITBytesRead() - read; n != int64(len("1100 40 late\n")) {
+		t.Errorf("%d bytes read after ForgetJIT, want those appended", n)
+	}
+	if l := r.Resolve(m, 0x1000); l.Sym != "early" {
+		t.Errorf("the function read before, after ForgetJIT: %q", l.Sym)
 	}
 	if _, ok := s.jits[8]; ok || s.jits[7] == nil {
 		t.Error("the exited process's JIT symbols kept, or the running one's dropped")
@@ -161,10 +169,12 @@ func TestForgetJIT(t *testing.T) {
 }
 
 // TestJITNamesKeepNoMap: the Loc of a JIT address keeps its name only,
-// not the perf map it was read from. A continuous profiler reads the map
-// again every tick (ForgetJIT) and keeps each tick's Locs until its
-// period ends: when a Loc's name shared the map's text, each tick kept a
-// whole copy of the map (ten ticks of an 8 MB map: over 100 MB held).
+// not the perf map it was read from. A continuous profiler names JIT
+// code again every tick (ForgetJIT) and keeps each tick's Locs until its
+// period ends: when a Loc's name shared the map's text, and the map was
+// read whole each tick, each tick kept a whole copy of the map (ten
+// ticks of an 8 MB map: over 100 MB held). What is held is the one map
+// the Session keeps, as its budget counts it.
 func TestJITNamesKeepNoMap(t *testing.T) {
 	symfs := t.TempDir()
 	os.MkdirAll(filepath.Join(symfs, "tmp"), 0o755)
@@ -205,7 +215,7 @@ func TestJITNamesKeepNoMap(t *testing.T) {
 	}
 	after := heap()
 	runtime.KeepAlive(kept)
-	if held := after - min(after, before); held > mapBytes {
+	if held := after - min(after, before); held > mapBytes+funcs*jitmap.EntryBytes {
 		t.Errorf("%d Locs of %d ticks hold %d MB (the map is %d MB)", len(kept), ticks, held>>20, mapBytes>>20)
 	}
 }

@@ -151,8 +151,10 @@ type Session struct {
 	// exited are the threads whose EXIT records came, oldest first,
 	// still known for the samples taken after (exitGrace).
 	exited []exitedThread
-	// jitBudget is what may still be read of JIT files (maxJITBytes).
+	// jitBudget is what may still be read of JIT files (maxJITBytes);
+	// jitRead counts the bytes read of them (JITBytesRead).
 	jitBudget atomic.Int64
+	jitRead   atomic.Int64
 
 	adopted bool
 	// The kernel's symbols load in the background from the start: a

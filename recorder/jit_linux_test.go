@@ -3,9 +3,12 @@ package recorder
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,5 +80,78 @@ console.log(s > 0);
 	// are those the perf map had by then, not the whole run's.
 	if fib < 0 || late < 0 || late < fib {
 		t.Errorf("%d periods; fib named first in period %d, late in %d (want late no earlier than fib)", len(names), fib, late)
+	}
+}
+
+// TestPeriodsPerfMapGrows records testdata/jitgrow.c cut into periods, as
+// the agent does: its perf map grows while it runs, and each period reads
+// only what was appended since the last (the map's first 2000 entries
+// once, not once a period); old and new functions are named, and the map
+// rewritten shorter is read again: its one entry names all the code.
+func TestPeriodsPerfMapGrows(t *testing.T) {
+	needPerf(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("jitgrow's code is x86-64's")
+	}
+	exe := testprog.Build(t, "testdata/jitgrow.c", "-O2")
+	cmd := exec.Command(exe)
+	type period struct {
+		read  int64
+		names map[string]bool
+	}
+	var periods []period
+	var last int64
+	opts := Options{Command: cmd, Period: 200 * time.Millisecond, OnPeriod: func(p *Profile) {
+		var buf bytes.Buffer
+		if err := p.WritePprof(&buf); err != nil {
+			t.Error(err)
+			return
+		}
+		q, err := profile.Parse(&buf)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		fns := map[string]bool{}
+		for _, f := range q.Function {
+			if strings.HasPrefix(f.Name, "jit") || f.Name == "rewritten" || strings.Contains(f.Name, "elsewhere") {
+				fns[f.Name] = true
+			}
+		}
+		read := p.Session().JITBytesRead()
+		periods = append(periods, period{read - last, fns})
+		last = read
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := Record(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	t.Cleanup(func() { os.Remove("/tmp/perf-" + strconv.Itoa(cmd.Process.Pid) + ".map") })
+	// The map's first part, read once: 2000 lines of over 40 bytes.
+	const head = 2000 * 40
+	both, rewritten, reads := -1, -1, 0
+	for i, pd := range periods {
+		t.Logf("period %d: %d bytes read, %v", i, pd.read, slices.Sorted(maps.Keys(pd.names)))
+		if pd.read > head {
+			reads++
+		}
+		if pd.names["jit0"] && (pd.names["jit4"] || pd.names["jit5"]) && both < 0 {
+			both = i
+		}
+		if pd.names["rewritten"] && rewritten < 0 {
+			rewritten = i
+		}
+		if rewritten >= 0 && i > rewritten && len(pd.names) > 0 && !(len(pd.names) == 1 && pd.names["rewritten"]) {
+			t.Errorf("period %d, after the map was rewritten: %v", i, pd.names)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("the map's first %d bytes read in %d periods, want 1", head, reads)
+	}
+	if both < 0 || rewritten < 0 {
+		t.Errorf("%d periods: old and new functions named together in period %d, the rewritten map in %d", len(periods), both, rewritten)
 	}
 }
