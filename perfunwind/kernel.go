@@ -63,6 +63,11 @@ func (k *kernelSyms) parseLine(off int) (addr uint64, typ byte, name, mod string
 	return addr, line[sp+1], name, mod, true
 }
 
+// maxKernAddrs bounds the kernel addresses a Session (their mappings)
+// and a Resolver (their names) remember, each emptied when full: a long
+// recording samples the kernel at ever more addresses.
+const maxKernAddrs = 1 << 16
+
 // maxKallsyms bounds the bytes of a kallsyms file read (a kernel with
 // every module loaded lists about 20 MB).
 const maxKallsyms = 256 << 20

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/sframekit/sframekit/arch"
 )
 
 // TestKallsyms parses a kallsyms file as /proc/kallsyms writes it:
@@ -146,5 +148,32 @@ func TestKallsymsLongLines(t *testing.T) {
 		if _, name, _, _ := k.lookup(c.pc); name != c.name {
 			t.Errorf("%#x: %q, want %q", c.pc, name, c.name)
 		}
+	}
+}
+
+// TestResolverKernelCacheBound: a Resolver remembers the names of at most
+// maxKernAddrs kernel addresses (a continuous profiler's lives as long as
+// it runs), and names them right after it started over.
+func TestResolverKernelCacheBound(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kallsyms")
+	os.WriteFile(path, []byte("ffffffff81000000 T _stext\nffffffff81100000 T far\n"), 0o644)
+	s, err := NewSession(Options{Arch: arch.AMD64, Kallsyms: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := NewResolver(s)
+	defer r.Close()
+	for i := range maxKernAddrs + 100 {
+		pc := 0xffffffff81000000 + uint64(i)
+		if l := r.kernel(pc); l.Sym != "_stext" || l.Offset != uint64(i) {
+			t.Fatalf("%#x: %q+%#x", pc, l.Sym, l.Offset)
+		}
+		if len(r.kern) > maxKernAddrs {
+			t.Fatalf("%d kernel addresses' names kept, want at most %d", len(r.kern), maxKernAddrs)
+		}
+	}
+	if l := r.kernel(0xffffffff81100004); l.Sym != "far" {
+		t.Errorf("after starting over: %q", l.Sym)
 	}
 }

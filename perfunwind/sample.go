@@ -464,7 +464,7 @@ func (s *Session) kernelFrameMap(pc uint64) *Mapping {
 		mod = md
 	}
 	m := s.kernelMapping(mod)
-	if len(s.kernPCs) >= maxCFIRows {
+	if len(s.kernPCs) >= maxKernAddrs {
 		clear(s.kernPCs)
 	}
 	s.kernPCs[pc] = m

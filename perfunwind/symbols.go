@@ -63,8 +63,12 @@ type Resolver struct {
 	// before the first Resolve.
 	NameOnly bool
 
-	s    *Session
-	sym  *symbolize.Symbolizer
+	s   *Session
+	sym *symbolize.Symbolizer
+	// kern caches the names of kernel addresses: at most maxKernAddrs
+	// (65,536) of them, emptied when full, as the Session's kernPCs is:
+	// a continuous profiler's Resolver lives as long as it runs, and
+	// the kernel's sampled addresses have no end.
 	kern map[uint64]*Loc
 	// names has the Name, Short and Unversioned of each symbol name,
 	// copies: a file's names are substrings of one string, all its
@@ -241,6 +245,9 @@ func (r *Resolver) kernel(pc uint64) *Loc {
 	l := unknown
 	if start, name, _, ok := r.s.kernelSyms().lookup(pc); ok {
 		l = &Loc{Sym: name, Name: name, Short: name, Unversioned: name, Offset: pc - start}
+	}
+	if len(r.kern) >= maxKernAddrs {
+		clear(r.kern)
 	}
 	r.kern[pc] = l
 	return l
