@@ -299,7 +299,8 @@ func (t *Table) AppendPerfMap(data []byte) *Table {
 	// sizes then at least double from one to the next, so that lookups
 	// search a few segments, and an entry is copied into a merged
 	// segment about log2 of the table's size times over its life.
-	for len(nt.older) > 0 && len(nt.older[0].syms) <= 2*len(nt.syms) {
+	// (A jitdump file's segment, with unwinding data, is not merged.)
+	for len(nt.older) > 0 && len(nt.older[0].syms) <= 2*len(nt.syms) && nt.older[0].symUnwind == nil {
 		o := nt.older[0]
 		nt.syms = append(slices.Clip(o.syms), nt.syms...)
 		nt.older = nt.older[1:]

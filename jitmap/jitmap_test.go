@@ -363,6 +363,15 @@ func TestParseJitdumpUnwinding(t *testing.T) {
 		if s, _ := tab.Lookup(0x1010); s.Name != "b" {
 			t.Errorf("%v: %q named 0x1010", bo, s.Name)
 		}
+		// Extended by perf map lines, more than half as many entries:
+		// the jitdump file's unwinding data stays.
+		ext := tab.AppendPerfMap([]byte("3000 10 x\n3010 10 y\n3020 10 z\n"))
+		if s, _, ok := ext.LookupUnwinding(0x1025); !ok || s.Name != "c" {
+			t.Errorf("%v: extended by a perf map, 0x1025: %q %v", bo, s.Name, ok)
+		}
+		if s, _ := ext.Lookup(0x3015); s.Name != "y" {
+			t.Errorf("%v: extended by a perf map, 0x3015: %q", bo, s.Name)
+		}
 	}
 	u := &Unwinding{}
 	for size, want := range map[uint64]uint64{11: 0x90, 16: 0x90, 17: 0x98, 0: 0x80} {
