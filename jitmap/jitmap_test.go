@@ -200,6 +200,43 @@ func FuzzParsePerfMap(f *testing.F) {
 	})
 }
 
+// FuzzAppendPerfMap parses a perf map in parts cut at whole lines, as a
+// growing map is read: each lookup agrees with the table of the whole.
+func FuzzAppendPerfMap(f *testing.F) {
+	f.Add([]byte("1000 100 a\n1040 10 b\n1020 40 c\n1000 8 d\n"), uint(2), uint64(0x1044))
+	f.Add([]byte("ffffffffffffffff 10 wrap\n0 0 z\n10 10 y"), uint(1), uint64(0x14))
+	f.Fuzz(func(t *testing.T, data []byte, every uint, addr uint64) {
+		whole := ParsePerfMap(data)
+		every = every%8 + 1
+		// Parts of every lines each (the last part's last line maybe
+		// without its newline).
+		var tab *Table
+		for rest := data; len(rest) > 0; {
+			j := 0
+			for k := uint(0); k < every && j < len(rest); k++ {
+				if e := bytes.IndexByte(rest[j:], '\n'); e >= 0 {
+					j += e + 1
+				} else {
+					j = len(rest)
+				}
+			}
+			tab = tab.AppendPerfMap(rest[:j])
+			rest = rest[j:]
+		}
+		if tab == nil {
+			tab = ParsePerfMap(nil)
+		}
+		checkTable(t, tab, addr)
+		for _, a := range []uint64{addr, addr - 1, addr + 1} {
+			g, gok := tab.Lookup(a)
+			w, wok := whole.Lookup(a)
+			if gok != wok || g != w {
+				t.Fatalf("at %#x: parts give %+v %v, the whole %+v %v", a, g, gok, w, wok)
+			}
+		}
+	})
+}
+
 func FuzzParseJitdump(f *testing.F) {
 	bo := binary.LittleEndian
 	f.Add(jitdump(bo, load(bo, 0x1000, 0x40, 1, "f"), move(bo, 0x1000, 0x2000, 0x40, 1)), uint64(0x2000))
