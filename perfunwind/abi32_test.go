@@ -4,8 +4,6 @@ package perfunwind_test
 
 import (
 	"bytes"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,7 +13,7 @@ import (
 )
 
 // TestABI32 unwinds a perf record --call-graph dwarf recording of an
-// i386 program (gcc -m32), whose samples carry the 32-bit register set:
+// i386 program (testprog.BuildI386), whose samples carry the 32-bit register set:
 // each sample shows the interrupted function alone, not frames a 64-bit
 // walk of its 4-byte stack slots makes up, and the summary says why, in
 // one line.
@@ -23,14 +21,9 @@ func TestABI32(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("i386 programs run on x86-64 only")
 	}
-	testprog.NeedTool(t, "gcc")
-	probe := filepath.Join(t.TempDir(), "probe")
-	c := exec.Command("gcc", "-m32", "-x", "c", "-o", probe, "-")
-	c.Stdin = strings.NewReader("int main(void) { return 0; }\n")
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Skipf("gcc -m32 cannot build (gcc-multilib not installed?): %v\n%s", err, out)
-	}
-	path := record(t, recording{name: "m32", prog: cProg("-m32", "-O2", "-g")})
+	path := record(t, recording{name: "i386", prog: func(t testing.TB) []string {
+		return []string{testprog.BuildI386(t, "testdata/prog.c", "-O2", "-g"), work(t)}
+	}})
 
 	r, s := openSession(t, path, perfunwind.Options{})
 	res := perfunwind.NewResolver(s)

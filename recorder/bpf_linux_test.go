@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -524,7 +523,7 @@ func TestBPFCallersAtFunctionEnd(t *testing.T) {
 	}
 }
 
-// TestBPFi386 records an i386 program (gcc -m32) with frame pointers,
+// TestBPFi386 records an i386 program (testprog.BuildI386) with frame pointers,
 // whose frames hold an address of its code and a zero where a 64-bit walk
 // reads a return address: the kernel walk passes its samples on to
 // user space, which gives each the sampled function alone, where a
@@ -534,10 +533,7 @@ func TestBPFi386(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("i386 programs run on x86-64 only")
 	}
-	exe := filepath.Join(t.TempDir(), "fpargs32")
-	if out, err := exec.Command("gcc", "-m32", "-O2", "-fno-omit-frame-pointer", "-o", exe, "testdata/fpargs32.c").CombinedOutput(); err != nil {
-		t.Skipf("gcc -m32 cannot build (gcc-multilib not installed?): %v\n%s", err, out)
-	}
+	exe := testprog.BuildI386(t, "testdata/fpargs32.c", "-O2", "-fno-omit-frame-pointer")
 	p, err := Record(context.Background(), Options{BPF: true, Command: exec.Command(exe, "20000")})
 	if err != nil {
 		t.Fatal(err)

@@ -758,19 +758,17 @@ func TestAttachKilledDuringAttach(t *testing.T) {
 	}
 }
 
-// TestAttach32Bit attaches to an i386 program (gcc -m32): the error names
+// TestAttach32Bit attaches to an i386 program (testprog.BuildI386): the error names
 // the limit, a 32-bit process, and its machine, in one line.
 func TestAttach32Bit(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("i386 programs run on x86-64 only")
 	}
-	testprog.NeedTool(t, "gcc")
-	exe := filepath.Join(t.TempDir(), "m32")
-	c := exec.Command("gcc", "-m32", "-x", "c", "-o", exe, "-")
-	c.Stdin = strings.NewReader("#include <unistd.h>\nint main(void) { for (;;) pause(); }\n")
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Skipf("gcc -m32 cannot build (gcc-multilib not installed?): %v\n%s", err, out)
+	src := filepath.Join(t.TempDir(), "pause32.c")
+	if err := os.WriteFile(src, []byte("#include <unistd.h>\nint main(void) { for (;;) pause(); }\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	exe := testprog.BuildI386(t, src)
 	cmd := exec.Command(exe)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

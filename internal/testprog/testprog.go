@@ -112,6 +112,27 @@ func Build(t testing.TB, src string, flags ...string) string {
 	})
 }
 
+// I386CC is the C compiler of the i386 (32-bit x86) test programs:
+// Debian's cross compiler (package gcc-i686-linux-gnu, with
+// libc6-dev-i386-cross), which, unlike gcc -m32's gcc-multilib, can be
+// installed beside the AArch64 and s390x cross compilers.
+const I386CC = "i686-linux-gnu-gcc"
+
+// BuildI386 compiles the C program src for i386 with flags, statically
+// (the host need not have the i386 C library), once per test binary and
+// set of flags: a 32-bit process that x86-64 kernels run natively.
+func BuildI386(t testing.TB, src string, flags ...string) string {
+	t.Helper()
+	NeedTool(t, I386CC)
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buildOnce(t, "i386\x00"+abs+"\x00"+strings.Join(flags, "\x00"), strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs)), func(exe string) []string {
+		return append([]string{I386CC}, append(append([]string{}, flags...), "-static", "-pthread", "-o", exe, abs)...)
+	})
+}
+
 // buildOnce returns the executable built for key, or builds it: named
 // name, in a directory of its own under Dir, by the command that
 // command(exe) returns.

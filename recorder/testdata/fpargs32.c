@@ -1,4 +1,4 @@
-/* Test program for package recorder, built -m32 -fno-omit-frame-pointer:
+/* Test program for package recorder, built for i386 with -fno-omit-frame-pointer:
  * an i386 process whose frame-pointer frames hold, where a 64-bit walk
  * would take its caller's return address (8 bytes above the saved frame
  * pointer), an address in its own code and a zero: leaf's two arguments.
