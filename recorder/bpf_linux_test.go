@@ -499,27 +499,19 @@ func TestBPFCallersAtFunctionEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := p.WriteFolded(&buf); err != nil {
-		t.Fatal(err)
-	}
 	var all, whole int
-	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		i := strings.LastIndexByte(l, ' ')
-		n, err := strconv.Atoi(l[i+1:])
-		if i < 0 || err != nil {
-			t.Fatalf("folded line %q", l)
-		}
+	stacks := foldedStacks(t, p)
+	for st, n := range stacks {
 		all += n
-		if strings.HasSuffix(l[:i], ";main;g;f;die") {
+		if strings.HasSuffix(st, ";main;g;f;die") {
 			whole += n
 		}
-		if strings.Contains(l, "[noreturn]") {
-			t.Errorf("a caller named as no function: %s", l)
+		if strings.Contains(st, "[noreturn]") {
+			t.Errorf("a caller named as no function: %s", st)
 		}
 	}
 	if all == 0 || whole < all*9/10 {
-		t.Errorf("%d of %d samples in main;g;f;die, want 90%% or more:\n%s", whole, all, buf.String())
+		t.Errorf("%d of %d samples in main;g;f;die, want 90%% or more: %v", whole, all, stacks)
 	}
 }
 
@@ -538,23 +530,31 @@ func TestBPFi386(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var all int
+	stacks := foldedStacks(t, p)
+	for _, n := range stacks {
+		all += n
+	}
+	if alone := stacks["fpargs32;leaf"]; all == 0 || alone < all*9/10 {
+		t.Errorf("%d of %d samples fpargs32;leaf, want 90%% or more: %v", alone, all, stacks)
+	}
+}
+
+// foldedStacks returns p's folded stacks and their samples.
+func foldedStacks(t *testing.T, p *Profile) map[string]int {
+	t.Helper()
 	var buf bytes.Buffer
 	if err := p.WriteFolded(&buf); err != nil {
 		t.Fatal(err)
 	}
-	var all, alone int
+	stacks := map[string]int{}
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		i := strings.LastIndexByte(l, ' ')
 		n, err := strconv.Atoi(l[i+1:])
 		if i < 0 || err != nil {
 			t.Fatalf("folded line %q", l)
 		}
-		all += n
-		if l[:i] == "fpargs32;leaf" {
-			alone += n
-		}
+		stacks[l[:i]] += n
 	}
-	if all == 0 || alone < all*9/10 {
-		t.Errorf("%d of %d samples fpargs32;leaf, want 90%% or more:\n%s", alone, all, buf.String())
-	}
+	return stacks
 }
