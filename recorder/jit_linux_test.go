@@ -41,21 +41,7 @@ console.log(s > 0);
 	cmd.Dir = dir
 	var names []map[string]bool
 	opts := Options{Command: cmd, Period: 200 * time.Millisecond, OnPeriod: func(p *Profile) {
-		var buf bytes.Buffer
-		if err := p.WritePprof(&buf); err != nil {
-			t.Error(err)
-			return
-		}
-		q, err := profile.Parse(&buf)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		fns := map[string]bool{}
-		for _, f := range q.Function {
-			fns[f.Name] = true
-		}
-		names = append(names, fns)
+		names = append(names, periodFuncs(t, p))
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -102,20 +88,10 @@ func TestPeriodsPerfMapGrows(t *testing.T) {
 	var periods []period
 	var last int64
 	opts := Options{Command: cmd, Period: 200 * time.Millisecond, OnPeriod: func(p *Profile) {
-		var buf bytes.Buffer
-		if err := p.WritePprof(&buf); err != nil {
-			t.Error(err)
-			return
-		}
-		q, err := profile.Parse(&buf)
-		if err != nil {
-			t.Error(err)
-			return
-		}
 		fns := map[string]bool{}
-		for _, f := range q.Function {
-			if strings.HasPrefix(f.Name, "jit") || f.Name == "rewritten" || strings.Contains(f.Name, "elsewhere") {
-				fns[f.Name] = true
+		for name := range periodFuncs(t, p) {
+			if strings.HasPrefix(name, "jit") || name == "rewritten" || strings.Contains(name, "elsewhere") {
+				fns[name] = true
 			}
 		}
 		read := p.Session().JITBytesRead()
@@ -154,4 +130,24 @@ func TestPeriodsPerfMapGrows(t *testing.T) {
 	if both < 0 || rewritten < 0 {
 		t.Errorf("%d periods: old and new functions named together in period %d, the rewritten map in %d", len(periods), both, rewritten)
 	}
+}
+
+// periodFuncs returns the names of the functions in a period's profile p,
+// written as pprof and read back (nil after an error, reported).
+func periodFuncs(t *testing.T, p *Profile) map[string]bool {
+	var buf bytes.Buffer
+	if err := p.WritePprof(&buf); err != nil {
+		t.Error(err)
+		return nil
+	}
+	q, err := profile.Parse(&buf)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	fns := map[string]bool{}
+	for _, f := range q.Function {
+		fns[f.Name] = true
+	}
+	return fns
 }
