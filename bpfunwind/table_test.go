@@ -169,22 +169,7 @@ func TestBuildTablePCMask(t *testing.T) {
 		{64, 16, 8, 0},
 		{1 << 31, 16, 0, 2},
 	} {
-		data, err := sframe.Encode(sframe.EncodeOptions{Version: sframe.Version3, ABI: sframe.ABIAMD64LE, Addr: 0x100000},
-			[]sframe.EncFunc{{Start: 0x1000, Size: c.size, PCType: sframe.PCMask, RepSize: c.rep, Rows: rows}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := sframe.Parse(data, 0x100000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tab := BuildTable(&unwind.Tables{SFrame: s}, arch.AMD64)
-		n := 0
-		for _, r := range tab.Rows {
-			if r.Flags&rowRA != 0 {
-				n++
-			}
-		}
+		tab, n := maskTable(t, []sframe.EncFunc{{Start: 0x1000, Size: c.size, PCType: sframe.PCMask, RepSize: c.rep, Rows: rows}})
 		if n != c.wantRows || tab.Skipped[ReasonPCMask] != c.wantNoneR {
 			t.Errorf("size %d, blocks of %d: %d rows with a rule (want %d), skipped %v", c.size, c.rep, n, c.wantRows, tab.Skipped)
 		}
@@ -208,6 +193,16 @@ func TestBuildTablePCMask(t *testing.T) {
 	for i := range 3 {
 		fns = append(fns, sframe.EncFunc{Start: 0x1000 + uint64(i)*size, Size: size, PCType: sframe.PCMask, RepSize: 16, Rows: rows})
 	}
+	tab, n := maskTable(t, fns)
+	if n > maxMaskRows || tab.Skipped[ReasonPCMask] != 4 {
+		t.Errorf("three PLTs of 32,768 entries: %d rows with a rule, skipped %v; want at most %d, 4 skipped", n, tab.Skipped, maxMaskRows)
+	}
+}
+
+// maskTable builds the table of an AMD64 SFrame v3 section of fns and
+// counts its rows with a return-address rule.
+func maskTable(t *testing.T, fns []sframe.EncFunc) (*Table, int) {
+	t.Helper()
 	data, err := sframe.Encode(sframe.EncodeOptions{Version: sframe.Version3, ABI: sframe.ABIAMD64LE, Addr: 0x100000}, fns)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +218,5 @@ func TestBuildTablePCMask(t *testing.T) {
 			n++
 		}
 	}
-	if n > maxMaskRows || tab.Skipped[ReasonPCMask] != 4 {
-		t.Errorf("three PLTs of 32,768 entries: %d rows with a rule, skipped %v; want at most %d, 4 skipped", n, tab.Skipped, maxMaskRows)
-	}
+	return tab, n
 }
