@@ -150,7 +150,8 @@ type Session struct {
 	gone    map[uint32]*process // gone from /proc at the last Sweep (forgetGone)
 	// exited are the threads whose EXIT records came, oldest first,
 	// still known for the samples taken after (exitGrace).
-	exited []exitedThread
+	exited     []exitedThread
+	exitedHead int // s.exited[:exitedHead] are forgotten
 	// jitBudget is what may still be read of JIT files (maxJITBytes);
 	// jitRead counts the bytes read of them (JITBytesRead).
 	jitBudget atomic.Int64
@@ -824,44 +825,56 @@ type exitedThread struct {
 // EXIT record's), after which the thread and its process stay known for
 // exitGrace of the recording's time, unless a FORK reuses the ids, for
 // the samples of its exit path taken after the record; it forgets those
-// that exited longer ago. It reports whether the process has no thread
-// left that has not exited (its last thread exited).
-func (s *Session) ExitAt(pid, tid uint32, at uint64) (last bool) {
+// that exited longer ago. Each exited thread is queued once and leaves
+// the queue once: the work is constant per record, on average.
+func (s *Session) ExitAt(pid, tid uint32, at uint64) {
 	s.forgetExited(at)
 	t := s.threads[tid]
 	if t == nil || t.pid != pid {
 		s.Exit(pid, tid)
-		return !s.Known(pid)
+		return
 	}
 	t.exited = true
 	s.exited = append(s.exited, exitedThread{pid, tid, t, at})
+}
+
+// Alive reports whether process pid has a known thread that has not
+// exited (ExitAt). It looks at each of the process's threads.
+func (s *Session) Alive(pid uint32) bool {
 	p := s.procs[pid]
 	if p == nil {
-		return true
+		return false
 	}
 	for id := range p.threads {
 		if th := s.threads[id]; th != nil && th.pid == pid && !th.exited {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // forgetExited forgets the exited threads (and processes) whose grace
 // ends before time now (all of them for the maximum time), unless a FORK
 // reused their ids since.
 func (s *Session) forgetExited(now uint64) {
-	n := 0
-	for _, e := range s.exited {
+	i := s.exitedHead
+	for ; i < len(s.exited); i++ {
+		e := &s.exited[i]
 		if now != ^uint64(0) && e.at+exitGrace > now {
 			break
 		}
 		if s.threads[e.tid] == e.t {
 			s.Exit(e.pid, e.tid)
 		}
-		n++
 	}
-	s.exited = append(s.exited[:0], s.exited[n:]...)
+	s.exitedHead = i
+	if i > len(s.exited)/2 {
+		// The forgotten half leaves: each entry moves at most once
+		// for each time the queue halves.
+		n := copy(s.exited, s.exited[i:])
+		clear(s.exited[n:])
+		s.exited, s.exitedHead = s.exited[:n], 0
+	}
 }
 
 // Exit records the end of thread tid of process pid. A process whose

@@ -622,9 +622,9 @@ func (r *recorder) apply(e *event) {
 			t := r.late.Task()
 			// The thread stays known a while, for the samples of its
 			// exit path a system-wide recording takes after the record.
-			last := r.sess.ExitAt(t.Pid, t.Tid, t.Time)
+			r.sess.ExitAt(t.Pid, t.Tid, t.Time)
 			delete(r.nameless, t.Tid)
-			if r.bpf != nil && last {
+			if r.bpf != nil && !r.sess.Alive(t.Pid) {
 				r.mirror.Exit(t.Pid) // its last thread
 				r.bpf.DropProcess(t.Pid)
 			}
